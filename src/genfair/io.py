@@ -1,0 +1,44 @@
+"""Atomic, deterministic writes of stage outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def _atomic(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write through a temporary file in the same folder, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Parquet without the pandas index; same frame and pyarrow version -> same bytes."""
+    return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"))
+
+
+def write_json(data: Any, path: str | Path) -> Path:
+    text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
+    return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_parquet(path: str | Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
+    return pd.read_parquet(path, engine="pyarrow")

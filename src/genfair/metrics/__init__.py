@@ -1,0 +1,51 @@
+"""The pure fairness math shared by all methodologies.
+
+Pure functions: array-likes in, Python floats out, no state and no I/O. Probability
+vectors are validated (1-D, finite, non-negative, same length where two, sum to 1 within
+1e-6) and anything else raises ``ValueError``. Natural logs everywhere except
+:func:`js_divergence` (base 2).
+
+Distributions (:mod:`genfair.metrics.distributions`)
+    - :func:`normalize_counts` -- counts to a probability vector.
+    - :func:`normalized_entropy` -- ``H(p) / log k``; FACT-OR-FAIR Def. 2, OpenBias Eq. 6.
+    - :func:`kl_divergence` -- ``KL(p || q)`` in nats, ``inf`` off the support of ``q``;
+      FACT-OR-FAIR Def. 4.
+    - :func:`js_divergence` -- squared Jensen-Shannon distance, base 2; IRIS M4/M5.
+    - :func:`representation_disparity` -- ``sum_{i<j} |p_i - p_j| / (k - 1)``; IRIS M1.
+    - :func:`group_wasserstein` -- earth mover's distance under the 0/1 metric (total
+      variation); news-bias Eq. 3.
+    - :func:`bias_severity` -- ``1 - H(p) / log k``; OpenBias Eq. 6.
+
+Trade-off (:mod:`genfair.metrics.tradeoff`)
+    - :func:`max_entropy_at_accuracy` -- FACT-OR-FAIR Conclusion 1 / Appendix B Eq. 11.
+    - :func:`tradeoff_distance` -- closest point on that curve and the distance;
+      FACT-OR-FAIR Def. 3 / Appendix C.2.
+    - :func:`s_fair` -- ``S_E + S_KLD - S_E S_KLD``; FACT-OR-FAIR Def. 5.
+
+Papers: FACT-OR-FAIR (Huang et al.), news bias (Fang et al.), IRIS (Zhao et al.),
+OpenBias (D'Incà et al.); see each function's docstring for the section.
+"""
+
+from genfair.metrics.distributions import (
+    bias_severity,
+    group_wasserstein,
+    js_divergence,
+    kl_divergence,
+    normalize_counts,
+    normalized_entropy,
+    representation_disparity,
+)
+from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance
+
+__all__ = [
+    "bias_severity",
+    "group_wasserstein",
+    "js_divergence",
+    "kl_divergence",
+    "max_entropy_at_accuracy",
+    "normalize_counts",
+    "normalized_entropy",
+    "representation_disparity",
+    "s_fair",
+    "tradeoff_distance",
+]

@@ -1,0 +1,132 @@
+"""Hugging Face transformers backend: batched chat generation on CPU or GPU.
+
+Serves the ``hf`` backend (any hub id or local directory) and, through
+:mod:`genfair.models.embedded`, the ``embedded`` one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from genfair.models.base import Completion, LLMBackend, OnDone, Request, derive_seed
+from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingParams
+
+log = logging.getLogger(__name__)
+
+
+class HFChatBackend(LLMBackend):
+    """Chat-template generation with a transformers causal LM, in left-padded batches."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        identity: dict[str, Any],
+        sampling: SamplingParams,
+        batch_size: int = 8,
+        system_prompt: str | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.sampling = sampling
+        self.batch_size = batch_size
+        self.system_prompt = system_prompt
+        self._identity = identity
+        # greedy decoding repeats itself: re-asking after an invalid answer is pointless
+        self.deterministic = sampling.temperature == 0
+        tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+
+    @classmethod
+    def from_config(cls, config: HFModelConfig) -> HFChatBackend:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dtype = "auto" if config.dtype == "auto" else getattr(_torch(), config.dtype)
+        tokenizer = AutoTokenizer.from_pretrained(
+            config.model_id, revision=config.revision, trust_remote_code=config.trust_remote_code
+        )
+        model = AutoModelForCausalLM.from_pretrained(
+            config.model_id,
+            revision=config.revision,
+            dtype=dtype,
+            trust_remote_code=config.trust_remote_code,
+        ).to(config.device)
+        return cls(
+            model,
+            tokenizer,
+            identity=_identity(config),
+            sampling=config.sampling,
+            batch_size=config.batch_size,
+            system_prompt=config.system_prompt,
+        )
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            **self._identity,
+            "sampling": self.sampling.model_dump(),
+            "system_prompt": self.system_prompt,
+        }
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start : start + self.batch_size]
+            began = time.perf_counter()
+            try:
+                texts = self._generate(batch)
+            except Exception as exc:  # a failed batch is data, not a crash
+                log.exception("generation failed for a batch of %d", len(batch))
+                for request in batch:
+                    on_done(request, Completion(status="error", error=f"{type(exc).__name__}: {exc}"))
+                continue
+            latency = (time.perf_counter() - began) / len(batch)
+            for request, text in zip(batch, texts, strict=True):
+                on_done(request, Completion(status="ok", text=text, latency_s=latency, finish_reason="stop"))
+
+    def _messages(self, request: Request) -> list[dict[str, str]]:
+        messages = list(request.messages)
+        if self.system_prompt and not any(m["role"] == "system" for m in messages):
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        return messages
+
+    def _generate(self, batch: Sequence[Request]) -> list[str]:
+        torch = _torch()
+        prompts = [
+            self.tokenizer.apply_chat_template(
+                self._messages(r), add_generation_prompt=True, tokenize=False
+            )
+            for r in batch
+        ]
+        inputs = self.tokenizer(
+            prompts, return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(self.model.device)
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": self.sampling.max_tokens,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if self.deterministic:
+            kwargs["do_sample"] = False
+        else:
+            kwargs.update(do_sample=True, temperature=self.sampling.temperature, top_p=self.sampling.top_p)
+            # one generator for the batch, seeded from its requests: reproducible for the
+            # same batch composition
+            torch.manual_seed(derive_seed(*[r.seed for r in batch]))
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, **kwargs)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        return [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+
+
+def _identity(config: HFModelConfig | EmbeddedModelConfig) -> dict[str, Any]:
+    return {"backend": config.backend, "model_id": config.model_id, "revision": config.revision}
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch

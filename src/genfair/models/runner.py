@@ -1,0 +1,161 @@
+"""Send probe rows to a model through the response cache, re-asking as the paper says.
+
+The runner is methodology-agnostic: a methodology hands it :class:`Call` objects (one per
+probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``refused`` or
+``invalid``. An answer that is not ``ok`` is asked again, with a new attempt index (so a new
+cache entry and seed), up to the call's ``max_attempts``; a deterministic backend is not
+re-asked, since it would repeat itself. Every completion is written to the cache the
+moment it exists, so an interrupted run resumes where it stopped and never pays twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from genfair.models.base import Completion, LLMBackend, Request, derive_seed
+from genfair.models.cache import ResponseCache
+
+log = logging.getLogger(__name__)
+
+Verdict = Literal["ok", "refused", "invalid"]
+Judge = Callable[[str, dict[str, Any]], Verdict]
+
+#: columns of every responses table, in order
+RESPONSE_COLUMNS = [
+    "probe_id", "sample_index", "status", "attempts", "text",
+    "finish_reason", "error", "latency_s", "tries",
+]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One sample of one probe row."""
+
+    probe_id: str
+    messages: tuple[dict[str, str], ...]
+    sample_index: int = 0
+    max_attempts: int = 1
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def run_calls(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    calls: Sequence[Call],
+    judge: Judge,
+    *,
+    seed: int,
+    label: str = "",
+    chunk_size: int = 256,
+) -> pd.DataFrame:
+    """Answer every call; return one row per call with its final status.
+
+    ``status`` is ``ok``, ``refused`` or ``invalid`` (the last answer's verdict after all
+    attempts: the paper's "skipped") or ``error`` (a transport failure after the backend's
+    own retries; not cached, so the next run asks again).
+    """
+    fingerprint = backend.fingerprint
+    model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
+    final: dict[int, dict[str, Any]] = {}
+    attempt = {i: 0 for i in range(len(calls))}
+    pending = list(range(len(calls)))
+    stats = {"cached": 0, "called": 0}
+
+    with tqdm(total=len(calls), desc=label or "generate", unit="call", leave=False) as bar:
+        while pending:
+            retry: list[int] = []
+            for start in range(0, len(pending), chunk_size):
+                chunk = pending[start : start + chunk_size]
+                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats)
+                for i in chunk:
+                    completion = results[i]
+                    status = _verdict(completion, judge, calls[i].meta)
+                    again = status in ("refused", "invalid") and not backend.deterministic
+                    if again and attempt[i] + 1 < calls[i].max_attempts:
+                        attempt[i] += 1
+                        retry.append(i)
+                        continue
+                    final[i] = _row(calls[i], completion, status, attempt[i] + 1)
+                    bar.update(1)
+            pending = retry
+
+    log.info("%s: %d calls (%d from cache, %d sent)", label, len(calls), stats["cached"], stats["called"])
+    frame = pd.DataFrame([final[i] for i in range(len(calls))], columns=RESPONSE_COLUMNS)
+    errors = int((frame["status"] == "error").sum())
+    if errors:
+        log.warning(
+            "%s: %d calls failed after retries (status 'error', not cached). Rerun the stage "
+            "to ask again; completed calls come from the cache.", label, errors,
+        )
+    return frame
+
+
+def _answer(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    calls: Sequence[Call],
+    indices: list[int],
+    attempt: dict[int, int],
+    seed: int,
+    model_key: str,
+    stats: dict[str, int],
+) -> dict[int, Completion]:
+    """Completions for ``indices`` at their current attempt: cache first, then the model."""
+    requests: dict[int, Request] = {}
+    keys: dict[int, str] = {}
+    for i in indices:
+        call = calls[i]
+        requests[i] = Request(
+            messages=call.messages,
+            sample_index=call.sample_index,
+            attempt=attempt[i],
+            seed=derive_seed(seed, call.probe_id, call.sample_index, attempt[i]),
+            meta=call.meta,
+        )
+        keys[i] = cache.key(backend.fingerprint, requests[i])
+    hits = cache.get_many(list(keys.values()))
+    results = {i: hits[keys[i]] for i in indices if keys[i] in hits}
+    stats["cached"] += len(results)
+    missing = [i for i in indices if i not in results]
+    if not missing:
+        return results
+    by_request = {id(requests[i]): i for i in missing}
+
+    def on_done(request: Request, completion: Completion) -> None:
+        i = by_request[id(request)]
+        cache.put(keys[i], model_key, completion)
+        results[i] = completion
+
+    backend.complete([requests[i] for i in missing], on_done)
+    stats["called"] += len(missing)
+    lost = [i for i in missing if i not in results]
+    if lost:  # a backend broke its contract; record rather than crash
+        for i in lost:
+            results[i] = Completion(status="error", error="backend returned no completion")
+    return results
+
+
+def _verdict(completion: Completion, judge: Judge, meta: dict[str, Any]) -> str:
+    if completion.status != "ok":
+        return completion.status
+    return judge(completion.text or "", meta)
+
+
+def _row(call: Call, completion: Completion, status: str, attempts: int) -> dict[str, Any]:
+    return {
+        "probe_id": call.probe_id,
+        "sample_index": call.sample_index,
+        "status": status,
+        "attempts": attempts,
+        "text": completion.text,
+        "finish_reason": completion.finish_reason,
+        "error": completion.error,
+        "latency_s": round(float(completion.latency_s), 4),
+        "tries": completion.tries,
+    }

@@ -1,0 +1,40 @@
+"""FACT-OR-FAIR trade-off plots (paper 000 Fig. 4-9): models as points, the max-S_E curve."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: files only
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from genfair.metrics import max_entropy_at_accuracy
+
+
+def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
+    """One panel per attribute: (S_fact, S_E) per model and the upper-bound curve.
+
+    ``scores`` has columns model, attribute, k, s_fact, s_e and optionally simulated;
+    simulators are drawn hollow and labelled as such.
+    """
+    attributes = [a for a in ("gender", "race") if a in set(scores["attribute"])]
+    fig, axes = plt.subplots(1, len(attributes), figsize=(5 * len(attributes), 4.4), squeeze=False)
+    for ax, attribute in zip(axes[0], attributes, strict=True):
+        part = scores[scores["attribute"] == attribute]
+        k = int(part["k"].iloc[0])
+        a = np.linspace(0, 1, 401)
+        ax.plot(a, [max_entropy_at_accuracy(x, k) for x in a], color="0.35", lw=1.5, label=f"max $S_E$ (k={k})")
+        for row in part.itertuples():
+            simulated = bool(getattr(row, "simulated", False))
+            name = f"{row.model} (simulated)" if simulated else row.model
+            ax.scatter(row.s_fact, row.s_e, s=60, zorder=3, label=name,
+                       facecolors="none" if simulated else None, edgecolors="C3" if simulated else None)
+        ax.set(xlim=(0, 1), ylim=(0, 1.05), xlabel="$S_{fact}$", ylabel="$S_E$", title=attribute.capitalize())
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

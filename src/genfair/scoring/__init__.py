@@ -1,0 +1,1 @@
+"""Cross-model aggregation: leaderboards (and, with IRIS, calibration and codes)."""

@@ -1,0 +1,20 @@
+"""Shared entry point of the stage scripts: logging, params, and one clear error line."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from genfair.config import ConfigError, load_params
+from genfair.logs import setup
+
+
+def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None) -> None:
+    log = setup(stage, model=model, methodology=methodology)
+    try:
+        params = load_params()
+        args = [a for a in (model, methodology) if a is not None]
+        step(params, *args)
+    except (ConfigError, FileNotFoundError, ValueError, KeyError) as exc:
+        log.error("%s", exc)
+        sys.exit(1)

@@ -1,0 +1,8 @@
+"""DVC stage score: all models together (leaderboards; simulators labelled, not ranked)."""
+
+from _common import run
+
+from genfair.scoring.leaderboard import score_study
+
+if __name__ == "__main__":
+    run("score", score_study)
