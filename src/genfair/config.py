@@ -50,11 +50,33 @@ class StudyParams(_Strict):
         return self.models[name]
 
 
-def format_errors(error: ValidationError, source: str, prefix: tuple[str | int, ...] = ()) -> str:
-    """One line per problem: ``<source>: <key.path>: <message>``."""
+def _key_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
+    """``loc`` without the tags pydantic inserts for tagged unions (``models.x.embedded.y``
+    -> ``models.x.y``): a part that is not a key of the input dict but is the value of its
+    ``backend`` field is a tag, not a key the user wrote."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part not in node and node.get("backend") == part:
+            continue
+        path.append(part)
+        try:
+            node = node[part]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return path
+
+
+def format_errors(
+    error: ValidationError, source: str, prefix: tuple[str | int, ...] = (), data: Any = None
+) -> str:
+    """One line per problem: ``<source>: <key.path>: <message>``.
+
+    ``data`` is the validated input; when given, union tags are dropped from key paths.
+    """
     lines = []
     for item in error.errors():
-        loc = ".".join(str(p) for p in (*prefix, *item["loc"]))
+        loc = ".".join(str(p) for p in (*prefix, *_key_path(item["loc"], data)))
         message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
         lines.append(f"{source}: {loc}: {message}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
@@ -72,7 +94,7 @@ def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
     try:
         params = StudyParams.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, str(path))) from None
+        raise ConfigError(format_errors(exc, str(path), data=raw)) from None
     # validate every methodology block now, so a typo fails before any work starts
     for name in params.methodologies:
         methodology_config(params, name, source=str(path))
@@ -83,7 +105,10 @@ def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE
     """The validated config object of methodology ``name``."""
     from genfair.methodologies import get_methodology
 
-    methodology = get_methodology(name)
+    try:
+        methodology = get_methodology(name)
+    except KeyError as exc:
+        raise ConfigError(f"{source}: methodologies.{name}: {exc.args[0]}") from None
     try:
         return TypeAdapter(methodology.Config).validate_python(params.methodologies[name])
     except ValidationError as exc:

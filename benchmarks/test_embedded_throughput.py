@@ -1,0 +1,47 @@
+"""Embedded SmolLM2: batched generation vs one prompt at a time (tokens per second).
+
+Calls the backend directly, bypassing the response cache, on real FACT-OR-FAIR prompts.
+Run: make benchmark (or pytest benchmarks/test_embedded_throughput.py --benchmark-only -s)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from genfair.config import load_params, methodology_config
+from genfair.methodologies import get_methodology
+from genfair.models import Request, build_backend
+
+N_PROMPTS = 32
+
+
+@pytest.fixture(scope="module")
+def prompts() -> list[Request]:
+    params = load_params()
+    config = methodology_config(params, "fact_or_fair").model_copy(
+        update={"objective_rounds": 1, "scenarios_per_direction": 1, "samples_per_prompt": 1}
+    )
+    probes = get_methodology("fact_or_fair").build_probes(config, params.seed)
+    rows = probes.groupby("kind").head(N_PROMPTS // 2)  # half objective, half subjective
+    return [Request(messages=({"role": "user", "content": p},)) for p in rows["prompt"]]
+
+
+@pytest.mark.parametrize("batch_size", [1, 16])
+def test_embedded_tokens_per_second(benchmark, prompts: list[Request], batch_size: int, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = load_params().models["smollm2"].model_copy(update={"batch_size": batch_size})
+    backend = build_backend(config)
+    texts: list[str] = []
+
+    def run() -> None:
+        texts.clear()
+        backend.complete(prompts, lambda _r, c: texts.append(c.text or ""))
+
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    tokens = sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+    seconds = benchmark.stats.stats.mean
+    benchmark.extra_info.update(batch_size=batch_size, prompts=len(prompts), generated_tokens=tokens,
+                                tokens_per_s=round(tokens / seconds, 2), prompts_per_s=round(len(prompts) / seconds, 3))
+    print(f"\nbatch_size={batch_size}: {len(prompts)} prompts in {seconds:.1f} s, "
+          f"{tokens / seconds:.1f} generated tokens/s, {len(prompts) / seconds:.2f} prompts/s")
+    assert len(texts) == len(prompts)

@@ -1,0 +1,80 @@
+"""Throughput of the OpenAI backend against the local mock server (fixed 50 ms latency).
+
+Ideal throughput is concurrency / latency: 32 / 0.05 s = 640 requests/s. The figure that
+matters is the ratio to it (how much the client's own overhead costs) and the speed-up
+over a sequential client. Run with::
+
+    PYTHONPATH=src pytest benchmarks/test_openai_throughput.py --benchmark-only -q -s
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from genfair.models.base import Completion, Request
+from genfair.models.config import OpenAIModelConfig
+from genfair.models.openai import OpenAIChatBackend
+from tests.support.mock_openai import MockOpenAI
+
+LATENCY_S = 0.05
+CONCURRENCY = 32
+N = 320
+SEQUENTIAL_N = 40
+ROUNDS = 5
+
+
+def _backend(base_url: str, concurrency: int) -> OpenAIChatBackend:
+    config = OpenAIModelConfig(
+        backend="openai", model_id="mock-model", base_url=base_url, api_key_env=None,
+        concurrency=concurrency,
+    )
+    return OpenAIChatBackend(config)
+
+
+def _requests(n: int) -> list[Request]:
+    return [Request(messages=({"role": "user", "content": f"q{i}"},), seed=i) for i in range(n)]
+
+
+def _timed(backend: OpenAIChatBackend, requests: list[Request]) -> tuple[float, list[Completion]]:
+    done: list[Completion] = []
+    began = time.perf_counter()
+    backend.complete(requests, lambda _, completion: done.append(completion))
+    return time.perf_counter() - began, done
+
+
+def test_openai_throughput(benchmark) -> None:  # type: ignore[no-untyped-def]
+    with MockOpenAI(latency_s=LATENCY_S) as server:
+        seconds, done = _timed(_backend(server.url, 1), _requests(SEQUENTIAL_N))
+        assert [c.status for c in done] == ["ok"] * SEQUENTIAL_N
+        sequential_rps = SEQUENTIAL_N / seconds
+
+        concurrent = _backend(server.url, CONCURRENCY)
+        requests = _requests(N)
+        # own timings as well as pytest-benchmark's, so the figures exist with it disabled
+        rounds: list[float] = []
+
+        def batch() -> list[Completion]:
+            seconds, done = _timed(concurrent, requests)
+            rounds.append(seconds)
+            return done
+
+        done = benchmark.pedantic(batch, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+        assert [c.status for c in done] == ["ok"] * N
+        assert server.max_in_flight == CONCURRENCY
+
+    ideal_rps = CONCURRENCY / LATENCY_S
+    rps = N / statistics.median(rounds[-ROUNDS:])
+    figures = {
+        "requests": N,
+        "concurrency": CONCURRENCY,
+        "latency_s": LATENCY_S,
+        "throughput_rps": round(rps, 1),
+        "ideal_rps": ideal_rps,
+        "ratio_to_ideal": round(rps / ideal_rps, 3),
+        "sequential_rps": round(sequential_rps, 1),
+        "sequential_ratio_to_ideal": round(sequential_rps * LATENCY_S, 3),
+        "speedup_over_sequential": round(rps / sequential_rps, 1),
+    }
+    benchmark.extra_info.update(figures)
+    print("\nopenai backend throughput:", ", ".join(f"{k}={v}" for k, v in figures.items()))

@@ -1,0 +1,244 @@
+"""OpenAI-compatible chat-completions backend (OpenAI, vLLM, TGI, Ollama...).
+
+Requests go out concurrently from ``config.concurrency`` workers in an asyncio loop that
+:meth:`OpenAIChatBackend.complete` runs itself, since its caller is synchronous.
+Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a 200 without a
+usable body) are retried with exponential backoff and full jitter, honouring
+``Retry-After``; any other 4xx is final. A call that still fails becomes an ``error``
+completion, never an exception, so the caller can record it and move on.
+
+The API key is read from the environment variable named in the config and is sent only
+in the ``Authorization`` header: it is never part of the fingerprint, repr, logs or
+error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import ssl
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from genfair.models.base import Completion, LLMBackend, OnDone, Request
+from genfair.models.config import OpenAIModelConfig
+
+log = logging.getLogger(__name__)
+
+#: statuses worth another try besides 5xx (the set the official OpenAI client retries)
+_RETRY_STATUS = frozenset({408, 409, 429})
+#: transport failures worth another try; the rest (bad URL, unsupported scheme) are final
+_RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+_DETAIL_CHARS = 300
+
+
+class _Transient(Exception):
+    """A failed attempt worth retrying; ``retry_after`` is the server's hint in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Rejected(Exception):
+    """A failed attempt that retrying cannot fix (a 4xx such as 400, 401, 404)."""
+
+
+class OpenAIChatBackend(LLMBackend):
+    """Concurrent chat completions against any OpenAI-compatible endpoint."""
+
+    def __init__(self, config: OpenAIModelConfig):
+        self.config = config
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self._api_key: str | None = None
+        if config.api_key_env is not None:
+            self._api_key = os.environ.get(config.api_key_env) or None
+            if self._api_key is None:
+                raise RuntimeError(
+                    f"model {config.model_id!r} reads its API key from the environment "
+                    f"variable {config.api_key_env}, which is not set. Set it before running "
+                    f"(export {config.api_key_env}=...), or set api_key_env: null in the model "
+                    "config for an endpoint without authentication (e.g. a local vLLM)."
+                )
+        self._backoff = wait_random_exponential(
+            multiplier=config.backoff_initial_s, max=config.backoff_max_s
+        )
+
+    def __repr__(self) -> str:
+        config = self.config
+        return f"OpenAIChatBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": "openai",
+            "model_id": self.config.model_id,
+            "revision": self.config.revision,
+            "base_url": self.config.base_url,
+            "sampling": self.config.sampling.model_dump(),
+            "system_prompt": self.config.system_prompt,
+        }
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        if requests:
+            asyncio.run(self._complete_all(requests, on_done))
+
+    async def _complete_all(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        pending = iter(requests)  # shared by the workers: next() never yields to the loop
+        tls = httpx.create_ssl_context()  # built once: loading the CA bundle takes ~20 ms
+        workers = min(self.config.concurrency, len(requests))
+        await asyncio.gather(*(self._worker(pending, on_done, tls) for _ in range(workers)))
+
+    async def _worker(
+        self, pending: Iterator[Request], on_done: OnDone, tls: ssl.SSLContext
+    ) -> None:
+        """Answer requests one after another over one connection of its own.
+
+        A client per worker rather than one shared pool: httpcore 1.0's pool rescans every
+        connection on each request (encode/httpcore#1035), which at 32 connections costs
+        more CPU than the request itself. A worker keeps its slot through backoff sleeps,
+        so a rate-limited endpoint sees fewer requests, not the same number.
+        """
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        async with httpx.AsyncClient(
+            headers=headers,
+            timeout=self.config.timeout_s,
+            verify=tls,
+            limits=httpx.Limits(max_connections=1),
+        ) as client:
+            for request in pending:
+                on_done(request, await self._call(client, request))
+
+    async def _call(self, client: httpx.AsyncClient, request: Request) -> Completion:
+        """One request with its retries; every failure becomes an ``error`` completion."""
+        # a fresh controller per request: tenacity keeps per-call state on the instance
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Transient),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            completion = await retrying(self._attempt, client, self._body(request))
+        except Exception as exc:  # a failed call is data, not a crash
+            error = str(exc) if isinstance(exc, _Transient | _Rejected) else _describe(exc)
+            completion = Completion(status="error", error=self._redact(error))
+        completion.tries = retrying.statistics["attempt_number"]
+        if completion.status == "error":
+            log.warning("request failed after %d tries: %s", completion.tries, completion.error)
+        return completion
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        messages = list(request.messages)
+        if self.config.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.config.system_prompt})
+        sampling = self.config.sampling
+        body: dict[str, Any] = {
+            "model": self.config.model_id,
+            "messages": messages,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if self.config.send_seed:
+            body["seed"] = request.seed
+        return {**body, **self.config.extra_body}
+
+    async def _attempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
+        began = time.perf_counter()
+        try:
+            response = await client.post(self._url, json=body)
+        except _RETRY_ERRORS as exc:
+            raise _Transient(_describe(exc)) from exc
+        latency = time.perf_counter() - began
+
+        status = response.status_code
+        if status in _RETRY_STATUS or status >= 500:
+            hint = _retry_after_s(response.headers)
+            raise _Transient(f"HTTP {status}: {_detail(response)}", hint)
+        if status != 200:
+            raise _Rejected(f"HTTP {status}: {_detail(response)}")
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            message = choice["message"]
+            text, refusal = message.get("content"), message.get("refusal")
+            finish_reason = choice.get("finish_reason")
+            # counts only: drop nested details such as ``completion_tokens_details``
+            usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+        except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
+            raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
+
+        refused = bool(refusal) or finish_reason == "content_filter"
+        return Completion(
+            status="refused" if refused else "ok",
+            text=refusal or text,
+            finish_reason=finish_reason,
+            latency_s=latency,
+            usage=usage,
+        )
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Full-jitter backoff, but never sooner than the server's ``Retry-After``."""
+        wait = self._backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        hint = getattr(exc, "retry_after", None)
+        if hint is not None:
+            wait = max(wait, min(hint, self.config.backoff_max_s))
+        return wait
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info(
+            "%s; retry %d of %d in %.2fs",
+            self._redact(str(exc)), state.attempt_number, self.config.max_retries, wait,
+        )
+
+    def _redact(self, text: str) -> str:
+        """Remove the key from server-provided text (some servers echo it back)."""
+        return text.replace(self._api_key, "[redacted]") if self._api_key else text
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, or just the type for exceptions without a message (timeouts)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _detail(response: httpx.Response) -> str:
+    """The server's error message (OpenAI's ``error.message`` when present), truncated."""
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, LookupError, TypeError):
+        message = response.text
+    return str(message)[:_DETAIL_CHARS]
+
+
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The server's wait hint in seconds: OpenAI's ``retry-after-ms``, else ``Retry-After``
+    (delta-seconds or HTTP-date)."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

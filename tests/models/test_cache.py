@@ -1,0 +1,165 @@
+"""The response cache: content-addressed keys, committed puts, errors never stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from genfair.models.base import Completion, Request
+from genfair.models.cache import ResponseCache, cache_dir
+
+FINGERPRINT = {
+    "backend": "hf",
+    "model_id": "org/model",
+    "revision": "abc123",
+    "sampling": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 16},
+    "system_prompt": None,
+}
+MESSAGES = ({"role": "user", "content": "Which group? A. Female B. Male"},)
+
+
+def request(**changes) -> Request:
+    fields = {"messages": MESSAGES, "sample_index": 0, "attempt": 0, "seed": 7, "meta": {"policy": "objective"}}
+    fields.update(changes)
+    return Request(**fields)
+
+
+def with_fingerprint(**changes) -> dict:
+    fingerprint = {**FINGERPRINT, "sampling": dict(FINGERPRINT["sampling"])}
+    for key, value in changes.items():
+        if key in fingerprint["sampling"]:
+            fingerprint["sampling"][key] = value
+        else:
+            fingerprint[key] = value
+    return fingerprint
+
+
+@pytest.fixture
+def cache(tmp_path):
+    with ResponseCache(tmp_path / "responses.sqlite") as c:
+        yield c
+
+
+BASE_KEY = ResponseCache.key(FINGERPRINT, request())
+
+
+def test_key_is_a_sha256_hex_and_stable():
+    assert len(BASE_KEY) == 64
+    int(BASE_KEY, 16)
+    # a fresh but equal request and an equal (copied) fingerprint give the same key
+    assert ResponseCache.key(with_fingerprint(), request()) == BASE_KEY
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"messages": ({"role": "user", "content": "Which group? A. Male B. Female"},)},
+        {"messages": ({"role": "system", "content": "Be brief."}, *MESSAGES)},
+        {"sample_index": 1},
+        {"attempt": 1},
+        {"seed": 8},
+    ],
+    ids=["message-text", "extra-message", "sample_index", "attempt", "seed"],
+)
+def test_key_changes_with_the_request(changed):
+    assert ResponseCache.key(FINGERPRINT, request(**changed)) != BASE_KEY
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"model_id": "org/other-model"},
+        {"revision": "def456"},
+        {"backend": "openai"},
+        {"temperature": 0.7},
+        {"max_tokens": 17},
+        {"top_p": 0.9},
+        {"system_prompt": "You are helpful."},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_key_changes_with_the_fingerprint(changed):
+    assert ResponseCache.key(with_fingerprint(**changed), request()) != BASE_KEY
+
+
+def test_key_ignores_meta():
+    other = request(meta={"policy": "subjective", "letters": ["A", "B", "C", "D"]})
+    assert ResponseCache.key(FINGERPRINT, other) == BASE_KEY
+    assert ResponseCache.key(FINGERPRINT, request(meta={})) == BASE_KEY
+
+
+def test_put_get_roundtrip(cache):
+    completion = Completion(
+        status="ok", text='{"answer": "B"}', finish_reason="stop", latency_s=0.25, tries=2,
+        usage={"prompt_tokens": 31, "completion_tokens": 5},
+    )
+    assert cache.get(BASE_KEY) is None
+    assert cache.put(BASE_KEY, "hf:org/model", completion) is True
+    assert cache.get(BASE_KEY) == completion
+    assert len(cache) == 1
+
+
+def test_refused_completions_are_stored(cache):
+    refused = Completion(status="refused", finish_reason="content_filter")
+    assert cache.put("k-refused", "m", refused) is True
+    assert cache.get("k-refused") == refused
+
+
+def test_error_completions_are_not_stored(cache):
+    assert cache.put(BASE_KEY, "m", Completion(status="error", error="timeout")) is False
+    assert cache.get(BASE_KEY) is None
+    assert len(cache) == 0
+
+
+def test_insert_or_ignore_keeps_the_first(cache):
+    first = Completion(status="ok", text="A")
+    assert cache.put(BASE_KEY, "m", first)
+    cache.put(BASE_KEY, "m", Completion(status="ok", text="B"))
+    assert cache.get(BASE_KEY).text == "A"
+    assert len(cache) == 1
+
+
+def test_persists_across_reopen(tmp_path):
+    path = tmp_path / "nested" / "dir" / "responses.sqlite"  # parents are created
+    with ResponseCache(path) as first:
+        first.put("k1", "hf:org/model", Completion(status="ok", text="one"))
+        first.put("k2", "hf:org/model", Completion(status="ok", text="two"))
+    with ResponseCache(path) as again:
+        assert len(again) == 2
+        assert again.get("k1").text == "one"
+        assert again.get("k2").text == "two"
+    # the model column is recorded for each row
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT DISTINCT model FROM responses").fetchall() == [("hf:org/model",)]
+
+
+def test_put_is_visible_to_another_connection_at_once(tmp_path):
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as writer, ResponseCache(path) as reader:
+        writer.put("k", "m", Completion(status="ok", text="x"))
+        assert reader.get("k").text == "x"  # committed, not buffered
+
+
+def test_get_many_over_500_keys(cache):
+    keys = [f"key-{i:05d}" for i in range(1234)]
+    for i, key in enumerate(keys):
+        if i % 3:  # every third key is missing
+            cache.put(key, "m", Completion(status="ok", text=str(i)))
+    found = cache.get_many(keys)
+    expected = {key for i, key in enumerate(keys) if i % 3}
+    assert set(found) == expected
+    assert len(found) == 822
+    assert found["key-01232"].text == "1232"
+    assert found["key-00001"].text == "1"
+    assert cache.get_many([]) == {}
+
+
+def test_cache_dir_env_override(monkeypatch, tmp_path):
+    monkeypatch.delenv("GENFAIR_CACHE_DIR", raising=False)
+    assert cache_dir(".genfair/cache") == Path(".genfair/cache")
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache_dir(".genfair/cache") == tmp_path / "elsewhere"
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", "")  # empty = unset
+    assert cache_dir(".genfair/cache") == Path(".genfair/cache")

@@ -1,0 +1,230 @@
+"""Tests for genfair.models.openai against the local mock server (tests/support)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from genfair.models.base import Completion, Request
+from genfair.models.config import OpenAIModelConfig, SamplingParams
+from genfair.models.openai import OpenAIChatBackend, _retry_after_s
+from tests.support.mock_openai import Fault, MockOpenAI
+
+MockFactory = Callable[..., MockOpenAI]
+KEY_ENV = "GENFAIR_TEST_OPENAI_KEY"
+SECRET = "sk-test-Zq8v1TOPSECRETkey"
+
+
+def make_backend(base_url: str, **overrides: Any) -> OpenAIChatBackend:
+    """A backend with tiny backoffs, so retry tests take milliseconds."""
+    settings: dict[str, Any] = {
+        "backend": "openai",
+        "model_id": "mock-model",
+        "base_url": base_url,
+        "api_key_env": None,
+        "timeout_s": 2.0,
+        "max_retries": 3,
+        "backoff_initial_s": 0.001,
+        "backoff_max_s": 0.01,
+    }
+    return OpenAIChatBackend(OpenAIModelConfig(**{**settings, **overrides}))
+
+
+def ask(*prompts: str) -> list[Request]:
+    return [
+        Request(messages=({"role": "user", "content": p},), seed=100 + i)
+        for i, p in enumerate(prompts)
+    ]
+
+
+def run(
+    backend: OpenAIChatBackend, requests: Sequence[Request]
+) -> list[tuple[Request, Completion]]:
+    done: list[tuple[Request, Completion]] = []
+    backend.complete(requests, lambda request, completion: done.append((request, completion)))
+    return done
+
+
+def test_happy_path_routes_answers_and_sends_the_full_body(mock_openai: MockFactory) -> None:
+    server = mock_openai()
+    backend = make_backend(
+        server.url,
+        concurrency=2,
+        system_prompt="Be brief.",
+        sampling=SamplingParams(temperature=0.7, top_p=0.9, max_tokens=12),
+        extra_body={"top_k": 5},
+    )
+    requests = ask(*(f"q{i}" for i in range(5)))
+    done = run(backend, requests)
+
+    assert sorted(id(r) for r, _ in done) == sorted(id(r) for r in requests)  # once each
+    for request, completion in done:
+        assert completion.status == "ok"
+        assert completion.text == f"echo: {request.messages[-1]['content']}"
+        assert completion.finish_reason == "stop"
+        assert completion.tries == 1
+        assert completion.latency_s > 0
+        assert completion.usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+
+    bodies = {r.body["messages"][-1]["content"]: r.body for r in server.requests if r.body}
+    assert len(server.requests) == 5
+    for request in requests:
+        body = bodies[request.messages[-1]["content"]]
+        assert body["model"] == "mock-model"
+        assert body["messages"] == [{"role": "system", "content": "Be brief."}, *request.messages]
+        assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.7, 0.9, 12)
+        assert body["seed"] == request.seed
+        assert body["top_k"] == 5
+    assert all("authorization" not in r.headers for r in server.requests)
+
+
+def test_seed_is_left_out_when_send_seed_is_off(mock_openai: MockFactory) -> None:
+    server = mock_openai()
+    run(make_backend(server.url, send_seed=False), ask("q"))
+    assert server.requests[0].body is not None and "seed" not in server.requests[0].body
+
+
+def test_no_requests_means_no_calls(mock_openai: MockFactory) -> None:
+    server = mock_openai()
+    assert run(make_backend(server.url), []) == []
+    assert server.calls == 0
+
+
+def test_on_done_fires_as_each_request_finishes(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"slow": [Fault.delay(0.6)]})
+    backend = make_backend(server.url, concurrency=3)
+    began = time.perf_counter()
+    finished: dict[str, float] = {}
+
+    def on_done(request: Request, _: Completion) -> None:
+        finished[request.messages[-1]["content"]] = time.perf_counter() - began
+
+    backend.complete(ask("slow", "fast1", "fast2"), on_done)
+    assert list(finished)[-1] == "slow"
+    assert max(finished["fast1"], finished["fast2"]) < finished["slow"] - 0.3
+
+
+def test_concurrency_limit_is_respected(mock_openai: MockFactory) -> None:
+    server = mock_openai(latency_s=0.05)
+    done = run(make_backend(server.url, concurrency=4), ask(*(f"q{i}" for i in range(24))))
+    assert len(done) == server.calls == 24
+    assert server.max_in_flight == 4
+
+
+def test_rate_limit_waits_for_retry_after(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.rate_limit(retry_after=0.3)]})
+    # backoff alone would wait at most 1 ms: any longer wait comes from Retry-After
+    [(_, completion)] = run(make_backend(server.url, backoff_max_s=5.0), ask("q"))
+    assert completion.status == "ok" and completion.tries == 2
+    first, second = server.requests
+    assert second.received_at - first.received_at >= 0.3
+
+
+def test_retry_after_is_capped_by_backoff_max(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.rate_limit(retry_after=30)]})
+    began = time.perf_counter()
+    [(_, completion)] = run(make_backend(server.url, backoff_max_s=0.1), ask("q"))
+    assert completion.status == "ok" and completion.tries == 2
+    assert time.perf_counter() - began < 5
+
+
+def test_retry_after_parsing() -> None:
+    in_5s = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=5), usegmt=True)
+    assert 3.5 < (_retry_after_s(httpx.Headers({"Retry-After": in_5s})) or 0) <= 5
+    assert _retry_after_s(httpx.Headers({"Retry-After": "1.5"})) == 1.5
+    assert _retry_after_s(httpx.Headers({"retry-after-ms": "250", "Retry-After": "9"})) == 0.25
+    assert _retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
+    assert _retry_after_s(httpx.Headers({})) is None
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.server_error(500),
+        Fault.server_error(503),
+        Fault(status=408),
+        Fault.malformed(),
+        Fault.missing_choices(),
+        Fault.delay(3.0),  # a hang: longer than the client's 0.3 s timeout
+    ],
+    ids=["500", "503", "408", "malformed-json", "missing-choices", "timeout"],
+)
+def test_transient_failure_then_success(mock_openai: MockFactory, fault: Fault) -> None:
+    server = mock_openai(prompt_faults={"q": [fault]})
+    [(_, completion)] = run(make_backend(server.url, timeout_s=0.3), ask("q"))
+    assert completion.status == "ok"
+    assert completion.text == "echo: q"
+    assert completion.tries == 2 == server.calls
+    assert completion.latency_s < 0.3  # the successful attempt only
+
+
+def test_exhausted_retries_give_an_error_completion(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.server_error()] * 10})
+    [(_, completion)] = run(make_backend(server.url, max_retries=2), ask("q"))
+    assert completion.status == "error"
+    assert completion.tries == 3 == server.calls
+    assert completion.error is not None and "HTTP 500" in completion.error
+
+
+def test_connection_refused_is_retried_then_reported() -> None:
+    with socket.socket() as sock:  # a port that nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    [(_, completion)] = run(make_backend(f"http://127.0.0.1:{port}/v1", max_retries=1), ask("q"))
+    assert completion.status == "error" and completion.tries == 2
+    assert completion.error is not None and "ConnectError" in completion.error
+
+
+def test_unauthorized_is_final(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.unauthorized()]})
+    [(_, completion)] = run(make_backend(server.url), ask("q"))
+    assert completion.status == "error" and completion.tries == 1 == server.calls
+    assert completion.error == "HTTP 401: mock error 401"
+
+
+def test_content_filter_is_a_refusal(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.content_filter()]})
+    [(_, completion)] = run(make_backend(server.url), ask("q"))
+    assert completion.status == "refused" and completion.finish_reason == "content_filter"
+    assert completion.text == "echo: q" and completion.tries == 1
+
+
+def test_structured_refusal_is_a_refusal(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.refused("I won't rank people.")]})
+    [(_, completion)] = run(make_backend(server.url), ask("q"))
+    assert completion.status == "refused" and completion.text == "I won't rank people."
+
+
+def test_missing_key_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(RuntimeError, match=f"variable {KEY_ENV}.*export {KEY_ENV}="):
+        make_backend("http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
+
+
+def test_key_is_sent_but_never_exposed(
+    mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    echoing_401 = Fault(status=401, body=json.dumps({"error": {"message": f"Bad key {SECRET}"}}))
+    retried = [Fault.rate_limit(0), Fault.server_error()]
+    server = mock_openai(prompt_faults={"retried": retried, "denied": [echoing_401]})
+    caplog.set_level(logging.DEBUG)  # httpx and httpcore debug logging included
+    backend = make_backend(server.url, api_key_env=KEY_ENV)
+    done = {r.messages[-1]["content"]: c for r, c in run(backend, ask("retried", "denied"))}
+
+    assert done["retried"].status == "ok" and done["retried"].tries == 3
+    assert done["denied"].error == "HTTP 401: Bad key [redacted]"
+    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
+    assert any(r.name == "genfair.models.openai" for r in caplog.records)  # retries were logged
+    exposed = [repr(backend), json.dumps(backend.fingerprint), caplog.text]
+    exposed += [str(r.args) for r in caplog.records] + [str(c) for c in done.values()]
+    assert not [text for text in exposed if SECRET in text]

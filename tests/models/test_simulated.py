@@ -1,0 +1,112 @@
+"""The planted-bias simulator honours its configured policy."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from genfair.models import build_backend
+from genfair.models.base import Request
+from genfair.models.config import SimulatedModelConfig
+from genfair.models.simulated import INVALID, REFUSAL, SimulatedLLM
+
+N = 4000
+
+
+def simulator(**policies) -> SimulatedLLM:
+    return SimulatedLLM(SimulatedModelConfig(backend="simulated", policy=policies))
+
+
+def req(seed: int, letters="AB", truth=("B",), policy="objective") -> Request:
+    return Request(
+        messages=({"role": "user", "content": "q"},), seed=seed,
+        meta={"policy": policy, "letters": list(letters), "truth_letters": list(truth)},
+    )
+
+
+def within_3se(count: int, n: int, p: float) -> bool:
+    return abs(count / n - p) <= 3 * math.sqrt(p * (1 - p) / n)
+
+
+def test_flags_and_fingerprint():
+    sim = simulator(objective={"accuracy": 0.8})
+    assert sim.simulated is True
+    assert sim.deterministic is False
+    assert sim.fingerprint["backend"] == "simulated"
+    assert sim.fingerprint["policy"]["objective"]["accuracy"] == 0.8
+    # the policy is part of the identity: a different planted bias is a different model
+    assert simulator(objective={"accuracy": 0.7}).fingerprint != sim.fingerprint
+
+
+def test_build_backend_dispatches_to_the_simulator():
+    config = SimulatedModelConfig(backend="simulated", policy={"objective": {"accuracy": 0.5}})
+    assert isinstance(build_backend(config), SimulatedLLM)
+
+
+def test_answers_json_with_an_offered_letter():
+    sim = simulator(objective={"accuracy": 0.5})
+    done = []
+    sim.complete([req(s, letters="ABCD", truth=("C",)) for s in range(50)], lambda r, c: done.append((r, c)))
+    assert len(done) == 50
+    for _, completion in done:
+        assert completion.status == "ok"
+        assert completion.finish_reason == "stop"
+        assert set(json.loads(completion.text)) == {"answer"}
+        assert json.loads(completion.text)["answer"] in "ABCD"
+
+
+def test_same_seed_same_answer_and_seeds_vary():
+    sim = simulator(objective={"accuracy": 0.5, "refusal_rate": 0.1, "invalid_rate": 0.1})
+    first = [sim.answer(req(s, "ABCD", ("A",))) for s in range(200)]
+    again = [sim.answer(req(s, "ABCD", ("A",))) for s in range(200)]
+    assert first == again
+    assert len(set(first)) == 6  # 4 letters, a refusal and a ramble all occur
+
+
+@pytest.mark.parametrize(("letters", "truth", "accuracy"), [("AB", "B", 0.7), ("ABCD", "C", 0.3), ("ABCD", "A", 0.9)])
+def test_accuracy_is_the_share_of_truth_answers(letters, truth, accuracy):
+    sim = simulator(objective={"accuracy": accuracy})
+    answers = Counter(json.loads(sim.answer(req(s, letters, (truth,))))["answer"] for s in range(N))
+    assert sum(answers.values()) == N
+    assert set(answers) == set(letters)
+    assert within_3se(answers[truth], N, accuracy), answers
+    # the other letters share the rest uniformly
+    others = [x for x in letters if x != truth]
+    for letter in others:
+        assert within_3se(answers[letter], N, (1 - accuracy) / len(others)), answers
+
+
+def test_refusal_and_invalid_rates():
+    sim = simulator(subjective={"accuracy": 0.6, "refusal_rate": 0.1, "invalid_rate": 0.2})
+    texts = Counter(sim.answer(req(s, "ABCD", ("D",), policy="subjective")) for s in range(N))
+    assert within_3se(texts[REFUSAL], N, 0.1), texts
+    assert within_3se(texts[INVALID], N, 0.2), texts
+    # accuracy holds among the answers that are neither
+    answered = {t: c for t, c in texts.items() if t not in (REFUSAL, INVALID)}
+    n = sum(answered.values())
+    assert within_3se(answered[json.dumps({"answer": "D"})], n, 0.6)
+
+
+def test_two_truth_letters_and_extremes():
+    sim = simulator(objective={"accuracy": 1.0}, subjective={"accuracy": 0.0})
+    # accuracy 1: always one of the truth letters (both used)
+    perfect = Counter(json.loads(sim.answer(req(s, "ABCD", ("A", "C"))))["answer"] for s in range(400))
+    assert set(perfect) == {"A", "C"}
+    # accuracy 0: never a truth letter
+    wrong = Counter(json.loads(sim.answer(req(s, "ABCD", ("A", "C"), "subjective")))["answer"] for s in range(400))
+    assert set(wrong) == {"B", "D"}
+    # no truth (e.g. no ground truth): uniform over all letters, never crashes
+    none = Counter(json.loads(sim.answer(req(s, "ABCD", ())))["answer"] for s in range(400))
+    assert set(none) == set("ABCD")
+
+
+def test_unknown_policy_names_the_configured_ones():
+    sim = simulator(objective={"accuracy": 0.8}, subjective={"accuracy": 0.6})
+    with pytest.raises(KeyError) as info:
+        sim.answer(req(1, policy="t2i"))
+    message = str(info.value)
+    assert "'t2i'" in message
+    assert "['objective', 'subjective']" in message

@@ -1,0 +1,265 @@
+"""A local OpenAI-compatible chat-completions server for tests and benchmarks.
+
+``MockOpenAI`` listens on 127.0.0.1 on an ephemeral port, in a background thread, and
+answers ``POST /v1/chat/completions`` after ``latency_s``. By default it echoes the last
+user message (``"echo: <message>"``) so a test can check which answer went to which
+request. Faults are scripted per call number (``faults={0: Fault.rate_limit(0.2)}``) or
+per prompt (``prompt_faults={"q1": [Fault.server_error(), Fault.malformed()]}``: the
+first two calls carrying "q1" fail, later ones are answered). It records every request
+(headers and body) and the largest number it ever served at once (``max_in_flight``,
+which counts a hung request until its delay ends, even after the client gave up).
+
+It is bounded: delays end early when the server stops, at most ``max_recorded`` requests
+are kept, and it stops itself after ``lifetime_s`` if nobody stopped it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the server does instead of (or before) a normal answer to one call."""
+
+    status: int = 200
+    #: extra wait before answering; longer than the client's timeout it is a hang
+    delay_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+    #: raw response body sent instead of the normal answer or error
+    body: str | None = None
+    finish_reason: str = "stop"
+    refusal: str | None = None
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
+        headers = () if retry_after is None else (("Retry-After", str(retry_after)),)
+        return cls(status=429, headers=headers)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Fault:
+        return cls(status=status)
+
+    @classmethod
+    def unauthorized(cls) -> Fault:
+        return cls(status=401)
+
+    @classmethod
+    def delay(cls, seconds: float) -> Fault:
+        return cls(delay_s=seconds)
+
+    @classmethod
+    def malformed(cls) -> Fault:
+        return cls(body='{"choices": [')
+
+    @classmethod
+    def missing_choices(cls) -> Fault:
+        return cls(body='{"id": "chatcmpl-mock", "object": "chat.completion"}')
+
+    @classmethod
+    def content_filter(cls) -> Fault:
+        return cls(finish_reason="content_filter")
+
+    @classmethod
+    def refused(cls, refusal: str = "I can't help with that.") -> Fault:
+        return cls(refusal=refusal)
+
+
+NO_FAULT = Fault()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: dict[str, Any] | None
+    received_at: float  # time.perf_counter()
+
+
+class MockOpenAI:
+    """The fake endpoint; use as a context manager or via the ``mock_openai`` fixture."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        reply: str | None = None,
+        faults: Mapping[int, Fault] | None = None,
+        prompt_faults: Mapping[str, Sequence[Fault]] | None = None,
+        lifetime_s: float = 120.0,
+        max_recorded: int = 10_000,
+    ):
+        self.latency_s = latency_s
+        #: fixed answer text; ``None`` echoes the last user message
+        self.reply = reply
+        self._faults = dict(faults or {})
+        self._prompt_faults = {k: deque(v) for k, v in (prompt_faults or {}).items()}
+        self._lifetime_s = lifetime_s
+        self.requests: deque[Recorded] = deque(maxlen=max_recorded)
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``base_url`` to configure a client with."""
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> MockOpenAI:
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.mock = self
+        self._server = server
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        self._timer = threading.Timer(self._lifetime_s, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping in a latency or a hang
+        server.shutdown()
+        server.server_close()
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.cancel()
+
+    def __enter__(self) -> MockOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- called from handler threads -------------------------------------------------
+
+    def _begin(self, path: str, headers: dict[str, str], body: dict[str, Any] | None) -> Fault:
+        """Record a request and pick its fault."""
+        prompt = _last_user_message(body)
+        with self._lock:
+            self.requests.append(Recorded(path, headers, body, time.perf_counter()))
+            fault = self._faults.get(self.calls, NO_FAULT)
+            self.calls += 1
+            scripted = self._prompt_faults.get(prompt)
+            if scripted:
+                fault = scripted.popleft()
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        return fault
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _answer(self, fault: Fault, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body of the response to one request."""
+        self._stopping.wait(self.latency_s + fault.delay_s)
+        headers = {"Content-Type": "application/json", **dict(fault.headers)}
+        if fault.body is not None:
+            return fault.status, headers, fault.body.encode()
+        if fault.status != 200:
+            error = {"message": f"mock error {fault.status}", "type": "mock", "code": fault.status}
+            return fault.status, headers, json.dumps({"error": error}).encode()
+        prompt = _last_user_message(body)
+        content = self.reply if self.reply is not None else f"echo: {prompt}"
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if fault.refusal:  # as OpenAI sends structured refusals: no content, a refusal
+            message.update(content=None, refusal=fault.refusal)
+        answer = {
+            "id": f"chatcmpl-mock-{self.calls}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "mock"),
+            "choices": [{"index": 0, "message": message, "finish_reason": fault.finish_reason}],
+            "usage": {
+                "prompt_tokens": len(prompt.split()),
+                "completion_tokens": len(content.split()),
+                "total_tokens": len(prompt.split()) + len(content.split()),
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+        return 200, headers, json.dumps(answer).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a handler stuck in a hang must not keep the process alive
+    request_queue_size = 512  # listen backlog: a burst of new connections must not be refused
+    mock: MockOpenAI
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # keep-alive, as a real API: one connection per client slot instead of one per call
+    protocol_version = "HTTP/1.1"
+    # headers and body are separate writes; without this, Nagle holds the body back
+    disable_nagle_algorithm = True
+
+    server: _Server
+
+    def do_POST(self) -> None:
+        mock = self.server.mock
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fault = mock._begin(self.path, headers, body)
+        try:
+            if self.path != PATH or body is None:
+                status = 404 if self.path != PATH else 400
+                out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
+            else:
+                status, out_headers, out = mock._answer(fault, body)
+            self.send_response(status)
+            for name, value in out_headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            self.close_connection = True
+        finally:
+            mock._end()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Silence the per-request stderr line."""
+
+
+def _last_user_message(body: dict[str, Any] | None) -> str:
+    for message in reversed((body or {}).get("messages", [])):
+        if message.get("role") == "user":
+            return str(message.get("content", ""))
+    return ""
+
+
+@pytest.fixture
+def mock_openai() -> Iterator[Callable[..., MockOpenAI]]:
+    """A factory of started servers (``MockOpenAI`` arguments), all stopped at teardown."""
+    servers: list[MockOpenAI] = []
+
+    def start(**kwargs: Any) -> MockOpenAI:
+        servers.append(MockOpenAI(**kwargs).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
