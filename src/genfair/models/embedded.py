@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from genfair.models.config import EmbeddedModelConfig
-from genfair.models.hf import HFChatBackend, _identity
+from genfair.models.hf import HFChatBackend
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +69,4 @@ def converted_dir(config: EmbeddedModelConfig) -> Path:
 
 
 def load_embedded(config: EmbeddedModelConfig) -> HFChatBackend:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    local = converted_dir(config)
-    tokenizer = AutoTokenizer.from_pretrained(local)
-    model = AutoModelForCausalLM.from_pretrained(local).to(config.device)
-    return HFChatBackend(
-        model,
-        tokenizer,
-        identity=_identity(config),
-        sampling=config.sampling,
-        batch_size=config.batch_size,
-        system_prompt=config.system_prompt,
-    )
+    return HFChatBackend.from_config(config, source=converted_dir(config))

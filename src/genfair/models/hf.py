@@ -7,6 +7,7 @@ Serves the ``hf`` backend (any hub id or local directory) and, through
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -43,23 +44,24 @@ class HFChatBackend(LLMBackend):
             tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
-    def from_config(cls, config: HFModelConfig) -> HFChatBackend:
+    def from_config(
+        cls, config: HFModelConfig | EmbeddedModelConfig, source: str | os.PathLike[str] | None = None
+    ) -> HFChatBackend:
+        """Load from ``source`` (default: the config's hub id or local directory)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        dtype = "auto" if config.dtype == "auto" else getattr(_torch(), config.dtype)
-        tokenizer = AutoTokenizer.from_pretrained(
-            config.model_id, revision=config.revision, trust_remote_code=config.trust_remote_code
-        )
-        model = AutoModelForCausalLM.from_pretrained(
-            config.model_id,
-            revision=config.revision,
-            dtype=dtype,
-            trust_remote_code=config.trust_remote_code,
-        ).to(config.device)
+        hub = {}
+        if isinstance(config, HFModelConfig):
+            hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
+        dtype = getattr(config, "dtype", "float32")
+        dtype = "auto" if dtype == "auto" else getattr(_torch(), dtype)
+        source = source or config.model_id
+        tokenizer = AutoTokenizer.from_pretrained(source, **hub)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hub).to(config.device)
         return cls(
             model,
             tokenizer,
-            identity=_identity(config),
+            identity={"backend": config.backend, "model_id": config.model_id, "revision": config.revision},
             sampling=config.sampling,
             batch_size=config.batch_size,
             system_prompt=config.system_prompt,
@@ -120,10 +122,6 @@ class HFChatBackend(LLMBackend):
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         return [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-
-
-def _identity(config: HFModelConfig | EmbeddedModelConfig) -> dict[str, Any]:
-    return {"backend": config.backend, "model_id": config.model_id, "revision": config.revision}
 
 
 def _torch() -> Any:

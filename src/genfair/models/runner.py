@@ -67,12 +67,13 @@ def run_calls(
     pending = list(range(len(calls)))
     stats = {"cached": 0, "called": 0}
 
+    # the bar counts answers as they arrive; re-asks extend its total
     with tqdm(total=len(calls), desc=label or "generate", unit="call", leave=False) as bar:
         while pending:
             retry: list[int] = []
             for start in range(0, len(pending), chunk_size):
                 chunk = pending[start : start + chunk_size]
-                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats)
+                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
                 for i in chunk:
                     completion = results[i]
                     status = _verdict(completion, judge, calls[i].meta)
@@ -82,7 +83,7 @@ def run_calls(
                         retry.append(i)
                         continue
                     final[i] = _row(calls[i], completion, status, attempt[i] + 1)
-                    bar.update(1)
+            bar.total += len(retry)
             pending = retry
 
     log.info("%s: %d calls (%d from cache, %d sent)", label, len(calls), stats["cached"], stats["called"])
@@ -105,6 +106,7 @@ def _answer(
     seed: int,
     model_key: str,
     stats: dict[str, int],
+    progress: Callable[[int], object],
 ) -> dict[int, Completion]:
     """Completions for ``indices`` at their current attempt: cache first, then the model."""
     requests: dict[int, Request] = {}
@@ -122,6 +124,7 @@ def _answer(
     hits = cache.get_many(list(keys.values()))
     results = {i: hits[keys[i]] for i in indices if keys[i] in hits}
     stats["cached"] += len(results)
+    progress(len(results))
     missing = [i for i in indices if i not in results]
     if not missing:
         return results
@@ -131,6 +134,7 @@ def _answer(
         i = by_request[id(request)]
         cache.put(keys[i], model_key, completion)
         results[i] = completion
+        progress(1)
 
     backend.complete([requests[i] for i in missing], on_done)
     stats["called"] += len(missing)
