@@ -32,7 +32,7 @@ test: setup
 	$(BIN)/pytest
 
 benchmark: setup
-	$(BIN)/pytest benchmarks --benchmark-only -p no:randomly
+	$(BIN)/pytest benchmarks --benchmark-only -s
 
 # recompose params.yaml from conf/ after editing conf/ by hand (dvc exp run does it itself)
 compose: setup
