@@ -26,10 +26,10 @@ log = logging.getLogger(__name__)
 Verdict = Literal["ok", "refused", "invalid"]
 Judge = Callable[[str, dict[str, Any]], Verdict]
 
-#: columns of every responses table, in order
+#: columns of every responses table, in order. Latency stays in the cache, not here: the
+#: table must be the same bytes for the same params and seed, whenever it is rebuilt.
 RESPONSE_COLUMNS = [
-    "probe_id", "sample_index", "status", "attempts", "text",
-    "finish_reason", "error", "latency_s", "tries",
+    "probe_id", "sample_index", "status", "attempts", "text", "finish_reason", "error", "tries",
 ]
 
 
@@ -160,6 +160,5 @@ def _row(call: Call, completion: Completion, status: str, attempts: int) -> dict
         "text": completion.text,
         "finish_reason": completion.finish_reason,
         "error": completion.error,
-        "latency_s": round(float(completion.latency_s), 4),
         "tries": completion.tries,
     }
