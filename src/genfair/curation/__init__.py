@@ -1,0 +1,1 @@
+"""Dataset curation: the inputs a methodology needs before any model is asked."""
