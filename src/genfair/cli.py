@@ -14,7 +14,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 
