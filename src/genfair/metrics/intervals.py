@@ -1,0 +1,51 @@
+"""Means with Student-t confidence intervals, and one-sample t-tests against zero.
+
+The news-bias tables (paper 001, Figures 2-7 and Table 1) report every mean with its 95%
+confidence interval and N, and per-group differences with a p-value; these helpers are the
+one place that computes them (``scipy.stats.ttest_1samp``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+
+def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> dict:
+    """Mean, t-interval, N and two-sided one-sample t-test p-value against 0.
+
+    ``scipy.stats.ttest_1samp(x, 0).confidence_interval(confidence)``. N = 0 gives NaN
+    everywhere; N = 1 a NaN interval and p; zero variance gives the degenerate interval
+    ``[mean, mean]`` and p = 0 if the mean is non-zero, 1 if it is zero.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    out = {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": n,
+           "p_value": math.nan}
+    if n == 0:
+        return out
+    mean = float(x.mean())
+    out["mean"] = mean
+    if n == 1:
+        return out
+    if float(np.ptp(x)) == 0.0:
+        out.update(ci_low=mean, ci_high=mean, p_value=0.0 if mean != 0 else 1.0)
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_1samp(x, 0.0)
+        ci = res.confidence_interval(confidence)
+    out.update(ci_low=float(ci.low), ci_high=float(ci.high), p_value=float(res.pvalue))
+    return out
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> dict:
+    """``{"mean", "ci_low", "ci_high", "n"}``: mean with a Student-t interval."""
+    res = ttest_zero(values, confidence)
+    res.pop("p_value")
+    return res
