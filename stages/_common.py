@@ -16,5 +16,7 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
         args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except (ConfigError, FileNotFoundError, ValueError, KeyError) as exc:
+        # bad input: one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG)
         log.error("%s", exc)
+        log.debug("traceback", exc_info=True)
         sys.exit(1)

@@ -47,9 +47,8 @@ def cmd_methodologies(args: argparse.Namespace) -> None:
     from genfair.methodologies import REGISTRY, get_methodology
 
     for name in REGISTRY:
-        doc = (get_methodology(name).__class__.__module__)
-        first = (sys.modules[doc].__doc__ or "").strip().splitlines()[0]
-        print(f"{name:<14} {first}")
+        module = sys.modules[type(get_methodology(name)).__module__]
+        print(f"{name:<14} {(module.__doc__ or '').strip().splitlines()[0]}")
 
 
 def cmd_config(args: argparse.Namespace) -> None:

@@ -71,7 +71,6 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
 
 
 def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -> None:
-    import mlflow
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
@@ -89,7 +88,6 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     assert real.data.params["model.model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     artifacts = {a.path for a in client.list_artifacts(real.info.run_id)}
     assert {"per_statistic.csv", "scores.csv", "tradeoff_objective.png"} <= artifacts
-    del mlflow
 
 
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
