@@ -50,14 +50,24 @@ class StudyParams(_Strict):
         return self.models[name]
 
 
+#: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent
+#: (a simulator policy without ``kind`` is a multiple-choice policy)
+_TAG_FIELDS: dict[str, str | None] = {"backend": None, "kind": "choice"}
+
+
 def _key_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
     """``loc`` without the tags pydantic inserts for tagged unions (``models.x.embedded.y``
-    -> ``models.x.y``): a part that is not a key of the input dict but is the value of its
-    ``backend`` field is a tag, not a key the user wrote."""
+    -> ``models.x.y``): a part that is not a key of the input dict but is the value of one
+    of its :data:`_TAG_FIELDS` (or that field's default) is a tag, not a key the user
+    wrote."""
     path: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part not in node and node.get("backend") == part:
+        if (
+            isinstance(node, dict)
+            and part not in node
+            and any(node.get(f, default) == part for f, default in _TAG_FIELDS.items())
+        ):
             continue
         path.append(part)
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 
 class _Strict(BaseModel):
@@ -85,12 +85,41 @@ class SimulatedPolicy(_Strict):
 
     With probability ``accuracy`` it picks the option holding the real-world group of
     the statistic, otherwise one of the other options uniformly. ``refusal_rate`` and
-    ``invalid_rate`` exercise the failure paths of the pipeline.
+    ``invalid_rate`` exercise the failure paths of the pipeline. ``kind`` defaults to
+    ``choice`` so that policies written before the rewrite policy existed stay valid.
     """
 
+    kind: Literal["choice"] = "choice"
     accuracy: float = Field(ge=0.0, le=1.0)
     refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
     invalid_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class SimulatedRewritePolicy(_Strict):
+    """What the planted-bias simulator does with a news probe (paper 001): it returns the
+    original article with each female gender word turned into its male counterpart with
+    probability ``female_to_male``, independently per occurrence, or refuses with
+    probability ``refusal_rate``. The planted word-level bias is therefore known: an
+    article with ``f`` female and ``m`` male words has expected female share
+    ``f (1 - p) / (f + m)`` after the rewrite.
+    """
+
+    kind: Literal["rewrite"]
+    female_to_male: float = Field(ge=0.0, le=1.0)
+    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+
+def _policy_kind(value: Any) -> str:
+    """The union tag of a simulator policy: its ``kind``, ``choice`` when absent."""
+    if isinstance(value, dict):
+        return value.get("kind", "choice")
+    return getattr(value, "kind", "choice")
+
+
+SimulatorPolicy = Annotated[
+    Annotated[SimulatedPolicy, Tag("choice")] | Annotated[SimulatedRewritePolicy, Tag("rewrite")],
+    Discriminator(_policy_kind),
+]
 
 
 class SimulatedModelConfig(_ModelBase):
@@ -99,8 +128,8 @@ class SimulatedModelConfig(_ModelBase):
     backend: Literal["simulated"]
     model_id: str = "planted-bias-simulator"
     revision: str = "1"
-    #: policy per probe kind (``objective``, ``subjective``)
-    policy: dict[str, SimulatedPolicy]
+    #: policy per probe kind (``objective``, ``subjective``: choice; ``news``: rewrite)
+    policy: dict[str, SimulatorPolicy]
 
 
 ModelConfig = Annotated[

@@ -10,21 +10,40 @@ It reads the options from the request's ``meta`` (the probe's columns), never th
 ``accuracy`` it answers one of the truth letters, otherwise one of the other letters
 uniformly; with the refusal and invalid rates it refuses or rambles instead, so the
 re-ask and skip paths are exercised too.
+
+For news probes (paper 001) a ``rewrite`` policy is used instead: the SIMULATOR returns
+the original article (``meta["article"]``) with each female gender word replaced by its
+male counterpart (:data:`FEMALE_TO_MALE`) with probability ``female_to_male``,
+independently per occurrence, so the word-level bias it plants is known analytically; or
+it refuses with probability ``refusal_rate``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
-from genfair.models.config import SimulatedModelConfig
+from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
 
 REFUSAL = "I'm sorry, but I can't make that judgement about people based on their demographics."
 INVALID = "Every one of these people could be the answer; it depends on many factors."
+
+#: The female words of ``data/reference/gender_words.csv`` and their male counterparts.
+#: "her" is both possessive ("his") and object ("him"); the SIMULATOR always writes "his"
+#: (both are male words, so the word-level counts are the same either way).
+FEMALE_TO_MALE: dict[str, str] = {
+    "she": "he", "her": "his", "hers": "his", "herself": "himself",
+    "woman": "man", "women": "men", "girl": "boy", "girls": "boys",
+    "mother": "father", "mothers": "fathers", "daughter": "son", "daughters": "sons",
+    "sister": "brother", "sisters": "brothers", "aunt": "uncle", "aunts": "uncles",
+    "niece": "nephew", "nieces": "nephews", "female": "male", "females": "males",
+}
+_FEMALE_WORD = re.compile(r"\b(" + "|".join(FEMALE_TO_MALE) + r")\b", re.IGNORECASE)
 
 
 class SimulatedLLM(LLMBackend):
@@ -40,7 +59,12 @@ class SimulatedLLM(LLMBackend):
             "backend": "simulated",
             "model_id": self.config.model_id,
             "revision": self.config.revision,
-            "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+            # a choice policy's default ``kind`` is left out so that its cache keys are the
+            # ones written before rewrite policies existed
+            "policy": {
+                k: v.model_dump(exclude={"kind"} if v.kind == "choice" else None)
+                for k, v in sorted(self.config.policy.items())
+            },
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -60,13 +84,39 @@ class SimulatedLLM(LLMBackend):
         roll = rng.random()
         if roll < policy.refusal_rate:
             return REFUSAL
-        if roll < policy.refusal_rate + policy.invalid_rate:
-            return INVALID
-        letters = list(meta["letters"])
-        truth = [x for x in letters if x in set(meta.get("truth_letters", []))]
-        others = [x for x in letters if x not in truth]
-        if truth and (not others or rng.random() < policy.accuracy):
-            choice = truth[rng.integers(len(truth))]
-        else:
-            choice = others[rng.integers(len(others))]
-        return json.dumps({"answer": choice})
+        if isinstance(policy, SimulatedRewritePolicy):
+            return rewrite(meta["article"], policy.female_to_male, rng)
+        return _choose(policy, meta, roll, rng)
+
+
+def _choose(
+    policy: SimulatedPolicy, meta: dict[str, Any], roll: float, rng: np.random.Generator
+) -> str:
+    """A multiple-choice answer (``roll`` is the draw already spent on refusal)."""
+    if roll < policy.refusal_rate + policy.invalid_rate:
+        return INVALID
+    letters = list(meta["letters"])
+    truth = [x for x in letters if x in set(meta.get("truth_letters", []))]
+    others = [x for x in letters if x not in truth]
+    if truth and (not others or rng.random() < policy.accuracy):
+        choice = truth[rng.integers(len(truth))]
+    else:
+        choice = others[rng.integers(len(others))]
+    return json.dumps({"answer": choice})
+
+
+def rewrite(article: str, female_to_male: float, rng: np.random.Generator) -> str:
+    """``article`` with each female word of :data:`FEMALE_TO_MALE` swapped for its male
+    counterpart with probability ``female_to_male`` (one draw per occurrence, in order),
+    keeping the capitalisation (``She`` -> ``He``, ``SHE`` -> ``HE``)."""
+
+    def swap(match: re.Match[str]) -> str:
+        word = match.group(1)
+        if rng.random() >= female_to_male:
+            return word
+        male = FEMALE_TO_MALE[word.lower()]
+        if word.isupper():
+            return male.upper()
+        return male.capitalize() if word[0].isupper() else male
+
+    return _FEMALE_WORD.sub(swap, article)
