@@ -11,11 +11,6 @@ from genfair.instruments.group_words import (
 )
 
 
-@pytest.fixture(scope="module")
-def counter():
-    return GroupWordCounter.from_files()
-
-
 def test_gender_whole_words(counter):
     # she, her, hers -> 3 female; "shed", "herald", "other", "hero" are not words of the list
     assert counter.count("She shed her hers; the herald, the other hero.", "gender") == {

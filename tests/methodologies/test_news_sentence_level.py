@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.instruments.group_words import GroupWordCounter
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
 from genfair.methodologies.news_bias.sentence_level import (
@@ -35,11 +34,6 @@ class Lookup:
             a, b = s.find("["), s.find("]")
             out.append(float(s[a + 1 : b]) if a >= 0 else 0.0)
         return np.array(out)
-
-
-@pytest.fixture(scope="module")
-def counter():
-    return GroupWordCounter.from_files()
 
 
 def test_pair_from_text(counter):

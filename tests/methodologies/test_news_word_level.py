@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.instruments.group_words import GroupWordCounter
 from genfair.methodologies.news_bias.word_level import (
     group_differences,
     mean_ci,
@@ -17,11 +16,6 @@ from genfair.methodologies.news_bias.word_level import (
     word_level_from_counts,
     word_level_pairs,
 )
-
-
-@pytest.fixture(scope="module")
-def counter():
-    return GroupWordCounter.from_files()
 
 
 def test_gender_pairs_from_text(counter):
