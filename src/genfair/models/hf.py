@@ -76,8 +76,7 @@ class HFChatBackend(LLMBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for start in range(0, len(requests), self.batch_size):
-            batch = requests[start : start + self.batch_size]
+        for batch in self._batches(requests):
             began = time.perf_counter()
             try:
                 texts = self._generate(batch)
@@ -89,6 +88,18 @@ class HFChatBackend(LLMBackend):
             latency = (time.perf_counter() - began) / len(batch)
             for request, text in zip(batch, texts, strict=True):
                 on_done(request, Completion(status="ok", text=text, latency_s=latency, finish_reason="stop"))
+
+    def _batches(self, requests: Sequence[Request]) -> list[list[Request]]:
+        """Batches of at most ``batch_size`` requests sharing one token limit (a batch
+        generates to one ``max_new_tokens``)."""
+        by_limit: dict[int, list[Request]] = {}
+        for request in requests:
+            by_limit.setdefault(request.token_limit(self.sampling.max_tokens), []).append(request)
+        return [
+            group[start : start + self.batch_size]
+            for group in by_limit.values()
+            for start in range(0, len(group), self.batch_size)
+        ]
 
     def _messages(self, request: Request) -> list[dict[str, str]]:
         messages = list(request.messages)
@@ -108,7 +119,7 @@ class HFChatBackend(LLMBackend):
             prompts, return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.model.device)
         kwargs: dict[str, Any] = {
-            "max_new_tokens": self.sampling.max_tokens,
+            "max_new_tokens": batch[0].token_limit(self.sampling.max_tokens),
             "pad_token_id": self.tokenizer.pad_token_id,
         }
         if self.deterministic:

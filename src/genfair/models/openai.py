@@ -52,11 +52,19 @@ class _Rejected(Exception):
 
 
 class OpenAIChatBackend(LLMBackend):
-    """Concurrent chat completions against any OpenAI-compatible endpoint."""
+    """Concurrent chat completions against any OpenAI-compatible endpoint.
+
+    The transport (workers, retries, backoff, key handling, redaction) is shared with the
+    image and vision backends, which override :attr:`_path`, :meth:`_body`, :meth:`_parse`
+    and :meth:`_refusal` (:mod:`genfair.models.openai_images`, :mod:`genfair.models.vlm`).
+    """
+
+    #: endpoint path under ``base_url``
+    _path = "/chat/completions"
 
     def __init__(self, config: OpenAIModelConfig):
         self.config = config
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self._url = config.base_url.rstrip("/") + self._path
         self._api_key: str | None = None
         if config.api_key_env is not None:
             self._api_key = os.environ.get(config.api_key_env) or None
@@ -131,7 +139,8 @@ class OpenAIChatBackend(LLMBackend):
         except Exception as exc:  # a failed call is data, not a crash
             error = str(exc) if isinstance(exc, _Transient | _Rejected) else _describe(exc)
             completion = Completion(status="error", error=self._redact(error))
-        completion.tries = retrying.statistics["attempt_number"]
+        # 0 when the request could not even be built (e.g. an unreadable input image)
+        completion.tries = retrying.statistics.get("attempt_number", 0)
         if completion.status == "error":
             log.warning("request failed after %d tries: %s", completion.tries, completion.error)
         return completion
@@ -146,7 +155,7 @@ class OpenAIChatBackend(LLMBackend):
             "messages": messages,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
+            "max_tokens": request.token_limit(sampling.max_tokens),
         }
         if self.config.send_seed:
             body["seed"] = request.seed
@@ -165,18 +174,29 @@ class OpenAIChatBackend(LLMBackend):
             hint = _retry_after_s(response.headers)
             raise _Transient(f"HTTP {status}: {_detail(response)}", hint)
         if status != 200:
+            refused = self._refusal(response)
+            if refused is not None:
+                refused.latency_s = latency
+                return refused
             raise _Rejected(f"HTTP {status}: {_detail(response)}")
         try:
-            data = response.json()
-            choice = data["choices"][0]
-            message = choice["message"]
-            text, refusal = message.get("content"), message.get("refusal")
-            finish_reason = choice.get("finish_reason")
-            # counts only: drop nested details such as ``completion_tokens_details``
-            usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+            return self._parse(response.json(), latency)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
             raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
 
+    def _refusal(self, response: httpx.Response) -> Completion | None:
+        """A non-200 answer that is a content-policy refusal rather than a failure; the
+        chat endpoint reports refusals inside a 200, so here there are none."""
+        return None
+
+    def _parse(self, data: Any, latency: float) -> Completion:
+        """The completion in a 200 body; a lookup or type error means a malformed body."""
+        choice = data["choices"][0]
+        message = choice["message"]
+        text, refusal = message.get("content"), message.get("refusal")
+        finish_reason = choice.get("finish_reason")
+        # counts only: drop nested details such as ``completion_tokens_details``
+        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
         refused = bool(refusal) or finish_reason == "content_filter"
         return Completion(
             status="refused" if refused else "ok",

@@ -41,6 +41,8 @@ class Call:
     messages: tuple[dict[str, str], ...]
     sample_index: int = 0
     max_attempts: int = 1
+    #: overrides the model's ``sampling.max_tokens`` (see :class:`Request`)
+    max_tokens: int | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -118,6 +120,7 @@ def _answer(
             sample_index=call.sample_index,
             attempt=attempt[i],
             seed=derive_seed(seed, call.probe_id, call.sample_index, attempt[i]),
+            max_tokens=call.max_tokens,
             meta=call.meta,
         )
         keys[i] = cache.key(backend.fingerprint, requests[i])

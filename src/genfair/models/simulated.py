@@ -14,8 +14,10 @@ re-ask and skip paths are exercised too.
 For news probes (paper 001) a ``rewrite`` policy is used instead: the SIMULATOR returns
 the original article (``meta["article"]``) with each female gender word replaced by its
 male counterpart (:data:`FEMALE_TO_MALE`) with probability ``female_to_male``,
-independently per occurrence, so the word-level bias it plants is known analytically; or
-it refuses with probability ``refusal_rate``.
+independently per occurrence, and each race word with the descriptor "black" (as the
+group-word instrument finds them: "Black teachers") turned "white" with probability
+``black_to_white``, so the word-level bias it plants is known analytically; or it refuses
+with probability ``refusal_rate``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from genfair.instruments.group_words import RACE_GROUPS, GroupWordCounter
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
 
@@ -74,6 +78,8 @@ class SimulatedLLM(LLMBackend):
     def answer(self, request: Request) -> str:
         meta = request.meta
         name = meta.get("policy")
+        if name not in self.config.policy:  # e.g. news_biased -> news when not configured
+            name = meta.get("fallback_policy", name)
         if name not in self.config.policy:
             raise KeyError(
                 f"simulated model has no policy for probe kind {name!r}; "
@@ -85,7 +91,10 @@ class SimulatedLLM(LLMBackend):
         if roll < policy.refusal_rate:
             return REFUSAL
         if isinstance(policy, SimulatedRewritePolicy):
-            return rewrite(meta["article"], policy.female_to_male, rng)
+            article = meta["article"]
+            if policy.black_to_white > 0:
+                article = whiten(article, policy.black_to_white, rng)
+            return rewrite(article, policy.female_to_male, rng)
         return _choose(policy, meta, roll, rng)
 
 
@@ -120,3 +129,25 @@ def rewrite(article: str, female_to_male: float, rng: np.random.Generator) -> st
         return male.capitalize() if word[0].isupper() else male
 
     return _FEMALE_WORD.sub(swap, article)
+
+
+@lru_cache(maxsize=1)
+def _race_counter() -> GroupWordCounter:
+    return GroupWordCounter.from_files()
+
+
+def whiten(article: str, black_to_white: float, rng: np.random.Generator) -> str:
+    """``article`` with the descriptor of each "black + occupation" race word (found by
+    :class:`GroupWordCounter`) replaced by "white" with probability ``black_to_white``,
+    one draw per occurrence in order, keeping the capitalisation."""
+    black = RACE_GROUPS.index("black")
+    out, last = [], 0
+    for start, group in _race_counter().find(article, "race"):
+        if group != black or article[start:start + 5].lower() != "black":
+            continue  # a name-table hit or another descriptor: left alone
+        if rng.random() < black_to_white:
+            word = article[start:start + 5]
+            white = "WHITE" if word.isupper() else ("White" if word[0].isupper() else "white")
+            out += [article[last:start], white]
+            last = start + 5
+    return "".join(out) + article[last:]

@@ -1,0 +1,105 @@
+"""OpenAI-compatible image generation (``POST {base_url}/images/generations``).
+
+One request per image (``n = 1``), so each image has its own cache entry, seed and refusal
+status. The transport (concurrent workers, retries with backoff honouring ``Retry-After``,
+the API key from the environment, redaction) is the chat backend's
+(:class:`~genfair.models.openai.OpenAIChatBackend`). A refusal is a 400 whose error code
+is one of ``config.refusal_codes`` (OpenAI: ``content_policy_violation`` for dall-e,
+``moderation_blocked`` for gpt-image), or a 200 whose image carries no data; it becomes a
+``refused`` completion, which the t2i runner asks again (paper 000 §4.1).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import httpx
+
+from genfair.models.base import Completion, Request, T2IBackend
+from genfair.models.config import OpenAIT2IConfig
+from genfair.models.openai import OpenAIChatBackend, _detail, _Rejected
+from genfair.models.t2i import prompt_of
+
+
+class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
+    modality = "t2i"
+    _path = "/images/generations"
+
+    def __init__(self, config: OpenAIT2IConfig):  # type: ignore[override]
+        super().__init__(config)  # type: ignore[arg-type]
+        self.config: OpenAIT2IConfig = config  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        config = self.config
+        return f"OpenAIImageBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "backend": "openai",
+            "modality": "t2i",
+            "model_id": c.model_id,
+            "revision": c.revision,
+            "base_url": c.base_url,
+            "size": c.size,
+            "quality": c.quality,
+            "style": c.style,
+            "extra_body": c.extra_body,
+        }
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        c = self.config
+        body: dict[str, Any] = {"model": c.model_id, "prompt": prompt_of(request), "n": 1, "size": c.size}
+        if c.send_response_format:
+            body["response_format"] = "b64_json"
+        if c.quality is not None:
+            body["quality"] = c.quality
+        if c.style is not None:
+            body["style"] = c.style
+        if c.send_seed:
+            body["seed"] = request.seed
+        return {**body, **c.extra_body}
+
+    def _refusal(self, response: httpx.Response) -> Completion | None:
+        if response.status_code != 400:
+            return None
+        try:
+            error = response.json()["error"]
+            code = error.get("code") or error.get("type")
+        except (ValueError, LookupError, TypeError, AttributeError):
+            return None
+        if code not in self.config.refusal_codes:
+            return None
+        return Completion(
+            status="refused",
+            text=self._redact(_detail(response)),
+            finish_reason=str(code),
+        )
+
+    def _parse(self, data: Any, latency: float) -> Completion:
+        item = data["data"][0]
+        encoded = item.get("b64_json")
+        revised = item.get("revised_prompt")
+        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+        if not encoded:
+            # a URL instead of bytes means the server ignored response_format; no data at
+            # all is how some servers report a filtered image
+            if item.get("url"):
+                raise _Rejected(
+                    "the endpoint sent an image URL, not b64_json bytes: set "
+                    "send_response_format: true in the model config (dall-e-* models)"
+                )
+            return Completion(
+                status="refused", text=revised, finish_reason="content_filter",
+                latency_s=latency, usage=usage,
+            )
+        try:
+            png = base64.b64decode(encoded, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"b64_json is not base64: {exc}") from exc
+        return Completion(
+            status="ok", text=revised, finish_reason="stop", latency_s=latency, usage=usage, png=png,
+        )

@@ -1,0 +1,120 @@
+"""SIMULATOR: a planted-bias text-to-image model.
+
+Not a model. Its bias is configuration: for each prompt kind (``meta["policy"]``) a
+distribution over the values of each demographic attribute (gender, race, age, skin tone).
+Each image draws every attribute independently from those distributions, with a generator
+seeded by the request seed (so the same request always gives the same draw, and a re-ask a
+new one), and records the draw as ``true_attributes``: the ground truth that the
+distribution metrics computed from it must recover, and that a classifier's labels can be
+scored against.
+
+The picture is obviously synthetic: a striped background, a plain oval "face" and a
+``SIMULATED`` banner. The face is filled with the colour of the drawn skin-tone group (Monk
+Skin Tone scale swatches), so a pixel-based skin-tone instrument has something honest to
+measure; nothing else about the drawn attributes is hidden in the pixels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genfair.models.base import Completion, OnDone, Request, T2IBackend
+from genfair.models.config import SimulatedT2IConfig, SimulatedT2IPolicy
+from genfair.models.images import encode_png
+
+#: Monk Skin Tone scale swatches (Monk 2019, skintone.google), MST 1 (lightest) .. 10
+MONK_SWATCHES = {
+    "monk_1": (246, 237, 228), "monk_2": (243, 231, 219), "monk_3": (247, 234, 208),
+    "monk_4": (234, 218, 186), "monk_5": (215, 189, 150), "monk_6": (160, 126, 86),
+    "monk_7": (130, 92, 67), "monk_8": (96, 65, 52), "monk_9": (58, 49, 42),
+    "monk_10": (41, 36, 32),
+}
+#: three-group names used by coarser skin-tone studies, drawn with a representative swatch
+SKIN_GROUP_SWATCHES = {
+    "light": MONK_SWATCHES["monk_2"], "medium": MONK_SWATCHES["monk_5"],
+    "dark": MONK_SWATCHES["monk_9"],
+}
+_NEUTRAL_FACE = (200, 200, 200)
+REFUSAL = "SIMULATED refusal: this request was blocked by the simulated content policy."
+
+
+class SimulatedT2I(T2IBackend):
+    simulated = True
+    deterministic = False  # a new attempt has a new seed, so a new draw
+
+    def __init__(self, config: SimulatedT2IConfig):
+        self.config = config
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": "simulated",
+            "modality": "t2i",
+            "model_id": self.config.model_id,
+            "revision": self.config.revision,
+            "size": self.config.size,
+            "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+        }
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for request in requests:
+            on_done(request, self.draw(request))
+
+    def draw(self, request: Request) -> Completion:
+        name = request.meta.get("policy")
+        if name not in self.config.policy:
+            raise KeyError(
+                f"simulated t2i model has no policy for prompt kind {name!r} (request "
+                f"meta['policy']); configured: {sorted(self.config.policy)}"
+            )
+        policy = self.config.policy[name]
+        rng = np.random.default_rng(request.seed)
+        roll = rng.random()
+        if roll < policy.refusal_rate:
+            return Completion(status="refused", text=REFUSAL, finish_reason="content_filter")
+        if roll < policy.refusal_rate + policy.no_person_rate:
+            truth: dict[str, str] = {}
+        else:
+            truth = draw_attributes(policy, rng)
+        png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
+        return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
+
+
+def draw_attributes(policy: SimulatedT2IPolicy, rng: np.random.Generator) -> dict[str, str]:
+    """One value per attribute, in sorted attribute order (a fixed order of draws)."""
+    truth = {}
+    for name in sorted(policy.attributes):
+        values = list(policy.attributes[name])
+        p = np.array([policy.attributes[name][v] for v in values], dtype=float)
+        truth[name] = values[int(rng.choice(len(values), p=p / p.sum()))]
+    return truth
+
+
+def skin_swatch(value: str | None) -> tuple[int, int, int]:
+    if value is None:
+        return _NEUTRAL_FACE
+    key = value.lower().replace(" ", "_").replace("-", "_")
+    return MONK_SWATCHES.get(key) or SKIN_GROUP_SWATCHES.get(key) or _NEUTRAL_FACE
+
+
+def render(truth: dict[str, str], size: int, variant: int) -> Any:
+    """The synthetic picture: stripes, a face oval (unless nobody is drawn), a banner."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (size, size), (70, 90, 120))
+    draw = ImageDraw.Draw(image)
+    step = max(4, size // 8)
+    offset = variant % step  # images of the same draw differ, visibly synthetic either way
+    for x in range(-size, size, step):
+        draw.line([(x + offset, 0), (x + offset + size, size)], fill=(90, 110, 140), width=max(1, step // 3))
+    if truth:
+        box = (size * 0.3, size * 0.15, size * 0.7, size * 0.7)
+        draw.ellipse(box, fill=skin_swatch(truth.get("skin_tone")), outline=(0, 0, 0))
+    banner = size - max(3, size // 5)
+    draw.rectangle((0, banner, size, size), fill=(255, 220, 0))
+    if size >= 48:  # the default bitmap font is 10 px tall
+        draw.text((2, banner), "SIMULATED", fill=(0, 0, 0))
+    return image

@@ -1,0 +1,260 @@
+"""Vision-language (``vlm``) backends: image + text in, text out.
+
+A VLM request is an ordinary chat request whose user message holds image content parts
+(:func:`genfair.models.images.vlm_message`): ``{"type": "image", "sha256", "path"}``. The
+cache key holds the image's hash, so the runner (:func:`genfair.models.runner.run_calls`),
+its re-asking and its cache serve VLMs unchanged. Each backend turns the parts into what its
+model takes:
+
+- ``hf``: ``AutoProcessor`` + ``AutoModelForImageTextToText``; parts become ``{"type":
+  "image"}`` in the processor's chat template and PIL images go to the processor.
+- ``openai``: chat completions with ``{"type": "image_url", "image_url": {"url":
+  "data:image/png;base64,..."}}``; transport and retries are the chat backend's.
+- ``simulated``: a planted-bias SIMULATOR answering with a configured accuracy per group.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import mimetypes
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genfair.models.base import Completion, OnDone, Request, VLMBackend, derive_seed
+from genfair.models.config import HFVLMConfig, OpenAIVLMConfig, SimulatedVLMConfig
+from genfair.models.images import image_parts, read_image_part
+from genfair.models.openai import OpenAIChatBackend
+
+log = logging.getLogger(__name__)
+
+
+def _as_parts(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+# --- hf -------------------------------------------------------------------------------
+
+
+class HFVisionBackend(VLMBackend):
+    """Chat-template generation with a transformers image-text-to-text model, batched."""
+
+    def __init__(self, model: Any, processor: Any, config: HFVLMConfig):
+        self.model = model.eval()
+        self.processor = processor
+        self.config = config
+        self.deterministic = config.sampling.temperature == 0
+        tokenizer = getattr(processor, "tokenizer", None)
+        if tokenizer is not None:
+            tokenizer.padding_side = "left"  # generation continues from the right edge
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+
+    @classmethod
+    def from_config(
+        cls, config: HFVLMConfig, source: str | os.PathLike[str] | None = None
+    ) -> HFVisionBackend:
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
+        dtype = "auto" if config.dtype == "auto" else getattr(torch, config.dtype)
+        source = str(source or config.model_id)
+        processor = AutoProcessor.from_pretrained(source, **hub)
+        model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
+        return cls(model.to(config.device), processor, config)
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "backend": "hf",
+            "modality": "vlm",
+            "model_id": c.model_id,
+            "revision": c.revision,
+            "sampling": c.sampling.model_dump(),
+            "system_prompt": c.system_prompt,
+        }
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        size = self.config.batch_size
+        for start in range(0, len(requests), size):
+            batch = requests[start : start + size]
+            began = time.perf_counter()
+            try:
+                texts = self._generate(batch)
+            except Exception as exc:  # a failed batch is data, not a crash
+                log.exception("VLM generation failed for a batch of %d", len(batch))
+                for request in batch:
+                    on_done(request, Completion(status="error", error=f"{type(exc).__name__}: {exc}"))
+                continue
+            latency = (time.perf_counter() - began) / len(batch)
+            for request, text in zip(batch, texts, strict=True):
+                on_done(request, Completion(status="ok", text=text, latency_s=latency, finish_reason="stop"))
+
+    def _chat(self, request: Request) -> tuple[list[dict[str, Any]], list[Any]]:
+        """The request as the processor's chat template takes it, and its PIL images."""
+        from PIL import Image
+
+        messages: list[dict[str, Any]] = []
+        images: list[Any] = []
+        if self.config.system_prompt and not any(m["role"] == "system" for m in request.messages):
+            messages.append({"role": "system", "content": [{"type": "text", "text": self.config.system_prompt}]})
+        for message in request.messages:
+            parts = []
+            for part in _as_parts(message["content"]):
+                if part.get("type") == "image":
+                    with Image.open(io.BytesIO(read_image_part(part))) as image:
+                        images.append(image.convert("RGB"))
+                    parts.append({"type": "image"})
+                else:
+                    parts.append({"type": "text", "text": part["text"]})
+            messages.append({"role": message["role"], "content": parts})
+        return messages, images
+
+    def _generate(self, batch: Sequence[Request]) -> list[str]:
+        import torch
+
+        chats = [self._chat(r) for r in batch]
+        prompts = [
+            self.processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
+            for m, _ in chats
+        ]
+        images = [i for _, i in chats]
+        kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
+        if any(images):
+            kwargs["images"] = images
+        inputs = self.processor(**kwargs).to(self.model.device)
+        if "pixel_values" in inputs and self.model.dtype != torch.float32:
+            inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+        sampling = self.config.sampling
+        tokenizer = self.processor.tokenizer
+        generate: dict[str, Any] = {
+            "max_new_tokens": max(r.token_limit(sampling.max_tokens) for r in batch),
+            "pad_token_id": tokenizer.pad_token_id,
+        }
+        if self.deterministic:
+            generate["do_sample"] = False
+        else:
+            generate.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
+            torch.manual_seed(derive_seed(*[r.seed for r in batch]))
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, **generate)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        return [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)]
+
+
+# --- openai ---------------------------------------------------------------------------
+
+
+class OpenAIVisionBackend(OpenAIChatBackend, VLMBackend):
+    """Chat completions with images sent inline as base64 data URLs."""
+
+    modality = "vlm"
+
+    def __init__(self, config: OpenAIVLMConfig):  # type: ignore[override]
+        super().__init__(config)  # type: ignore[arg-type]
+        self.config: OpenAIVLMConfig = config  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        config = self.config
+        return f"OpenAIVisionBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {**super().fingerprint, "modality": "vlm", "image_detail": self.config.image_detail}
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        body = super()._body(request)
+        body["messages"] = [self._wire_message(m) for m in body["messages"]]
+        return body
+
+    def _wire_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        if not image_parts(message):
+            return message
+        parts = []
+        for part in message["content"]:
+            if part.get("type") == "image":
+                url = data_url(read_image_part(part), part.get("path", ""))
+                parts.append({"type": "image_url", "image_url": {"url": url, "detail": self.config.image_detail}})
+            else:
+                parts.append(part)
+        return {**message, "content": parts}
+
+
+def data_url(data: bytes, name: str = "") -> str:
+    """``data:<mime>;base64,...`` for image bytes (PNG unless the file name says otherwise)."""
+    mime = mimetypes.guess_type(name)[0] if name else None
+    if not mime or not mime.startswith("image/"):
+        mime = "image/png"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+# --- simulated --------------------------------------------------------------------------
+
+REFUSAL = "I'm sorry, but I can't make judgements about people in images."
+
+
+class SimulatedVLM(VLMBackend):
+    """SIMULATOR: answers a multiple-choice question about an image with the accuracy set
+    for the pictured person's demographic group (read from ``meta[config.group_key]``, never
+    from the pixels). ``meta["options"]`` lists the answers, ``meta["truth"]`` the right
+    one; with probability ``accuracy[group]`` it answers the truth, otherwise another option
+    uniformly, so the planted per-group accuracy gap is known exactly."""
+
+    simulated = True
+    deterministic = False  # a new attempt has a new seed, so a new draw
+
+    def __init__(self, config: SimulatedVLMConfig):
+        self.config = config
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": "simulated",
+            "modality": "vlm",
+            "model_id": self.config.model_id,
+            "revision": self.config.revision,
+            "group_key": self.config.group_key,
+            "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+        }
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for request in requests:
+            on_done(request, self.answer(request))
+
+    def answer(self, request: Request) -> Completion:
+        meta = request.meta
+        name = meta.get("policy")
+        if name not in self.config.policy:
+            raise KeyError(
+                f"simulated VLM has no policy for probe kind {name!r} (request meta['policy']); "
+                f"configured: {sorted(self.config.policy)}"
+            )
+        policy = self.config.policy[name]
+        for key in ("options", "truth", self.config.group_key):
+            if key not in meta:
+                raise KeyError(f"simulated VLM needs meta[{key!r}] in every request (probe {name!r})")
+        group = str(meta[self.config.group_key])
+        accuracy = policy.accuracy.get(group, policy.default_accuracy)
+        if accuracy is None:
+            raise KeyError(
+                f"simulated VLM policy {name!r} has no accuracy for group {group!r}; add it to "
+                f"accuracy ({sorted(policy.accuracy)}) or set default_accuracy"
+            )
+        rng = np.random.default_rng(request.seed)
+        if rng.random() < policy.refusal_rate:
+            return Completion(status="ok", text=REFUSAL, finish_reason="stop")
+        options = [str(o) for o in meta["options"]]
+        truth = str(meta["truth"])
+        others = [o for o in options if o != truth]
+        if not others or rng.random() < accuracy:
+            text = truth
+        else:
+            text = others[int(rng.integers(len(others)))]
+        return Completion(status="ok", text=text, finish_reason="stop")
