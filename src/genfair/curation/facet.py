@@ -1,0 +1,723 @@
+"""The ``curate_facet`` stage: one square person crop per FACET annotation, with its labels.
+
+FACET (Gustafson et al., ICCV 2023) annotates every person in an image: an occupation class
+(``class1``, one of 52), perceived gender presentation, perceived age and Monk skin tone
+(MST, 1-10) votes, and a person bounding box. Two papers use it:
+
+- paper 004 (``lvlm_facet``) keeps only images with a single person and groups skin tone
+  as light MST 1-3 / medium 4-6 / dark 7-10;
+- paper 002 (``iris``) cuts one 384x384 crop per person (several per multi-person image),
+  inheriting the annotations, and groups skin tone as light 1-3 / middle 4-7 / dark 8-10.
+
+This module writes ``crops/<person_id>.png``, ``persons.parquet`` and ``report.json`` into
+an output folder. Rules where the papers are silent (documented in docs/methodology.md):
+
+- crop: a square centred on the box centre, side ``max(w, h) * margin``, the part outside the
+  image padded (black by default, or edge pixels), resized to ``crop_size`` with Lanczos;
+- Monk level: the lower median of the pooled annotator votes (``monk_rule="median"``) or
+  the most-voted level (``"majority"``; a tie takes the lower median of the tied levels);
+- gender / age: the presentation column with strictly the most votes; a tie or a
+  ``_na`` win gives ``unknown``;
+- ``n_persons_in_image`` counts every annotation row naming the image, bad rows included
+  (a person with a broken box is still in the picture), so ``single_person_only`` never
+  keeps an image that really shows two people.
+
+Images in ``images_dir`` that no row names can go through OpenCV's HOG people detector
+(``detector.enabled``); its persons carry ``source="detector"`` and no labels.
+
+Bad rows (unparsable box, non-positive size, empty or unsafe file name, duplicate id,
+unreadable image...) are listed in the report with their 1-based data row number (the
+header is not counted) and never stop the run; rows naming an image that does not exist
+are counted as missing images. Output bytes depend only on the inputs and the config.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+from PIL.PngImagePlugin import PngInfo
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from tqdm import tqdm
+
+from genfair.io import _atomic, write_json, write_parquet
+
+log = logging.getLogger(__name__)
+
+#: FACET's 52 person classes (``class1`` values), as in the release and paper 002's Table 20.
+FACET_CLASSES: tuple[str, ...] = (
+    "astronaut", "backpacker", "ballplayer", "bartender", "basketball_player", "boatman",
+    "carpenter", "cheerleader", "climber", "computer_user", "craftsman", "dancer",
+    "disk_jockey", "doctor", "drummer", "electrician", "farmer", "fireman", "flutist",
+    "gardener", "guard", "guitarist", "gymnast", "hairdresser", "horseman", "judge",
+    "laborer", "lawman", "lifeguard", "machinist", "motorcyclist", "nurse", "painter",
+    "patient", "prayer", "referee", "repairman", "reporter", "retailer", "runner",
+    "sculptor", "seller", "singer", "skateboarder", "soccer_player", "soldier", "speaker",
+    "student", "teacher", "tennis_player", "trumpeter", "waiter",
+)  # fmt: skip
+
+GENDER_COLUMNS = {
+    "male": "gender_presentation_masc",
+    "female": "gender_presentation_fem",
+    "non_binary": "gender_presentation_non_binary",
+    "unknown": "gender_presentation_na",
+}
+AGE_COLUMNS = {
+    "young": "age_presentation_young",
+    "middle": "age_presentation_middle",
+    "older": "age_presentation_older",
+    "unknown": "age_presentation_na",
+}
+SKIN_COLUMNS = [f"skin_tone_{level}" for level in range(1, 11)]
+REQUIRED_COLUMNS = [
+    "person_id",
+    "filename",
+    "class1",
+    *GENDER_COLUMNS.values(),
+    *SKIN_COLUMNS,
+    *AGE_COLUMNS.values(),
+    "bounding_box",
+]
+#: (upper MST bound, group) per preset; paper 002 (IRIS) and paper 004 (LVLM on FACET)
+SKIN_GROUP_PRESETS: dict[str, list[tuple[int, str]]] = {
+    "iris": [(3, "light"), (7, "middle"), (10, "dark")],
+    "lvlm_facet": [(3, "light"), (6, "medium"), (10, "dark")],
+}
+PERSON_COLUMNS = [
+    "person_id",
+    "filename",
+    "crop_path",
+    "occupation",
+    "gender",
+    "monk_level",
+    "skin_group",
+    "age_group",
+    "box_x",
+    "box_y",
+    "box_width",
+    "box_height",
+    "n_persons_in_image",
+    "source",
+    "fixture",
+    "crop_sha256",
+]
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+_KEY_CHUNK = "genfair:crop_key"
+_CROP_FIELDS = {"crop_size", "margin", "crop_side", "pad_mode", "pad_value"}
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DetectorConfig(_Strict):
+    """OpenCV's HOG + linear SVM pedestrian detector (Dalal & Triggs), for unannotated images.
+
+    HOG looks for upright people about 64x128 px, so the image is searched at a few working
+    sizes (longer side), with a border so people cut by the frame still fit the window;
+    overlapping hits are merged by non-max suppression."""
+
+    enabled: bool = False
+    #: 128 suits photos of one or a few people filling the frame (FACET's usual); add 256
+    #: or 512 to find smaller people, at the cost of more false alarms
+    work_sides: tuple[int, ...] = Field(default=(128,), min_length=1)
+    #: border added on each side, as a fraction of the resized image's longer side
+    border_frac: float = Field(default=0.5, ge=0, le=2)
+    #: SVM margin a hit needs (OpenCV's weights; 0 is the decision boundary)
+    min_score: float = 0.7
+    nms_iou: float = Field(default=0.3, gt=0, le=1)
+    max_persons: int = Field(default=10, gt=0)
+
+    @field_validator("work_sides")
+    @classmethod
+    def _big_enough(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(side < 128 for side in value):
+            raise ValueError("every work side must be >= 128 (the HOG window is 64x128)")
+        return value
+
+
+class FacetConfig(_Strict):
+    """Where the FACET release is and how to turn its annotations into person crops."""
+
+    release_dir: Path
+    #: relative to ``release_dir`` (or absolute)
+    annotations_file: Path = Path("annotations.csv")
+    images_dir: Path = Path("images")
+    crop_size: int = Field(default=384, ge=16)
+    #: crop side = max(box w, box h) * margin (the context around the person)
+    margin: float = Field(default=1.2, ge=1.0)
+    #: ``box``: the square around the box, resized to crop_size; ``fixed``: a crop_size
+    #: window at the image's own resolution (the literal reading of paper 002)
+    crop_side: Literal["box", "fixed"] = "box"
+    #: how the crop is filled where it leaves the image
+    pad_mode: Literal["constant", "edge"] = "constant"
+    pad_value: int = Field(default=0, ge=0, le=255)
+    single_person_only: bool = False
+    #: keep only these FACET classes; None keeps all
+    classes: list[str] | None = None
+    #: boxes whose width or height is smaller are dropped
+    min_box_px: int = Field(default=0, ge=0)
+    skin_groups: Literal["iris", "lvlm_facet"] = "lvlm_facet"
+    monk_rule: Literal["median", "majority"] = "median"
+    detector: DetectorConfig = DetectorConfig()
+
+    @field_validator("classes")
+    @classmethod
+    def _known_classes(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            unknown = sorted(set(value) - set(FACET_CLASSES))
+            if unknown:
+                raise ValueError(f"unknown FACET class(es) {unknown}; use names from FACET_CLASSES")
+        return value
+
+    def annotations_path(self) -> Path:
+        return self.release_dir / self.annotations_file
+
+    def images_path(self) -> Path:
+        return self.release_dir / self.images_dir
+
+
+class FacetAnnotationError(ValueError):
+    """The annotations file cannot be used at all; the message names the file and the fix."""
+
+
+@dataclass
+class CurationReport:
+    """What happened to every row; ``as_dict`` is written to ``report.json``."""
+
+    rows: int = 0
+    persons_written: int = 0
+    persons_annotated: int = 0
+    persons_detected: int = 0
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)  #: row, person_id, reason
+    missing_images: dict[str, list[int]] = field(default_factory=dict)  #: filename -> rows
+    filtered: Counter[str] = field(default_factory=Counter)
+    detector_images: int = 0
+    images_without_person: list[str] = field(default_factory=list)
+    fixture: bool = False
+    #: crops found already written with the same key (not in the JSON: it depends on history)
+    reused: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "persons_written": self.persons_written,
+            "persons_annotated": self.persons_annotated,
+            "persons_detected": self.persons_detected,
+            "bad_rows": sorted(self.bad_rows, key=lambda b: b["row"]),
+            "n_bad_rows": len(self.bad_rows),
+            "missing_images": {
+                "count": len(self.missing_images),
+                "rows": sum(len(r) for r in self.missing_images.values()),
+                "files": dict(sorted(self.missing_images.items())),
+            },
+            "filtered": dict(sorted(self.filtered.items())),
+            "detector": {
+                "images": self.detector_images,
+                "images_without_person": sorted(self.images_without_person),
+            },
+            "fixture": self.fixture,
+        }
+
+
+# --- labels -----------------------------------------------------------------------------
+
+
+def _lower_median(levels: list[int]) -> int:
+    ordered = sorted(levels)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def monk_level(votes: list[int] | tuple[int, ...], rule: str = "median") -> int | None:
+    """The MST level (1-10) from annotator vote counts ``votes[i]`` for level ``i + 1``.
+
+    ``median``: the lower median of all votes pooled; ``majority``: the most-voted level,
+    a tie resolved by the lower median of the tied levels. No votes -> None."""
+    if len(votes) != 10:
+        raise ValueError(f"need 10 vote counts (MST 1-10), got {len(votes)}")
+    if sum(votes) == 0:
+        return None
+    if rule == "median":
+        return _lower_median([lvl for lvl, n in enumerate(votes, start=1) for _ in range(n)])
+    if rule == "majority":
+        top = max(votes)
+        return _lower_median([lvl for lvl, n in enumerate(votes, start=1) if n == top])
+    raise ValueError(f"unknown monk rule {rule!r}; use 'median' or 'majority'")
+
+
+def skin_group(level: int | None, preset: str) -> str:
+    """The skin-tone group of an MST level under a preset; None -> ``unknown``."""
+    if level is None:
+        return "unknown"
+    for upper, name in SKIN_GROUP_PRESETS[preset]:
+        if level <= upper:
+            return name
+    raise ValueError(f"MST level {level} is outside 1-10")
+
+
+def majority_label(counts: dict[str, int]) -> str:
+    """The label with strictly the most votes; ties and all-zero give ``unknown``."""
+    top = max(counts.values())
+    winners = [label for label, n in counts.items() if n == top]
+    return winners[0] if top > 0 and len(winners) == 1 else "unknown"
+
+
+# --- rows -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Box:
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+class _BadRow(ValueError):
+    pass
+
+
+def parse_box(text: str) -> Box:
+    """FACET's ``bounding_box`` cell: a JSON object with x, y, width, height (pixels)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _BadRow(f"bounding_box is not JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise _BadRow("bounding_box is not a JSON object")
+    missing = [k for k in ("x", "y", "width", "height") if k not in data]
+    if missing:
+        raise _BadRow(f"bounding_box lacks {missing}")
+    values = {}
+    for key in ("x", "y", "width", "height"):
+        value = data[key]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            raise _BadRow(f"bounding_box {key} is not a finite number: {value!r}")
+        values[key] = float(value)
+    if values["width"] <= 0 or values["height"] <= 0:
+        raise _BadRow(f"bounding_box has a non-positive size {values['width']}x{values['height']}")
+    return Box(**values)
+
+
+def _count(record: dict[str, str], column: str) -> int:
+    text = (record.get(column) or "").strip()
+    try:
+        value = float(text) if text else 0.0
+    except ValueError as exc:
+        raise _BadRow(f"{column} is not a number: {text!r}") from exc
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise _BadRow(f"{column} is not a non-negative whole count: {text!r}")
+    return int(value)
+
+
+def _safe_filename(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise _BadRow("empty filename")
+    if "/" in name or "\\" in name or name in {".", ".."}:
+        raise _BadRow(f"filename {name!r} is not a plain file name")
+    if Path(name).suffix.lower() not in IMAGE_SUFFIXES:
+        raise _BadRow(f"filename {name!r} is not an image ({sorted(IMAGE_SUFFIXES)})")
+    return name
+
+
+def _truthy(text: str | None) -> bool:
+    return (text or "").strip().lower() in {"1", "true", "yes"}
+
+
+def _read_annotations(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str] | str]]]:
+    """Header and ``(data row number, record or why it is malformed)``."""
+    if not path.is_file():
+        raise FacetAnnotationError(
+            f"{path}: no such file; set release_dir/annotations_file to the FACET "
+            "release's annotations.csv"
+        )
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise FacetAnnotationError(f"{path}: empty file; expected FACET's header row") from None
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise FacetAnnotationError(
+                f"{path}: missing column(s) {missing}; found {header}. FACET's annotations.csv "
+                "has them: point annotations_file at the release's file, or add the columns "
+                "(vote counts may be 0)."
+            )
+        rows: list[tuple[int, dict[str, str] | str]] = []
+        try:
+            for number, cells in enumerate(reader, start=1):
+                if not any(c.strip() for c in cells):
+                    rows.append((number, "blank row"))
+                elif len(cells) != len(header):
+                    rows.append((number, f"{len(cells)} fields, the header has {len(header)}"))
+                else:
+                    rows.append((number, dict(zip(header, cells, strict=True))))
+        except csv.Error as exc:
+            raise FacetAnnotationError(
+                f"{path}: CSV syntax error after data row {len(rows)} ({exc}); fix the quoting"
+            ) from exc
+    return header, rows
+
+
+@dataclass
+class _Person:
+    row: int | None
+    person_id: str
+    filename: str
+    occupation: str | None
+    gender: str
+    monk_level: int | None
+    age_group: str
+    box: Box
+    source: str
+    fixture: bool
+    n_persons_in_image: int = 0
+
+
+def _parse_row(record: dict[str, str], row: int, cfg: FacetConfig) -> _Person:
+    person_id = record["person_id"].strip()
+    if not _SAFE_ID.match(person_id):
+        raise _BadRow(f"person_id {person_id!r} is empty or not usable as a file name")
+    filename = _safe_filename(record["filename"])
+    occupation = record["class1"].strip()
+    if not occupation:
+        raise _BadRow("empty class1")
+    box = parse_box(record["bounding_box"])
+    gender = majority_label({g: _count(record, c) for g, c in GENDER_COLUMNS.items()})
+    age = majority_label({a: _count(record, c) for a, c in AGE_COLUMNS.items()})
+    votes = [_count(record, c) for c in SKIN_COLUMNS]
+    return _Person(
+        row=row,
+        person_id=person_id,
+        filename=filename,
+        occupation=occupation,
+        gender=gender,
+        monk_level=monk_level(votes, cfg.monk_rule),
+        age_group=age,
+        box=box,
+        source="annotation",
+        fixture=_truthy(record.get("fixture")),
+    )
+
+
+# --- images and crops -------------------------------------------------------------------
+
+
+def load_rgb(path: Path) -> np.ndarray:
+    """An image as an HxWx3 uint8 RGB array (pixel orientation as stored, EXIF ignored,
+    because FACET's boxes are in stored pixel coordinates)."""
+    with Image.open(path) as img:
+        return np.asarray(img.convert("RGB"))
+
+
+def crop_person(image: np.ndarray, box: Box, cfg: FacetConfig) -> np.ndarray:
+    """A ``crop_size`` square RGB crop centred on the box centre, padded outside the image."""
+    cx, cy = box.x + box.width / 2, box.y + box.height / 2
+    side = cfg.crop_size if cfg.crop_side == "fixed" else max(box.width, box.height) * cfg.margin
+    side_px = max(1, round(side))
+    left, top = math.floor(cx - side_px / 2 + 0.5), math.floor(cy - side_px / 2 + 0.5)
+    h, w = image.shape[:2]
+    pads = ((max(0, -top), max(0, top + side_px - h)), (max(0, -left), max(0, left + side_px - w)))
+    inner = image[max(0, top) : min(h, top + side_px), max(0, left) : min(w, left + side_px)]
+    if inner.size == 0:
+        raise _BadRow(f"bounding_box {box} lies outside the {w}x{h} image")
+    if cfg.pad_mode == "constant":
+        square = np.pad(inner, (*pads, (0, 0)), mode="constant", constant_values=cfg.pad_value)
+    else:
+        square = np.pad(inner, (*pads, (0, 0)), mode="edge")
+    if side_px == cfg.crop_size:
+        return np.ascontiguousarray(square)
+    resized = Image.fromarray(square).resize(
+        (cfg.crop_size, cfg.crop_size), Image.Resampling.LANCZOS
+    )
+    return np.asarray(resized)
+
+
+def png_bytes(image: np.ndarray, crop_key: str | None = None) -> bytes:
+    """PNG whose only metadata is the crop key: the same pixels and key give the same bytes."""
+    info = PngInfo()
+    if crop_key is not None:
+        info.add_text(_KEY_CHUNK, crop_key)
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG", pnginfo=info, compress_level=6)
+    return buf.getvalue()
+
+
+# --- person detector --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detection:
+    box: Box
+    score: float
+
+
+def detect_persons(image: np.ndarray, cfg: DetectorConfig | None = None) -> list[Detection]:
+    """People in an RGB image by OpenCV's HOG pedestrian detector, after non-max suppression.
+
+    Boxes are clipped to the image; sorted by left edge, then top. A weak detector: it finds
+    upright, mostly full-body people, misses close-up portraits more often than a CNN and
+    fires on some vertical textures, which is why FACET's own boxes are preferred."""
+    import cv2  # noqa: PLC0415 - only the detector needs OpenCV
+
+    cfg = cfg or DetectorConfig()
+    hog = cv2.HOGDescriptor()
+    hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
+    bgr = np.ascontiguousarray(image[..., ::-1])
+    h, w = bgr.shape[:2]
+    boxes: list[list[float]] = []
+    scores: list[float] = []
+    for side in cfg.work_sides:
+        f = side / max(h, w)
+        size = (max(1, round(w * f)), max(1, round(h * f)))
+        interp = cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR
+        small = cv2.resize(bgr, size, interpolation=interp)
+        b = round(cfg.border_frac * side)
+        small = cv2.copyMakeBorder(small, b, b, b, b, cv2.BORDER_REPLICATE)
+        if small.shape[0] < 128 or small.shape[1] < 64:
+            continue  # smaller than the HOG window: OpenCV may crash on it
+        found, weights = hog.detectMultiScale(small, winStride=(4, 4), padding=(8, 8), scale=1.05)
+        for (bx, by, bw, bh), score in zip(found, np.ravel(weights), strict=True):
+            if score < cfg.min_score:
+                continue
+            x0, y0 = max(0.0, (bx - b) / f), max(0.0, (by - b) / f)
+            x1, y1 = min(float(w), (bx - b + bw) / f), min(float(h), (by - b + bh) / f)
+            if x1 - x0 >= 1 and y1 - y0 >= 1:
+                boxes.append([x0, y0, x1 - x0, y1 - y0])
+                scores.append(float(score))
+    if not boxes:
+        return []
+    keep = np.ravel(cv2.dnn.NMSBoxes(boxes, scores, cfg.min_score, cfg.nms_iou))
+    keep = sorted(keep, key=lambda i: -scores[i])[: cfg.max_persons]
+    found_boxes = [
+        Detection(Box(*(round(v, 1) for v in boxes[i])), round(scores[i], 4)) for i in keep
+    ]
+    return sorted(found_boxes, key=lambda d: (d.box.x, d.box.y))
+
+
+# --- the stage --------------------------------------------------------------------------
+
+
+def _filter_reason(person: _Person, cfg: FacetConfig) -> str | None:
+    if cfg.classes is not None and person.occupation not in cfg.classes:
+        return "class"
+    if cfg.single_person_only and person.n_persons_in_image != 1:
+        return "not_single_person"
+    if min(person.box.width, person.box.height) < cfg.min_box_px:
+        return "box_too_small"
+    return None
+
+
+def _crop_key(image_sha: str, box: Box, cfg: FacetConfig) -> str:
+    """What a crop's pixels depend on: the image bytes, the box and the crop settings."""
+    spec = {
+        "image": image_sha,
+        "box": [box.x, box.y, box.width, box.height],
+        "crop": cfg.model_dump(include=_CROP_FIELDS),
+    }
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def _stored_key(path: Path) -> str | None:
+    """The crop key in an existing crop's PNG text chunk (None if absent or unreadable)."""
+    try:
+        with Image.open(path) as img:
+            return img.text.get(_KEY_CHUNK)  # type: ignore[attr-defined]
+    except (OSError, UnidentifiedImageError, ValueError, AttributeError):
+        return None
+
+
+def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> CurationReport:
+    """Write ``out_dir/crops/<person_id>.png``, ``persons.parquet`` and ``report.json``.
+
+    Resumable: each crop PNG carries a key (hash of the source image bytes, the box and the
+    crop settings) in a text chunk; a crop whose stored key matches is neither decoded nor
+    rewritten. Crops of persons no longer in the table are removed, so the folder matches
+    the table. ``report.reused`` counts the skipped crops (not in report.json, which must
+    not depend on the run's history)."""
+    out_dir = Path(out_dir)
+    crops_dir = out_dir / "crops"
+    crops_dir.mkdir(parents=True, exist_ok=True)
+    report = CurationReport()
+    _, rows = _read_annotations(config.annotations_path())
+    report.rows = len(rows)
+    images_dir = config.images_path()
+
+    persons: list[_Person] = []
+    seen_ids: set[str] = set()
+    rows_per_image: Counter[str] = Counter()
+    for number, record in rows:
+        if isinstance(record, str):
+            report.bad_rows.append({"row": number, "person_id": None, "reason": record})
+            continue
+        name = (record.get("filename") or "").strip()
+        if name:
+            rows_per_image[name] += 1
+        try:
+            person = _parse_row(record, number, config)
+            if person.person_id in seen_ids:
+                raise _BadRow(f"duplicate person_id {person.person_id!r}")
+        except _BadRow as exc:
+            pid = (record.get("person_id") or "").strip() or None
+            report.bad_rows.append({"row": number, "person_id": pid, "reason": str(exc)})
+            continue
+        seen_ids.add(person.person_id)
+        persons.append(person)
+    for person in persons:
+        person.n_persons_in_image = rows_per_image[person.filename]
+    # a release whose every row says fixture=True is a fixture; its detections are too
+    release_fixture = bool(rows) and all(
+        not isinstance(r, str) and _truthy(r.get("fixture")) for _, r in rows
+    )
+
+    by_image: dict[str, list[_Person]] = defaultdict(list)
+    for person in persons:
+        if not (images_dir / person.filename).is_file():
+            report.missing_images.setdefault(person.filename, []).append(person.row or 0)
+            continue
+        by_image[person.filename].append(person)
+
+    detect_files: list[str] = []
+    if config.detector.enabled and images_dir.is_dir():
+        detect_files = sorted(
+            p.name
+            for p in images_dir.iterdir()
+            if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and p.name not in rows_per_image
+        )
+        report.detector_images = len(detect_files)
+
+    table: list[dict[str, Any]] = []
+    work = [(name, by_image[name]) for name in sorted(by_image)] + [(n, None) for n in detect_files]
+    reused = 0
+    for name, group in tqdm(work, desc="facet crops", unit="image", disable=not progress):
+        path = images_dir / name
+        loaded: list[np.ndarray] = []
+
+        def image(path: Path = path, loaded: list[np.ndarray] = loaded) -> np.ndarray:
+            if not loaded:  # decode once, and only if some crop must be made
+                loaded.append(load_rgb(path))
+            return loaded[0]
+
+        try:
+            image_sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            if group is None:
+                group = _detected_persons(name, image(), config, release_fixture)
+                if not group:
+                    report.images_without_person.append(name)
+            for person in group:
+                reason = _filter_reason(person, config)
+                if reason is not None:
+                    report.filtered[reason] += 1
+                    continue
+                key = _crop_key(image_sha, person.box, config)
+                crop_path = crops_dir / f"{person.person_id}.png"
+                if _stored_key(crop_path) == key:
+                    reused += 1
+                    data = crop_path.read_bytes()
+                else:
+                    try:
+                        data = png_bytes(crop_person(image(), person.box, config), key)
+                    except _BadRow as exc:
+                        report.bad_rows.append(
+                            {"row": person.row, "person_id": person.person_id, "reason": str(exc)}
+                        )
+                        continue
+                    _atomic(crop_path, lambda tmp, data=data: tmp.write_bytes(data))
+                table.append(_person_record(person, hashlib.sha256(data).hexdigest(), config))
+        except (OSError, UnidentifiedImageError, ValueError) as exc:
+            # the image cannot be decoded: every person in it is a bad row, the run goes on
+            done = {r["person_id"] for r in table}
+            for person in group or []:
+                if person.person_id not in done:
+                    report.bad_rows.append(
+                        {"row": person.row, "person_id": person.person_id,
+                         "reason": f"unreadable image {name}: {exc}"}
+                    )  # fmt: skip
+            if group is None:
+                report.images_without_person.append(f"{name} (unreadable)")
+            continue
+
+    _remove_stale(crops_dir, {r["person_id"] for r in table})
+    frame = pd.DataFrame(table, columns=PERSON_COLUMNS)
+    frame = frame.astype({"monk_level": "Int64", "n_persons_in_image": "int64", "fixture": bool})
+    frame = frame.sort_values("person_id", kind="stable", ignore_index=True)
+    report.persons_written = len(frame)
+    report.persons_annotated = int((frame["source"] == "annotation").sum())
+    report.persons_detected = int((frame["source"] == "detector").sum())
+    report.fixture = bool(len(frame)) and bool(frame["fixture"].all())
+    write_parquet(frame, out_dir / "persons.parquet")
+    write_json(report.as_dict(), out_dir / "report.json")
+    log.info(
+        "FACET curation: %d rows -> %d crops (%d reused; %d bad rows, %d missing images, "
+        "filtered %s)", report.rows, report.persons_written, reused, len(report.bad_rows),
+        len(report.missing_images), dict(report.filtered),
+    )  # fmt: skip
+    report.reused = reused
+    return report
+
+
+def _detected_persons(
+    name: str, image: np.ndarray, cfg: FacetConfig, fixture: bool
+) -> list[_Person]:
+    found = detect_persons(image, cfg.detector)
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    return [
+        _Person(
+            row=None,
+            person_id=f"det_{stem}_{k}",
+            filename=name,
+            occupation=None,
+            gender="unknown",
+            monk_level=None,
+            age_group="unknown",
+            box=det.box,
+            source="detector",
+            fixture=fixture,
+            n_persons_in_image=len(found),
+        )
+        for k, det in enumerate(found)
+    ]
+
+
+def _person_record(person: _Person, crop_sha: str, cfg: FacetConfig) -> dict[str, Any]:
+    return {
+        "person_id": person.person_id,
+        "filename": person.filename,
+        "crop_path": f"crops/{person.person_id}.png",
+        "occupation": person.occupation,
+        "gender": person.gender,
+        "monk_level": person.monk_level,
+        "skin_group": skin_group(person.monk_level, cfg.skin_groups),
+        "age_group": person.age_group,
+        "box_x": person.box.x,
+        "box_y": person.box.y,
+        "box_width": person.box.width,
+        "box_height": person.box.height,
+        "n_persons_in_image": person.n_persons_in_image,
+        "source": person.source,
+        "fixture": person.fixture,
+        "crop_sha256": crop_sha,
+    }
+
+
+def _remove_stale(crops_dir: Path, keep: set[str]) -> None:
+    for path in crops_dir.iterdir():
+        stale = path.suffix == ".png" and path.stem not in keep
+        if stale or path.name.startswith("."):  # leftovers of interrupted atomic writes
+            path.unlink()
