@@ -47,7 +47,13 @@ def random_pair(seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_public_api_is_exported_and_documented() -> None:
     assert sorted(gm.__all__) == sorted(
         [
+            "accuracy_disparity",
+            "answer_consistency_difference",
+            "bayes_invert",
             "bias_severity",
+            "degradation_penalty",
+            "delta_gsr",
+            "dhr_inconsistency",
             "group_wasserstein",
             "js_divergence",
             "kl_divergence",
@@ -56,6 +62,8 @@ def test_public_api_is_exported_and_documented() -> None:
             "normalized_entropy",
             "representation_disparity",
             "s_fair",
+            "statistical_parity_difference",
+            "stereotype_drift",
             "tradeoff_distance",
         ]
     )

@@ -1,0 +1,446 @@
+"""IRIS scores: the high-dimensional fairness space, S/K calibration and IRIS-MBTI codes.
+
+Paper 002 (IRIS benchmark), §3.5, Algorithm 1 and §A.2.3-A.2.4, Table 9, §A.3:
+
+1. every raw granular metric m is normalized into a deviation u >= 0 (0 = ideal):
+   bounded metrics u = m / m_max, unbounded penalties u = log(1 + P) (:func:`normalize_metric`);
+2. each of the six sectors (IFS, RFS, BIS x Gen, Und) has the magnitude
+   M_dim = ||u^(dim)||_2 (:func:`magnitude`) and the score S_dim · exp(-K_dim · M_dim)
+   (:func:`dimension_score`), S and K from Table 9 or calibrated (:func:`calibrate_scale`);
+3. the overall IRIS score is S_tot · exp(-K_tot · D_tot) with D_tot the L2 norm of *all*
+   normalized metrics of a model (= sqrt(sum of the six M_dim^2)). S_tot and K_tot are not
+   published: K_tot is a config value and S_tot is calibrated like the sectors' S unless given;
+4. the IRIS-MBTI code of a task is one letter per dimension, score >= tau (:func:`mbti_code`).
+
+Granular metrics whose value is NaN (not computed) are left out of every magnitude and
+counted in ``n_missing``. :func:`score_models` is the entry point for a scoring stage.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DIMENSIONS",
+    "SECTORS",
+    "TABLE9",
+    "TASKS",
+    "IrisScoringConfig",
+    "SectorParams",
+    "calibrate_scale",
+    "dimension_score",
+    "magnitude",
+    "mbti_code",
+    "model_summary",
+    "normalize_frame",
+    "normalize_metric",
+    "score_models",
+    "tracking_record",
+]
+
+DIMENSIONS = ("IFS", "RFS", "BIS")
+TASKS = ("Gen", "Und")
+#: the six sectors, named as in Table 9
+SECTORS = tuple(f"{d}-{t}" for t in TASKS for d in DIMENSIONS)
+#: Table 9: per-sector decay K and scale S
+TABLE9: dict[str, dict[str, float]] = {
+    "IFS-Gen": {"K": 3.0, "S": 58000.0},
+    "RFS-Gen": {"K": 3.0, "S": 132.0},
+    "BIS-Gen": {"K": 1.0, "S": 85.0},
+    "IFS-Und": {"K": 5.0, "S": 180.0},
+    "RFS-Und": {"K": 5.0, "S": 2750.0},
+    "BIS-Und": {"K": 1.0, "S": 340.0},
+}
+#: the row of the overall score in :func:`score_models`' output
+OVERALL = "IRIS"
+#: IRIS-MBTI letters (§A.3.2): (at or above tau, below tau) per dimension
+LETTERS = {"IFS": ("U", "H"), "RFS": ("A", "D"), "BIS": ("F", "R")}
+GRANULAR_COLUMNS = ("model", "sector", "metric", "value", "bounded", "max_value")
+
+
+# ---------------------------------------------------------------------------- pure functions
+
+def _finite(x: Any, name: str) -> float:
+    try:
+        value = float(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number; got {x!r}") from exc
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    return value
+
+
+def _vector(values: ArrayLike, name: str) -> np.ndarray:
+    """A 1-D, non-empty, finite, non-negative float array, or ``ValueError``."""
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a sequence of numbers; got {values!r}") from exc
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {x.shape}")
+    if x.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.isfinite(x).all():
+        raise ValueError(
+            f"{name} must be finite; got {x[~np.isfinite(x)].tolist()} at indices "
+            f"{np.flatnonzero(~np.isfinite(x)).tolist()} (leave uncomputed metrics out)"
+        )
+    if (x < 0).any():
+        raise ValueError(
+            f"{name} must be non-negative (deviations from the ideal 0); got "
+            f"{x[x < 0].tolist()} at indices {np.flatnonzero(x < 0).tolist()}"
+        )
+    return x
+
+
+def normalize_metric(
+    value: float, bounded: bool, max_value: float | None = None, divisor: float | None = None
+) -> float:
+    """Deviation u >= 0 of one raw granular metric (§A.2.3, "Metric Normalization").
+
+    - bounded metric m in [0, m_max] (RD, AD, SPD, JSD, ...): u = m / m_max;
+    - unbounded penalty P >= 0 (quality/semantic degradation): u = log(1 + P).
+
+    Every IRIS metric is non-negative by definition (Table 5: absolute gaps, squared JSD,
+    |SDS|, penalties clipped by max(0, ·)), so a negative value is an upstream error, as
+    is a bounded value above its maximum. NaN raises: leave an uncomputed metric out.
+
+    ``divisor`` (bounded metrics only) replaces m_max in the division while m is still
+    checked against m_max: the paper's Table 28 magnitudes (1.17-2.97) are reproduced only
+    with raw AC-diff values on the 1-10 rating scale (m_max = 9, divisor 1), as
+    ``genfair.methodologies.iris.granular`` records in its ``norm_divisor``.
+    """
+    m = _finite(value, "value")
+    if m < 0:
+        raise ValueError(f"value must be >= 0 (IRIS metrics are non-negative, Table 5); got {m}")
+    if bounded:
+        if max_value is None:
+            raise ValueError("max_value is required for a bounded metric (e.g. 1 for RD, AD, SPD)")
+        top = _finite(max_value, "max_value")
+        if top <= 0:
+            raise ValueError(f"max_value must be > 0; got {top}")
+        if m > top * (1 + 1e-12):
+            raise ValueError(f"value {m} exceeds max_value {top}: wrong maximum or wrong metric")
+        if divisor is None:
+            return min(m / top, 1.0)  # the min only removes round-off above 1
+        d = _finite(divisor, "divisor")
+        if d <= 0:
+            raise ValueError(f"divisor must be > 0; got {d}")
+        return m / d
+    return math.log1p(m)
+
+
+def magnitude(values: ArrayLike, *, weights: ArrayLike | None = None) -> float:
+    """Dimensional magnitude M = ||u||_2 = sqrt(sum_i u_i^2) of normalized deviations u
+    (§3.5 step 2, Algorithm 1 line 8; also D_tot, line 13, over all of a model's metrics).
+
+    ``weights`` w_i >= 0 scale the axes, M = sqrt(sum_i (w_i u_i)^2): the paper's scores
+    use w = 1; the weight-sensitivity analysis (§A.2.2) perturbs them.
+    """
+    u = _vector(values, "values")
+    if weights is not None:
+        w = _vector(weights, "weights")
+        if w.shape != u.shape:
+            raise ValueError(f"weights must have one entry per value; got {w.size} for {u.size}")
+        u = u * w
+    return float(np.sqrt(np.sum(u * u)))
+
+
+def dimension_score(magnitude: float, S: float, K: float) -> float:
+    """Score = S · exp(-K · M) (§3.5 step 3, Algorithm 1 line 9, §A.2.3).
+
+    Higher is better and 0 < score <= S; the score is not capped at 100 (the paper's
+    control models reach 273). S > 0 scales, K > 0 sets how fast the score decays.
+    """
+    m = _finite(magnitude, "magnitude")
+    if m < 0:
+        raise ValueError(f"magnitude must be >= 0 (an L2 norm); got {m}")
+    s, k = _finite(S, "S"), _finite(K, "K")
+    if s <= 0:
+        raise ValueError(f"S (scaling factor) must be > 0; got {s}")
+    if k <= 0:
+        raise ValueError(f"K (decay) must be > 0; got {k}")
+    return s * math.exp(-k * m)
+
+
+def calibrate_scale(magnitudes: ArrayLike, K: float, target: float = 60.0) -> float:
+    """The S that puts the median model's score at ``target`` (§A.2.4, "Centering").
+
+    S = target / median_j exp(-K · M_j). The score is linear in S, so the median of the
+    calibrated scores is exactly ``target`` (also for an even number of models, where the
+    median is the mean of the two middle scores). With Table 9's K and the seven UMLLMs'
+    IFS-Gen magnitudes (Table 23, median VILA-U's 2.2920) this gives S = 58,125, which the
+    paper rounds to 58,000.
+    """
+    m = _vector(magnitudes, "magnitudes")
+    k = _finite(K, "K")
+    if k <= 0:
+        raise ValueError(f"K (decay) must be > 0; got {k}")
+    t = _finite(target, "target")
+    if t <= 0:
+        raise ValueError(f"target must be > 0; got {t}")
+    return t / float(np.median(np.exp(-k * m)))
+
+
+def mbti_code(ifs: float, rfs: float, bis: float, tau: float = 60.0) -> str:
+    """IRIS-MBTI code of one task (§A.3.2, Eqs. 1-3; archetypes in Table 2).
+
+    P1 = U (Utopian) if S_IFS >= tau else H (Heuristic);
+    P2 = A (Accurate) if S_RFS >= tau else D (Distorted);
+    P3 = F (Flexible) if S_BIS >= tau else R (Rigid).
+    A score exactly at tau takes the positive trait. tau = 60 is the Inaugural Standard
+    (Eq. 4). Scores are S · exp(-K · M) > 0; NaN or negative scores raise.
+    "At tau" allows a relative 1e-9 of floating-point round-off: calibration puts the median
+    model at exactly ``target`` (= tau by default) in exact arithmetic, and its letter must
+    not depend on the last bit.
+    """
+    t = _finite(tau, "tau")
+    at_least = t - 1e-9 * max(1.0, abs(t))
+    letters = []
+    for name, score in (("IFS", ifs), ("RFS", rfs), ("BIS", bis)):
+        value = _finite(score, f"{name} score")
+        if value < 0:
+            raise ValueError(f"{name} score must be >= 0 (scores are S·exp(-K·M)); got {value}")
+        high, low = LETTERS[name]
+        letters.append(high if value >= at_least else low)
+    return "".join(letters)
+
+
+# ---------------------------------------------------------------------------- configuration
+
+class SectorParams(BaseModel):
+    """Decay K and scaling factor S of one sector (Table 9)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    K: float = Field(gt=0)
+    #: used in ``table9`` mode; ignored (recalibrated) in ``calibrate`` mode
+    S: float = Field(gt=0)
+
+
+class IrisScoringConfig(BaseModel):
+    """How magnitudes become scores (§A.2.4) and codes (§A.3).
+
+    ``mode``: ``table9`` uses each sector's S as given (default: Table 9's);
+    ``calibrate`` recomputes S per sector with :func:`calibrate_scale` over the ``cohort``
+    (K stays as given). The overall score uses ``total_decay`` (K_tot) and ``total_scale``
+    (S_tot); neither is published, so S_tot is calibrated over the cohort unless set.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: Literal["table9", "calibrate"] = "table9"
+    sectors: dict[str, SectorParams] = Field(
+        default_factory=lambda: {name: SectorParams(**p) for name, p in TABLE9.items()}
+    )
+    #: median cohort score after calibration (§A.2.4)
+    target: float = Field(default=60.0, gt=0)
+    #: IRIS-MBTI threshold (§A.3.2, Eq. 4)
+    tau: float = 60.0
+    #: models whose median calibrates S (the paper: its seven UMLLMs); None = every model
+    cohort: list[str] | None = None
+    #: K_tot (not published; our choice, see docs/methodology.md)
+    total_decay: float = Field(default=1.0, gt=0)
+    #: S_tot (not published); None = calibrated to put the cohort's median IRIS score at target
+    total_scale: float | None = Field(default=None, gt=0)
+
+    @field_validator("sectors")
+    @classmethod
+    def _six_sectors(cls, value: dict[str, SectorParams]) -> dict[str, SectorParams]:
+        unknown = sorted(set(value) - set(SECTORS))
+        missing = [s for s in SECTORS if s not in value]
+        if unknown or missing:
+            raise ValueError(
+                f"sectors must be exactly {', '.join(SECTORS)}; "
+                f"unknown: {unknown or 'none'}, missing: {missing or 'none'}"
+            )
+        return {s: value[s] for s in SECTORS}
+
+    @field_validator("cohort")
+    @classmethod
+    def _non_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("cohort must name at least one model, or be null for every model")
+        return value
+
+
+# ---------------------------------------------------------------------------- data frames
+
+def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
+    """Validate one row per model x sector x granular metric and add its deviation ``u``.
+
+    Required columns: ``model``, ``sector`` (one of :data:`SECTORS`), ``metric``,
+    ``value`` (NaN = not computed), ``bounded`` (bool), ``max_value`` (for bounded rows);
+    optional ``norm_divisor`` (bounded rows: divide by it instead of ``max_value``, NaN =
+    ``max_value``). ``u`` is :func:`normalize_metric` of the row, NaN where ``value`` is NaN.
+    """
+    missing = [c for c in GRANULAR_COLUMNS if c not in granular.columns]
+    if missing:
+        raise ValueError(f"granular metrics lack column(s) {missing}; need {list(GRANULAR_COLUMNS)}")
+    if granular.empty:
+        raise ValueError("granular metrics are empty: nothing to score")
+    has_divisor = "norm_divisor" in granular.columns
+    frame = granular.loc[:, [*GRANULAR_COLUMNS, *(["norm_divisor"] if has_divisor else [])]].copy()
+    bad_sector = sorted(set(frame["sector"]) - set(SECTORS))
+    if bad_sector:
+        raise ValueError(f"unknown sector(s) {bad_sector}; sectors are {', '.join(SECTORS)}")
+    dup = frame.duplicated(["model", "sector", "metric"], keep=False)
+    if dup.any():
+        rows = frame.loc[dup, ["model", "sector", "metric"]].drop_duplicates().values.tolist()
+        raise ValueError(f"duplicate (model, sector, metric) rows: {rows[:5]}")
+    if frame["bounded"].map(lambda b: not isinstance(b, (bool, np.bool_))).any():
+        raise ValueError("column 'bounded' must hold booleans (True: divide by max_value; False: log(1+P))")
+    values = pd.to_numeric(frame["value"], errors="raise").astype(float)
+    u = np.full(len(frame), np.nan)
+    for i, (row, value) in enumerate(zip(frame.itertuples(index=False), values)):
+        if math.isnan(value):
+            continue
+        try:
+            top = None if pd.isna(row.max_value) else row.max_value
+            divisor = row.norm_divisor if has_divisor and bool(row.bounded) and not pd.isna(row.norm_divisor) else None
+            u[i] = normalize_metric(value, bool(row.bounded), top, divisor)
+        except ValueError as exc:
+            raise ValueError(f"{row.model} / {row.sector} / {row.metric}: {exc}") from None
+    frame["value"] = values
+    frame["u"] = u
+    return frame
+
+
+def _cohort(models: Iterable[str], cohort: list[str] | None) -> list[str]:
+    models = list(models)
+    if cohort is None:
+        return models
+    unknown = [m for m in cohort if m not in models]
+    if unknown:
+        raise ValueError(f"cohort model(s) {unknown} have no scores; models: {models}")
+    return list(cohort)
+
+
+def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None) -> pd.DataFrame:
+    """Per model x sector magnitude, S, K and score, plus the overall IRIS score and codes.
+
+    Input: see :func:`normalize_frame`. Output, one row per model and sector present, then
+    one row per model with ``sector == "IRIS"`` (the overall score, only for models with
+    all six sectors: D_tot = L2 norm of all their normalized metrics, S_tot, K_tot):
+    ``model, sector, dimension, task, n_metrics, n_missing, magnitude, S, K, score,
+    gen_code, und_code, mode``. A sector whose metrics are all NaN has NaN magnitude and
+    score. Codes (:func:`mbti_code`, ``config.tau``) are None where a task lacks a score.
+    """
+    config = config or IrisScoringConfig()
+    frame = normalize_frame(granular)
+    models = list(dict.fromkeys(frame["model"]))
+    cohort = _cohort(models, config.cohort)
+
+    rows = []
+    for (model, sector), part in frame.groupby(["model", "sector"], sort=False):
+        u = part["u"].dropna().to_numpy()
+        rows.append({
+            "model": model, "sector": sector, "n_metrics": int(u.size),
+            "n_missing": int(part["u"].isna().sum()),
+            "magnitude": magnitude(u) if u.size else math.nan,
+        })
+    sectors = pd.DataFrame(rows)
+    if (sectors["n_missing"] > 0).any():
+        log.warning("IRIS: metrics left out (NaN):\n%s",
+                    sectors.loc[sectors["n_missing"] > 0, ["model", "sector", "n_missing"]].to_string(index=False))
+
+    params = {}
+    for sector in SECTORS:
+        K = config.sectors[sector].K
+        S = config.sectors[sector].S
+        if config.mode == "calibrate":
+            ref = sectors[(sectors["sector"] == sector) & sectors["model"].isin(cohort)]["magnitude"].dropna()
+            if ref.empty:
+                S = math.nan  # no cohort model has this sector: nothing to calibrate on
+            else:
+                S = calibrate_scale(ref.to_numpy(), K, config.target)
+        params[sector] = (S, K)
+    sectors["S"] = [params[s][0] for s in sectors["sector"]]
+    sectors["K"] = [params[s][1] for s in sectors["sector"]]
+    sectors["score"] = [
+        math.nan if math.isnan(m) or math.isnan(s) else dimension_score(m, s, k)
+        for m, s, k in zip(sectors["magnitude"], sectors["S"], sectors["K"])
+    ]
+
+    overall = []
+    for model in models:
+        mine = sectors[(sectors["model"] == model) & sectors["magnitude"].notna()]
+        if set(mine["sector"]) != set(SECTORS):
+            continue
+        u = frame.loc[(frame["model"] == model), "u"].dropna().to_numpy()
+        overall.append({"model": model, "sector": OVERALL, "n_metrics": int(u.size),
+                        "n_missing": int(mine["n_missing"].sum()), "magnitude": magnitude(u)})
+    total = pd.DataFrame(overall, columns=["model", "sector", "n_metrics", "n_missing", "magnitude"])
+    if not total.empty:
+        S_tot = config.total_scale
+        if S_tot is None:
+            ref = total[total["model"].isin(cohort)]["magnitude"]
+            S_tot = calibrate_scale(ref.to_numpy(), config.total_decay, config.target) if len(ref) else math.nan
+        total["S"] = S_tot
+        total["K"] = config.total_decay
+        total["score"] = [math.nan if math.isnan(S_tot) else dimension_score(m, S_tot, config.total_decay)
+                          for m in total["magnitude"]]
+
+    out = pd.concat([sectors, total], ignore_index=True) if not total.empty else sectors
+    out.insert(2, "dimension", [s.split("-")[0] if s != OVERALL else OVERALL for s in out["sector"]])
+    out.insert(3, "task", [s.split("-")[1] if s != OVERALL else "all" for s in out["sector"]])
+    codes = {model: _codes(sectors[sectors["model"] == model], config.tau) for model in models}
+    out["gen_code"] = [codes[m]["Gen"] for m in out["model"]]
+    out["und_code"] = [codes[m]["Und"] for m in out["model"]]
+    out["mode"] = config.mode
+    order = {s: i for i, s in enumerate((*SECTORS, OVERALL))}
+    out["_order"] = out["sector"].map(order)
+    out["_model"] = out["model"].map({m: i for i, m in enumerate(models)})
+    return out.sort_values(["_model", "_order"]).drop(columns=["_order", "_model"]).reset_index(drop=True)
+
+
+def _codes(sectors: pd.DataFrame, tau: float) -> dict[str, str | None]:
+    scores = dict(zip(sectors["sector"], sectors["score"]))
+    codes: dict[str, str | None] = {}
+    for task in TASKS:
+        values = [scores.get(f"{d}-{task}", math.nan) for d in DIMENSIONS]
+        codes[task] = None if any(math.isnan(v) for v in values) else mbti_code(*values, tau=tau)
+    return codes
+
+
+def model_summary(scores: pd.DataFrame) -> pd.DataFrame:
+    """Wide view of :func:`score_models`' output, one row per model (Table 3's layout):
+    ``score_<sector>``, ``magnitude_<sector>`` for the six sectors and IRIS, the codes."""
+    wide = scores.pivot(index="model", columns="sector", values=["score", "magnitude"])
+    columns = [(kind, s) for kind in ("score", "magnitude") for s in (*SECTORS, OVERALL) if (kind, s) in wide.columns]
+    wide = wide[columns]
+    wide.columns = [f"{kind}_{sector}" for kind, sector in columns]
+    codes = scores.groupby("model", sort=False)[["gen_code", "und_code"]].first()
+    order = list(dict.fromkeys(scores["model"]))
+    return wide.join(codes).loc[order].reset_index()
+
+
+def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str, dict[str, Any]]:
+    """Per model, what MLflow should hold: ``params`` (mode, tau, target, the S and K
+    actually used per sector and overall, the codes) and ``metrics`` (score and magnitude
+    per sector and overall, counts of left-out metrics). NaN metrics are dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    for model, part in scores.groupby("model", sort=False):
+        params: dict[str, Any] = {"iris.mode": config.mode, "iris.tau": config.tau,
+                                  "iris.target": config.target,
+                                  "iris.cohort": ",".join(config.cohort) if config.cohort else "all",
+                                  "iris.gen_code": part["gen_code"].iloc[0] or "-",
+                                  "iris.und_code": part["und_code"].iloc[0] or "-"}
+        metrics: dict[str, float] = {}
+        for row in part.itertuples(index=False):
+            params[f"iris.S.{row.sector}"] = row.S
+            params[f"iris.K.{row.sector}"] = row.K
+            for key, value in (("score", row.score), ("magnitude", row.magnitude),
+                               ("n_missing", row.n_missing)):
+                if not pd.isna(value):
+                    metrics[f"iris.{key}.{row.sector}"] = float(value)
+        out[str(model)] = {"params": params, "metrics": metrics}
+    return out
