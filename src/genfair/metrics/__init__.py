@@ -22,6 +22,13 @@ Trade-off (:mod:`genfair.metrics.tradeoff`)
       FACT-OR-FAIR Def. 3 / Appendix C.2.
     - :func:`s_fair` -- ``S_E + S_KLD - S_E S_KLD``; FACT-OR-FAIR Def. 5.
 
+IRIS tables (:mod:`genfair.metrics.iris`)
+    - :func:`accuracy_disparity` (AD, M2), :func:`statistical_parity_difference` (SPD, M3),
+      :func:`stereotype_drift` (SDS, M6), :func:`delta_gsr` (M7),
+      :func:`degradation_penalty` (M8/M9), :func:`answer_consistency_difference`
+      (AC-diff, M10), :func:`dhr_inconsistency` (M11), :func:`bayes_invert` (tournament);
+      IRIS paper 002, Appendix A.2.1, Table 5.
+
 Papers: FACT-OR-FAIR (Huang et al.), news bias (Fang et al.), IRIS (Zhao et al.),
 OpenBias (D'Incà et al.); see each function's docstring for the section.
 """
@@ -35,10 +42,26 @@ from genfair.metrics.distributions import (
     normalized_entropy,
     representation_disparity,
 )
+from genfair.metrics.iris import (
+    accuracy_disparity,
+    answer_consistency_difference,
+    bayes_invert,
+    degradation_penalty,
+    delta_gsr,
+    dhr_inconsistency,
+    statistical_parity_difference,
+    stereotype_drift,
+)
 from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance
 
 __all__ = [
+    "accuracy_disparity",
+    "answer_consistency_difference",
+    "bayes_invert",
     "bias_severity",
+    "degradation_penalty",
+    "delta_gsr",
+    "dhr_inconsistency",
     "group_wasserstein",
     "js_divergence",
     "kl_divergence",
@@ -47,5 +70,7 @@ __all__ = [
     "normalized_entropy",
     "representation_disparity",
     "s_fair",
+    "statistical_parity_difference",
+    "stereotype_drift",
     "tradeoff_distance",
 ]

@@ -49,3 +49,16 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> d
     res = ttest_zero(values, confidence)
     res.pop("p_value")
     return res
+
+
+def proportion_ci(successes: int, n: int, confidence: float = 0.95) -> dict:
+    """``{"mean", "ci_low", "ci_high", "n"}`` for a proportion ``successes / n`` with the
+    Wilson score interval (``scipy.stats.binomtest(...).proportion_ci("wilson")``), which
+    stays inside [0, 1] and is sensible for small ``n`` and rates near 0 or 1, where a
+    t-interval is not. ``n = 0`` gives NaN."""
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n; got {successes} of {n}")
+    if n == 0:
+        return {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0}
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence, method="wilson")
+    return {"mean": successes / n, "ci_low": float(ci.low), "ci_high": float(ci.high), "n": int(n)}
