@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -166,3 +168,34 @@ def stable_hash(payload: Any, length: int = 64) -> str:
 def derive_seed(*parts: Any) -> int:
     """A deterministic 31-bit seed from any JSON-able parts (study seed, ids, indices)."""
     return int(stable_hash(list(parts), 8), 16) & 0x7FFFFFFF
+
+
+def complete_in_batches(
+    batches: Iterable[Sequence[Request]],
+    run: Callable[[Sequence[Request]], list[Completion]],
+    on_done: OnDone,
+    what: str = "generation",
+) -> None:
+    """Local batched backends' ``complete``: ``run`` each batch and report every request.
+
+    A batch that raises is data, not a crash: each of its requests gets an ``error``
+    completion (logged with its traceback). Latency is the batch's time split evenly.
+    """
+    for batch in batches:
+        began = time.perf_counter()
+        try:
+            completions = run(batch)
+        except Exception as exc:
+            logging.getLogger(__name__).exception("%s failed for a batch of %d", what, len(batch))
+            completions = [Completion(status="error", error=f"{type(exc).__name__}: {exc}") for _ in batch]
+        else:
+            latency = (time.perf_counter() - began) / len(batch)
+            for completion in completions:
+                completion.latency_s = latency
+        for request, completion in zip(batch, completions, strict=True):
+            on_done(request, completion)
+
+
+def chunks(requests: Sequence[Request], size: int) -> list[Sequence[Request]]:
+    """``requests`` in consecutive batches of at most ``size``."""
+    return [requests[start : start + size] for start in range(0, len(requests), size)]

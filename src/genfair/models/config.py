@@ -59,8 +59,9 @@ class EmbeddedModelConfig(_ModelBase):
     system_prompt: str | None = None
 
 
-class OpenAIModelConfig(_ModelBase):
-    """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, TGI, Ollama...)."""
+class _OpenAIEndpoint(_Strict):
+    """How any OpenAI-compatible endpoint is reached (chat, images, vision): one set of
+    transport settings for every modality."""
 
     backend: Literal["openai"]
     model_id: str
@@ -75,9 +76,14 @@ class OpenAIModelConfig(_ModelBase):
     backoff_max_s: float = Field(60.0, ge=0)
     #: sent as the request's ``seed`` field when the endpoint supports it
     send_seed: bool = True
-    system_prompt: str | None = None
     #: extra JSON fields merged into every request body (e.g. vLLM's ``top_k``)
     extra_body: dict[str, Any] = {}
+
+
+class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint):
+    """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, TGI, Ollama...)."""
+
+    system_prompt: str | None = None
 
 
 class SimulatedPolicy(_Strict):
@@ -171,19 +177,11 @@ class DiffusersT2IConfig(_T2IBase):
     negative_prompt: str | None = None
 
 
-class OpenAIT2IConfig(_T2IBase):
+class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
     """Any OpenAI-compatible image-generation endpoint (``POST {base_url}/images/generations``)."""
 
-    backend: Literal["openai"]
-    model_id: str
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    revision: str = ""
     concurrency: int = Field(4, gt=0)
     timeout_s: float = Field(180.0, gt=0)
-    max_retries: int = Field(6, ge=0)
-    backoff_initial_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(60.0, ge=0)
     size: str = Field("1024x1024", pattern=r"^(\d+x\d+|auto)$")
     quality: str | None = None
     style: str | None = None
@@ -195,7 +193,6 @@ class OpenAIT2IConfig(_T2IBase):
     #: error codes of a 400 that mean "refused by the content policy" (recorded as
     #: ``refused`` and re-asked), not a bad request
     refusal_codes: tuple[str, ...] = ("content_policy_violation", "moderation_blocked")
-    extra_body: dict[str, Any] = {}
 
 
 #: attributes a simulated image can carry (the groups the t2i methodologies classify)
@@ -267,22 +264,10 @@ class HFVLMConfig(_VLMBase):
     system_prompt: str | None = None
 
 
-class OpenAIVLMConfig(_VLMBase):
+class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
     """Any OpenAI-compatible chat endpoint that takes images (as base64 data URLs)."""
 
-    backend: Literal["openai"]
-    model_id: str
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    revision: str = ""
-    concurrency: int = Field(8, gt=0)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(6, ge=0)
-    backoff_initial_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(60.0, ge=0)
-    send_seed: bool = True
     system_prompt: str | None = None
-    extra_body: dict[str, Any] = {}
     #: OpenAI's ``image_url.detail``: low (512 px, cheap), high, or auto
     image_detail: Literal["auto", "low", "high"] = "auto"
 

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from genfair.models.base import Completion, OnDone, Request, T2IBackend
+from genfair.models.base import (
+    Completion,
+    OnDone,
+    Request,
+    T2IBackend,
+    chunks,
+    complete_in_batches,
+)
 from genfair.models.config import DiffusersT2IConfig
 from genfair.models.images import encode_png
 from genfair.models.t2i import prompt_of
@@ -77,29 +83,16 @@ class DiffusersT2I(T2IBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        size = self.config.batch_size
-        for start in range(0, len(requests), size):
-            batch = requests[start : start + size]
-            began = time.perf_counter()
-            try:
-                images, flagged = self._draw(batch)
-            except Exception as exc:  # a failed batch is data, not a crash
-                log.exception("image generation failed for a batch of %d", len(batch))
-                for request in batch:
-                    on_done(request, Completion(status="error", error=f"{type(exc).__name__}: {exc}"))
-                continue
-            latency = (time.perf_counter() - began) / len(batch)
-            for request, image, nsfw in zip(batch, images, flagged, strict=True):
-                if nsfw:
-                    completion = Completion(
-                        status="refused", finish_reason="content_filter", latency_s=latency,
-                        text="flagged by the pipeline's safety checker",
-                    )
-                else:
-                    completion = Completion(
-                        status="ok", finish_reason="stop", latency_s=latency, png=encode_png(image)
-                    )
-                on_done(request, completion)
+        def run(batch: Sequence[Request]) -> list[Completion]:
+            images, flagged = self._draw(batch)
+            return [
+                Completion(status="refused", finish_reason="content_filter",
+                           text="flagged by the pipeline's safety checker")
+                if nsfw else Completion(status="ok", finish_reason="stop", png=encode_png(image))
+                for image, nsfw in zip(images, flagged, strict=True)
+            ]
+
+        complete_in_batches(chunks(requests, self.config.batch_size), run, on_done, "image generation")
 
     def _draw(self, batch: Sequence[Request]) -> tuple[list[Any], list[bool]]:
         import torch

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from genfair.models.base import Completion, LLMBackend, OnDone, Request, derive_seed
+from genfair.models.base import (
+    Completion,
+    LLMBackend,
+    OnDone,
+    Request,
+    chunks,
+    complete_in_batches,
+    derive_seed,
+)
 from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -76,18 +83,10 @@ class HFChatBackend(LLMBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for batch in self._batches(requests):
-            began = time.perf_counter()
-            try:
-                texts = self._generate(batch)
-            except Exception as exc:  # a failed batch is data, not a crash
-                log.exception("generation failed for a batch of %d", len(batch))
-                for request in batch:
-                    on_done(request, Completion(status="error", error=f"{type(exc).__name__}: {exc}"))
-                continue
-            latency = (time.perf_counter() - began) / len(batch)
-            for request, text in zip(batch, texts, strict=True):
-                on_done(request, Completion(status="ok", text=text, latency_s=latency, finish_reason="stop"))
+        def run(batch: Sequence[Request]) -> list[Completion]:
+            return [Completion(status="ok", text=t, finish_reason="stop") for t in self._generate(batch)]
+
+        complete_in_batches(self._batches(requests), run, on_done)
 
     def _batches(self, requests: Sequence[Request]) -> list[list[Request]]:
         """Batches of at most ``batch_size`` requests sharing one token limit (a batch
@@ -95,11 +94,7 @@ class HFChatBackend(LLMBackend):
         by_limit: dict[int, list[Request]] = {}
         for request in requests:
             by_limit.setdefault(request.token_limit(self.sampling.max_tokens), []).append(request)
-        return [
-            group[start : start + self.batch_size]
-            for group in by_limit.values()
-            for start in range(0, len(group), self.batch_size)
-        ]
+        return [batch for group in by_limit.values() for batch in chunks(group, self.batch_size)]
 
     def _messages(self, request: Request) -> list[dict[str, str]]:
         messages = list(request.messages)

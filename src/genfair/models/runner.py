@@ -46,6 +46,53 @@ class Call:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
+def ask(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    calls: Sequence[Call],
+    verdict: Callable[[int, Completion], str],
+    *,
+    seed: int,
+    label: str = "",
+    chunk_size: int = 256,
+    unit: str = "call",
+) -> list[tuple[Completion, str, int]]:
+    """Answer every call through the cache, re-asking as the paper says; per call, its last
+    ``(completion, status, attempts)``.
+
+    ``verdict(i, completion)`` classifies call ``i``'s answer. A ``refused`` or ``invalid``
+    one is asked again with the next attempt index (a new cache entry and seed) while the
+    call has attempts left, unless the backend is deterministic (it would repeat itself).
+    """
+    fingerprint = backend.fingerprint
+    model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
+    final: dict[int, tuple[Completion, str, int]] = {}
+    attempt = {i: 0 for i in range(len(calls))}
+    pending = list(range(len(calls)))
+    stats = {"cached": 0, "called": 0}
+
+    # the bar counts answers as they arrive; re-asks extend its total
+    with tqdm(total=len(calls), desc=label or "generate", unit=unit, leave=False) as bar:
+        while pending:
+            retry: list[int] = []
+            for start in range(0, len(pending), chunk_size):
+                chunk = pending[start : start + chunk_size]
+                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
+                for i in chunk:
+                    status = verdict(i, results[i])
+                    again = status in ("refused", "invalid") and not backend.deterministic
+                    if again and attempt[i] + 1 < calls[i].max_attempts:
+                        attempt[i] += 1
+                        retry.append(i)
+                        continue
+                    final[i] = (results[i], status, attempt[i] + 1)
+            bar.total += len(retry)
+            pending = retry
+
+    log.info("%s: %d %ss (%d from cache, %d sent)", label, len(calls), unit, stats["cached"], stats["called"])
+    return [final[i] for i in range(len(calls))]
+
+
 def run_calls(
     backend: LLMBackend,
     cache: ResponseCache,
@@ -62,34 +109,13 @@ def run_calls(
     attempts: the paper's "skipped") or ``error`` (a transport failure after the backend's
     own retries; not cached, so the next run asks again).
     """
-    fingerprint = backend.fingerprint
-    model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
-    final: dict[int, dict[str, Any]] = {}
-    attempt = {i: 0 for i in range(len(calls))}
-    pending = list(range(len(calls)))
-    stats = {"cached": 0, "called": 0}
-
-    # the bar counts answers as they arrive; re-asks extend its total
-    with tqdm(total=len(calls), desc=label or "generate", unit="call", leave=False) as bar:
-        while pending:
-            retry: list[int] = []
-            for start in range(0, len(pending), chunk_size):
-                chunk = pending[start : start + chunk_size]
-                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
-                for i in chunk:
-                    completion = results[i]
-                    status = _verdict(completion, judge, calls[i].meta)
-                    again = status in ("refused", "invalid") and not backend.deterministic
-                    if again and attempt[i] + 1 < calls[i].max_attempts:
-                        attempt[i] += 1
-                        retry.append(i)
-                        continue
-                    final[i] = _row(calls[i], completion, status, attempt[i] + 1)
-            bar.total += len(retry)
-            pending = retry
-
-    log.info("%s: %d calls (%d from cache, %d sent)", label, len(calls), stats["cached"], stats["called"])
-    frame = pd.DataFrame([final[i] for i in range(len(calls))], columns=RESPONSE_COLUMNS)
+    answers = ask(backend, cache, calls, lambda i, c: _verdict(c, judge, calls[i].meta),
+                  seed=seed, label=label, chunk_size=chunk_size)
+    frame = pd.DataFrame(
+        [_row(call, completion, status, attempts)
+         for call, (completion, status, attempts) in zip(calls, answers, strict=True)],
+        columns=RESPONSE_COLUMNS,
+    )
     errors = int((frame["status"] == "error").sum())
     if errors:
         log.warning(

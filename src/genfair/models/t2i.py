@@ -20,12 +20,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.images import ImageStore, check_png
-from genfair.models.runner import Call, _answer
+from genfair.models.runner import Call, ask
 
 log = logging.getLogger(__name__)
 
@@ -86,34 +85,17 @@ def generate_images(
     if getattr(backend, "modality", "llm") != "t2i":
         raise TypeError(f"{type(backend).__name__} is not a text-to-image backend")
     store = store or ImageStore.beside(cache)
-    storing = _Storing(backend, store)
-    fingerprint = backend.fingerprint
-    model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
-    final: dict[int, dict[str, Any]] = {}
-    attempt = {i: 0 for i in range(len(calls))}
-    pending = list(range(len(calls)))
-    stats = {"cached": 0, "called": 0}
 
-    with tqdm(total=len(calls), desc=label or "draw", unit="image", leave=False) as bar:
-        while pending:
-            retry: list[int] = []
-            for start in range(0, len(pending), chunk_size):
-                chunk = pending[start : start + chunk_size]
-                results = _answer(storing, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
-                for i in chunk:
-                    completion = results[i]
-                    if completion.status == "ok" and completion.image not in store:
-                        store.read(completion.image or "0" * 64)  # raises: cache and store disagree
-                    if completion.status == "refused" and attempt[i] + 1 < calls[i].max_attempts:
-                        attempt[i] += 1
-                        retry.append(i)
-                        continue
-                    final[i] = _row(calls[i], completion, attempt[i] + 1, store)
-            bar.total += len(retry)
-            pending = retry
+    def verdict(i: int, completion: Completion) -> str:
+        if completion.status == "ok" and completion.image not in store:
+            store.read(completion.image or "0" * 64)  # raises: cache and store disagree
+        return completion.status
 
-    log.info("%s: %d images (%d from cache, %d drawn)", label, len(calls), stats["cached"], stats["called"])
-    frame = pd.DataFrame([final[i] for i in range(len(calls))], columns=IMAGE_RESPONSE_COLUMNS)
+    answers = ask(_Storing(backend, store), cache, calls, verdict, seed=seed, label=label or "draw",
+                  chunk_size=chunk_size, unit="image")
+    rows = [_row(call, completion, attempts, store)
+            for call, (completion, _, attempts) in zip(calls, answers, strict=True)]
+    frame = pd.DataFrame(rows, columns=IMAGE_RESPONSE_COLUMNS)
     frame = frame.astype({"width": "Int64", "height": "Int64"})
     for status in ("refused", "error"):
         count = int((frame["status"] == status).sum())

@@ -20,13 +20,20 @@ import io
 import logging
 import mimetypes
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from genfair.models.base import Completion, OnDone, Request, VLMBackend, derive_seed
+from genfair.models.base import (
+    Completion,
+    OnDone,
+    Request,
+    VLMBackend,
+    chunks,
+    complete_in_batches,
+    derive_seed,
+)
 from genfair.models.config import HFVLMConfig, OpenAIVLMConfig, SimulatedVLMConfig
 from genfair.models.images import image_parts, read_image_part
 from genfair.models.openai import OpenAIChatBackend
@@ -82,20 +89,10 @@ class HFVisionBackend(VLMBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        size = self.config.batch_size
-        for start in range(0, len(requests), size):
-            batch = requests[start : start + size]
-            began = time.perf_counter()
-            try:
-                texts = self._generate(batch)
-            except Exception as exc:  # a failed batch is data, not a crash
-                log.exception("VLM generation failed for a batch of %d", len(batch))
-                for request in batch:
-                    on_done(request, Completion(status="error", error=f"{type(exc).__name__}: {exc}"))
-                continue
-            latency = (time.perf_counter() - began) / len(batch)
-            for request, text in zip(batch, texts, strict=True):
-                on_done(request, Completion(status="ok", text=text, latency_s=latency, finish_reason="stop"))
+        def run(batch: Sequence[Request]) -> list[Completion]:
+            return [Completion(status="ok", text=t, finish_reason="stop") for t in self._generate(batch)]
+
+        complete_in_batches(chunks(requests, self.config.batch_size), run, on_done, "VLM generation")
 
     def _chat(self, request: Request) -> tuple[list[dict[str, Any]], list[Any]]:
         """The request as the processor's chat template takes it, and its PIL images."""
