@@ -6,7 +6,7 @@ Sources (paper 002, IRIS):
 - the 52 person classes of FACET (Table 20): ``data/reference/facet_occupations.csv``;
 - U.S. statistics (BLS CPS 2023-2024, Table 22) for 32 of them, E.U. statistics (Eurostat
   LFS, Table 21) for 11: ``iris_real_world_us.csv`` / ``iris_real_world_eu.csv``, copied
-  with their provenance in ``data/reference/SOURCES_iris.md``. The percentages are kept as
+  with their provenance in ``data/reference/SOURCES.md``. The percentages are kept as
   published (0-100) and also normalised to proportions: the U.S. skin-tone proxies of
   ``astronaut`` add up to 96.6 %, not 100 %, in the authors' tables.
 - §C.5: "Non-occupational identities (e.g. 'student', 'patient', 'backpacker') were excluded
@@ -230,7 +230,7 @@ def _with_plurals(term: str) -> set[str]:
 def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} not found: it ships in data/reference/ (see SOURCES_iris.md)"
+            f"{path} not found: it ships in data/reference/ (see SOURCES.md)"
         )
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     if list(frame.columns) != columns:
