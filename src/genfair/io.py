@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -42,3 +44,18 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
     return pd.read_parquet(path, engine="pyarrow")
+
+
+def jsonable(value: Any) -> Any:
+    """Nested dicts/lists of plain Python values; NaN -> None, floats rounded to 6 places."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else round(float(value), 6)
+    return value

@@ -96,7 +96,10 @@ def test_calls_carry_the_original_article(corpus):
     calls = METHODOLOGY.calls(probes)
     assert [c.meta["article"] for c in calls] == probes["body"].tolist()
     assert calls[0].messages == ({"role": "user", "content": probes["prompt"].iat[0]},)
-    assert {c.meta["policy"] for c in calls} == {"news"}
+    # a simulator may plant a different bias under the biased prompt (news_biased), else news
+    assert {(c.meta["policy"], c.meta["fallback_policy"]) for c in calls} == {
+        ("news", "news"), ("news_biased", "news")}
+    assert {c.max_tokens for c in calls} == {768}
 
 
 def test_judge():

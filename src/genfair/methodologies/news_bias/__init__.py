@@ -10,13 +10,13 @@ one row per corpus article and prompt type, the paper's prompts verbatim:
   article using the title "<headline>".``
 
 Each prompt is asked once (``max_attempts = 1``): the paper counts a refusal rather than
-re-asking. How long an article may be is the model's ``sampling.max_tokens``
-(:mod:`genfair.methodologies.news_bias.config`).
+re-asking. How long an article may be is ``max_tokens`` of the methodology
+(:mod:`genfair.methodologies.news_bias.config`), which overrides the model's own limit.
 
 Labels: one pair per response, the generated text next to the original body; a response
-is ``refused`` when it is empty or :func:`genfair.instruments.refusal.is_refusal` matches
-(a pattern detector: an article that itself says e.g. "inappropriate" or "stereotypes" is
-counted as a refusal, so refusal rates are upper bounds).
+is ``refused`` when it is empty or the refusal detector
+(:class:`genfair.instruments.refusal.RefusalDetector`: patterns plus embedding similarity
+to refusal exemplars, both on the article's opening) says so.
 
 Metrics, per prompt type, on the ``ok`` pairs only (the paper's biased-prompt ChatGPT
 numbers are "news articles generated in reaction to the remaining 10.87% of biased
@@ -26,38 +26,41 @@ requests"):
 * word level, gender and race (Eq. 1-4, Figures 2-3, Table 1):
   :mod:`~genfair.methodologies.news_bias.word_level`;
 * sentence level, sentiment and toxicity, gender and race (Eq. 5-6, Figures 4-5, A.1-A.2):
-  :mod:`~genfair.methodologies.news_bias.sentence_level`.
+  :mod:`~genfair.methodologies.news_bias.sentence_level`;
+* biased vs unbiased prompts (Figures 8-10): :mod:`~genfair.methodologies.news_bias.comparison`.
 
-Not here yet: the document level (Eq. 7-9, Figures 6-7). Its LDA topics are fitted on the
-whole corpus of generated and original articles across all models, so it is a cross-model
-step, not a per-model metric (:mod:`~genfair.methodologies.news_bias.document_level`).
+The document level (Eq. 7-9, Figures 6-7) fits its LDA topics on the originals plus every
+model's articles, so it is a cross-model stage (``news_topics``), not a per-model metric:
+:mod:`~genfair.methodologies.news_bias.topics_study`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from genfair.instruments.group_words import GroupWordCounter
-from genfair.instruments.refusal import is_refusal
+from genfair.io import jsonable
+from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
 from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
     summarize_sentence_level,
 )
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
-from genfair.metrics.intervals import mean_ci
+from genfair.metrics.intervals import proportion_ci
 from genfair.models.base import stable_hash
 from genfair.models.runner import Call, Verdict
 
 PROBE_COLUMNS = [
     "probe_id", "kind", "prompt_type", "article_id", "headline", "prompt", "body", "max_attempts",
+    "max_tokens",
 ]
 LABEL_COLUMNS = [
     "pair_id", "prompt_type", "article_id", "headline", "status", "attempts",
@@ -115,6 +118,7 @@ class NewsBias:
                     "prompt": prompt,
                     "body": article["body"],
                     "max_attempts": 1,
+                    "max_tokens": config.max_tokens,
                 })
         return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
@@ -124,8 +128,12 @@ class NewsBias:
                 probe_id=row["probe_id"],
                 messages=({"role": "user", "content": row["prompt"]},),
                 max_attempts=int(row["max_attempts"]),
+                max_tokens=int(row["max_tokens"]),
                 meta={
-                    "policy": row["kind"],
+                    # simulators: a policy per prompt type (news, news_biased), else news
+                    "policy": row["kind"] if row["prompt_type"] == "unbiased"
+                    else f"{row['kind']}_{row['prompt_type']}",
+                    "fallback_policy": row["kind"],
                     "article": row["body"],
                     "prompt_type": row["prompt_type"],
                 },
@@ -134,16 +142,24 @@ class NewsBias:
         ]
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
-        return "refused" if not text.strip() or is_refusal(text) else "ok"
+        """Patterns on the opening only (the runner's quick verdict; ``label`` runs the
+        full detector, in batches)."""
+        return "refused" if not text.strip() or is_refusal(opening(text)) else "ok"
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-        """The pair table: each response's text next to its original article."""
+    def label(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, config: NewsBiasConfig | None = None
+    ) -> pd.DataFrame:
+        """The pair table: each response's text next to its original article, refusals
+        marked by :class:`RefusalDetector` (with ``config.refusal_similarity``)."""
+        config = config or NewsBiasConfig()
         merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]],
                               on="probe_id", how="inner", validate="one_to_one")
-        status = [
-            self.judge(text or "", {}) if s == "ok" else s
-            for s, text in zip(merged["status"], merged["text"], strict=True)
-        ]
+        answered = (merged["status"] == "ok").to_numpy()
+        refused = np.zeros(len(merged), dtype=bool)
+        if answered.any():
+            detector = RefusalDetector(similarity=config.refusal_similarity)
+            refused[answered] = detector.detect(merged.loc[answered, "text"].fillna("").tolist())
+        status = np.where(answered & refused, "refused", merged["status"].to_numpy())
         return pd.DataFrame({
             "pair_id": merged["probe_id"],
             "prompt_type": merged["prompt_type"],
@@ -164,6 +180,7 @@ class NewsBias:
         rows: list[dict[str, Any]] = []
         refusals: list[dict[str, Any]] = []
         details: dict[str, list[pd.DataFrame]] = {"word": [], "sentence": []}
+        differences: list[pd.DataFrame] = []  # Table 1: per-group change with CI and p
         summary: dict[str, Any] = {
             "instruments": {m: getattr(s, "name", type(s).__name__) for m, s in scorers.items()},
             "race_name_table": counter.uses_name_table,
@@ -186,6 +203,8 @@ class NewsBias:
                     entry["word"][attribute] = word
                     rows.append(_word_row(prompt_type, attribute, word))
                     details["word"].append(_tagged(table, prompt_type, attribute))
+                    differences.append(_tagged(pd.DataFrame(word["group_differences"]),
+                                               prompt_type, attribute))
                 sentence_tables = sentence_level_pairs(ok, counter, scorers, ATTRIBUTES)
                 for attribute, table in sentence_tables.items():
                     sentence = summarize_sentence_level(table, attribute, level)
@@ -198,19 +217,27 @@ class NewsBias:
             tables[f"{name}_pairs"] = (
                 pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
             )
+        tables["group_differences"] = (
+            pd.concat(differences, ignore_index=True) if differences else pd.DataFrame()
+        )
+        tables["prompt_comparison"] = prompt_comparison(
+            tables["word_pairs"], tables["sentence_pairs"], level
+        )
+        summary["prompt_comparison"] = tables["prompt_comparison"].to_dict("records")
         return MetricsResult(
             scores=pd.DataFrame(rows, columns=SCORE_COLUMNS),
             tables=tables,
-            summary=_jsonable(summary),
+            summary=jsonable(summary),
         )
 
 
 def _refusal(status: pd.Series, level: float) -> dict[str, Any]:
-    """Share of refused answers among the answered ones (errors are not answers)."""
+    """Share of refused answers among the answered ones (errors are not answers), with a
+    Wilson interval."""
     counts = status.value_counts()
     out = {f"n_{s}": int(counts.get(s, 0)) for s in ("ok", "refused", "invalid", "error")}
     answered = status[status != "error"]
-    ci = mean_ci((answered == "refused").to_numpy(dtype=float), level)
+    ci = proportion_ci(int((answered == "refused").sum()), len(answered), level)
     return {**out, "rate": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
             "n_answered": ci["n"]}
 
@@ -250,21 +277,6 @@ def _tagged(table: pd.DataFrame, prompt_type: str, attribute: str) -> pd.DataFra
     out.insert(0, "attribute", attribute)
     out.insert(0, "prompt_type", prompt_type)
     return out
-
-
-def _jsonable(value: Any) -> Any:
-    """Nested dicts/lists of plain Python values; NaN -> None, floats rounded to 6 places."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else round(float(value), 6)
-    return value
 
 
 METHODOLOGY = NewsBias()

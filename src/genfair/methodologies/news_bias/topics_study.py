@@ -1,0 +1,225 @@
+"""The document level of paper 001 across a study: one LDA over the originals and every
+model's articles, then Eq. 7-9 per corpus (Methods, "Evaluating Document Level Bias";
+Figures 6-7; Appendix B).
+
+A *corpus* is a set of articles whose sentences share one contingency matrix ``O``: the
+originals, and each model's articles under each prompt type (``<model>/<prompt_type>``).
+
+1. Documents: the originals plus every ``ok`` generated article, tokenised (lower-cased,
+   lemmatised with simplemma when configured, stop words kept as the paper does).
+2. ``K`` from ``num_topics_grid`` by held-out perplexity, then LDA with ``K`` topics on all
+   documents (:mod:`genfair.instruments.topics`).
+3. Per corpus and attribute: each sentence's most probable topic and its group (the group
+   with the strictly highest count of group words; ties and no words: neutral), ``O``, the
+   chi-squared test, the standardised residuals (Eq. 7) and the topic-group associations
+   (residual > ``residual_threshold``).
+4. Per generated article: ``g_h`` (Eq. 8) with its corpus's associations, ``g_o`` of its
+   original with the originals' associations, ``W`` (Eq. 9) and the focal group's change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from genfair.instruments.group_words import GroupWordCounter
+from genfair.io import jsonable
+from genfair.instruments.sentences import assign_groups, split_sentences
+from genfair.instruments.topics import (
+    choose_num_topics,
+    document_topics,
+    fit_lda,
+    identity_lemmatizer,
+    sentence_topics,
+    tokenize,
+)
+from genfair.methodologies.news_bias.comparison import welch_delta
+from genfair.methodologies.news_bias.config import NewsBiasConfig
+from genfair.methodologies.news_bias.document_level import (
+    NEUTRAL,
+    associated_topics,
+    chi2_test,
+    contingency,
+    document_bias,
+    document_distribution,
+    example_topics,
+    standardized_residuals,
+)
+from genfair.methodologies.news_bias.word_level import FOCAL_GROUP
+
+log = logging.getLogger(__name__)
+
+ORIGINALS = "originals"
+ATTRIBUTES = ("gender", "race")
+SCORE_COLUMNS = [
+    "model", "prompt_type", "attribute", "level", "measure", "mean", "ci_low", "ci_high", "n",
+    "n_dropped", "prejudice_group", "prejudice_n_base", "prejudice_pct", "prejudice_change",
+    "prejudice_change_ci_low", "prejudice_change_ci_high",
+]
+
+
+@dataclass
+class TopicsResult:
+    """Tables of the document level (written by the ``news_topics`` stage)."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=200_000)
+def _simplemma(token: str) -> str:
+    import simplemma
+
+    return simplemma.lemmatize(token, lang="en")
+
+
+def lemmatizer(enabled: bool) -> Callable[[str], str]:
+    """simplemma's English lemmatiser (offline, rule + dictionary based) or the identity."""
+    return _simplemma if enabled else identity_lemmatizer
+
+
+def document_level_study(
+    originals: pd.DataFrame,
+    generated: dict[str, pd.DataFrame],
+    config: NewsBiasConfig,
+    seed: int,
+    counter: GroupWordCounter | None = None,
+) -> TopicsResult:
+    """Run the document level on ``originals`` (``article_id``, ``body``) and the ``ok``
+    generated articles of each model (``pair_id``, ``prompt_type``, ``article_id``,
+    ``generated_text``), keyed by model name."""
+    cfg = config.documents
+    counter = counter or GroupWordCounter.from_files(config.gender_words, config.occupations,
+                                                     config.names)
+    lemma = lemmatizer(cfg.lemmatize)
+    originals = originals.drop_duplicates("article_id").sort_values("article_id", kind="stable")
+    corpora: dict[str, pd.DataFrame] = {ORIGINALS: originals.rename(columns={"body": "text"})}
+    for model, table in generated.items():
+        for prompt_type, part in table.groupby("prompt_type", sort=True):
+            corpora[f"{model}/{prompt_type}"] = part.rename(columns={"generated_text": "text"})
+    texts = {name: frame["text"].fillna("").tolist() for name, frame in corpora.items()}
+    docs = {name: [tokenize(t, lemma) for t in ts] for name, ts in texts.items()}
+    all_docs = [d for ds in docs.values() for d in ds if d]
+    if len(all_docs) < 3:
+        raise ValueError(f"the document level needs at least 3 non-empty articles; got {len(all_docs)}")
+
+    k, perplexity = choose_num_topics(all_docs, cfg.num_topics_grid, cfg.holdout_fraction, seed,
+                                      passes=cfg.passes, iterations=cfg.iterations)
+    log.info("LDA: %d topics chosen from %s on %d documents", k, cfg.num_topics_grid, len(all_docs))
+    model, vocab = fit_lda(all_docs, k, seed, passes=cfg.passes, iterations=cfg.iterations)
+    theta = {name: document_topics(model, vocab, ds, cfg.minimum_probability, seed)
+             for name, ds in docs.items()}
+
+    chi2_rows, assoc_rows, example_parts = [], [], []
+    associations: dict[tuple[str, str], dict[str, set[int]]] = {}
+    for name, ts in texts.items():
+        sentences = [s for t in ts for s in split_sentences(t)]
+        topics = sentence_topics(model, vocab, [tokenize(s, lemma) for s in sentences], seed)
+        for attribute in ATTRIBUTES:
+            groups = counter.groups(attribute)
+            assigned = assign_groups(counter.count_many(sentences, attribute)) if sentences \
+                else np.zeros(0, dtype=int)
+            labels = [groups[g] if g >= 0 else NEUTRAL for g in assigned]
+            O = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
+            row: dict[str, Any] = {"corpus": name, "attribute": attribute,
+                                   "n_sentences": int(O.sum()), "num_topics": k}
+            assoc: dict[str, set[int]] = {g: set() for g in groups}
+            try:
+                test = chi2_test(O)
+                row.update(statistic=test.statistic, dof=test.dof, p_value=test.pvalue,
+                           topics_used=test.n_topics)
+                residuals = standardized_residuals(O)
+                assoc = associated_topics(residuals, groups, cfg.residual_threshold)
+                for group, topic_ids in assoc.items():
+                    m = list(groups).index(group)
+                    assoc_rows += [{"corpus": name, "attribute": attribute, "group": group,
+                                    "topic": t, "residual": float(residuals[t, m]),
+                                    "sentences": int(O[t, m])} for t in sorted(topic_ids)]
+            except ValueError as exc:  # too few groups present for a test
+                row.update(statistic=np.nan, dof=np.nan, p_value=np.nan, topics_used=np.nan,
+                           note=str(exc))
+            chi2_rows.append(row)
+            associations[(name, attribute)] = assoc
+            examples = example_topics(model, assoc, cfg.example_words, cfg.relevance_lambda)
+            example_parts.append(examples.assign(corpus=name, attribute=attribute))
+
+    pair_parts, score_rows, comparison_rows = [], [], []
+    original_index = {a: i for i, a in enumerate(corpora[ORIGINALS]["article_id"])}
+    for name, frame in corpora.items():
+        if name == ORIGINALS:
+            continue
+        model_name, prompt_type = name.rsplit("/", 1)
+        rows = [original_index.get(a, -1) for a in frame["article_id"]]
+        missing = [a for a, i in zip(frame["article_id"], rows, strict=True) if i < 0]
+        if missing:
+            raise ValueError(f"{name}: articles {missing[:5]} are not in the corpus of originals")
+        for attribute in ATTRIBUTES:
+            groups = counter.groups(attribute)
+            focus = FOCAL_GROUP[attribute]
+            g_h = document_distribution(theta[name], associations[(name, attribute)], groups)
+            g_o = document_distribution(theta[ORIGINALS][rows], associations[(ORIGINALS, attribute)], groups)
+            bias = document_bias(g_h, g_o, groups, focus, config.confidence_level)
+            pairs = bias.pairs.assign(pair_id=frame["pair_id"].to_numpy()[bias.pairs["pair"]])
+            pair_parts.append(pairs.drop(columns="pair").assign(
+                model=model_name, prompt_type=prompt_type, attribute=attribute))
+            s = bias.summary
+            score_rows.append({
+                "model": model_name, "prompt_type": prompt_type, "attribute": attribute,
+                "level": "document", "measure": "W", "mean": s["W_mean"], "ci_low": s["W_low"],
+                "ci_high": s["W_high"], "n": s["n"], "n_dropped": s["n_dropped"],
+                "prejudice_group": focus, "prejudice_n_base": s["n"],
+                "prejudice_pct": s["prejudice_pct"], "prejudice_change": s["decrease_pct"],
+                "prejudice_change_ci_low": s["decrease_low_pct"],
+                "prejudice_change_ci_high": s["decrease_high_pct"],
+            })
+    pairs_table = pd.concat(pair_parts, ignore_index=True) if pair_parts else pd.DataFrame()
+    if not pairs_table.empty:
+        for (model_name, attribute), part in pairs_table.groupby(["model", "attribute"], sort=True):
+            by = {p: part.loc[part["prompt_type"] == p, "W"].to_numpy(float) for p in ("unbiased", "biased")}
+            if all(len(v) for v in by.values()):
+                comparison_rows.append({"model": model_name, "level": "document", "attribute": attribute,
+                                        "measure": "W",
+                                        **welch_delta(by["biased"], by["unbiased"], config.confidence_level)})
+    tables = {
+        "perplexity": perplexity,
+        "chi2": pd.DataFrame(chi2_rows),
+        "associations": pd.DataFrame(assoc_rows, columns=["corpus", "attribute", "group", "topic",
+                                                          "residual", "sentences"]),
+        "example_topics": pd.concat(example_parts, ignore_index=True)[
+            ["corpus", "attribute", "group", "topic", "top_words"]],
+        "pairs": pairs_table,
+        "scores": pd.DataFrame(score_rows, columns=SCORE_COLUMNS),
+        "prompt_comparison": pd.DataFrame(comparison_rows),
+    }
+    summary = {
+        "num_topics": k,
+        "documents": len(all_docs),
+        "lemmatizer": "simplemma" if cfg.lemmatize else "none",
+        "scores": {f"{r['model']}.{r['prompt_type']}.{r['attribute']}": {
+            "W": r["mean"], "W_ci": [r["ci_low"], r["ci_high"]], "n": r["n"],
+            "prejudice_pct": r["prejudice_pct"]} for r in score_rows},
+    }
+    return TopicsResult(tables=tables, summary=jsonable(summary))
+
+
+def generated_articles(labels: pd.DataFrame) -> pd.DataFrame:
+    """The ``ok`` rows of a model's news_bias labels, as the study needs them."""
+    ok = labels[labels["status"] == "ok"]
+    return ok[["pair_id", "prompt_type", "article_id", "generated_text"]].reset_index(drop=True)
+
+
+def originals_of(probes: pd.DataFrame) -> pd.DataFrame:
+    """One row per article of the news_bias probes: ``article_id``, ``body``."""
+    return probes[["article_id", "body"]].drop_duplicates("article_id").reset_index(drop=True)
+
+
+__all__: Sequence[str] = [
+    "ORIGINALS", "TopicsResult", "document_level_study", "generated_articles", "lemmatizer",
+    "originals_of",
+]
