@@ -1,0 +1,17 @@
+"""Read one file of ``conf/`` as the dict it contributes (without Hydra's ``defaults`` list)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def read_conf(relative: str) -> dict[str, Any]:
+    """``conf/<relative>`` as a dict, its ``defaults`` list (e.g. the per-scale sizes) dropped."""
+    data = yaml.safe_load((ROOT / "conf" / relative).read_text(encoding="utf-8")) or {}
+    data.pop("defaults", None)
+    return data
