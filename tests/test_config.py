@@ -122,3 +122,22 @@ def test_several_problems_are_all_reported(tmp_path, raw):
     assert "models.smollm2.sampling.temprature" in message
     assert "models.simulated_llm.policy.objective.accuracy" in message
     assert ": seed: Field required" in message
+
+
+def test_curation_and_instrument_blocks_are_validated_by_key(tmp_path, raw):
+    message = error_of(tmp_path, raw, lambda d: d["curation"]["news"].update(max_artikles=3))
+    assert "curation.news.max_artikles: unknown key" in message
+    message = error_of(tmp_path, raw, lambda d: d["instruments"]["face_demographics"].update(skin_groups="x"))
+    assert "instruments.face_demographics.skin_groups" in message
+    message = error_of(tmp_path, raw, lambda d: d["curation"].update(scrape={}))
+    assert "curation.scrape: unknown curation step; known: news" in message
+
+
+def test_a_missing_curation_block_names_the_fix(tmp_path, raw):
+    from genfair.config import curation_config
+
+    data = copy.deepcopy(raw)
+    del data["curation"]["news"]
+    params = load_params(write(tmp_path, data))
+    with pytest.raises(ConfigError, match=r"curation\.news: not configured \(add `curation@curation\.news: <file>`"):
+        curation_config(params, "news")

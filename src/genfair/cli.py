@@ -64,7 +64,7 @@ def cmd_compose(args: argparse.Namespace) -> None:
 
 def cmd_try(args: argparse.Namespace) -> None:
     from genfair.logs import setup
-    from genfair.pipeline import Layout, compute_metrics, generate, label, make_probes
+    from genfair.pipeline import Layout, brief, compute_metrics, generate, label, make_probes
 
     setup("try", model=args.model, methodology=args.methodology)
     overrides = [f"scale={args.scale}", *args.override]
@@ -81,8 +81,7 @@ def cmd_try(args: argparse.Namespace) -> None:
     from genfair.io import read_parquet
 
     scores = read_parquet(layout.metrics(args.model, args.methodology) / "scores.parquet")
-    columns = [c for c in ("context", "attribute", "s_fact", "s_e", "s_kld", "s_fair", "distance", "n_valid") if c in scores]
-    print(scores[columns].round(3).to_string(index=False))
+    print(brief(scores))
     print(f"\noutputs under {layout.data}; summary: {summary}")
 
 

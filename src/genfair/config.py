@@ -43,6 +43,10 @@ class StudyParams(_Strict):
     models: dict[str, ModelConfig] = Field(min_length=1)
     #: validated per methodology by :func:`methodology_config`
     methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: dataset curation steps (``news``...), validated by :func:`curation_config`
+    curation: dict[str, dict[str, Any]] = {}
+    #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
+    instruments: dict[str, dict[str, Any]] = {}
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.models:
@@ -52,7 +56,7 @@ class StudyParams(_Strict):
 
 #: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent
 #: (a simulator policy without ``kind`` is a multiple-choice policy)
-_TAG_FIELDS: dict[str, str | None] = {"backend": None, "kind": "choice"}
+_TAG_FIELDS: dict[str, str | None] = {"modality": "llm", "backend": None, "kind": "choice"}
 
 
 def _key_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
@@ -105,10 +109,58 @@ def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
         params = StudyParams.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, str(path), data=raw)) from None
-    # validate every methodology block now, so a typo fails before any work starts
+    # validate every methodology and curation block now, so a typo fails before any work starts
     for name in params.methodologies:
         methodology_config(params, name, source=str(path))
+    for name in params.curation:
+        curation_config(params, name, source=str(path))
+    for name in params.instruments:
+        instrument_config(params, name, source=str(path))
     return params
+
+
+#: curation step -> "module:Config class" of its configuration
+CURATION = {
+    "news": "genfair.curation.news:NewsCollectionConfig",
+    "facet": "genfair.curation.facet:FacetConfig",
+    "occupations": "genfair.curation.occupations:OccupationsConfig",
+}
+
+#: instrument -> "module:Config class" of its configuration
+INSTRUMENTS = {
+    "face_demographics": "genfair.instruments.face_demographics:FaceDemographicsConfig",
+}
+
+
+def curation_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:
+    """The validated config object of curation step ``name`` (``curation.<name>``)."""
+    return _section_config(params.curation, CURATION, "curation", "curation step", name, source)
+
+
+def instrument_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:
+    """The validated config object of instrument ``name`` (``instruments.<name>``)."""
+    return _section_config(params.instruments, INSTRUMENTS, "instruments", "instrument", name, source)
+
+
+def _section_config(
+    blocks: dict[str, dict[str, Any]], registry: dict[str, str], section: str, what: str, name: str,
+    source: str,
+) -> Any:
+    """Validate ``<section>.<name>`` with the config class ``registry[name]`` names; errors
+    name the key and the fix (the conf/ group that composes it)."""
+    from importlib import import_module
+
+    group = {"curation": "curation", "instruments": "instrument"}[section]
+    if name not in registry:
+        raise ConfigError(f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}")
+    if name not in blocks:
+        raise ConfigError(f"{source}: {section}.{name}: not configured (add "
+                          f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)")
+    module, cls = registry[name].split(":")
+    try:
+        return getattr(import_module(module), cls).model_validate(blocks[name])
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, source, (section, name))) from None
 
 
 def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:

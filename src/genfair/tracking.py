@@ -10,6 +10,7 @@ without credentials.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -78,8 +79,6 @@ def _experiment(mlflow: Any, name: str, root: Path) -> str:
 def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     import mlflow
 
-    from genfair.report.plots import tradeoff_figure
-
     root = workspace_root()
     uri = tracking_uri(params, root)
     mlflow.set_tracking_uri(uri)
@@ -95,8 +94,18 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
             if board_path.exists():
                 board = read_parquet(board_path)
                 _log_table(mlflow, board, f"leaderboard_{name}.csv")
-                for context, part in board.groupby("context", sort=False):
-                    _log_figure(mlflow, tradeoff_figure(part, f"{name}: {context}"), f"tradeoff_{name}_{context}.png")
+                for figure, file in _figures(name, board, name):
+                    _log_figure(mlflow, figure, f"{name}_{file}")
+        _log_iris_study(mlflow, layout)
+        topics = layout.topics("news_bias")
+        if layout.topics_summary("news_bias").exists():
+            document = json.loads(layout.topics_summary("news_bias").read_text(encoding="utf-8"))
+            if document:
+                mlflow.log_params({"news_bias.document.num_topics": document["num_topics"],
+                                   "news_bias.document.lemmatizer": document["lemmatizer"],
+                                   "news_bias.document.documents": document["documents"]})
+            for table in sorted(topics.glob("*.parquet")):
+                _log_table(mlflow, read_parquet(table), f"news_bias_document_{table.stem}.csv")
         for model, config in params.models.items():
             simulated = config.backend == "simulated"
             for name in methodologies_for(params, model):
@@ -113,12 +122,19 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                                        "seed": params.seed, "git_commit": commit})
                     folder = layout.metrics(model, name)
                     scores = read_parquet(folder / "scores.parquet")
-                    mlflow.log_metrics(_score_metrics(scores))
+                    documents = _document_scores(layout, name, model)
+                    scores = pd.concat([scores, documents], ignore_index=True) if len(documents) else scores
+                    mlflow.log_params(_instrument_params(layout, model, name))
+                    mlflow.log_metrics(_score_metrics(scores, METRIC_KEYS[name]))
+                    if name == "iris":
+                        _log_iris_model(mlflow, params, layout, model)
                     for table in sorted(folder.glob("*.parquet")):
                         _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
+                    if len(documents):
+                        _log_table(mlflow, documents, "document_scores.csv")
                     shown = scores.assign(model=model, simulated=simulated)
-                    for context, part in shown.groupby("context", sort=False):
-                        _log_figure(mlflow, tradeoff_figure(part, f"{model}: {context}"), f"tradeoff_{context}.png")
+                    for figure, file in _figures(name, shown, model):
+                        _log_figure(mlflow, figure, file)
                     children[run_name] = child.info.run_id
     log.info("MLflow: experiment %s, parent run %s, %d child runs at %s", params.tracking.experiment,
              parent.info.run_id, len(children), redact(uri))
@@ -127,11 +143,85 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                       layout.data / "tracking" / "runs.json")
 
 
-def _score_metrics(scores: pd.DataFrame) -> dict[str, float]:
+#: per methodology: the columns that name a score row (the MLflow metric key's prefix)
+METRIC_KEYS = {
+    "iris": ("sector", "metric"),
+    "fact_or_fair": ("context", "attribute"),
+    "fact_or_fair_t2i": ("context", "attribute"),
+    "news_bias": ("prompt_type", "level", "attribute", "measure"),
+}
+
+
+def _figures(methodology: str, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+    """The methodology's figures for ``scores`` (one model's or the leaderboard's)."""
+    if methodology == "fact_or_fair":
+        from genfair.report.plots import tradeoff_figure
+
+        return [(tradeoff_figure(part, f"{title}: {context}"), f"tradeoff_{context}.png")
+                for context, part in scores.groupby("context", sort=False)]
+    if methodology == "fact_or_fair_t2i":  # paper 000 Fig. 4-5: T2I trade-off, objective / subjective test
+        from genfair.report.plots import tradeoff_figure
+
+        test = {"objective": "objective test", "baseline": "subjective test"}
+        return [(tradeoff_figure(part, f"{title}: T2I {test.get(context, context)}"), f"tradeoff_{context}.png")
+                for context, part in scores.groupby("context", sort=False)]
+    if methodology == "news_bias":
+        from genfair.report.news_plots import bias_bars
+
+        return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
+    return []
+
+
+def _log_iris_study(mlflow: Any, layout: Layout) -> None:
+    """Parent run: the IRIS validation table and the per-model summary (Table 3's layout)."""
+    for name in ("iris_validation", "iris_summary"):
+        path = layout.scores / f"{name}.parquet"
+        if path.exists():
+            frame = read_parquet(path)
+            if len(frame):
+                _log_table(mlflow, frame, f"{name}.csv")
+
+
+def _log_iris_model(mlflow: Any, params: StudyParams, layout: Layout, model: str) -> None:
+    """Child run ``<model>/iris``: the S and K used (and the mode), per-sector magnitudes and
+    scores, the overall IRIS score (models with all six sectors) and the Gen/Und codes."""
+    from genfair.scoring.iris import tracking_record
+
+    path = layout.scores / "iris.parquet"
+    scores = read_parquet(path) if path.exists() else pd.DataFrame()
+    if scores.empty or model not in set(scores["model"]):
+        return
+    record = tracking_record(scores[scores["model"] == model].drop(columns="simulated"),
+                             methodology_config(params, "iris").scoring)[model]
+    mlflow.log_params(record["params"])
+    mlflow.log_metrics(record["metrics"])
+
+
+def _document_scores(layout: Layout, methodology: str, model: str) -> pd.DataFrame:
+    """The model's rows of the cross-model document level (news_bias only)."""
+    path = layout.topics(methodology) / "scores.parquet"
+    if methodology != "news_bias" or not path.exists():
+        return pd.DataFrame()
+    scores = read_parquet(path)
+    return scores[scores["model"] == model].drop(columns="model").reset_index(drop=True)
+
+
+def _instrument_params(layout: Layout, model: str, methodology: str) -> dict[str, Any]:
+    """Which instruments produced the scores (e.g. news_bias's toxicity scorer)."""
+    path = layout.metrics_summary(model)
+    if not path.exists():
+        return {}
+    summary = json.loads(path.read_text(encoding="utf-8")).get(methodology, {})
+    out = {f"{methodology}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()}
+    if "race_name_table" in summary:
+        out[f"{methodology}.instrument.race_name_table"] = summary["race_name_table"]
+    return out
+
+
+def _score_metrics(scores: pd.DataFrame, keys: tuple[str, ...] = ("context", "attribute")) -> dict[str, float]:
     metrics = {}
-    keys = ("context", "attribute")
     for row in scores.to_dict("records"):
-        prefix = ".".join(str(row[k]) for k in keys if k in row)
+        prefix = ".".join(str(row[k]) for k in keys if k in row and not pd.isna(row[k]))
         for column, value in row.items():
             if column not in keys and isinstance(value, (int, float)) and not pd.isna(value):
                 metrics[f"{prefix}.{column}"] = float(value)

@@ -70,6 +70,30 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
     assert (board.loc[board["model"] == "smollm2", "rank"] == 1).all()
 
 
+def test_news_bias_word_sentence_and_document_levels(study: tuple[Path, dict[str, str], str]) -> None:
+    work, _, _ = study
+    corpus = pd.read_parquet(work / "data/curated/news.parquet")
+    assert len(corpus) == 293 and corpus["headline_derived"].all()  # gensim's ABC articles
+    report = json.loads((work / "data/curated/news_report.json").read_text())
+    assert report["duplicates_content"] == 7
+    probes = pd.read_parquet(work / "data/probes/news_bias.parquet")
+    assert len(probes) == 6 and set(probes["prompt_type"]) == {"unbiased", "biased"}
+    for model in ("smollm2", "simulated_llm"):
+        labels = pd.read_parquet(work / f"data/labels/{model}/news_bias.parquet")
+        assert len(labels) == 6 and set(labels["status"]) <= {"ok", "refused", "error"}
+        scores = pd.read_parquet(work / f"data/metrics/{model}/news_bias/scores.parquet")
+        assert {"refusal", "word", "sentence"} <= set(scores["level"])
+    document = pd.read_parquet(work / "data/topics/news_bias/scores.parquet")
+    assert set(document["model"]) == {"smollm2", "simulated_llm"}
+    assert (document["level"] == "document").all()
+    perplexity = pd.read_parquet(work / "data/topics/news_bias/perplexity.parquet")
+    assert set(perplexity["num_topics"]) == {2, 3}
+    board = pd.read_parquet(work / "data/scores/news_bias.parquet")
+    assert {"word", "sentence", "document", "refusal"} <= set(board["level"])
+    assert board.loc[board["simulated"], "rank"].isna().all()
+    assert board.loc[board["level"] == "refusal", "rank"].isna().all()
+
+
 def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -> None:
     from mlflow.tracking import MlflowClient
 
@@ -78,7 +102,11 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
     parent = client.get_run(runs["parent_run_id"])
     assert parent.data.tags["genfair.scale"] == "smoke"
-    assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair"}
+    assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair",
+                                       "smollm2/news_bias", "simulated_llm/news_bias",
+                                       "simulated_t2i/fact_or_fair_t2i",
+                                       "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
+                                       "simulated_vlm/iris"}
     sim = client.get_run(runs["child_runs"]["simulated_llm/fact_or_fair"])
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert sim.data.tags["genfair.simulated"] == "true" and "SIMULATED" in sim.data.tags["genfair.label"]
@@ -88,6 +116,114 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     assert real.data.params["model.model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     artifacts = {a.path for a in client.list_artifacts(real.info.run_id)}
     assert {"per_statistic.csv", "scores.csv", "tradeoff_objective.png"} <= artifacts
+    news = client.get_run(runs["child_runs"]["simulated_llm/news_bias"])
+    assert {"unbiased.word.gender.W.mean", "biased.refusal.refusal_rate.mean",
+            "unbiased.document.gender.W.n"} <= set(news.data.metrics)
+    assert news.data.params["news_bias.instrument.toxicity"] == "alt-profanity-check"
+    artifacts = {a.path for a in client.list_artifacts(news.info.run_id)}
+    assert {"bias_bars.png", "prompt_comparison.csv", "document_scores.csv"} <= artifacts
+
+
+def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, dict[str, str], str]) -> None:
+    from mlflow.tracking import MlflowClient
+
+    work, _, _ = study
+    probes = pd.read_parquet(work / "data/probes/fact_or_fair_t2i.parquet")
+    assert len(probes) == 19 * 2 * 2 * 2  # objective + subjective, 2 images per query at smoke scale
+    responses = pd.read_parquet(work / "data/responses/simulated_t2i/fact_or_fair_t2i.parquet")
+    assert len(responses) == len(probes) and (responses["status"] == "ok").all()  # refusals re-asked
+    folder = work / "data/responses/simulated_t2i/fact_or_fair_t2i"
+    assert {p.name for p in folder.glob("*.png")} == set(responses["file"])
+    labels = pd.read_parquet(work / "data/labels/simulated_t2i/fact_or_fair_t2i.parquet")
+    assert set(labels["source"].dropna()) == {"oracle"}
+    assert set(labels["status"]) <= {"ok", "no_face", "refused", "error"}
+    scores = pd.read_parquet(work / "data/metrics/simulated_t2i/fact_or_fair_t2i/scores.parquet")
+    assert len(scores) == 4  # objective, baseline (subjective) x gender, race
+    assert scores[["s_fact", "s_e", "s_kld", "s_fair", "distance"]].notna().all().all()
+    board = pd.read_parquet(work / "data/scores/fact_or_fair_t2i.parquet")
+    assert board["simulated"].all() and board["rank"].isna().all()
+    runs = json.loads((work / "data/tracking/runs.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    run = client.get_run(runs["child_runs"]["simulated_t2i/fact_or_fair_t2i"])
+    assert run.data.tags["genfair.simulated"] == "true" and "SIMULATED" in run.data.tags["genfair.label"]
+    assert {"objective.gender.s_fact", "baseline.race.distance"} <= set(run.data.metrics)
+    assert run.data.params["fact_or_fair_t2i.instrument.label_source"] == "oracle"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"tradeoff_objective.png", "tradeoff_baseline.png", "per_statistic.csv"} <= artifacts
+
+
+def test_facet_curation_and_instrument_validation_stages(study: tuple[Path, dict[str, str], str]) -> None:
+    work, _, _ = study
+    fixture = work / "data/curated/facet_fixture"
+    assert (fixture / "annotations.csv").is_file() and "FIXTURE" in (fixture / "README.md").read_text()
+    persons = pd.read_parquet(work / "data/curated/facet/persons.parquet")
+    assert len(persons) > 0 and persons["fixture"].all()
+    assert {f"{p}.png" for p in persons["person_id"]} == {p.name for p in (work / "data/curated/facet/crops").glob("*.png")}
+    report = json.loads((work / "data/curated/facet/report.json").read_text())
+    assert report["fixture"] is True and report["persons_written"] == len(persons)
+    folder = work / "data/metrics/instruments/face_demographics"
+    per_attribute = pd.read_parquet(folder / "per_attribute.parquet")
+    assert {"has_face", "n_faces", "gender"} <= set(per_attribute["attribute"])
+    per_group = pd.read_parquet(folder / "per_group.parquet")
+    assert {"attribute", "group", "support", "recall"} <= set(per_group)
+    summary = json.loads((work / "data/metrics/instruments/face_demographics.json").read_text())
+    assert summary["images"] == 205 and summary["has_face"]["accuracy"] > 0.9
+
+
+def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str, str], str]) -> None:
+    from mlflow.tracking import MlflowClient
+
+    work, _, _ = study
+    occupations = pd.read_parquet(work / "data/curated/occupations/occupations.parquet")
+    assert len(occupations) == 52 and occupations["has_us"].sum() == 32 and occupations["has_eu"].sum() == 11
+    probes = pd.read_parquet(work / "data/probes/iris.parquet")
+    assert set(zip(probes["sector"], probes["modality"])) == {("IFS-Gen", "t2i"), ("RFS-Und", "llm|vlm"),
+                                                              ("IFS-Und", "vlm"), ("BIS-Und", "vlm")}
+    assert (probes["sector"] == "RFS-Und").sum() == 18  # 18 profiles x 1 round at smoke scale
+    sectors = {"smollm2": {"RFS-Und"}, "simulated_llm": {"RFS-Und"},
+               "simulated_t2i": {"IFS-Gen", "RFS-Gen", "BIS-Gen"},
+               "simulated_vlm": {"IFS-Und", "RFS-Und", "BIS-Und"}}
+    for model, expected in sectors.items():
+        granular = pd.read_parquet(work / f"data/metrics/{model}/iris/scores.parquet")
+        assert set(granular["sector"]) == expected
+    t2i = pd.read_parquet(work / "data/responses/simulated_t2i/iris.parquet")
+    assert {"IFS-Gen", "BIS-Gen"} == set(t2i["sector"])
+    ok = t2i[t2i["status"] == "ok"]
+    assert {p.name for p in (work / "data/responses/simulated_t2i/iris").glob("*.png")} == set(ok["file"])
+    rounds = pd.read_parquet(work / "data/labels/smollm2/iris.parquet")
+    assert len(rounds) == 18 and set(rounds["status"]) <= {"ok", "refused", "invalid", "error"}
+    scores = pd.read_parquet(work / "data/scores/iris.parquet")
+    assert set(scores["model"]) == set(sectors) and (scores["mode"] == "table9").all()
+    assert scores.loc[scores["model"] == "simulated_t2i", "gen_code"].notna().all()
+    assert "IRIS" not in set(scores["sector"])  # no model runs all six sectors
+    assert scores.loc[scores["model"] != "smollm2", "simulated"].all()
+    validation = pd.read_parquet(work / "data/scores/iris_validation.parquet")
+    assert len(validation) > 0
+    runs = json.loads((work / "data/tracking/runs.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    run = client.get_run(runs["child_runs"]["simulated_t2i/iris"])
+    assert run.data.params["iris.mode"] == "table9" and run.data.params["iris.S.IFS-Gen"] == "58000.0"
+    assert run.data.params["iris.gen_code"] != "-"
+    assert {"iris.score.IFS-Gen", "iris.magnitude.BIS-Gen", "IFS-Gen.RD_gender.value"} <= set(run.data.metrics)
+    parent = {a.path for a in client.list_artifacts(runs["parent_run_id"])}
+    assert {"iris_validation.csv", "iris_summary.csv", "leaderboard_iris.csv"} <= parent
+    # SIMULATED VLM on the FACET fixture crops (IFS-Und) and the counterfactual FIXTURE (BIS-Und)
+    crops = probes[probes["sector"] == "IFS-Und"]
+    persons = pd.read_parquet(work / "data/curated/facet/persons.parquet")
+    assert set(crops["person_id"]) == set(persons["person_id"][persons["occupation"].notna()])
+    labels = pd.read_parquet(work / "data/labels/simulated_vlm/iris.parquet")
+    ifs = labels[labels["sector"] == "IFS-Und"]
+    assert len(ifs) == 5 * len(crops) and set(ifs["tier"].dropna()) <= {"exact", "alias", "embedding", "unmappable"}
+    vlm = pd.read_parquet(work / "data/metrics/simulated_vlm/iris/scores.parquet").set_index("metric")
+    for metric in ("AD_single_gender", "SPD_single_gender", "ac_diff_gender", "dhr_inconsistency_gender"):
+        assert 0 <= vlm.loc[metric, "value"] and "FIXTURE" in vlm.loc[metric, "note"]
+    assert vlm.loc["AD_single_gender", "value"] > 0  # planted: male 0.9 / female 0.6
+    bis = labels[labels["sector"] == "BIS-Und"]
+    assert bis["instance_id"].nunique() == 10 and bis["fixture"].all()  # smoke: max_sets 10
+    assert (work / ".genfair-cache/answer_mapper/embeddings.npz").is_file()
+    run = client.get_run(runs["child_runs"]["simulated_vlm/iris"])
+    assert run.data.tags["genfair.simulated"] == "true"
+    assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
 
 
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
@@ -95,10 +231,13 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path,
     assert "Data and pipelines are up to date" in _run(["dvc", "repro"], work, env)
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
-    for stage in ("generate@simulated_b", "label@simulated_b", "metrics@simulated_b", "score", "track"):
+    for stage in ("generate@simulated_b", "label@simulated_b", "metrics@simulated_b", "news_topics",
+                  "score", "track"):
         assert f"Running stage '{stage}'" in output
-    for stage in ("probes@fact_or_fair", "generate@smollm2", "label@smollm2", "metrics@smollm2",
-                  "generate@simulated_llm"):
+    for stage in ("collect_news", "probes@fact_or_fair", "probes@news_bias", "generate@smollm2",
+                  "label@smollm2", "metrics@smollm2", "generate@simulated_llm",
+                  "generate@simulated_t2i", "facet_fixture", "curate_facet", "validate_instruments",
+                  "map_occupations", "probes@iris"):
         assert f"Running stage '{stage}'" not in output
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b"} == set(board["model"])

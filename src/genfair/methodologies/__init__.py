@@ -10,6 +10,9 @@ from genfair.methodologies.base import MetricsResult, Methodology
 #: methodology name -> module holding a ``METHODOLOGY`` object
 REGISTRY = {
     "fact_or_fair": "genfair.methodologies.fact_or_fair",
+    "fact_or_fair_t2i": "genfair.methodologies.fact_or_fair.t2i",
+    "news_bias": "genfair.methodologies.news_bias",
+    "iris": "genfair.methodologies.iris",
 }
 
 __all__ = ["REGISTRY", "Methodology", "MetricsResult", "get_methodology"]

@@ -61,7 +61,8 @@ class FactOrFair:
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         return parse_choice(text, meta["options"]).verdict
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any = None) -> pd.DataFrame:
+        """Parse each answer into a choice (``config`` is unused: parsing has no settings)."""
         merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]], on="probe_id",
                               how="inner", validate="one_to_one")
         records = []
