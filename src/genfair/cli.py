@@ -46,9 +46,11 @@ def cmd_models(args: argparse.Namespace) -> None:
 def cmd_methodologies(args: argparse.Namespace) -> None:
     from genfair.methodologies import REGISTRY, get_methodology
 
+    width = max(map(len, REGISTRY))
     for name in REGISTRY:
         module = sys.modules[type(get_methodology(name)).__module__]
-        print(f"{name:<14} {(module.__doc__ or '').strip().splitlines()[0]}")
+        summary = (module.__doc__ or "").strip().split("\n\n")[0]  # the docstring's first paragraph
+        print(f"{name:<{width}}  {' '.join(summary.split())}")
 
 
 def cmd_config(args: argparse.Namespace) -> None:
