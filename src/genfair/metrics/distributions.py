@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def _as_vector(values: ArrayLike, name: str) -> np.ndarray:
+def as_vector(values: ArrayLike, name: str) -> np.ndarray:
     """A 1-D, non-empty, finite, non-negative float array, or ``ValueError``."""
     try:
         x = np.asarray(values, dtype=float)
@@ -66,7 +66,7 @@ def _as_vector(values: ArrayLike, name: str) -> np.ndarray:
 
 def _as_distribution(p: ArrayLike, name: str = "p") -> np.ndarray:
     """Validate a probability vector and rescale it to sum to exactly 1."""
-    x = _as_vector(p, name)
+    x = as_vector(p, name)
     total = float(x.sum())
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise ValueError(
@@ -111,7 +111,7 @@ def normalize_counts(counts: ArrayLike) -> np.ndarray:
     Raises ``ValueError`` for a vector that is not 1-D, empty, non-finite or negative,
     and for an all-zero vector (no observations: the distribution is undefined).
     """
-    x = _as_vector(counts, "counts")
+    x = as_vector(counts, "counts")
     total = float(x.sum())
     if total == 0.0:
         raise ValueError(

@@ -16,6 +16,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _in_unit_interval(values: dict[str, float], what: str) -> dict[str, float]:
+    """``values`` unchanged if every value lies in [0, 1]; else ``ValueError`` naming them."""
+    bad = {k: p for k, p in values.items() if not 0.0 <= p <= 1.0}
+    if bad:
+        raise ValueError(f"{what} must lie in [0, 1], got {bad}")
+    return values
+
+
 class SamplingParams(_Strict):
     """Decoding settings; part of every cache key. ``temperature = 0`` means greedy."""
 
@@ -215,9 +223,7 @@ class SimulatedT2IPolicy(_Strict):
         for name, distribution in value.items():
             if not distribution:
                 raise ValueError(f"{name}: give at least one value with its probability")
-            bad = {k: p for k, p in distribution.items() if not 0.0 <= p <= 1.0}
-            if bad:
-                raise ValueError(f"{name}: probabilities must lie in [0, 1], got {bad}")
+            _in_unit_interval(distribution, f"{name}: probabilities")
             total = sum(distribution.values())
             if abs(total - 1.0) > 1e-6:
                 raise ValueError(f"{name}: probabilities sum to {total:g}, not 1")
@@ -284,11 +290,8 @@ class SimulatedVLMPolicy(_Strict):
 
     @field_validator("accuracy")
     @classmethod
-    def _in_unit_interval(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = {k: p for k, p in value.items() if not 0.0 <= p <= 1.0}
-        if bad:
-            raise ValueError(f"accuracies must lie in [0, 1], got {bad}")
-        return value
+    def _accuracies(cls, value: dict[str, float]) -> dict[str, float]:
+        return _in_unit_interval(value, "accuracies")
 
 
 class SimulatedVLMConfig(_VLMBase):

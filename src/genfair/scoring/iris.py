@@ -28,6 +28,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from genfair.metrics.distributions import as_vector
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -80,29 +82,6 @@ def _finite(x: Any, name: str) -> float:
     return value
 
 
-def _vector(values: ArrayLike, name: str) -> np.ndarray:
-    """A 1-D, non-empty, finite, non-negative float array, or ``ValueError``."""
-    try:
-        x = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a sequence of numbers; got {values!r}") from exc
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {x.shape}")
-    if x.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.isfinite(x).all():
-        raise ValueError(
-            f"{name} must be finite; got {x[~np.isfinite(x)].tolist()} at indices "
-            f"{np.flatnonzero(~np.isfinite(x)).tolist()} (leave uncomputed metrics out)"
-        )
-    if (x < 0).any():
-        raise ValueError(
-            f"{name} must be non-negative (deviations from the ideal 0); got "
-            f"{x[x < 0].tolist()} at indices {np.flatnonzero(x < 0).tolist()}"
-        )
-    return x
-
-
 def normalize_metric(
     value: float, bounded: bool, max_value: float | None = None, divisor: float | None = None
 ) -> float:
@@ -147,9 +126,9 @@ def magnitude(values: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     ``weights`` w_i >= 0 scale the axes, M = sqrt(sum_i (w_i u_i)^2): the paper's scores
     use w = 1; the weight-sensitivity analysis (§A.2.2) perturbs them.
     """
-    u = _vector(values, "values")
+    u = as_vector(values, "values")
     if weights is not None:
-        w = _vector(weights, "weights")
+        w = as_vector(weights, "weights")
         if w.shape != u.shape:
             raise ValueError(f"weights must have one entry per value; got {w.size} for {u.size}")
         u = u * w
@@ -182,7 +161,7 @@ def calibrate_scale(magnitudes: ArrayLike, K: float, target: float = 60.0) -> fl
     IFS-Gen magnitudes (Table 23, median VILA-U's 2.2920) this gives S = 58,125, which the
     paper rounds to 58,000.
     """
-    m = _vector(magnitudes, "magnitudes")
+    m = as_vector(magnitudes, "magnitudes")
     k = _finite(K, "K")
     if k <= 0:
         raise ValueError(f"K (decay) must be > 0; got {k}")
