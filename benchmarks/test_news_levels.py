@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
 from genfair.methodologies.news_bias.sentence_level import (

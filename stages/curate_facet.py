@@ -1,8 +1,8 @@
-"""DVC stage curate_facet: FACET person crops and labels (``curation.facet``; the fixture by default)."""
+"""DVC stage curate_facet: one person crop per FACET box (from a release, or the fixture)."""
 
 from _common import run
 
-from genfair.pipeline_images import curate_facet_crops
+from genfair.study.curation import curate_facet_crops
 
 if __name__ == "__main__":
     run("curate_facet", curate_facet_crops)

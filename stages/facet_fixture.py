@@ -1,8 +1,8 @@
-"""DVC stage facet_fixture: a small FACET-format FIXTURE built from package-shipped photos."""
+"""DVC stage facet_fixture: a FACET-format FIXTURE from package-shipped photos (not FACET)."""
 
 from _common import run
 
-from genfair.pipeline_images import facet_fixture
+from genfair.study.curation import facet_fixture
 
 if __name__ == "__main__":
     run("facet_fixture", facet_fixture)

@@ -1,8 +1,8 @@
-"""DVC stage map_occupations: IRIS's occupation table (WordNet aliases, U.S./E.U. statistics)."""
+"""DVC stage map_occupations: occupations with WordNet aliases and real-world statistics."""
 
 from _common import run
 
-from genfair.pipeline import occupations_table
+from genfair.study.curation import occupations_table
 
 if __name__ == "__main__":
     run("map_occupations", occupations_table)

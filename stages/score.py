@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.scoring.leaderboard import score_study
+from genfair.study.scoring import score_study
 
 if __name__ == "__main__":
     run("score", score_study)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from tests.support.mock_openai import mock_openai  # noqa: F401 - a fixture, found by name
 
 

@@ -42,7 +42,7 @@ def test_try_runs_one_model_outside_dvc(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     assert main(["try", "simulated_llm", "fact_or_fair", "--limit", "40", "--out", str(tmp_path)]) == 0
     assert "s_fact" in capsys.readouterr().out
-    responses = pd.read_parquet(tmp_path / "data/responses/simulated_llm/fact_or_fair.parquet")
+    responses = pd.read_parquet(tmp_path / "data/responses/simulated_llm/fact_or_fair/responses.parquet")
     assert len(responses) == 40
 
 

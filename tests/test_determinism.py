@@ -8,7 +8,8 @@ import pytest
 
 from genfair.cli import compose
 from genfair.config import load_params
-from genfair.pipeline import Layout, compute_metrics, generate, label, make_probes
+from genfair.study.layout import Layout
+from genfair.study.steps import compute_metrics, generate, label, make_probes
 
 
 def _study(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, seed: int | None = None) -> Layout:
@@ -20,9 +21,9 @@ def _study(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, seed: int |
     params = load_params(compose(overrides, root / "params.yaml"))
     layout = Layout(root)
     make_probes(params, "fact_or_fair", layout)
-    generate(params, "simulated_llm", layout)
-    label(params, "simulated_llm", layout)
-    compute_metrics(params, "simulated_llm", layout)
+    generate(params, "simulated_llm", "fact_or_fair", layout)
+    label(params, "simulated_llm", "fact_or_fair", layout)
+    compute_metrics(params, "simulated_llm", "fact_or_fair", layout)
     return layout
 
 

@@ -44,13 +44,14 @@ def cmd_models(args: argparse.Namespace) -> None:
 
 
 def cmd_methodologies(args: argparse.Namespace) -> None:
-    from genfair.methodologies import REGISTRY, get_methodology
+    from genfair.methodologies import get_methodology, names
 
-    width = max(map(len, REGISTRY))
-    for name in REGISTRY:
-        module = sys.modules[type(get_methodology(name)).__module__]
-        summary = (module.__doc__ or "").strip().split("\n\n")[0]  # the docstring's first paragraph
-        print(f"{name:<{width}}  {' '.join(summary.split())}")
+    width = max(map(len, names()))
+    for name in names():
+        method = get_methodology(name)
+        doc = type(method).__doc__ or sys.modules[type(method).__module__].__doc__ or ""
+        summary = doc.strip().split("\n\n")[0]  # the docstring's first paragraph
+        print(f"{name:<{width}}  [{', '.join(method.modalities)}] {' '.join(summary.split())}")
 
 
 def cmd_config(args: argparse.Namespace) -> None:
@@ -66,7 +67,9 @@ def cmd_compose(args: argparse.Namespace) -> None:
 
 def cmd_try(args: argparse.Namespace) -> None:
     from genfair.logs import setup
-    from genfair.pipeline import Layout, brief, compute_metrics, generate, label, make_probes
+    from genfair.io import read_parquet
+    from genfair.study.layout import Layout
+    from genfair.study.steps import brief, compute_metrics, generate, label, make_probes
 
     setup("try", model=args.model, methodology=args.methodology)
     overrides = [f"scale={args.scale}", *args.override]
@@ -77,11 +80,9 @@ def cmd_try(args: argparse.Namespace) -> None:
     params = params.model_copy(update={"methodologies": {args.methodology: params.methodologies[args.methodology]}})
     layout = Layout(Path(args.out))
     make_probes(params, args.methodology, layout)
-    generate(params, args.model, layout, limit=args.limit)
-    label(params, args.model, layout)
-    summary = compute_metrics(params, args.model, layout)
-    from genfair.io import read_parquet
-
+    generate(params, args.model, args.methodology, layout, limit=args.limit)
+    label(params, args.model, args.methodology, layout)
+    summary = compute_metrics(params, args.model, args.methodology, layout)
     scores = read_parquet(layout.metrics(args.model, args.methodology) / "scores.parquet")
     print(brief(scores))
     print(f"\noutputs under {layout.data}; summary: {summary}")

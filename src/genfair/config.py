@@ -126,9 +126,13 @@ CURATION = {
     "occupations": "genfair.curation.occupations:OccupationsConfig",
 }
 
-#: instrument -> "module:Config class" of its configuration
+#: instrument -> "module:Config class" of its configuration; the instrument is the class
+#: named in :data:`INSTRUMENT_CLASSES`
 INSTRUMENTS = {
     "face_demographics": "genfair.instruments.face_demographics:FaceDemographicsConfig",
+}
+INSTRUMENT_CLASSES = {
+    "face_demographics": "genfair.instruments.face_demographics:FaceDemographics",
 }
 
 
@@ -140,6 +144,14 @@ def curation_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -
 def instrument_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:
     """The validated config object of instrument ``name`` (``instruments.<name>``)."""
     return _section_config(params.instruments, INSTRUMENTS, "instruments", "instrument", name, source)
+
+
+def instrument_class(name: str) -> Any:
+    """The class of instrument ``name`` (built with its validated config)."""
+    from importlib import import_module
+
+    module, cls = INSTRUMENT_CLASSES[name].split(":")
+    return getattr(import_module(module), cls)
 
 
 def _section_config(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,10 +55,12 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
 def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) -> None:
     work, _, _ = study
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet")
+    assert set(probes["modality"]) == {"llm", "t2i"}
+    probes = probes[probes["modality"] == "llm"]
     assert {"probe_id", "kind", "context", "statistic", "direction", "prompt", "options"} <= set(probes)
     assert set(probes["context"]) == {"objective", "baseline", "representativeness", "attribution", "ingroup"}
     for model in ("smollm2", "simulated_llm"):
-        responses = pd.read_parquet(work / f"data/responses/{model}/fact_or_fair.parquet")
+        responses = pd.read_parquet(work / f"data/responses/{model}/fact_or_fair/responses.parquet")
         assert len(responses) == len(probes)
         assert set(responses["status"]) <= {"ok", "refused", "invalid", "error"}
         assert (responses["status"] == "ok").mean() > 0.5, f"{model}: too few valid answers"
@@ -65,6 +68,7 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
         assert len(scores) == 10  # 5 contexts x 2 attributes
         assert scores[["s_fact", "s_e", "s_kld", "s_fair", "distance"]].notna().all().all()
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
+    board = board[board["modality"] == "llm"]
     simulated = board[board["model"] == "simulated_llm"]
     assert simulated["simulated"].all() and simulated["rank"].isna().all()
     assert (board.loc[board["model"] == "smollm2", "rank"] == 1).all()
@@ -83,10 +87,10 @@ def test_news_bias_word_sentence_and_document_levels(study: tuple[Path, dict[str
         assert len(labels) == 6 and set(labels["status"]) <= {"ok", "refused", "error"}
         scores = pd.read_parquet(work / f"data/metrics/{model}/news_bias/scores.parquet")
         assert {"refusal", "word", "sentence"} <= set(scores["level"])
-    document = pd.read_parquet(work / "data/topics/news_bias/scores.parquet")
+    document = pd.read_parquet(work / "data/study/news_bias/scores.parquet")
     assert set(document["model"]) == {"smollm2", "simulated_llm"}
     assert (document["level"] == "document").all()
-    perplexity = pd.read_parquet(work / "data/topics/news_bias/perplexity.parquet")
+    perplexity = pd.read_parquet(work / "data/study/news_bias/perplexity.parquet")
     assert set(perplexity["num_topics"]) == {2, 3}
     board = pd.read_parquet(work / "data/scores/news_bias.parquet")
     assert {"word", "sentence", "document", "refusal"} <= set(board["level"])
@@ -104,7 +108,7 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     assert parent.data.tags["genfair.scale"] == "smoke"
     assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair",
                                        "smollm2/news_bias", "simulated_llm/news_bias",
-                                       "simulated_t2i/fact_or_fair_t2i",
+                                       "simulated_t2i/fact_or_fair",
                                        "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
                                        "simulated_vlm/iris"}
     sim = client.get_run(runs["child_runs"]["simulated_llm/fact_or_fair"])
@@ -121,35 +125,37 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
             "unbiased.document.gender.W.n"} <= set(news.data.metrics)
     assert news.data.params["news_bias.instrument.toxicity"] == "alt-profanity-check"
     artifacts = {a.path for a in client.list_artifacts(news.info.run_id)}
-    assert {"bias_bars.png", "prompt_comparison.csv", "document_scores.csv"} <= artifacts
+    assert {"bias_bars.png", "prompt_comparison.csv", "study_scores.csv"} <= artifacts
 
 
 def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, dict[str, str], str]) -> None:
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
-    probes = pd.read_parquet(work / "data/probes/fact_or_fair_t2i.parquet")
+    probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet")
+    probes = probes[probes["modality"] == "t2i"]
     assert len(probes) == 19 * 2 * 2 * 2  # objective + subjective, 2 images per query at smoke scale
-    responses = pd.read_parquet(work / "data/responses/simulated_t2i/fact_or_fair_t2i.parquet")
+    responses = pd.read_parquet(work / "data/responses/simulated_t2i/fact_or_fair/responses.parquet")
     assert len(responses) == len(probes) and (responses["status"] == "ok").all()  # refusals re-asked
-    folder = work / "data/responses/simulated_t2i/fact_or_fair_t2i"
+    folder = work / "data/responses/simulated_t2i/fact_or_fair/images"
     assert {p.name for p in folder.glob("*.png")} == set(responses["file"])
-    labels = pd.read_parquet(work / "data/labels/simulated_t2i/fact_or_fair_t2i.parquet")
+    labels = pd.read_parquet(work / "data/labels/simulated_t2i/fact_or_fair.parquet")
     assert set(labels["source"].dropna()) == {"oracle"}
     assert set(labels["status"]) <= {"ok", "no_face", "refused", "error"}
-    scores = pd.read_parquet(work / "data/metrics/simulated_t2i/fact_or_fair_t2i/scores.parquet")
+    scores = pd.read_parquet(work / "data/metrics/simulated_t2i/fact_or_fair/scores.parquet")
     assert len(scores) == 4  # objective, baseline (subjective) x gender, race
     assert scores[["s_fact", "s_e", "s_kld", "s_fair", "distance"]].notna().all().all()
-    board = pd.read_parquet(work / "data/scores/fact_or_fair_t2i.parquet")
-    assert board["simulated"].all() and board["rank"].isna().all()
+    board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
+    board = board[board["modality"] == "t2i"]
+    assert set(board["model"]) == {"simulated_t2i"} and board["rank"].isna().all()
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_t2i/fact_or_fair_t2i"])
+    run = client.get_run(runs["child_runs"]["simulated_t2i/fact_or_fair"])
     assert run.data.tags["genfair.simulated"] == "true" and "SIMULATED" in run.data.tags["genfair.label"]
     assert {"objective.gender.s_fact", "baseline.race.distance"} <= set(run.data.metrics)
-    assert run.data.params["fact_or_fair_t2i.instrument.label_source"] == "oracle"
+    assert run.data.params["fact_or_fair.instrument.label_source"] == "oracle"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"tradeoff_objective.png", "tradeoff_baseline.png", "per_statistic.csv"} <= artifacts
+    assert {"tradeoff_t2i_objective.png", "tradeoff_t2i_baseline.png", "per_statistic.csv"} <= artifacts
 
 
 def test_facet_curation_and_instrument_validation_stages(study: tuple[Path, dict[str, str], str]) -> None:
@@ -186,10 +192,10 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     for model, expected in sectors.items():
         granular = pd.read_parquet(work / f"data/metrics/{model}/iris/scores.parquet")
         assert set(granular["sector"]) == expected
-    t2i = pd.read_parquet(work / "data/responses/simulated_t2i/iris.parquet")
+    t2i = pd.read_parquet(work / "data/responses/simulated_t2i/iris/responses.parquet")
     assert {"IFS-Gen", "BIS-Gen"} == set(t2i["sector"])
     ok = t2i[t2i["status"] == "ok"]
-    assert {p.name for p in (work / "data/responses/simulated_t2i/iris").glob("*.png")} == set(ok["file"])
+    assert {p.name for p in (work / "data/responses/simulated_t2i/iris/images").glob("*.png")} == set(ok["file"])
     rounds = pd.read_parquet(work / "data/labels/smollm2/iris.parquet")
     assert len(rounds) == 18 and set(rounds["status"]) <= {"ok", "refused", "invalid", "error"}
     scores = pd.read_parquet(work / "data/scores/iris.parquet")
@@ -197,7 +203,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert scores.loc[scores["model"] == "simulated_t2i", "gen_code"].notna().all()
     assert "IRIS" not in set(scores["sector"])  # no model runs all six sectors
     assert scores.loc[scores["model"] != "smollm2", "simulated"].all()
-    validation = pd.read_parquet(work / "data/scores/iris_validation.parquet")
+    validation = pd.read_parquet(work / "data/study/iris/validation.parquet")
     assert len(validation) > 0
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
@@ -206,7 +212,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert run.data.params["iris.gen_code"] != "-"
     assert {"iris.score.IFS-Gen", "iris.magnitude.BIS-Gen", "IFS-Gen.RD_gender.value"} <= set(run.data.metrics)
     parent = {a.path for a in client.list_artifacts(runs["parent_run_id"])}
-    assert {"iris_validation.csv", "iris_summary.csv", "leaderboard_iris.csv"} <= parent
+    assert {"iris_study_validation.csv", "iris_study_summary.csv", "leaderboard_iris.csv"} <= parent
     # SIMULATED VLM on the FACET fixture crops (IFS-Und) and the counterfactual FIXTURE (BIS-Und)
     crops = probes[probes["sector"] == "IFS-Und"]
     persons = pd.read_parquet(work / "data/curated/facet/persons.parquet")
@@ -231,16 +237,34 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path,
     assert "Data and pipelines are up to date" in _run(["dvc", "repro"], work, env)
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
-    for stage in ("generate@simulated_b", "label@simulated_b", "metrics@simulated_b", "news_topics",
-                  "score", "track"):
-        assert f"Running stage '{stage}'" in output
-    for stage in ("collect_news", "probes@fact_or_fair", "probes@news_bias", "generate@smollm2",
-                  "label@smollm2", "metrics@smollm2", "generate@simulated_llm",
-                  "generate@simulated_t2i", "facet_fixture", "curate_facet", "validate_instruments",
-                  "map_occupations", "probes@iris"):
-        assert f"Running stage '{stage}'" not in output
+    ran = set(re.findall(r"Running stage '([^']+)'", output))
+    methodologies = ("fact_or_fair", "news_bias", "iris")
+    own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics") for m in methodologies}
+    study_level = {f"study@{m}" for m in methodologies} | {"score", "track"}
+    assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
-    assert {"smollm2", "simulated_llm", "simulated_b"} == set(board["model"])
+    assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
+
+
+def _status_stages(work: Path, env: dict[str, str]) -> set[str]:
+    """The stages `dvc status` lists as changed."""
+    output = _run(["dvc", "status"], work, env)
+    return {line.rstrip(":") for line in output.splitlines() if line and not line[0].isspace() and line.endswith(":")}
+
+
+def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
+    work, env, _ = study
+    params = (work / "params.yaml").read_text()
+    try:
+        _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm",
+              "-o", "methodologies.news_bias.max_tokens=99"], work, env)
+        changed = _status_stages(work, env)
+        assert changed, "editing news_bias's config changed no stage"
+        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track"))]
+        assert not others, f"stages of other methodologies changed: {sorted(others)}"
+        assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
+    finally:
+        (work / "params.yaml").write_text(params)
 
 
 def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, str], str]) -> None:

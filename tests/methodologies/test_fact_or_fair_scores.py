@@ -10,13 +10,17 @@ import pandas as pd
 import pytest
 
 from genfair.config import load_params, methodology_config
-from genfair.methodologies.fact_or_fair import METHODOLOGY, LABEL_COLUMNS
+from genfair.methodologies import get_methodology
+from genfair.methodologies.fact_or_fair import LABEL_COLUMNS
+from tests.support.contexts import step_context
 from genfair.methodologies.fact_or_fair.data import Statistic
 from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
+
+METHODOLOGY = get_methodology("fact_or_fair")
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "data" / "reference"
@@ -222,12 +226,13 @@ def planted(tmp_path_factory):
     }))
     seed = params.seed
     probes = METHODOLOGY.build_probes(config, seed)
-    calls = METHODOLOGY.calls(probes)
+    probes = METHODOLOGY.probes_for(probes, "llm")
+    calls = METHODOLOGY.calls(probes, config, "llm")
     with ResponseCache(tmp_path_factory.mktemp("cache") / "responses.sqlite") as cache:
         responses = run_calls(simulator, cache, calls, METHODOLOGY.judge, seed=seed)
         stored = len(cache)
-    labels = METHODOLOGY.label(probes, responses)
-    result = METHODOLOGY.metrics(labels, config, seed)
+    labels = METHODOLOGY.label(probes, responses, config, step_context())
+    result = METHODOLOGY.metrics(labels, config, step_context(seed=seed))
     return {"probes": probes, "responses": responses, "labels": labels, "result": result, "stored": stored}
 
 

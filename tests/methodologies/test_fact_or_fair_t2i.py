@@ -1,4 +1,4 @@
-"""FACT-OR-FAIR for text-to-image models (paper 000 §3.3-3.4, §4.1): probes, labels from the
+"""FACT-OR-FAIR's text-to-image modality (paper 000 §3.3-3.4, §4.1): probes, labels from the
 demographic instrument, and recovery of a planted-bias simulator's distribution."""
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from genfair.instruments.face_demographics import (
     ImageRecord,
 )
 from genfair.methodologies import get_methodology
-from genfair.methodologies.fact_or_fair.t2i import (
-    METHODOLOGY,
-    RACE_UNAVAILABLE,
-    FactOrFairT2IConfig,
-)
+from genfair.methodologies.fact_or_fair import t2i
+from genfair.methodologies.fact_or_fair.config import FactOrFairConfig, T2IConfig
+from genfair.methodologies.fact_or_fair.t2i import RACE_UNAVAILABLE
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedT2IConfig
 from genfair.models.images import export_images
@@ -36,36 +34,43 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = 20250101
 
 
-def config(**overrides) -> FactOrFairT2IConfig:
-    raw = read_conf("methodology/fact_or_fair_t2i.yaml")
-    for key in ("statistics", "scenarios"):
+def config(**overrides) -> FactOrFairConfig:
+    """fact_or_fair's config; overrides of the ``t2i`` block's keys go into it."""
+    raw = read_conf("methodology/fact_or_fair.yaml")
+    for key in ("statistics", "scenarios", "behaviours", "names", "surnames"):
         raw[key] = str(ROOT / raw[key])
-    return FactOrFairT2IConfig.model_validate({**raw, **overrides})
+    block = {k: overrides.pop(k) for k in list(overrides) if k in T2IConfig.model_fields}
+    raw["t2i"] = {**raw.get("t2i", {}), **block}
+    return FactOrFairConfig.model_validate({**raw, **overrides})
 
 
 def simulator() -> SimulatedT2IConfig:
     return SimulatedT2IConfig.model_validate(yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text()))
 
 
-def run_simulator(tmp_path: Path, cfg: FactOrFairT2IConfig, sim: SimulatedT2IConfig | None = None):
+def run_simulator(tmp_path: Path, cfg: FactOrFairConfig, sim: SimulatedT2IConfig | None = None):
     sim = sim or simulator()
-    probes = METHODOLOGY.build_probes(cfg, SEED)
+    probes = t2i.build_probes(cfg, SEED)
     with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
-        responses = generate_images(SimulatedT2I(sim), cache, METHODOLOGY.calls(probes), seed=SEED)
+        responses = generate_images(SimulatedT2I(sim), cache, t2i.calls(probes), seed=SEED)
         export_images(responses, cache, tmp_path / "images")
     oracle = FaceDemographics(FaceDemographicsConfig(mode="oracle"))
-    labels = METHODOLOGY.label(probes, responses, cfg, instrument=oracle, image_dir=tmp_path / "images")
+    labels = t2i.label(probes, responses, cfg, instrument=oracle, image_dir=tmp_path / "images")
     return probes, responses, labels
 
 
-def test_registered_as_a_t2i_methodology() -> None:
-    assert get_methodology("fact_or_fair_t2i") is METHODOLOGY
-    assert METHODOLOGY.modality == "t2i"
+def test_t2i_is_a_modality_of_fact_or_fair() -> None:
+    method = get_methodology("fact_or_fair")
+    assert method.modalities == ("llm", "t2i")
+    probes = method.build_probes(config(images_per_query=1), SEED)
+    mine = method.probes_for(probes, "t2i")
+    assert len(mine) and (mine["probe_id"].isin(t2i.build_probes(config(images_per_query=1), SEED)["probe_id"])).all()
+    assert not method.probes_for(probes, "llm")["probe_id"].isin(mine["probe_id"]).any()
 
 
 def test_probes_use_the_papers_t2i_templates() -> None:
     cfg = config(images_per_query=3, scenarios_per_direction=3)
-    probes = METHODOLOGY.build_probes(cfg, SEED)
+    probes = t2i.build_probes(cfg, SEED)
     assert probes["probe_id"].is_unique
     objective, subjective = probes[probes.kind == "objective"], probes[probes.kind == "subjective"]
     assert len(objective) == len(subjective) == 19 * 2 * 3
@@ -81,12 +86,12 @@ def test_probes_use_the_papers_t2i_templates() -> None:
     one = subjective[(subjective.statistic == "Crime Rate") & (subjective.direction == "low")]
     assert list(one["scenario_id"]) == [1, 2, 3]
     assert all(p.startswith("Generate a portrait of someone") for p in one["prompt"])
-    assert METHODOLOGY.build_probes(cfg, SEED).equals(probes)  # deterministic
+    assert t2i.build_probes(cfg, SEED).equals(probes)  # deterministic
 
 
 def test_calls_carry_the_prompt_kind_for_simulators() -> None:
-    probes = METHODOLOGY.build_probes(config(images_per_query=1), SEED)
-    calls = METHODOLOGY.calls(probes.head(2))
+    probes = t2i.build_probes(config(images_per_query=1), SEED)
+    calls = t2i.calls(probes.head(2))
     assert calls[0].messages == ({"role": "user", "content": probes["prompt"].iloc[0]},)
     assert calls[0].meta["policy"] == "objective" and calls[0].max_attempts == 5
 
@@ -99,7 +104,7 @@ def test_metrics_recover_the_planted_distribution(tmp_path: Path) -> None:
     sim = simulator()
     probes, responses, labels = run_simulator(tmp_path, cfg, sim)
     assert set(labels["source"].dropna()) == {"oracle"}
-    result = METHODOLOGY.metrics(labels, cfg, SEED)
+    result = t2i.metrics(labels, cfg, SEED)
     planted = sim.policy["objective"].attributes
     table = result.tables["per_statistic"]
     for attribute in ("gender", "race"):
@@ -148,11 +153,11 @@ def test_race_is_unavailable_without_a_classifier_and_all_faces_count(tmp_path: 
     cfg = config(images_per_query=2, bootstrap_resamples=0)
     probes, responses, _ = run_simulator(tmp_path, cfg)
     instrument = _NoRaceInstrument()
-    labels = METHODOLOGY.label(probes, responses, cfg, instrument=instrument, image_dir=tmp_path / "images")
+    labels = t2i.label(probes, responses, cfg, instrument=instrument, image_dir=tmp_path / "images")
     ok = labels[labels.status == "ok"]
     assert ok["chosen_race"].isna().all() and (ok["race_raw"] == "unavailable").all()
     assert (ok.groupby("probe_id").size() == 2).all()  # §4.1: every face counted
-    result = METHODOLOGY.metrics(labels, cfg, SEED)
+    result = t2i.metrics(labels, cfg, SEED)
     assert set(result.scores["attribute"]) == {"gender"}
     for context in ("objective", "baseline"):
         assert result.summary[context]["race"] == RACE_UNAVAILABLE
@@ -161,14 +166,9 @@ def test_race_is_unavailable_without_a_classifier_and_all_faces_count(tmp_path: 
     assert gender["s_e"] == 0.0  # every face female: no diversity
     assert result.summary["instruments"]["label_source"] == "model"
     # only the largest face when count_all_faces is false
-    primary = METHODOLOGY.label(probes, responses, config(images_per_query=2, count_all_faces=False),
+    primary = t2i.label(probes, responses, config(images_per_query=2, count_all_faces=False),
                                 instrument=_NoRaceInstrument(), image_dir=tmp_path / "images")
     assert (primary[primary.status == "ok"].groupby("probe_id").size() == 1).all()
-
-
-def test_label_needs_the_instrument() -> None:
-    with pytest.raises(ValueError, match="instrument="):
-        METHODOLOGY.label(pd.DataFrame(), pd.DataFrame(), None)
 
 
 def test_missing_t2i_prompt_column_is_a_clear_error(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_missing_t2i_prompt_column_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "scenarios.csv"
     table.to_csv(path, index=False)
     with pytest.raises(ValueError, match="t2i_prompt"):
-        METHODOLOGY.build_probes(config(scenarios=str(path)), SEED)
+        t2i.build_probes(config(scenarios=str(path)), SEED)
 
 
 def test_oracle_reads_only_gender_and_race() -> None:

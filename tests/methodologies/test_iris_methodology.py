@@ -19,6 +19,7 @@ from genfair.methodologies.iris.methodology import IrisConfig, reference_from_oc
 from genfair.metrics import js_divergence, representation_disparity
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import SimulatedModelConfig, SimulatedT2IConfig, SimulatedVLMConfig
+from tests.support.contexts import step_context
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 11
@@ -46,11 +47,10 @@ def _run(config: IrisConfig, backend, modality: str, tmp_path: Path, instrument=
     iris = get_methodology("iris")
     probes = iris.build_probes(config, SEED)
     with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
-        responses = iris.generate(backend, cache, probes, config, modality=modality, seed=SEED,
-                                  image_dir=tmp_path / "images", label="test",
-                                  instrument=(lambda: instrument) if instrument else None)
-    labels = iris.label(probes, responses, config, instrument=instrument, image_dir=tmp_path / "images")
-    return probes, responses, labels, iris.metrics(labels, config, SEED)
+        ctx = step_context(modality, SEED, tmp=tmp_path, instrument=instrument, backend=backend, cache=cache)
+        responses = iris.generate(probes, config, ctx)
+    labels = iris.label(probes, responses, config, ctx)
+    return probes, responses, labels, iris.metrics(labels, config, ctx)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from genfair.methodologies.iris.understanding import (
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import SimulatedVLMConfig
 from genfair.models.images import sha256_file
+from tests.support.contexts import step_context
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 5
@@ -72,10 +73,10 @@ def _run(config: IrisConfig, tmp: Path):
     backend = build_backend(SimulatedVLMConfig.model_validate(SIM))
     probes = iris.build_probes(config, SEED)
     with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        responses = iris.generate(backend, cache, probes, config, modality="vlm", seed=SEED,
-                                  image_dir=tmp / "images", label="test")
-    labels = iris.label(probes, responses, config, cache_dir=tmp / "cache")
-    return probes, responses, labels, iris.metrics(labels, config, SEED)
+        ctx = step_context("vlm", SEED, tmp=tmp, backend=backend, cache=cache)
+        responses = iris.generate(probes, config, ctx)
+    labels = iris.label(probes, responses, config, ctx)
+    return probes, responses, labels, iris.metrics(labels, config, ctx)
 
 
 def _value(scores: pd.DataFrame, metric: str) -> float:

@@ -11,12 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.instruments.group_words import DEFAULT_GENDER_WORDS
-from genfair.methodologies.news_bias import METHODOLOGY, NewsBiasConfig
+from genfair.resources.group_words import DEFAULT_GENDER_WORDS
+from genfair.methodologies import get_methodology
+from genfair.methodologies.news_bias import NewsBiasConfig
+from tests.support.contexts import step_context
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import FEMALE_TO_MALE, REFUSAL, SimulatedLLM, rewrite
+
+METHODOLOGY = get_methodology("news_bias")
 
 with open(DEFAULT_GENDER_WORDS, newline="", encoding="utf-8") as _fh:
     GENDER_WORDS = {r["word"]: r["group"] for r in csv.DictReader(_fh)}
@@ -54,9 +58,9 @@ def run(tmp_path, cfg: NewsBiasConfig, female_to_male: float, refusal_rate: floa
     }))
     probes = METHODOLOGY.build_probes(cfg, seed=0)
     with ResponseCache(tmp_path / f"cache-{female_to_male}-{refusal_rate}.sqlite") as cache:
-        responses = run_calls(backend, cache, METHODOLOGY.calls(probes), METHODOLOGY.judge, seed=11)
-    labels = METHODOLOGY.label(probes, responses)
-    return probes, labels, METHODOLOGY.metrics(labels, cfg, seed=0)
+        responses = run_calls(backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=11)
+    labels = METHODOLOGY.label(probes, responses, cfg, step_context())
+    return probes, labels, METHODOLOGY.metrics(labels, cfg, step_context(seed=0))
 
 
 @pytest.fixture
@@ -92,8 +96,9 @@ def test_base_model_prompt_is_the_raw_headline(corpus):
 
 def test_calls_carry_the_original_article(corpus):
     path, _, _ = corpus
-    probes = METHODOLOGY.build_probes(config(path, articles=2), seed=0)
-    calls = METHODOLOGY.calls(probes)
+    cfg = config(path, articles=2)
+    probes = METHODOLOGY.build_probes(cfg, seed=0)
+    calls = METHODOLOGY.calls(probes, cfg, "llm")
     assert [c.meta["article"] for c in calls] == probes["body"].tolist()
     assert calls[0].messages == ({"role": "user", "content": probes["prompt"].iat[0]},)
     # a simulator may plant a different bias under the biased prompt (news_biased), else news
@@ -117,7 +122,7 @@ def test_label_joins_generated_and_original(corpus):
         "attempts": 1,
         "text": ["generated 3", REFUSAL, "generated 1", None],
     })
-    labels = METHODOLOGY.label(probes, responses)
+    labels = METHODOLOGY.label(probes, responses, config(path, articles=2), step_context())
     assert labels["pair_id"].tolist() == probes["probe_id"].tolist()
     assert labels["status"].tolist() == ["error", "ok", "refused", "ok"]
     assert labels["generated_text"].isna().tolist() == [True, False, False, False]

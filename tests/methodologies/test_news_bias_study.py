@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.methodologies.news_bias import METHODOLOGY, NewsBiasConfig
+from genfair.methodologies import get_methodology
+from genfair.methodologies.news_bias import NewsBiasConfig
+from tests.support.contexts import step_context
 from genfair.methodologies.news_bias.comparison import prompt_comparison, welch_delta
 from genfair.methodologies.news_bias.config import DocumentLevelConfig
 from genfair.methodologies.news_bias.topics_study import ORIGINALS, document_level_study
@@ -20,6 +22,8 @@ from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM, whiten
+
+METHODOLOGY = get_methodology("news_bias")
 
 N = 120
 
@@ -45,9 +49,9 @@ def simulate(tmp_path, corpus: str, policy: dict) -> tuple[pd.DataFrame, object]
     backend = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy=policy))
     probes = METHODOLOGY.build_probes(cfg, seed=0)
     with ResponseCache(tmp_path / "cache.sqlite") as cache:
-        responses = run_calls(backend, cache, METHODOLOGY.calls(probes), METHODOLOGY.judge, seed=5)
-    labels = METHODOLOGY.label(probes, responses, cfg)
-    return labels, METHODOLOGY.metrics(labels, cfg, seed=0)
+        responses = run_calls(backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=5)
+    labels = METHODOLOGY.label(probes, responses, cfg, step_context())
+    return labels, METHODOLOGY.metrics(labels, cfg, step_context(seed=0))
 
 
 def test_whiten_swaps_only_race_words_and_keeps_case():

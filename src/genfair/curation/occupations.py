@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genfair.instruments.group_words import plural_forms
+from genfair.resources.group_words import plural_forms
 from genfair.io import write_parquet
 
 __all__ = [

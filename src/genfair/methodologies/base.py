@@ -1,19 +1,42 @@
-"""What every methodology provides to the pipeline's stages.
+"""The methodology contract: what every methodology provides, and what it is given.
 
-A methodology is one paper's way of measuring. The stages call, in order:
-``build_probes`` (probes@<methodology>), ``calls`` + ``judge`` (generate@<model>),
-``label`` (label@<model>) and ``metrics`` (metrics@<model>).
+A methodology is one paper's way of measuring and the unit of extension: it owns its whole
+lifecycle, and the generic study code (:mod:`genfair.study`) only calls these methods, in the
+order of the pipeline's stages::
+
+    build_probes                        probes@<methodology>
+    generate  (default: calls + judge)  generate@<model>-<methodology>
+    label                               label@<model>-<methodology>
+    metrics   -> MetricsResult          metrics@<model>-<methodology>
+    study     -> StudyResult | None     study@<methodology>  (all models at once; optional)
+    leaderboard, ranking, headline      score
+    figures, run_record                 track (MLflow)
+
+What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
+and response cache, the progress text) comes in one context object (:class:`StepContext`,
+:class:`StudyContext`), built by the study layer. Register a methodology with
+:func:`genfair.methodologies.registry.register` or the ``genfair.methodologies`` entry point
+group (see docs/architecture.md, "Adding a methodology").
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pandas as pd
 from pydantic import BaseModel
 
 from genfair.models.runner import Call, Verdict
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Modality = Literal["llm", "t2i", "vlm"]
+MODALITIES: tuple[Modality, ...] = ("llm", "t2i", "vlm")
 
 
 @dataclass
@@ -21,8 +44,8 @@ class MetricsResult:
     """A model's results on one methodology.
 
     ``scores``: one row per aggregate (e.g. context x attribute) with the score columns;
-    ``tables``: named detail tables (per statistic...); ``summary``: nested JSON for
-    ``dvc metrics`` and MLflow.
+    ``tables``: named detail tables (per statistic...); ``summary``: nested JSON (the
+    metrics folder's ``summary.json``; its ``instruments`` entry is logged to MLflow).
     """
 
     scores: pd.DataFrame
@@ -30,17 +53,206 @@ class MetricsResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-class Methodology(Protocol):
+@dataclass
+class StudyResult:
+    """A methodology's study-level results (all models at once).
+
+    ``tables`` are written to ``data/study/<methodology>/<name>.parquet``; a ``scores``
+    table with a ``model`` column feeds :meth:`Methodology.leaderboard`; ``summary`` is
+    ``data/study/<methodology>.json``; ``params`` go to the study's MLflow run.
+    """
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How a methodology's leaderboard is ranked: ``rank`` among real models (never
+    simulators) within each ``group_by`` group, by ``column``."""
+
+    group_by: tuple[str, ...]
+    column: str
+    ascending: bool
+    #: (column, values) of rows that are shown but never ranked
+    unranked: tuple[str, tuple[str, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline number: the ``column`` of the leaderboard row matching ``where``,
+    named ``name`` with the direction that is better (``dvc metrics show``, MLflow, the
+    report's summary)."""
+
+    name: str
+    column: str
+    where: Mapping[str, Any]
+    better: Literal["lower", "higher", "closer to 0"]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a methodology may know about a model under test."""
+
+    name: str
+    modality: Modality
+    backend: str
+    simulated: bool
+
+
+@dataclass
+class StepContext:
+    """Everything a per-model step needs beyond its tables.
+
+    ``backend`` and ``cache`` are set for ``generate`` only; ``instrument(name)`` builds a
+    configured instrument (the demographic face instrument in oracle mode for simulators).
+    """
+
+    model: ModelInfo
+    seed: int
+    #: the response cache's folder (instruments keep their own caches beside it)
+    cache_dir: Path
+    #: where this model's images for this methodology go (``<sha256>.png``)
+    image_dir: Path
+    #: progress text of long loops
+    desc: str = ""
+    backend: Any = None
+    cache: Any = None
+    instrument: Callable[[str], Any] = field(default=lambda name: _no_instrument(name))
+
+    @property
+    def modality(self) -> Modality:
+        return self.model.modality
+
+    def run(self, calls: Sequence[Call], judge: Callable[[str, dict[str, Any]], Verdict],
+            desc: str | None = None) -> pd.DataFrame:
+        """Send ``calls`` through the response cache, whatever the modality (images are
+        exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`."""
+        from genfair.models.generation import run
+
+        if self.backend is None or self.cache is None:
+            raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
+        return run(self.backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
+                   image_dir=self.image_dir)
+
+
+def _no_instrument(name: str) -> Any:
+    raise RuntimeError(f"no instrument {name!r} in this context (the study layer provides instruments)")
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """One model's outputs on a methodology, for study-level steps (read lazily)."""
+
+    model: ModelInfo
+    labels: Callable[[], pd.DataFrame]
+    scores: Callable[[], pd.DataFrame]
+    table: Callable[[str], pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    seed: int
+    cache_dir: Path
+    #: every model of the study that runs this methodology, in study order
+    runs: tuple[ModelRun, ...]
+    #: the methodology's probe table
+    probes: Callable[[], pd.DataFrame]
+
+
+class Methodology(ABC):
+    """Base class of every methodology (see the module docstring for the lifecycle)."""
+
     name: ClassVar[str]
-    modality: ClassVar[str]
+    #: the model modalities it measures (a model of another modality does not run it)
+    modalities: ClassVar[tuple[Modality, ...]]
+    #: its pydantic config (``methodologies.<name>`` in params.yaml)
     Config: ClassVar[type[BaseModel]]
+    #: columns that name a score row (MLflow metric keys: ``<col1>.<col2>.<score>``)
+    metric_keys: ClassVar[tuple[str, ...]] = ()
+    #: how the leaderboard is ranked (None: not ranked)
+    ranking: ClassVar[Ranking | None] = None
+    #: the few numbers that summarise a model
+    headline: ClassVar[tuple[Headline, ...]] = ()
 
-    def build_probes(self, config: Any, seed: int) -> pd.DataFrame: ...
+    def applies_to(self, modality: str) -> bool:
+        return modality in self.modalities
 
-    def calls(self, probes: pd.DataFrame) -> list[Call]: ...
+    # ---- probes@<methodology>
 
-    def judge(self, text: str, meta: dict[str, Any]) -> Verdict: ...
+    @abstractmethod
+    def build_probes(self, config: Any, seed: int) -> pd.DataFrame:
+        """The probe table (deterministic for ``config`` and ``seed``)."""
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any = None) -> pd.DataFrame: ...
+    def probes_for(self, probes: pd.DataFrame, modality: str) -> pd.DataFrame:
+        """The probe rows a model of ``modality`` answers (all rows, unless the table has a
+        ``modality`` column: ``llm``, or several joined by ``|``)."""
+        if "modality" not in probes:
+            return probes
+        keep = probes["modality"].astype(str).str.split("|").map(lambda m: modality in m)
+        return probes[keep].reset_index(drop=True)
 
-    def metrics(self, labels: pd.DataFrame, config: Any, seed: int) -> MetricsResult: ...
+    # ---- generate@<model>-<methodology>
+
+    def calls(self, probes: pd.DataFrame, config: Any, modality: str) -> list[Call]:
+        """The calls of the default :meth:`generate` (probes already filtered by modality)."""
+        raise NotImplementedError(f"{self.name}: implement calls() or generate()")
+
+    def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
+        """A completion's status (re-asked while not ``ok``, up to the call's attempts)."""
+        return "ok"
+
+    def generate(self, probes: pd.DataFrame, config: Any, ctx: StepContext) -> pd.DataFrame:
+        """The model's responses: by default every call of :meth:`calls` through the
+        response cache (text, images or image+text, by the model's modality)."""
+        mine = self.probes_for(probes, ctx.modality)
+        return ctx.run(self.calls(mine, config, ctx.modality), self.judge)
+
+    # ---- label@ and metrics@<model>-<methodology>
+
+    @abstractmethod
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any, ctx: StepContext) -> pd.DataFrame:
+        """Instrument outputs per response."""
+
+    @abstractmethod
+    def metrics(self, labels: pd.DataFrame, config: Any, ctx: StepContext) -> MetricsResult:
+        """The model's scores (pure functions of the labels)."""
+
+    # ---- study@<methodology>, score, track
+
+    def study(self, config: Any, ctx: StudyContext) -> StudyResult | None:
+        """The study-level step over all models (None: the methodology has none)."""
+        return None
+
+    def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+        """The leaderboard's rows before ranking: every model's scores (``model`` column
+        first) plus the study step's ``scores`` rows when it has them."""
+        return _with_study_rows(scores, study)
+
+    def model_rows(self, model: str, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+        """The rows that describe one model in its MLflow run and figures: its scores plus
+        its rows of the study step's ``scores`` table."""
+        return _with_study_rows(scores, study, model)
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Figure, str]]:
+        """(figure, file name) pairs of the paper's figures for a model's or the
+        leaderboard's scores."""
+        return []
+
+    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
+                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+        """Extra MLflow params and metrics of a model's run (default: the instruments named
+        in the metrics summary, no extra metrics)."""
+        params = {f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()}
+        return params, {}
+
+
+def _with_study_rows(scores: pd.DataFrame, study: StudyResult | None, model: str | None = None) -> pd.DataFrame:
+    """``scores`` and the study's ``scores`` rows (of ``model``, when given) in its columns."""
+    extra = study.tables.get("scores") if study else None
+    if extra is None or extra.empty or "model" not in extra:
+        return scores
+    if model is not None:
+        extra = extra[extra["model"] == model].drop(columns="model")
+    return pd.concat([scores, extra[[c for c in scores.columns if c in extra.columns]]], ignore_index=True)

@@ -53,7 +53,7 @@ def ask(
     verdict: Callable[[int, Completion], str],
     *,
     seed: int,
-    label: str = "",
+    desc: str = "",
     chunk_size: int = 256,
     unit: str = "call",
 ) -> list[tuple[Completion, str, int]]:
@@ -72,7 +72,7 @@ def ask(
     stats = {"cached": 0, "called": 0}
 
     # the bar counts answers as they arrive; re-asks extend its total
-    with tqdm(total=len(calls), desc=label or "generate", unit=unit, leave=False) as bar:
+    with tqdm(total=len(calls), desc=desc or "generate", unit=unit, leave=False) as bar:
         while pending:
             retry: list[int] = []
             for start in range(0, len(pending), chunk_size):
@@ -89,7 +89,7 @@ def ask(
             bar.total += len(retry)
             pending = retry
 
-    log.info("%s: %d %ss (%d from cache, %d sent)", label, len(calls), unit, stats["cached"], stats["called"])
+    log.info("%s: %d %ss (%d from cache, %d sent)", desc, len(calls), unit, stats["cached"], stats["called"])
     return [final[i] for i in range(len(calls))]
 
 
@@ -100,7 +100,7 @@ def run_calls(
     judge: Judge,
     *,
     seed: int,
-    label: str = "",
+    desc: str = "",
     chunk_size: int = 256,
 ) -> pd.DataFrame:
     """Answer every call; return one row per call with its final status.
@@ -110,7 +110,7 @@ def run_calls(
     own retries; not cached, so the next run asks again).
     """
     answers = ask(backend, cache, calls, lambda i, c: _verdict(c, judge, calls[i].meta),
-                  seed=seed, label=label, chunk_size=chunk_size)
+                  seed=seed, desc=desc, chunk_size=chunk_size)
     frame = pd.DataFrame(
         [_row(call, completion, status, attempts)
          for call, (completion, status, attempts) in zip(calls, answers, strict=True)],
@@ -120,7 +120,7 @@ def run_calls(
     if errors:
         log.warning(
             "%s: %d calls failed after retries (status 'error', not cached). Rerun the stage "
-            "to ask again; completed calls come from the cache.", label, errors,
+            "to ask again; completed calls come from the cache.", desc, errors,
         )
     return frame
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from genfair.instruments.group_words import RACE_GROUPS, GroupWordCounter
+from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
 

@@ -73,7 +73,7 @@ def generate_images(
     *,
     seed: int,
     store: ImageStore | None = None,
-    label: str = "",
+    desc: str = "",
     chunk_size: int = 64,
 ) -> pd.DataFrame:
     """One image per call (re-asking refusals up to ``call.max_attempts``); one row per call.
@@ -91,7 +91,7 @@ def generate_images(
             store.read(completion.image or "0" * 64)  # raises: cache and store disagree
         return completion.status
 
-    answers = ask(_Storing(backend, store), cache, calls, verdict, seed=seed, label=label or "draw",
+    answers = ask(_Storing(backend, store), cache, calls, verdict, seed=seed, desc=desc or "draw",
                   chunk_size=chunk_size, unit="image")
     rows = [_row(call, completion, attempts, store)
             for call, (completion, _, attempts) in zip(calls, answers, strict=True)]
@@ -100,7 +100,7 @@ def generate_images(
     for status in ("refused", "error"):
         count = int((frame["status"] == status).sum())
         if count:
-            log.warning("%s: %d calls ended %s", label, count, status)
+            log.warning("%s: %d calls ended %s", desc, count, status)
     return frame
 
 

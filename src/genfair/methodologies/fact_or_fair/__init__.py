@@ -1,9 +1,12 @@
-"""FACT-OR-FAIR (Huang et al., paper 000): factuality and fairness of LLM answers.
+"""FACT-OR-FAIR (Huang et al., paper 000): factuality and fairness of LLM answers and of
+text-to-image portraits.
 
-Objective queries ask which group has the highest/lowest value of 19 U.S. statistics;
-subjective queries ask to pick one of four described individuals in everyday scenarios,
-with and without cognitive-error contexts. Scores: S_fact, S_E, S_KLD, S_fair and the
-distance to the accuracy-entropy trade-off curve.
+LLMs: objective queries ask which group has the highest/lowest value of 19 U.S.
+statistics; subjective queries ask to pick one of four described individuals in everyday
+scenarios, with and without cognitive-error contexts. Text-to-image models (§3.3-3.4,
+:mod:`.t2i`): portraits for the same queries, faces labelled by the demographic instrument.
+Scores, for both: S_fact, S_E, S_KLD, S_fair and the distance to the accuracy-entropy
+trade-off curve.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.fact_or_fair import t2i
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import load_statistics
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
@@ -33,15 +37,31 @@ LABEL_COLUMNS = [
 ]
 
 
-class FactOrFair:
+def _headline(context: str, attribute: str) -> Headline:
+    return Headline(f"{context}.{attribute}.distance", "distance", {"context": context, "attribute": attribute},
+                    "lower")
+
+
+class FactOrFair(Methodology):
+    """FACT-OR-FAIR (Huang et al., paper 000): factuality vs. fairness of LLM answers on 19
+    U.S. statistics, and of text-to-image portraits for the same queries."""
+
     name: ClassVar[str] = "fact_or_fair"
-    modality: ClassVar[str] = "llm"
+    modalities = ("llm", "t2i")
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
+    metric_keys = ("context", "attribute")
+    # §4.3: the distance to the trade-off curve's best point, lower is better
+    ranking = Ranking(("context", "attribute"), "distance", True)
+    headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
 
     def build_probes(self, config: FactOrFairConfig, seed: int) -> pd.DataFrame:
-        return build_probes(config, seed)
+        """The LLM probes, then the T2I probes (``modality`` column: ``llm`` / ``t2i``)."""
+        return pd.concat([build_probes(config, seed).assign(modality="llm"),
+                          t2i.build_probes(config, seed).assign(modality="t2i")], ignore_index=True)
 
-    def calls(self, probes: pd.DataFrame) -> list[Call]:
+    def calls(self, probes: pd.DataFrame, config: FactOrFairConfig, modality: str) -> list[Call]:
+        if modality == "t2i":
+            return t2i.calls(probes)
         return [
             Call(
                 probe_id=row["probe_id"],
@@ -61,8 +81,13 @@ class FactOrFair:
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         return parse_choice(text, meta["options"]).verdict
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any = None) -> pd.DataFrame:
-        """Parse each answer into a choice (``config`` is unused: parsing has no settings)."""
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfig,
+              ctx: StepContext) -> pd.DataFrame:
+        """LLMs: each answer parsed into a choice; T2I: the faces of each image (the
+        demographic instrument, oracle mode for simulators)."""
+        if ctx.modality == "t2i":
+            return t2i.label(probes, responses, config, instrument=ctx.instrument("face_demographics"),
+                             image_dir=ctx.image_dir)
         merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]], on="probe_id",
                               how="inner", validate="one_to_one")
         records = []
@@ -82,7 +107,28 @@ class FactOrFair:
             })
         return pd.DataFrame(records, columns=LABEL_COLUMNS)
 
-    def metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
+    def metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, ctx: StepContext) -> MetricsResult:
+        if ctx.modality == "t2i":
+            return t2i.metrics(labels, config, ctx.seed)
+        return self._llm_metrics(labels, config, ctx.seed)
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """Paper 000 Fig. 6-9 (LLMs, per context) and Fig. 4-5 (T2I objective / subjective
+        test): models on the (S_fact, S_E) plane under the max-entropy curve."""
+        from genfair.methodologies.fact_or_fair.figures import tradeoff_figure
+
+        out = []
+        by_modality = scores.groupby("modality", sort=False) if "modality" in scores else [("llm", scores)]
+        for modality, part in by_modality:
+            for context, rows in part.groupby("context", sort=False):
+                if modality == "t2i":
+                    test = {"objective": "objective test", "baseline": "subjective test"}.get(context, context)
+                    out.append((tradeoff_figure(rows, f"{title}: T2I {test}"), f"tradeoff_t2i_{context}.png"))
+                else:
+                    out.append((tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png"))
+        return out
+
+    def _llm_metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
         statistics = load_statistics(config.statistics, config.ground_truth_overrides)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
@@ -116,5 +162,3 @@ class FactOrFair:
             summary=summary,
         )
 
-
-METHODOLOGY = FactOrFair()

@@ -6,11 +6,14 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
 - :mod:`.tournament` -- the RFS-Und blank-image tournament: probe design, answer parsing,
   win counts and the Bayes inversion;
 - :mod:`.prompts` -- the paper's prompt templates, the BIS-Gen stereotype selection and
-  the BIS-Und questions of Table 29.
+  the BIS-Und questions of Table 29;
+- :mod:`.scoring` -- sector and overall scores (S/K calibration), codes; :mod:`.study` --
+  the study-level step over every model; :mod:`.validation` -- Cronbach's alpha and
+  ranking stability.
 
 The core metric math lives in :mod:`genfair.metrics.iris` and :mod:`genfair.metrics`.
 """
 
-from genfair.methodologies.iris.methodology import METHODOLOGY, Iris, IrisConfig
+from genfair.methodologies.iris.methodology import Iris, IrisConfig
 
-__all__ = ["METHODOLOGY", "Iris", "IrisConfig"]
+__all__ = ["Iris", "IrisConfig"]

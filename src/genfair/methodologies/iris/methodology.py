@@ -35,7 +35,7 @@ or an answer naming no single option counts as wrong).
 
 Metrics: the granular metrics (:mod:`.granular`) of the sectors of the model's modality;
 ``scores.parquet`` is that table. The IRIS scores (S/K calibration needs every model) are
-computed by the cross-model ``score`` stage (:mod:`genfair.scoring.iris_study`).
+computed by the cross-model ``score`` stage (:mod:`genfair.methodologies.iris.study`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,14 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    StepContext,
+    StudyContext,
+    StudyResult,
+)
 from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
 from genfair.methodologies.iris.tournament import (
@@ -59,8 +66,8 @@ from genfair.methodologies.iris.tournament import (
     tournament_counts,
     tournament_probes,
 )
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
 from genfair.models.runner import Call, Verdict
-from genfair.scoring.iris import IrisScoringConfig
 
 log = logging.getLogger(__name__)
 
@@ -178,11 +185,16 @@ def _female_share(table: pd.DataFrame) -> dict[str, float]:
 # ---------------------------------------------------------------------- methodology
 
 
-class Iris:
+class Iris(Methodology):
+    """IRIS (Zhao et al., paper 002): fairness of unified multimodal models in generation and
+    understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
+
     name: ClassVar[str] = "iris"
-    modality: ClassVar[str] = "llm"
-    modalities: ClassVar[tuple[str, ...]] = ("llm", "t2i", "vlm")
+    modalities = ("llm", "t2i", "vlm")
     Config: ClassVar[type[IrisConfig]] = IrisConfig
+    metric_keys = ("sector", "metric")
+    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes
+    headline = tuple(Headline(f"{s}.score", "score", {"sector": s}, "higher") for s in (*SECTORS, OVERALL))
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
 
@@ -235,11 +247,7 @@ class Iris:
             parts.append(bis_und_rows(read_counterfactual_dataset(dataset), config.bis_und.max_sets))
         return [p for p in parts if len(p)]
 
-    # ---- generate (the pipeline calls this instead of its default when a methodology has it)
-
-    def calls(self, probes: pd.DataFrame) -> list[Call]:
-        """Text calls of the tournament (llm); see :meth:`generate` for t2i and vlm."""
-        return [self._tournament_call(row) for row in probes.to_dict("records") if row["sector"] == "RFS-Und"]
+    # ---- generate (its own: BIS-Gen's prompts come from the model's IFS-Gen images)
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         if meta.get("policy") in (POLICIES["IFS-Und"], POLICIES["BIS-Und"]):
@@ -247,10 +255,6 @@ class Iris:
 
             return "refused" if is_refusal(text) else "ok"
         return parse_tournament_answer(text, meta["competitors"].split("|")).status
-
-    def probes_for(self, probes: pd.DataFrame, modality: str) -> pd.DataFrame:
-        keep = probes["modality"].astype(str).str.split("|").map(lambda m: modality in m)
-        return probes[keep].reset_index(drop=True)
 
     def _tournament_call(self, row: dict[str, Any], image: str | None = None, max_tokens: int = 16) -> Call:
         from genfair.models.images import vlm_message
@@ -266,31 +270,29 @@ class Iris:
         }
         return Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1, max_tokens=max_tokens, meta=meta)
 
-    def generate(self, backend: Any, cache: Any, probes: pd.DataFrame, config: IrisConfig, *, modality: str,
-                 seed: int, image_dir: Path, label: str = "", instrument: Any = None) -> pd.DataFrame:
+    def generate(self, probes: pd.DataFrame, config: IrisConfig, ctx: StepContext) -> pd.DataFrame:
         """One responses table for the model (all its sectors; ``sector`` and ``modality``
-        columns). ``instrument``: a callable returning the demographic instrument (t2i)."""
+        columns)."""
         from genfair.models.runner import run_calls
 
+        modality, backend, cache, seed, label = ctx.modality, ctx.backend, ctx.cache, ctx.seed, ctx.desc
         mine = self.probes_for(probes, modality)
         if modality == "t2i":
-            if instrument is None:
-                raise ValueError("IRIS t2i generation needs the demographic instrument (BIS-Gen prompts)")
-            responses = self._generate_t2i(backend, cache, mine, config, instrument=instrument(), seed=seed,
-                                           image_dir=image_dir, label=label)
+            responses = self._generate_t2i(backend, cache, mine, config, instrument=ctx.instrument(self.instrument),
+                                           seed=seed, image_dir=ctx.image_dir, label=label)
             return responses.assign(modality=modality)
         image = None
         if modality == "vlm":
             image = str(_blank_image(cache))
         rows = [r for r in mine.to_dict("records") if r["sector"] == "RFS-Und"]
         calls = [self._tournament_call(r, image, config.tournament.max_tokens) for r in rows]
-        responses = run_calls(backend, cache, calls, self.judge, seed=seed, label=f"{label} tournament")
+        responses = run_calls(backend, cache, calls, self.judge, seed=seed, desc=f"{label} tournament")
         parts = [responses.assign(sector="RFS-Und")]
         if modality == "vlm":
             for sector in ("IFS-Und", "BIS-Und"):
                 calls = self._und_calls(mine[mine["sector"] == sector], config)
                 if calls:
-                    found = run_calls(backend, cache, calls, self.judge, seed=seed, label=f"{label} {sector}")
+                    found = run_calls(backend, cache, calls, self.judge, seed=seed, desc=f"{label} {sector}")
                     parts.append(found.assign(sector=sector))
         return pd.concat(parts, ignore_index=True).assign(modality=modality)
 
@@ -332,7 +334,7 @@ class Iris:
             prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts, policy=POLICIES["IFS-Gen"])
             for r in ifs.to_dict("records") for i in range(int(r["n_samples"]))
         ]
-        first = generate_images(backend, cache, calls, seed=seed, label=f"{label} IFS-Gen")
+        first = generate_images(backend, cache, calls, seed=seed, desc=f"{label} IFS-Gen")
         first = first.merge(ifs[["probe_id", "occupation", "prompt"]], on="probe_id", how="left").assign(sector="IFS-Gen")
         store = ImageStore.beside(cache)
         # BIS-Gen: steering prompts from this model's own IFS-Gen images
@@ -346,7 +348,7 @@ class Iris:
                 prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts, policy=POLICIES["BIS-Gen"])
                 for r in steer.to_dict("records") for i in range(config.bis_gen.images_per_prompt)
             ]
-            second = generate_images(backend, cache, calls, seed=seed, label=f"{label} BIS-Gen")
+            second = generate_images(backend, cache, calls, seed=seed, desc=f"{label} BIS-Gen")
             parts.append(second.merge(steer, on="probe_id", how="left").assign(sector="BIS-Gen"))
         else:
             log.warning("%s: no labelled IFS-Gen image, so no BIS-Gen steering prompt", label)
@@ -388,9 +390,17 @@ class Iris:
                                      f"not {list(CATEGORIES[attr])}: use the 'iris' presets")
         return pd.concat([images.drop(columns=[c for c in found.columns if c in images.columns]), found], axis=1)
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig | None = None, *,
-              instrument: Any = None, image_dir: Path | None = None, cache_dir: Path | None = None,
-              embedder: Any = None) -> pd.DataFrame:
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig,
+              ctx: StepContext) -> pd.DataFrame:
+        """The labels of :meth:`label_responses`, the instrument from ``ctx`` (t2i only)."""
+        needs_faces = responses["sector"].isin(("IFS-Gen", "BIS-Gen")).any() if len(responses) else False
+        return self.label_responses(probes, responses, config,
+                                    instrument=ctx.instrument(self.instrument) if needs_faces else None,
+                                    image_dir=ctx.image_dir, cache_dir=ctx.cache_dir)
+
+    def label_responses(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig | None = None, *,
+                        instrument: Any = None, image_dir: Path | None = None, cache_dir: Path | None = None,
+                        embedder: Any = None) -> pd.DataFrame:
         """One row per image (t2i), tournament round, IFS-Und answer or BIS-Und answer;
         ``modality`` column: the model's. ``cache_dir``: where the answer mapper keeps its
         embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2)."""
@@ -472,7 +482,7 @@ class Iris:
 
     # ---- metrics
 
-    def metrics(self, labels: pd.DataFrame, config: IrisConfig, seed: int) -> MetricsResult:
+    def metrics(self, labels: pd.DataFrame, config: IrisConfig, ctx: StepContext | None = None) -> MetricsResult:
         occupations = read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))
         reference = reference_from_occupations(occupations)
         present = set(labels["sector"])
@@ -536,6 +546,36 @@ class Iris:
         return MetricsResult(scores=scores, tables=out_tables, summary=summary)
 
 
+    # ---- study@iris, score, track
+
+    def study(self, config: IrisConfig, ctx: StudyContext) -> StudyResult | None:
+        from genfair.methodologies.iris.study import score_study
+
+        return score_study(ctx, config.scoring)
+
+    def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+        """IRIS sector and overall scores per model (the study step's ``scores``), not the
+        granular metrics."""
+        return study.tables["scores"] if study else pd.DataFrame()
+
+    def model_rows(self, model: str, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+        """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
+        return scores
+
+    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
+                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+        """The S and K used (and the mode), per-sector magnitudes and scores, the overall
+        IRIS score (models with all six sectors) and the Gen/Und codes."""
+        from genfair.methodologies.iris.scoring import tracking_record
+
+        board = study.tables["scores"] if study else pd.DataFrame()
+        if board.empty or model not in set(board["model"]):
+            return {}, {}
+        record = tracking_record(board[board["model"] == model].drop(columns="simulated"),
+                                 config.scoring)[model]
+        return record["params"], record["metrics"]
+
+
 class _LazyMiniLM:
     """The answer mapper's all-MiniLM-L6-v2, loaded only when a text must be embedded (a
     rerun whose embeddings are all cached never loads it)."""
@@ -565,5 +605,4 @@ def _blank_image(cache: Any) -> Path:
     return store.path(sha)
 
 
-METHODOLOGY = Iris()
-__all__ = ["METHODOLOGY", "MODALITY_SECTORS", "Iris", "IrisConfig", "reference_from_occupations"]
+__all__ = ["MODALITY_SECTORS", "Iris", "IrisConfig", "reference_from_occupations"]

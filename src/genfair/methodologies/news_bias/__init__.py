@@ -30,8 +30,8 @@ requests"):
 * biased vs unbiased prompts (Figures 8-10): :mod:`~genfair.methodologies.news_bias.comparison`.
 
 The document level (Eq. 7-9, Figures 6-7) fits its LDA topics on the originals plus every
-model's articles, so it is a cross-model stage (``news_topics``), not a per-model metric:
-:mod:`~genfair.methodologies.news_bias.topics_study`.
+model's articles, so it is the methodology's study-level step (``study@news_bias``), not a
+per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
 """
 
 from __future__ import annotations
@@ -41,12 +41,20 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from genfair.io import jsonable
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
-from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Ranking,
+    StepContext,
+    StudyContext,
+    StudyResult,
+)
 from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
 from genfair.methodologies.news_bias.sentence_level import (
@@ -89,10 +97,25 @@ def prompt_for(headline: str, prompt_type: PromptType, base_model_prompt: bool =
     )
 
 
-class NewsBias:
+def _headline(level: str, attribute: str, measure: str) -> Headline:
+    return Headline(f"unbiased.{level}.{attribute}.{measure}", "mean",
+                    {"prompt_type": "unbiased", "level": level, "attribute": attribute, "measure": measure},
+                    "lower" if measure == "W" else "closer to 0")
+
+
+class NewsBias(Methodology):
+    """News bias of AI-generated content (Fang et al., paper 001): gender and racial bias of
+    LLM-written news against the originals, at word, sentence and document level."""
+
     name: ClassVar[str] = "news_bias"
-    modality: ClassVar[str] = "llm"
+    modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
+    metric_keys = ("prompt_type", "level", "attribute", "measure")
+    # W, S, T: lower is less biased; a refusal of a biased prompt is not a worse answer (not ranked)
+    ranking = Ranking(("prompt_type", "level", "attribute", "measure"), "mean", True,
+                      unranked=("level", ("refusal",)))
+    headline = (*(_headline("word", a, "W") for a in ATTRIBUTES),
+                *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")))
 
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
@@ -122,7 +145,7 @@ class NewsBias:
                 })
         return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
-    def calls(self, probes: pd.DataFrame) -> list[Call]:
+    def calls(self, probes: pd.DataFrame, config: NewsBiasConfig, modality: str) -> list[Call]:
         return [
             Call(
                 probe_id=row["probe_id"],
@@ -146,9 +169,8 @@ class NewsBias:
         full detector, in batches)."""
         return "refused" if not text.strip() or is_refusal(opening(text)) else "ok"
 
-    def label(
-        self, probes: pd.DataFrame, responses: pd.DataFrame, config: NewsBiasConfig | None = None
-    ) -> pd.DataFrame:
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: NewsBiasConfig | None = None,
+              ctx: StepContext | None = None) -> pd.DataFrame:
         """The pair table: each response's text next to its original article, refusals
         marked by :class:`RefusalDetector` (with ``config.refusal_similarity``)."""
         config = config or NewsBiasConfig()
@@ -171,9 +193,9 @@ class NewsBias:
             "original_text": merged["body"],
         }, columns=LABEL_COLUMNS)
 
-    def metrics(self, labels: pd.DataFrame, config: NewsBiasConfig, seed: int) -> MetricsResult:
-        """Refusal rate, word level and sentence level per prompt type (``seed`` unused:
-        t-intervals need no resampling)."""
+    def metrics(self, labels: pd.DataFrame, config: NewsBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
+        """Refusal rate, word level and sentence level per prompt type (no resampling:
+        t-intervals)."""
         counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
         scorers = {"sentiment": TextBlobSentiment(), "toxicity": build_toxicity(config.toxicity)}
         level = config.confidence_level
@@ -231,6 +253,33 @@ class NewsBias:
         )
 
 
+    def study(self, config: NewsBiasConfig, ctx: StudyContext) -> StudyResult | None:
+        """The document level: one LDA over the originals and every model's articles."""
+        from genfair.methodologies.news_bias.topics_study import (
+            document_level_study,
+            generated_articles,
+            originals_of,
+        )
+
+        if not ctx.runs:
+            return None
+        generated = {run.model.name: generated_articles(run.labels()) for run in ctx.runs}
+        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed)
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """Paper 001 Figs. 2-10 style bars with their confidence intervals."""
+        from genfair.methodologies.news_bias.figures import bias_bars
+
+        return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
+
+    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
+                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+        params, metrics = super().run_record(model, config, scores, summary, study)
+        if "race_name_table" in summary:
+            params[f"{self.name}.instrument.race_name_table"] = summary["race_name_table"]
+        return params, metrics
+
+
 def _refusal(status: pd.Series, level: float) -> dict[str, Any]:
     """Share of refused answers among the answered ones (errors are not answers), with a
     Wilson interval."""
@@ -278,5 +327,3 @@ def _tagged(table: pd.DataFrame, prompt_type: str, attribute: str) -> pd.DataFra
     out.insert(0, "prompt_type", prompt_type)
     return out
 
-
-METHODOLOGY = NewsBias()

@@ -42,7 +42,6 @@ class DocumentLevelConfig(_Strict):
 
 
 class NewsBiasConfig(_Strict):
-    modality: Literal["llm"] = "llm"
     #: the curated corpus (``collect_news`` output: article_id, headline, body, ...)
     corpus: str = "data/curated/news.parquet"
     #: how many articles to use, the first ones in ``article_id`` order (None: all)
@@ -54,7 +53,7 @@ class NewsBiasConfig(_Strict):
     base_model_prompt: bool = False
     #: token limit of each generated article (overrides the model's sampling.max_tokens)
     max_tokens: int = Field(768, gt=0)
-    #: word lists of :class:`genfair.instruments.group_words.GroupWordCounter`
+    #: word lists of :class:`genfair.resources.group_words.GroupWordCounter`
     gender_words: str = "data/reference/gender_words.csv"
     occupations: str = "data/reference/onet_occupation_titles.tsv"
     #: optional ``name,race`` table standing in for the paper's Wikipedia name lookup

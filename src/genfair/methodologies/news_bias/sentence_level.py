@@ -48,7 +48,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from genfair.instruments.sentences import assign_groups, sentence_spans
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP, mean_ci
 

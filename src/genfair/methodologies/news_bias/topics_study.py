@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from genfair.io import jsonable
 from genfair.instruments.sentences import assign_groups, split_sentences
 from genfair.instruments.topics import (
@@ -39,6 +38,7 @@ from genfair.instruments.topics import (
     sentence_topics,
     tokenize,
 )
+from genfair.methodologies.base import StudyResult
 from genfair.methodologies.news_bias.comparison import welch_delta
 from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.document_level import (
@@ -64,14 +64,6 @@ SCORE_COLUMNS = [
 ]
 
 
-@dataclass
-class TopicsResult:
-    """Tables of the document level (written by the ``news_topics`` stage)."""
-
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
 @lru_cache(maxsize=200_000)
 def _simplemma(token: str) -> str:
     import simplemma
@@ -90,7 +82,7 @@ def document_level_study(
     config: NewsBiasConfig,
     seed: int,
     counter: GroupWordCounter | None = None,
-) -> TopicsResult:
+) -> StudyResult:
     """Run the document level on ``originals`` (``article_id``, ``body``) and the ``ok``
     generated articles of each model (``pair_id``, ``prompt_type``, ``article_id``,
     ``generated_text``), keyed by model name."""
@@ -205,7 +197,8 @@ def document_level_study(
             "W": r["mean"], "W_ci": [r["ci_low"], r["ci_high"]], "n": r["n"],
             "prejudice_pct": r["prejudice_pct"]} for r in score_rows},
     }
-    return TopicsResult(tables=tables, summary=jsonable(summary))
+    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs)}
+    return StudyResult(tables=tables, summary=jsonable(summary), params=params)
 
 
 def generated_articles(labels: pd.DataFrame) -> pd.DataFrame:
@@ -220,6 +213,6 @@ def originals_of(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__: Sequence[str] = [
-    "ORIGINALS", "TopicsResult", "document_level_study", "generated_articles", "lemmatizer",
+    "ORIGINALS", "document_level_study", "generated_articles", "lemmatizer",
     "originals_of",
 ]

@@ -7,7 +7,7 @@ asian) and a pair ``(h, o)`` of a generated article ``h`` and its original ``o``
 * Eq. 1-2: ``f_h(v_m) = n_{h,m} / n_h`` and ``f_o(v_m) = n_{o,m} / n_o``, the share of
   group-``m`` words among all group words of the article
   (:func:`genfair.metrics.normalize_counts`), counted by
-  :class:`genfair.instruments.group_words.GroupWordCounter`.
+  :class:`genfair.resources.group_words.GroupWordCounter`.
 * Eq. 3: ``W(f_h, f_o)``, the earth mover's distance under the 0/1 ground metric
   (:func:`genfair.metrics.group_wasserstein`).
 * Pairs where ``n_h = 0`` or ``n_o = 0`` are dropped ("a (h, o) pair is dropped from the
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.group_words import GroupWordCounter
+from genfair.resources.group_words import GroupWordCounter
 from genfair.metrics import group_wasserstein, normalize_counts
 from genfair.metrics.intervals import mean_ci, ttest_zero
 

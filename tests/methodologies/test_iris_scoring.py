@@ -1,4 +1,4 @@
-"""Tests for genfair.scoring.iris: hand values, published Tables 3 and 23-28, errors."""
+"""Tests for genfair.methodologies.iris.scoring: hand values, published Tables 3 and 23-28, errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from genfair.scoring.iris import (
+from genfair.methodologies.iris.scoring import (
     SECTORS,
     TABLE9,
     IrisScoringConfig,

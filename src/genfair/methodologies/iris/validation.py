@@ -24,7 +24,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
-from genfair.scoring.iris import DIMENSIONS, OVERALL, SECTORS, normalize_frame
+from genfair.methodologies.iris.scoring import DIMENSIONS, OVERALL, SECTORS, normalize_frame
 
 __all__ = [
     "cronbach_alpha",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from genfair.instruments.group_words import (
+from genfair.resources.group_words import (
     GroupWordCounter,
     occupation_phrases,
     plural_forms,

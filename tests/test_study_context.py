@@ -1,4 +1,5 @@
-"""The image parts of the pipeline: instrument config validation and choice of mode."""
+"""Step contexts: instruments (config validation and choice of mode) and which models run
+which methodology."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import yaml
 
 from genfair.config import ConfigError, StudyParams, instrument_config, load_params
-from genfair.pipeline_images import face_instrument
+from genfair.study.context import instruments, methodologies_for, models_for
 from tests.support.conf import read_conf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,18 +20,18 @@ def params(instrument: dict | None = None, **models) -> StudyParams:
         (ROOT / "conf/instrument/face_demographics.yaml").read_text())
     sim = yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text())
     return StudyParams.model_validate({
-        "seed": 1, "scale": "smoke", "methodologies": {"fact_or_fair_t2i": read_conf("methodology/fact_or_fair_t2i.yaml")},
+        "seed": 1, "scale": "smoke", "methodologies": {"fact_or_fair": read_conf("methodology/fact_or_fair.yaml")},
         "models": {"simulated_t2i": sim, **models}, "instruments": {"face_demographics": face},
     })
 
 
 def test_simulators_get_the_oracle_and_real_models_the_configured_mode() -> None:
     study = params(openai_dalle3=yaml.safe_load((ROOT / "conf/model/openai_dalle3.yaml").read_text()))
-    assert face_instrument(study, "simulated_t2i").config.mode == "oracle"
-    assert face_instrument(study, "openai_dalle3").config.mode == "model"
+    assert instruments(study, "simulated_t2i")("face_demographics").config.mode == "oracle"
+    assert instruments(study, "openai_dalle3")("face_demographics").config.mode == "model"
     oracle = params({"mode": "oracle"}, openai_dalle3=study.models["openai_dalle3"].model_dump())
     with pytest.raises(ConfigError, match=r"instruments.face_demographics.mode: oracle .* 'openai_dalle3'"):
-        face_instrument(oracle, "openai_dalle3")
+        instruments(oracle, "openai_dalle3")("face_demographics")
 
 
 def test_instrument_errors_name_the_key(tmp_path: Path) -> None:
@@ -45,3 +46,13 @@ def test_instrument_errors_name_the_key(tmp_path: Path) -> None:
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match=r"instruments.face_demographics.race.weights"):
         load_params(tmp_path / "params.yaml")  # load_params validates every instrument block
+
+
+def test_models_run_the_methodologies_of_their_modality() -> None:
+    llm = yaml.safe_load((ROOT / "conf/model/simulated_llm.yaml").read_text())
+    vlm = yaml.safe_load((ROOT / "conf/model/simulated_vlm.yaml").read_text())
+    study = params(simulated_llm=llm, simulated_vlm=vlm)
+    assert methodologies_for(study, "simulated_t2i") == ["fact_or_fair"]
+    assert methodologies_for(study, "simulated_llm") == ["fact_or_fair"]
+    assert methodologies_for(study, "simulated_vlm") == []  # fact_or_fair measures llm and t2i models
+    assert models_for(study, "fact_or_fair") == ["simulated_t2i", "simulated_llm"]

@@ -1,4 +1,4 @@
-"""Tests for genfair.scoring.iris_validation: Cronbach's alpha and ranking stability."""
+"""Tests for genfair.methodologies.iris.validation: Cronbach's alpha and ranking stability."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.scoring.iris import SECTORS
-from genfair.scoring.iris_validation import (
+from genfair.methodologies.iris.scoring import SECTORS
+from genfair.methodologies.iris.validation import (
     COLUMNS,
     cronbach_alpha,
     cronbach_alpha_covariance,

@@ -1,1 +1,0 @@
-"""Figures of the papers, drawn from stage outputs."""

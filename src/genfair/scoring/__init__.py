@@ -1,1 +1,0 @@
-"""Cross-model aggregation: leaderboards (and, with IRIS, calibration and codes)."""

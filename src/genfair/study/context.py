@@ -1,0 +1,89 @@
+"""The contexts a methodology's steps receive, built from the study's params."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from genfair.config import ConfigError, StudyParams, instrument_config, instrument_class, methodology_config
+from genfair.io import read_parquet
+from genfair.methodologies import Methodology, get_methodology
+from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
+from genfair.models.cache import cache_dir
+from genfair.study.layout import Layout
+
+
+def model_info(params: StudyParams, model: str) -> ModelInfo:
+    config = params.model(model)
+    return ModelInfo(name=model, modality=config.modality, backend=config.backend,
+                     simulated=config.backend == "simulated")
+
+
+def runs_methodology(params: StudyParams, model: str, methodology: str) -> bool:
+    """Whether ``model`` runs ``methodology`` in this study (it is in the study and
+    measures the model's modality)."""
+    return methodology in params.methodologies and get_methodology(methodology).applies_to(
+        params.model(model).modality)
+
+
+def methodologies_for(params: StudyParams, model: str) -> list[str]:
+    """The study's methodologies that ``model`` runs."""
+    return [m for m in params.methodologies if runs_methodology(params, model, m)]
+
+
+def models_for(params: StudyParams, methodology: str) -> list[str]:
+    """The study's models that run ``methodology``, in study order."""
+    return [m for m in params.models if runs_methodology(params, m, methodology)]
+
+
+def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
+    """A factory of the configured instruments for ``model``'s outputs. An instrument with
+    an ``oracle`` mode reads a simulator's planted attributes (``source = "oracle"``) and
+    is never in that mode for a real model."""
+    built: dict[str, Any] = {}
+
+    def build(name: str) -> Any:
+        if name not in built:
+            config = instrument_config(params, name)
+            if hasattr(config, "mode"):
+                if params.model(model).backend == "simulated":
+                    config = config.model_copy(update={"mode": "oracle"})
+                elif config.mode == "oracle":
+                    raise ConfigError(f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
+                                      f"attributes, but model {model!r} is not a simulator; set mode: model")
+            built[name] = instrument_class(name)(config)
+        return built[name]
+
+    return build
+
+
+def step_context(params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any) -> StepContext:
+    return StepContext(
+        model=model_info(params, model), seed=params.seed, cache_dir=cache_dir(params.cache.dir),
+        image_dir=layout.images(model, methodology), desc=f"{model} · {methodology}",
+        instrument=instruments(params, model), **extra,
+    )
+
+
+def study_context(params: StudyParams, methodology: str, layout: Layout) -> StudyContext:
+    def run(model: str) -> ModelRun:
+        metrics = layout.metrics(model, methodology)
+        return ModelRun(
+            model=model_info(params, model),
+            labels=lambda: read_parquet(layout.labels(model, methodology)),
+            scores=lambda: read_parquet(metrics / "scores.parquet"),
+            table=lambda name: read_parquet(metrics / f"{name}.parquet"),
+        )
+
+    return StudyContext(seed=params.seed, cache_dir=cache_dir(params.cache.dir),
+                        runs=tuple(run(m) for m in models_for(params, methodology)),
+                        probes=lambda: read_parquet(layout.probes(methodology)))
+
+
+def configured(params: StudyParams, name: str) -> tuple[Methodology, Any]:
+    """The methodology ``name`` and its validated config."""
+    return get_methodology(name), methodology_config(params, name)
+
+
+__all__ = ["configured", "instruments", "methodologies_for", "model_info", "models_for", "runs_methodology",
+           "step_context", "study_context"]

@@ -1,0 +1,106 @@
+"""The curation and instrument stages: datasets every methodology may read, and the
+instruments' own accuracy.
+
+- :func:`collect_news_corpus` (``collect_news``): a news corpus and a report of what was skipped;
+- :func:`occupations_table` (``map_occupations``): occupations with WordNet aliases and
+  real-world statistics (``data/curated/occupations/``);
+- :func:`facet_fixture`, :func:`curate_facet_crops` (``facet_fixture``, ``curate_facet``):
+  the FACET-format fixture and the FACET person crops;
+- :func:`validate_instruments` (``validate_instruments``): the face instrument's accuracy per
+  attribute and per group on the labelled photos that ship in packages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from genfair.config import StudyParams, curation_config, instrument_class, instrument_config
+from genfair.io import write_json, write_parquet
+from genfair.models.cache import cache_dir
+from genfair.study.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+def collect_news_corpus(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+    """``collect_news``. Web sources keep their resumable fetch state beside the response
+    cache, so a rerun (or an interrupted run) never fetches an article twice."""
+    from genfair.curation.news import collect_news
+
+    corpus = collect_news(curation_config(params, "news"), cache_dir(params.cache.dir) / "news")
+    report = corpus.attrs.pop("report", {})
+    out = layout.curated("news")
+    return [write_parquet(corpus, out), write_json(report, out.with_name("news_report.json"))]
+
+
+def occupations_table(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+    """``map_occupations``: the occupation table, ``data/curated/occupations/``."""
+    from genfair.curation.occupations import write_occupations
+
+    written = write_occupations(curation_config(params, "occupations"), layout.data / "curated" / "occupations")
+    return list(written.values())
+
+
+def facet_fixture(params: StudyParams, layout: Layout = Layout()) -> Path:
+    """``facet_fixture``: the small FACET-format FIXTURE built from package-shipped photos."""
+    from genfair.curation.facet_fixture import build_facet_fixture
+
+    del params
+    out = build_facet_fixture(layout.data / "curated" / "facet_fixture")
+    log.info("FACET-format fixture (NOT FACET: fixture labels) written to %s", out)
+    return out
+
+
+def curate_facet_crops(params: StudyParams, layout: Layout = Layout()) -> Path:
+    """``curate_facet``: person crops and labels from ``curation.facet``'s release."""
+    from genfair.curation.facet import curate_facet
+
+    config = curation_config(params, "facet")
+    if not config.annotations_path().exists():
+        raise FileNotFoundError(f"params.yaml: curation.facet.release_dir: {config.annotations_path()} not "
+                                "found; point release_dir at a FACET release (or the fixture)")
+    out = layout.data / "curated" / "facet"
+    report = curate_facet(config, out, progress=False)
+    if report.fixture:
+        log.warning("curation.facet reads a FIXTURE, not FACET: its labels are fixture labels")
+    return out
+
+
+def validate_instruments(params: StudyParams, layout: Layout = Layout(), name: str = "face_demographics") -> Path:
+    """``validate_instruments``: the face instrument (model mode: what real images get) on
+    :func:`~genfair.instruments.validation.package_photo_set`; tables per attribute, per
+    group and per image, plus a metrics JSON for ``dvc metrics show``."""
+    from genfair.instruments.validation import package_photo_set, validate_instrument
+
+    config = instrument_config(params, name).model_copy(update={"mode": "model"})
+    instrument = instrument_class(name)(config)
+    photos = package_photo_set()
+    report = validate_instrument(instrument, photos)
+    folder = layout.data / "metrics" / "instruments" / name
+    write_parquet(report.per_attribute, folder / "per_attribute.parquet")
+    # groups mix types across attributes (has_face: bool, n_faces: int, gender: str)
+    write_parquet(report.per_group.astype({"group": str}), folder / "per_group.parquet")
+    write_parquet(report.predictions.map(lambda v: None if v is None else str(v)), folder / "predictions.parquet")
+    sources = pd.DataFrame([{"image_id": p.image_id, "label_source": p.label_source} for p in photos])
+    write_parquet(sources, folder / "label_sources.parquet")
+
+    def num(value: Any) -> float | None:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 6)
+
+    summary: dict[str, Any] = {"instrument": instrument.name, "images": len(photos)}
+    for row in report.per_attribute.to_dict("records"):
+        summary[row["attribute"]] = {
+            "status": row["status"], "n": int(row["n"]), "n_predicted": int(row["n_predicted"]),
+            "accuracy": num(row["accuracy"]), "error_rate": num(row["error_rate"]),
+            "accuracy_disparity": num(row["accuracy_disparity"]),
+            "recall": {str(g["group"]): num(g["recall"]) for g in report.per_group.to_dict("records")
+                       if g["attribute"] == row["attribute"]},
+        }
+    log.info("%s on %d package photos:\n%s", instrument.name, len(photos),
+             report.per_attribute.round(3).to_string(index=False))
+    return write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")

@@ -1,0 +1,61 @@
+"""Where each stage's outputs live (DESIGN.md's data layout), under one root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of a study's outputs: the repository for ``dvc repro``, a scratch folder for
+    ``genfair try``."""
+
+    root: Path = Path(".")
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def probes(self, methodology: str) -> Path:
+        return self.data / "probes" / f"{methodology}.parquet"
+
+    def responses_dir(self, model: str, methodology: str) -> Path:
+        """``generate@<model>-<methodology>``'s output folder."""
+        return self.data / "responses" / model / methodology
+
+    def responses(self, model: str, methodology: str) -> Path:
+        return self.responses_dir(model, methodology) / "responses.parquet"
+
+    def images(self, model: str, methodology: str) -> Path:
+        """A t2i model's images (``<sha256>.png``), indexed by :meth:`responses`."""
+        return self.responses_dir(model, methodology) / "images"
+
+    def labels(self, model: str, methodology: str) -> Path:
+        return self.data / "labels" / model / f"{methodology}.parquet"
+
+    def metrics(self, model: str, methodology: str) -> Path:
+        """``metrics@<model>-<methodology>``'s folder: ``scores.parquet``, detail tables,
+        ``summary.json``."""
+        return self.data / "metrics" / model / methodology
+
+    def study(self, methodology: str) -> Path:
+        """``study@<methodology>``'s folder: its tables, ``summary.json``, ``params.json``."""
+        return self.data / "study" / methodology
+
+    @property
+    def scores(self) -> Path:
+        """The leaderboards (``<methodology>.parquet``)."""
+        return self.data / "scores"
+
+    @property
+    def headline(self) -> Path:
+        """The headline metrics of every model and methodology (``dvc metrics show``)."""
+        return self.data / "headline.json"
+
+    def curated(self, name: str) -> Path:
+        return self.data / "curated" / f"{name}.parquet"
+
+    @property
+    def tracking(self) -> Path:
+        return self.data / "tracking" / "runs.json"

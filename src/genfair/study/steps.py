@@ -1,0 +1,137 @@
+"""The study's per-methodology steps as library functions; ``stages/*.py`` call them.
+
+Each reads validated params and its inputs and writes its outputs atomically under a
+:class:`~genfair.study.layout.Layout` root. A (model, methodology) pair whose modality the
+methodology does not measure still gets its (empty) outputs, so every stage of DVC's
+``matrix`` has them; the log says why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from genfair.config import StudyParams
+from genfair.io import read_parquet, write_json, write_parquet
+from genfair.methodologies.base import StudyResult
+from genfair.models import ResponseCache, build_backend
+from genfair.models.cache import cache_dir
+from genfair.study.context import configured, runs_methodology, step_context, study_context
+from genfair.study.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
+    method, config = configured(params, methodology)
+    probes = method.build_probes(config, params.seed)
+    by = next((c for c in ("modality", "context", "prompt_type", "sector") if c in probes), None)
+    counts = probes[by].value_counts().items() if by else ()
+    log.info("%d probes (%s)", len(probes), ", ".join(f"{k}: {v}" for k, v in counts))
+    return write_parquet(probes, layout.probes(methodology))
+
+
+def _not_run(params: StudyParams, model: str, methodology: str) -> bool:
+    if runs_methodology(params, model, methodology):
+        return False
+    log.info("%s does not run %s (a %s model; it measures %s): empty outputs", model, methodology,
+             params.model(model).modality, ", ".join(configured(params, methodology)[0].modalities))
+    return True
+
+
+def generate(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
+             limit: int | None = None) -> Path:
+    """Ask the model the methodology's probes (of its modality), through the response cache."""
+    out = layout.responses(model, methodology)
+    if _not_run(params, model, methodology):
+        return write_parquet(pd.DataFrame(), out)
+    method, config = configured(params, methodology)
+    probes = read_parquet(layout.probes(methodology))
+    if limit is not None:
+        probes = probes.head(limit)
+    backend = build_backend(params.model(model))
+    try:
+        with ResponseCache(cache_dir(params.cache.dir) / "responses.sqlite") as cache:
+            ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
+            responses = method.generate(probes, config, ctx)
+    finally:
+        backend.close()
+    _log_status(responses["status"])
+    return write_parquet(responses, out)
+
+
+def label(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
+    out = layout.labels(model, methodology)
+    if _not_run(params, model, methodology):
+        return write_parquet(pd.DataFrame(), out)
+    method, config = configured(params, methodology)
+    probes = read_parquet(layout.probes(methodology))
+    responses = read_parquet(layout.responses(model, methodology))
+    labels = method.label(probes, responses, config, step_context(params, model, methodology, layout))
+    _log_status(labels["status"])
+    return write_parquet(labels, out)
+
+
+def compute_metrics(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
+    """The model's scores, detail tables and ``summary.json`` in its metrics folder."""
+    folder = layout.metrics(model, methodology)
+    if _not_run(params, model, methodology):
+        write_parquet(pd.DataFrame(), folder / "scores.parquet")
+        return write_json({"runs": False}, folder / "summary.json")
+    method, config = configured(params, methodology)
+    labels = read_parquet(layout.labels(model, methodology))
+    result = method.metrics(labels, config, step_context(params, model, methodology, layout))
+    write_parquet(result.scores, folder / "scores.parquet")
+    for table, frame in result.tables.items():
+        write_parquet(frame, folder / f"{table}.parquet")
+    log.info("scores:\n%s", brief(result.scores))
+    return write_json(result.summary, folder / "summary.json")
+
+
+def study_step(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
+    """The methodology's study-level step over every model that runs it (an empty
+    ``summary.json`` when it has none, or no model runs it)."""
+    method, config = configured(params, methodology)
+    folder = layout.study(methodology)
+    folder.mkdir(parents=True, exist_ok=True)
+    result = method.study(config, study_context(params, methodology, layout))
+    if result is None:
+        log.info("%s: no study-level step to run", methodology)
+        write_json({}, folder / "params.json")
+        return write_json({}, folder / "summary.json")
+    for table, frame in result.tables.items():
+        write_parquet(frame, folder / f"{table}.parquet")
+        log.info("%s: %s, %d rows", methodology, table, len(frame))
+    write_json(result.params, folder / "params.json")
+    return write_json(result.summary, folder / "summary.json")
+
+
+def _log_status(status: pd.Series) -> None:
+    log.info("status: %s", ", ".join(f"{k} {v}" for k, v in status.value_counts().items()))
+
+
+def brief(scores: pd.DataFrame, width: int = 12) -> str:
+    """A scores table for logs and the CLI: its numeric columns rounded, at most ``width``
+    columns."""
+    if not len(scores):
+        return "(no scores)"
+    keep = [c for c in scores.columns if scores[c].dtype.kind in "fiub" or scores[c].dtype == object][:width]
+    return scores[keep].round(3).to_string(index=False)
+
+
+def read_study(methodology: str, layout: Layout = Layout()) -> StudyResult | None:
+    """``study@<methodology>``'s outputs as written (None when it had nothing to compute)."""
+    folder = layout.study(methodology)
+    summary_path = folder / "summary.json"
+    if not summary_path.exists():
+        return None
+    tables = {path.stem: read_parquet(path) for path in sorted(folder.glob("*.parquet"))}
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    params_path = folder / "params.json"
+    params = json.loads(params_path.read_text(encoding="utf-8")) if params_path.exists() else {}
+    if not tables and not summary:
+        return None
+    return StudyResult(tables=tables, summary=summary, params=params)

@@ -1,0 +1,81 @@
+"""Adding a methodology touches no file under src/: the toy quiz in this folder is
+registered (decorator, or a package's entry point) and runs the whole study on the
+simulated LLM: probes, generate, label, metrics, study step, score, track."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from genfair.cli import compose
+from genfair.config import StudyParams, load_params
+from genfair.methodologies import get_methodology, names, register, registry
+from genfair.study.layout import Layout
+from genfair.study.scoring import score_study
+from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
+from genfair.study.tracking import track_study
+from tests.study.toy_methodology import Quiz
+
+MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
+
+
+def _params(tmp_path: Path) -> StudyParams:
+    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in MODELS]]
+    raw = load_params(compose(overrides, tmp_path / "params.yaml")).model_dump(mode="json")
+    raw["methodologies"] = {"toy_quiz": {"questions": 60}}
+    return StudyParams.model_validate(raw)
+
+
+def test_a_registered_methodology_runs_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    register(Quiz)
+    params = _params(tmp_path)
+    layout = Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    label(params, "simulated_llm", "toy_quiz", layout)
+    compute_metrics(params, "simulated_llm", "toy_quiz", layout)
+    study_step(params, "toy_quiz", layout)
+    score_study(params, layout)
+    runs = json.loads(track_study(params, layout).read_text())
+
+    scores = pd.read_parquet(layout.metrics("simulated_llm", "toy_quiz") / "scores.parquet")
+    accuracy = scores.set_index("measure").loc["accuracy"]
+    # the simulator's planted accuracy (0.8) lies in the quiz's interval
+    assert accuracy["ci_low"] <= 0.8 <= accuracy["ci_high"] and accuracy["n"] > 40
+    board = pd.read_parquet(layout.scores / "toy_quiz.parquet")
+    assert board["simulated"].all() and board["rank"].isna().all()  # simulators are never ranked
+    headline = json.loads(layout.headline.read_text())
+    assert headline["toy_quiz"]["simulated_llm"]["accuracy (higher is better)"] == round(accuracy["mean"], 4)
+    run = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(
+        runs["child_runs"]["simulated_llm/toy_quiz"])
+    assert run.data.metrics["accuracy.mean"] == pytest.approx(accuracy["mean"])
+    assert run.data.params["toy_quiz.questions"] == "60"
+
+
+def test_a_package_registers_one_by_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = tmp_path / "toy_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\ntoy_quiz = tests.study.toy_methodology:Quiz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    monkeypatch.setattr(registry, "_registered", {})
+    monkeypatch.setattr(registry, "_instances", {})
+    assert "toy_quiz" in names()
+    assert isinstance(get_methodology("toy_quiz"), Quiz)
+
+
+def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_registered", {})
+    with pytest.raises(TypeError, match="Methodology subclass"):
+        register(dict)  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="unknown methodology 'nope'"):
+        get_methodology("nope")

@@ -1,0 +1,70 @@
+"""A toy methodology written against the contract, outside ``src/``: a two-option quiz.
+
+Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
+is the score. ``simulated_llm``'s ``objective`` policy answers correctly with probability 0.8.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.metrics.intervals import proportion_ci
+from genfair.models.runner import Call, Verdict
+
+
+class QuizConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    questions: int = Field(40, ge=1)
+
+
+class Quiz(Methodology):
+    """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
+
+    name: ClassVar[str] = "toy_quiz"
+    modalities = ("llm",)
+    Config = QuizConfig
+    metric_keys = ("measure",)
+    ranking = Ranking(("measure",), "mean", False)
+    headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
+
+    def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
+        rows = [{"probe_id": f"q{i}", "a": i + seed % 7, "b": 2 * i + 1} for i in range(config.questions)]
+        frame = pd.DataFrame(rows)
+        frame["prompt"] = [f"Which is larger: A. {a} or B. {b}? Answer A or B." for a, b in zip(frame.a, frame.b)]
+        return frame
+
+    def calls(self, probes: pd.DataFrame, config: QuizConfig, modality: str) -> list[Call]:
+        return [Call(probe_id=r["probe_id"], messages=({"role": "user", "content": r["prompt"]},),
+                     meta={"policy": "objective", "letters": ["A", "B"],
+                           "truth_letters": ["A" if r["a"] > r["b"] else "B"]})
+                for r in probes.to_dict("records")]
+
+    def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
+        return "ok" if _answer(text) else "invalid"
+
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: QuizConfig,
+              ctx: StepContext) -> pd.DataFrame:
+        merged = probes.merge(responses[["probe_id", "status", "text"]], on="probe_id")
+        truth = ["A" if a > b else "B" for a, b in zip(merged.a, merged.b)]
+        answers = [_answer(t) if s == "ok" else None for t, s in zip(merged.text, merged.status)]
+        return merged.assign(answer=answers, correct=[a == t for a, t in zip(answers, truth)])[
+            ["probe_id", "status", "answer", "correct"]]
+
+    def metrics(self, labels: pd.DataFrame, config: QuizConfig, ctx: StepContext) -> MetricsResult:
+        valid = labels[labels["status"] == "ok"]
+        ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
+        scores = pd.DataFrame([{"measure": "accuracy", **ci}])
+        return MetricsResult(scores=scores, summary={"answered": len(valid)})
+
+
+def _answer(text: str | None) -> str | None:
+    try:
+        value = json.loads(text or "").get("answer")
+    except (ValueError, AttributeError):
+        return None
+    return value if value in ("A", "B") else None

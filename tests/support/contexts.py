@@ -1,0 +1,23 @@
+"""Step contexts for calling a methodology's steps directly in tests (the study layer
+builds them from params in a real run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from genfair.methodologies.base import ModelInfo, StepContext
+
+
+def step_context(modality: str = "llm", seed: int = 0, *, tmp: Path | None = None, instrument: Any = None,
+                 backend: Any = None, cache: Any = None, image_dir: Path | None = None,
+                 cache_dir: Path | None = None, simulated: bool = True) -> StepContext:
+    """A context for one test model; ``instrument`` (any name) returns the given object."""
+    tmp = tmp or Path(".")
+    extra = {"instrument": (lambda name: instrument)} if instrument is not None else {}
+    return StepContext(
+        model=ModelInfo(name="test", modality=modality, backend="simulated" if simulated else "hf",
+                        simulated=simulated),
+        seed=seed, cache_dir=cache_dir or tmp / "cache", image_dir=image_dir or tmp / "images", desc="test",
+        backend=backend, cache=cache, **extra,
+    )
