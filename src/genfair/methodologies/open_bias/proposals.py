@@ -41,6 +41,7 @@ __all__ = [
     "load_prompt",
     "openai_response_format",
     "parse_proposals",
+    "proposals_from_object",
     "proposals_json_schema",
 ]
 
@@ -214,6 +215,11 @@ def parse_proposals(text: str, repair_trailing_commas: bool = True) -> ParsedPro
     if decoded is None:
         return ParsedProposals(status="invalid", reason="no JSON object found in the answer")
     data, repaired = decoded
+    return proposals_from_object(data, repaired)
+
+
+def proposals_from_object(data: Any, repaired: bool = False) -> ParsedProposals:
+    """Validate an already decoded answer (``{"bias": [...]}``) item by item."""
     if not isinstance(data, dict) or "bias" not in data:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         return ParsedProposals(status="invalid", reason=f"expected an object with a 'bias' list, got {keys}", repaired=repaired)
