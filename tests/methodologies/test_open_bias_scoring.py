@@ -5,9 +5,9 @@ import math
 import pandas as pd
 import pytest
 
-from genfair.metrics import bias_severity
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBase, KnowledgeBias
 from genfair.methodologies.open_bias.scoring import SeverityConfig, bias_counts, severity_table
+from genfair.metrics import bias_severity
 
 FAST = SeverityConfig(n_resamples=200)
 

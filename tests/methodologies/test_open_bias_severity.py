@@ -9,11 +9,11 @@ from scipy.stats import entropy
 
 from genfair.metrics import bias_severity
 from genfair.metrics.severity import (
+    Bootstrap,
     caption_distributions,
     context_aware_severity,
     context_free_distribution,
     context_free_severity,
-    Bootstrap,
     rank_biases,
     severity_interval,
     severity_summary,

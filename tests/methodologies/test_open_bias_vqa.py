@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from genfair.methodologies.open_bias.vqa import MAPPING_COLUMNS, AnswerToClass, vqa_choices, vqa_prompt
+from genfair.methodologies.open_bias.vqa import (
+    MAPPING_COLUMNS,
+    AnswerToClass,
+    vqa_choices,
+    vqa_prompt,
+)
 
 # a toy encoder: one axis per concept, so similarities are known exactly
 AXES = {"female": 0, "woman": 0, "lady": 0, "male": 1, "man": 1, "guy": 1, "unknown": 2, "tell": 2, "aged": 3}

@@ -140,11 +140,14 @@ class Bootstrap:
     seed: int = 0
 
 
+DEFAULT_BOOTSTRAP = Bootstrap()
+
+
 def severity_interval(
     counts: ArrayLike,
     statistic: Statistic = "context_aware",
     pooling: Pooling = "mean",
-    bootstrap: Bootstrap = Bootstrap(),
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> dict:
     """Bootstrap interval over captions: ``{"estimate", "ci_low", "ci_high", "ci_adjusted"}``.
 
@@ -188,7 +191,7 @@ def severity_summary(
     classes: Sequence[str],
     unknown: ArrayLike | None = None,
     pooling: Pooling = "mean",
-    bootstrap: Bootstrap = Bootstrap(),
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> dict:
     """Everything the ranking and report need for one bias.
 

@@ -33,7 +33,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.methodologies.open_bias.captions import CAPTION_COLUMNS, CaptionDataError, clean_caption
+from genfair.methodologies.open_bias.captions import (
+    CAPTION_COLUMNS,
+    CaptionDataError,
+    clean_caption,
+)
 from genfair.methodologies.open_bias.proposals import BiasProposal, proposals_from_object
 
 __all__ = ["STATUS_COLUMNS", "load_published_proposals"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.answer_mapper import EmbeddingCache, Embedder, MiniLMEmbedder, clean_answer
+from genfair.instruments.answer_mapper import Embedder, EmbeddingCache, MiniLMEmbedder, clean_answer
 
 __all__ = [
     "MAPPING_COLUMNS",
