@@ -74,7 +74,8 @@ def bias_counts(
 def severity_table(
     labels: pd.DataFrame, knowledge_base: KnowledgeBase | Mapping[str, Sequence[str]], config: SeverityConfig | None = None
 ) -> pd.DataFrame:
-    """One row per bias of the knowledge base: both severities with intervals, majority class,
+    """One row per bias of the knowledge base (rows with a ``status`` other than ``ok``, i.e.
+    failed calls, are left out): both severities with intervals, majority class,
     numbers of captions and images, a ``status`` (``ok``, ``no_answers``, ``no_known_answers``,
     ``too_few_classes``), ranked by ``config.rank_by`` with ``rank_context_aware`` and
     ``rank_context_free`` columns."""
@@ -82,6 +83,8 @@ def severity_table(
     missing = {"bias_id", "caption_id", "label"} - set(labels.columns)
     if missing:
         raise ValueError(f"labels lack columns {sorted(missing)} (one row per bias, caption and image)")
+    if "status" in labels.columns:  # failed calls are recorded upstream, not answers
+        labels = labels[labels["status"] == "ok"]
     if isinstance(knowledge_base, KnowledgeBase):
         classes_of = {b.bias_id: b.classes for b in knowledge_base.biases}
         labels_of = {b.bias_id: b.label for b in knowledge_base.biases}

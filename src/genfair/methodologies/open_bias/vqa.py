@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,12 @@ import pandas as pd
 from genfair.instruments.answer_mapper import Embedder, EmbeddingCache, MiniLMEmbedder, clean_answer
 
 __all__ = [
+    "LABEL_COLUMNS",
     "MAPPING_COLUMNS",
     "UNKNOWN",
     "AnswerToClass",
     "default_encoder",
+    "label_answers",
     "vqa_choices",
     "vqa_prompt",
 ]
@@ -125,3 +128,24 @@ class AnswerToClass:
             self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]], self.encoder_name) for a in answers]
         return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
+
+
+LABEL_COLUMNS = [
+    "probe_id", "bias_id", "caption_id", "sample_index", "status", "answer", "label", "tier", "similarity", "encoder",
+]
+
+
+def label_answers(probes: pd.DataFrame, responses: pd.DataFrame, mapper: AnswerToClass) -> pd.DataFrame:
+    """VQA answers (``probe_id, status, text``) of :func:`.probes.vqa_probes` rows -> one
+    label row per probe. Only answered calls (``status`` ok) are mapped; the others keep
+    their status with no label (a failure is recorded, never counted as ``unknown``)."""
+    merged = probes.merge(responses[["probe_id", "status", "text"]], on="probe_id", how="left", validate="one_to_one")
+    out = merged.rename(columns={"text": "answer"}).assign(
+        status=merged["status"].fillna("missing"), label=None, tier=None, similarity=np.nan, encoder=None
+    )
+    mapped_columns = ["label", "tier", "similarity", "encoder"]
+    for choices, index in out[out["status"] == "ok"].groupby("choices", sort=False).groups.items():
+        mapped = mapper.map(out.loc[index, "answer"].tolist(), json.loads(choices))
+        for column in mapped_columns:
+            out.loc[index, column] = mapped[column].to_numpy()
+    return out[LABEL_COLUMNS]
