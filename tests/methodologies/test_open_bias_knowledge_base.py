@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.knowledge_base import (
     Cluster,
     Entry,
@@ -232,3 +233,14 @@ def test_config_is_strict():
     with pytest.raises(ValueError):
         KnowledgeBaseConfig(caption_sample="last")
     assert KnowledgeBaseConfig().max_captions_per_bias == 100
+
+
+def test_methodology_config():
+    config = OpenBiasConfig()
+    assert config.images_per_caption == 10 and config.knowledge_base.support_threshold == 0.5
+    assert config.severity.context_free_pooling == "mean"
+    with pytest.raises(ValueError, match="needs coco_captions, coco_instances"):
+        OpenBiasConfig(captions="coco")
+    assert OpenBiasConfig(captions="flickr30k", flickr30k="/data/flickr").flickr30k == "/data/flickr"
+    nested = OpenBiasConfig.model_validate({"knowledge_base": {"caption_sample": "first"}, "severity": {"ci_method": "BCa"}})
+    assert nested.knowledge_base.caption_sample == "first" and nested.severity.ci_method == "BCa"

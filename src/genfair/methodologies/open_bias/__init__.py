@@ -8,9 +8,12 @@ The core, as pure modules (the methodology class that wires them into the study 
   of LLM output and a JSON schema for constrained decoding;
 - :mod:`.knowledge_base` -- the authors' post-processing of proposals into the knowledge base;
 - :mod:`.published` -- the authors' released bias proposals (COCO, Flickr30k) as input;
-- :mod:`.vqa` -- the VQA question, its choices and the answer -> class mapping;
-- :mod:`.scoring` -- answers -> per-caption counts -> severities (the math is in
-  :mod:`genfair.metrics.severity`).
+- :mod:`.probes` -- the three probe tables (proposal chats, images, VQA questions) and the
+  collection of proposals with their statuses;
+- :mod:`.vqa` -- the VQA question, its choices and the answer -> class mapping and labels;
+- :mod:`.scoring` -- labels -> per-caption counts -> severities and rankings (the math is in
+  :mod:`genfair.metrics.severity`);
+- :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob.
 
 Decisions and differences from the authors' code: ``docs/methodology.md`` (OpenBias section).
 """
