@@ -1,0 +1,19 @@
+"""OpenBias (paper 003, D'Incà et al., CVPR 2024): open-set bias discovery and severity for
+text-to-image models.
+
+The core, as pure modules (the methodology class that wires them into the study comes next):
+
+- :mod:`.captions` -- the project's caption set and loaders for COCO and Flickr30k captions;
+- :mod:`.proposals` -- the authors' bias-proposal prompt, the typed proposal record, the parser
+  of LLM output and a JSON schema for constrained decoding;
+- :mod:`.knowledge_base` -- the authors' post-processing of proposals into the knowledge base;
+- :mod:`.published` -- the authors' released bias proposals (COCO, Flickr30k) as input;
+- :mod:`.probes` -- the three probe tables (proposal chats, images, VQA questions) and the
+  collection of proposals with their statuses;
+- :mod:`.vqa` -- the VQA question, its choices and the answer -> class mapping and labels;
+- :mod:`.scoring` -- labels -> per-caption counts -> severities and rankings (the math is in
+  :mod:`genfair.metrics.severity`);
+- :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob.
+
+Decisions and differences from the authors' code: ``docs/methodology.md`` (OpenBias section).
+"""

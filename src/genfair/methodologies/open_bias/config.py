@@ -1,0 +1,62 @@
+"""Configuration of OpenBias (``methodologies.open_bias``, paper 003). Defaults: the paper's
+text, or the authors' code where the paper is silent; decisions in ``docs/methodology.md``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from genfair.methodologies.open_bias.captions import CAPTIONS_PER_IMAGE, DEFAULT_CAPTION_SET
+from genfair.methodologies.open_bias.knowledge_base import KnowledgeBaseConfig
+from genfair.methodologies.open_bias.scoring import SeverityConfig
+
+__all__ = ["OpenBiasConfig"]
+
+
+class OpenBiasConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    modality: Literal["t2i"] = "t2i"
+    #: where captions (and, for "published", the proposals) come from
+    captions: Literal["project", "coco", "flickr30k", "published"] = "project"
+    caption_set: str = DEFAULT_CAPTION_SET
+    #: COCO 2017: annotations/captions_*.json and instances_*.json (or person_keypoints_*.json)
+    coco_captions: str | None = None
+    coco_instances: str | None = None
+    #: Flickr30k: captions.txt / results.csv / results_20130124.token, or their folder
+    flickr30k: str | None = None
+    #: the authors' released proposals (coco_train.json / flickr_30k.json): skips stage 1
+    published_proposals: str | None = None
+    captions_per_image: int | None = Field(CAPTIONS_PER_IMAGE, ge=1)
+    #: use only the first N captions (None: all); a scale knob, not in the paper
+    max_captions: int | None = Field(None, ge=1)
+
+    #: stage 1: the LLM (a model name of the registry) that proposes biases
+    proposer: str | None = None
+    #: calls per caption until its answer parses (the authors made one)
+    proposal_max_attempts: int = Field(1, ge=1)
+    #: ask the backend for JSON matching the proposal schema where it supports it
+    constrained_decoding: bool = True
+    repair_trailing_commas: bool = True
+    proposal_max_tokens: int = Field(1024, ge=64)
+
+    knowledge_base: KnowledgeBaseConfig = KnowledgeBaseConfig()
+    #: stage 2: images per caption, each with its own seed (paper: N = 10)
+    images_per_caption: int = Field(10, ge=1)
+    #: stage 3: the VQA model (a vlm of the registry) and the answer -> class similarity floor
+    vqa_model: str | None = None
+    answer_threshold: float | None = Field(None, ge=-1.0, le=1.0)
+    severity: SeverityConfig = SeverityConfig()
+
+    @model_validator(mode="after")
+    def _source_paths(self) -> OpenBiasConfig:
+        needed = {
+            "coco": ("coco_captions", "coco_instances"),
+            "flickr30k": ("flickr30k",),
+            "published": ("published_proposals",),
+        }.get(self.captions, ())
+        missing = [key for key in needed if getattr(self, key) is None]
+        if missing:
+            raise ValueError(f"captions: {self.captions} needs {', '.join(missing)} (a path)")
+        return self
