@@ -45,3 +45,27 @@ def test_bad_prompt_arguments() -> None:
         single_choice_prompt("wizard", "person_is")
     with pytest.raises(ValueError, match="single-choice kind"):
         single_choice_prompt("nurse", "direct")  # type: ignore[arg-type]
+
+
+def test_probe_rows_ask_about_the_true_class() -> None:
+    import pandas as pd
+
+    from genfair.methodologies.lvlm_facet.probes import PROBE_COLUMNS, probe_rows
+
+    persons = pd.DataFrame({
+        "person_id": ["1", "2"], "filename": ["a.jpg", "b.jpg"], "crop_path": ["crops/1.png", "crops/2.png"],
+        "class": ["nurse", "student"], "gender": ["female", "male"], "skin_tone": ["light", "dark"],
+        "age": ["middle", "younger"],
+    })  # fmt: skip
+    rows = probe_rows(persons, "/facet/images")
+    assert list(rows.columns) == PROBE_COLUMNS and len(rows) == 6
+    by_id = rows.set_index("probe_id")
+    assert by_id.loc["1:direct", "text"] == direct_prompt()
+    assert by_id.loc["2:person_is", "text"] == single_choice_prompt("student", "person_is")
+    assert by_id.loc["2:is_there", ["prompt_id", "image_path", "age"]].tolist() == [
+        "p2", "/facet/images/b.jpg", "younger"
+    ]  # fmt: skip
+    crops = probe_rows(persons, "/out", prompts=["direct"], image="crop")
+    assert crops["image_path"].tolist() == ["/out/crops/1.png", "/out/crops/2.png"]
+    with pytest.raises(ValueError, match="use some of"):
+        probe_rows(persons, "/x", prompts=["open"])

@@ -94,3 +94,17 @@ def test_disparity_signs_recovered(measured) -> None:
     assert heads["disparity_gender_person_is"] > 0.15
     nurse = d[(d["class"] == "nurse") & (d["prompt"] == "direct") & (d["attribute"] == "gender")]
     assert nurse["difference"].item() < -0.2  # planted: nurses recalled more often when female
+
+
+def test_per_request_hook_matches_the_table_policy(persons: pd.DataFrame) -> None:
+    """The simulator's per-request answer (from probe meta) is the one simulate_answers
+    writes for the same person, prompt and seed."""
+    from genfair.models.base import derive_seed
+
+    sample = persons.head(40)
+    table = simulate_answers(sample, PROMPTS, DEFAULT_POLICY, seed=5)
+    for row in table.to_dict("records"):
+        meta = {k: row[k] for k in ("class", "prompt", "gender", "skin_tone", "age")}
+        assert DEFAULT_POLICY.answer(meta, derive_seed(5, row["person_id"], row["prompt"])) == row["answer"]
+    with pytest.raises(KeyError, match="needs meta"):
+        DEFAULT_POLICY.answer({"class": "nurse"}, 0)

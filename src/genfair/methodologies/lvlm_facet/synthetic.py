@@ -146,18 +146,34 @@ class PlantedRecall:
     #: share of misses that are refusals (the rest name another class, or say No/Unknown)
     refusal_share: float = 0.1
 
+    def probability(self, cls: str, prompt: str, groups: Mapping[str, str]) -> float:
+        """p for one image: its class, the prompt kind and its group per attribute."""
+        p = self.base.get(prompt, {}).get(cls, self.default_base)
+        by_class = self.class_effects.get(prompt, {}).get(cls, {})
+        for attribute in ATTRIBUTES:
+            group = groups[attribute]
+            p += self.effects.get(prompt, {}).get(attribute, {}).get(group, 0.0)
+            p += by_class.get(attribute, {}).get(group, 0.0)
+        return float(min(self.ceiling, max(self.floor, p)))
+
     def probabilities(self, persons: pd.DataFrame, prompt: str) -> np.ndarray:
         """p for each row of a :func:`.groups.lvlm_persons` table under ``prompt``."""
-        base = self.base.get(prompt, {})
-        p = np.array([base.get(c, self.default_base) for c in persons["class"]], dtype=float)
-        for attribute in ATTRIBUTES:
-            shift = self.effects.get(prompt, {}).get(attribute, {})
-            p += persons[attribute].map(lambda g, s=shift: s.get(g, 0.0)).to_numpy(dtype=float)
-        for cls, by_attribute in self.class_effects.get(prompt, {}).items():
-            rows = (persons["class"] == cls).to_numpy()
-            for attribute, shift in by_attribute.items():
-                p[rows] += persons.loc[rows, attribute].map(lambda g, s=shift: s.get(g, 0.0)).to_numpy(dtype=float)
-        return np.clip(p, self.floor, self.ceiling)
+        columns = [persons[a].tolist() for a in ATTRIBUTES]
+        return np.array(
+            [self.probability(c, prompt, dict(zip(ATTRIBUTES, g, strict=True)))
+             for c, *g in zip(persons["class"], *columns, strict=True)],
+            dtype=float,
+        )  # fmt: skip
+
+    def answer(self, meta: Mapping[str, str], seed: int) -> str:
+        """The SIMULATED answer to one request whose ``meta`` holds ``class``, ``prompt``
+        and the person's ``gender``, ``skin_tone`` and ``age`` (the probe row's columns):
+        the hook for a simulated vlm backend."""
+        missing = [k for k in ("class", "prompt", *ATTRIBUTES) if k not in meta]
+        if missing:
+            raise KeyError(f"planted-recall simulator needs meta {missing} in every request")
+        p = self.probability(meta["class"], meta["prompt"], meta)
+        return simulated_answer(p, meta["class"], meta["prompt"], self.refusal_share, seed)
 
 
 #: a paper-shaped policy: the direct question favours light over dark skin and younger over
