@@ -108,3 +108,31 @@ def test_per_request_hook_matches_the_table_policy(persons: pd.DataFrame) -> Non
         assert DEFAULT_POLICY.answer(meta, derive_seed(5, row["person_id"], row["prompt"])) == row["answer"]
     with pytest.raises(KeyError, match="needs meta"):
         DEFAULT_POLICY.answer({"class": "nurse"}, 0)
+
+
+@pytest.mark.parametrize(("base", "expected"), [(1.0, 1.0), (0.0, 0.0)])
+def test_fixture_chain_with_certain_answers(tmp_path, base: float, expected: float) -> None:
+    """The FACET fixture through curation, selection, probes, the SIMULATED answers,
+    matching and the tables: a model planted always right (or always wrong) has recall 1
+    (or 0) in every non-empty cell."""
+    from genfair.curation.facet import FacetConfig, curate_facet
+    from genfair.curation.facet_fixture import build_facet_fixture
+    from genfair.methodologies.lvlm_facet.probes import probe_rows
+    from genfair.methodologies.lvlm_facet.synthetic import PlantedRecall
+    from genfair.models.base import derive_seed
+
+    release = build_facet_fixture(tmp_path / "release")
+    curate_facet(FacetConfig(release_dir=release), tmp_path / "out", progress=False)
+    chosen = lvlm_persons(pd.read_parquet(tmp_path / "out" / "persons.parquet"), classes="all")
+    probes = probe_rows(chosen, release / "images")
+    policy = PlantedRecall(default_base=base, floor=0.0, ceiling=1.0)
+    probes["answer"] = [
+        policy.answer(row, derive_seed(1, row["probe_id"])) for row in probes.to_dict("records")
+    ]
+    encoder = make_encoder("minilm")
+    probes["label"] = None
+    for kind, rows in (("class", probes["prompt"] == "direct"), ("choice", probes["prompt"] != "direct")):
+        probes.loc[rows, "label"] = AnswerMatcher(kind, encoder).match(probes.loc[rows, "answer"].tolist())["label"].to_numpy()
+    tables = recall_tables(probes, sorted(chosen["class"].unique()))
+    defined = tables["recalls"].dropna(subset=["recall"])
+    assert len(defined) > 0 and (defined["recall"] == expected).all()
