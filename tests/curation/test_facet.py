@@ -144,6 +144,19 @@ def test_fixture_curation_multi_person_and_labels(release: Path, tmp_path: Path)
     assert persons.set_index("person_id").loc["103", "skin_group"] == "dark"
 
 
+def test_skin_vote_counts_are_kept(release: Path, tmp_path: Path) -> None:
+    """persons.parquet carries the released MST vote counts, so a methodology can aggregate
+    them its own way (lvlm_facet's majority bucket); detected persons have no votes."""
+    curate_facet(_config(release, detector=DETECT), tmp_path, progress=False)
+    persons = pd.read_parquet(tmp_path / "persons.parquet").set_index("person_id")
+    votes = [f"skin_tone_{level}" for level in range(1, 11)]
+    assert all(persons[c].dtype == "int64" for c in votes)
+    assert persons.loc["1", votes].tolist() == [0, 0, 0, 0, 2, 1, 0, 0, 0, 0]  # the fixture's
+    assert persons.loc["103", votes].tolist() == [0, 0, 0, 0, 0, 1, 2, 0, 0, 0]
+    assert persons.loc["105", votes].sum() == 0  # no votes in the release row
+    assert persons.loc[persons["source"] == "detector", votes].to_numpy().sum() == 0
+
+
 def test_filters(release: Path, tmp_path: Path) -> None:
     single = curate_facet(
         _config(release, single_person_only=True, detector=DETECT), tmp_path / "a", progress=False

@@ -112,6 +112,7 @@ PERSON_COLUMNS = [
     "source",
     "fixture",
     "crop_sha256",
+    *SKIN_COLUMNS,  # the annotators' MST vote counts as released (0 for detected persons)
 ]
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 _KEY_CHUNK = "genfair:crop_key"
@@ -388,6 +389,8 @@ class _Person:
     source: str
     fixture: bool
     n_persons_in_image: int = 0
+    #: annotator vote counts for MST 1..10, kept so other aggregations stay possible
+    skin_votes: tuple[int, ...] = (0,) * 10
 
 
 def _parse_row(record: dict[str, str], row: int, cfg: FacetConfig) -> _Person:
@@ -413,6 +416,7 @@ def _parse_row(record: dict[str, str], row: int, cfg: FacetConfig) -> _Person:
         box=box,
         source="annotation",
         fixture=_truthy(record.get("fixture")),
+        skin_votes=tuple(votes),
     )
 
 
@@ -655,7 +659,10 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
 
     _remove_stale(crops_dir, {r["person_id"] for r in table})
     frame = pd.DataFrame(table, columns=PERSON_COLUMNS)
-    frame = frame.astype({"monk_level": "Int64", "n_persons_in_image": "int64", "fixture": bool})
+    frame = frame.astype(
+        {"monk_level": "Int64", "n_persons_in_image": "int64", "fixture": bool}
+        | dict.fromkeys(SKIN_COLUMNS, "int64")
+    )
     frame = frame.sort_values("person_id", kind="stable", ignore_index=True)
     report.persons_written = len(frame)
     report.persons_annotated = int((frame["source"] == "annotation").sum())
@@ -713,6 +720,7 @@ def _person_record(person: _Person, crop_sha: str, cfg: FacetConfig) -> dict[str
         "source": person.source,
         "fixture": person.fixture,
         "crop_sha256": crop_sha,
+        **dict(zip(SKIN_COLUMNS, person.skin_votes, strict=True)),
     }
 
 

@@ -29,8 +29,14 @@ IRIS tables (:mod:`genfair.metrics.iris`)
       (AC-diff, M10), :func:`dhr_inconsistency` (M11), :func:`bayes_invert` (tournament);
       IRIS paper 002, Appendix A.2.1, Table 5.
 
+Recall (:mod:`genfair.metrics.recall`)
+    - :func:`recall_estimate` (Wilson), :func:`recall_difference` /
+      :func:`newcombe_interval` (Newcombe hybrid score), :func:`group_recalls` (per class,
+      pooled, macro), :func:`disparity_table`, :func:`recall_range`; FACET recall and
+      disparity as paper 004 §2.2 and Table 2 use them.
+
 Papers: FACT-OR-FAIR (Huang et al.), news bias (Fang et al.), IRIS (Zhao et al.),
-OpenBias (D'Incà et al.); see each function's docstring for the section.
+OpenBias (D'Incà et al.), LVLM on FACET (Wu et al.); see each function's docstring for the section.
 """
 
 from genfair.metrics.distributions import (
@@ -52,6 +58,14 @@ from genfair.metrics.iris import (
     statistical_parity_difference,
     stereotype_drift,
 )
+from genfair.metrics.recall import (
+    disparity_table,
+    group_recalls,
+    newcombe_interval,
+    recall_difference,
+    recall_estimate,
+    recall_range,
+)
 from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance
 
 __all__ = [
@@ -62,12 +76,18 @@ __all__ = [
     "degradation_penalty",
     "delta_gsr",
     "dhr_inconsistency",
+    "disparity_table",
+    "group_recalls",
     "group_wasserstein",
     "js_divergence",
     "kl_divergence",
     "max_entropy_at_accuracy",
+    "newcombe_interval",
     "normalize_counts",
     "normalized_entropy",
+    "recall_difference",
+    "recall_estimate",
+    "recall_range",
     "representation_disparity",
     "s_fair",
     "statistical_parity_difference",

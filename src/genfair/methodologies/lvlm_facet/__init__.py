@@ -1,0 +1,14 @@
+"""``lvlm_facet``: fairness of vision-language models on FACET (paper 004, Wu et al.).
+
+A model is shown FACET images with exactly one annotated person and asked what the person
+is, in an open form (the direct question listing FACET's 52 classes) and a closed form
+(single-choice questions about the image's true class: A. Yes, B. No, C. Unknown). Answers
+are matched to the labels (:mod:`.matching`), and recall per class and demographic group
+(gender presentation, skin tone, age) gives the disparities (:mod:`genfair.metrics.recall`).
+
+Core modules (pure, tested; the methodology class that wires them is not registered yet):
+:mod:`.groups` (selection and groups), :mod:`.prompts` (paper Table 3), :mod:`.matching`
+(answer -> label), :mod:`.recall` (labelled responses -> recall and disparity tables),
+:mod:`.synthetic` (a SIMULATED FACET-schema table and planted-recall answers) and
+:mod:`.clip_baseline` (CLIP zero-shot classification, the paper's CLIP row).
+"""

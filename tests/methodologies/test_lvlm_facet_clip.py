@@ -1,0 +1,113 @@
+"""lvlm_facet CLIP zero-shot baseline with a tiny random-weight CLIP built in code (no hub
+download): its answers equal transformers' own CLIPModel forward, through the backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from PIL import Image  # noqa: E402
+
+from genfair.methodologies.lvlm_facet.clip_baseline import (  # noqa: E402
+    ClipZeroShot,
+    ClipZeroShotBackend,
+    load_clip,
+)
+from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, make_encoder  # noqa: E402
+from genfair.models.base import Request  # noqa: E402
+from genfair.models.images import vlm_message  # noqa: E402
+
+CLASSES = ["nurse", "basketball_player", "singer", "gardener", "student"]
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny CLIP (2 layers, width 32, 32x32 images) with a character-level tokenizer."""
+    from transformers import CLIPConfig, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    try:
+        from transformers import CLIPImageProcessorPil as ImageProcessor  # no torchvision here
+    except ImportError:  # pragma: no cover - older transformers
+        from transformers import CLIPImageProcessor as ImageProcessor
+
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for char in "abcdefghijklmnopqrstuvwxyz_":
+        vocab[char] = len(vocab)
+        vocab[char + "</w>"] = len(vocab)
+    tokenizer = CLIPTokenizer(vocab=vocab, merges=[])
+    text = {"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "max_position_embeddings": 64, "bos_token_id": 0,
+            "eos_token_id": 1, "pad_token_id": 1}  # fmt: skip
+    vision = {"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37,
+              "num_hidden_layers": 2, "num_attention_heads": 4}  # fmt: skip
+    torch.manual_seed(0)
+    model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
+    processor = CLIPProcessor(
+        image_processor=ImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
+        tokenizer=tokenizer,
+    )
+    folder = tmp_path_factory.mktemp("tiny_clip")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def _images(n: int) -> list[Image.Image]:
+    rng = np.random.default_rng(3)
+    return [Image.fromarray(rng.integers(0, 256, (40 + k, 36, 3), dtype=np.uint8)) for k in range(n)]
+
+
+def test_zero_shot_equals_clipmodel_forward(clip_dir: Path) -> None:
+    model, processor = load_clip(clip_dir)
+    classifier = ClipZeroShot(model, processor, CLASSES)
+    assert classifier.prompts[1] == "a photo of a basketball player"
+    images = _images(6)
+    probs = classifier.probabilities(images)
+    inputs = processor(text=classifier.prompts, images=images, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        reference = model(**inputs).logits_per_image.softmax(dim=-1).numpy()
+    assert np.allclose(probs, reference, atol=1e-5)
+    assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    assert classifier.classify(images) == [CLASSES[k] for k in reference.argmax(axis=1)]
+    raw = ClipZeroShot(model, processor, CLASSES, class_display="raw")
+    assert raw.prompts[1] == "a photo of a basketball_player"
+
+
+def test_backend_answers_are_matched_exactly(clip_dir: Path, tmp_path: Path) -> None:
+    paths = []
+    for k, image in enumerate(_images(3)):
+        paths.append(tmp_path / f"img{k}.png")
+        image.save(paths[-1])
+    backend = ClipZeroShotBackend.from_path(clip_dir, classes=CLASSES, batch_size=2)
+    requests = [Request(messages=(vlm_message("Give me a one-word label", [p]),)) for p in paths]
+    done: list[tuple[Request, object]] = []
+    backend.complete(requests, lambda r, c: done.append((r, c)))
+    assert [c.status for _, c in done] == ["ok"] * 3
+    answers = [c.text for _, c in done]
+    with Image.open(paths[0]) as first:
+        assert answers[0] == backend.classifier.classify([first.convert("RGB")])[0]
+    assert backend.fingerprint["backend"] == "clip_zero_shot"
+    encoder = make_encoder(f"clip_text:{clip_dir}")
+    matched = AnswerMatcher("class", encoder).match(answers)
+    assert (matched["tier"] == "exact").all() and matched["label"].tolist() == answers
+    # a request without its one image is an error completion, not a crash
+    bad: list = []
+    backend.complete([Request(messages=({"role": "user", "content": "no image"},))], lambda r, c: bad.append(c))
+    assert bad[0].status == "error" and "exactly one image" in bad[0].error
+
+
+def test_clip_text_encoder_rows_are_unit_vectors(clip_dir: Path) -> None:
+    encoder = make_encoder(f"clip_text:{clip_dir}")
+    vectors = encoder.encode(["a photo of a nurse", "singer", "x"])
+    assert vectors.shape == (3, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert encoder.name == f"clip_text:{clip_dir.name}"
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no CLIP checkpoint"):
+        load_clip(tmp_path)
