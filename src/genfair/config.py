@@ -35,9 +35,18 @@ class TrackingConfig(_Strict):
     uri: str | None = None
 
 
+class GenerationConfig(_Strict):
+    """``generation``: when a ``generate`` stage counts as done."""
+
+    #: the share of calls that may end in ``error`` (transport failures after retries) before
+    #: the stage fails; errors are never cached, so a rerun asks only them again
+    max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+
 class StudyParams(_Strict):
     seed: int
     scale: str
+    generation: GenerationConfig = GenerationConfig()
     cache: CacheConfig = CacheConfig()
     tracking: TrackingConfig = TrackingConfig()
     models: dict[str, ModelConfig] = Field(min_length=1)

@@ -7,6 +7,7 @@ methodology's :class:`~genfair.methodologies.base.Ranking`, per modality).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -24,7 +25,7 @@ from genfair.study.steps import read_study
 
 log = logging.getLogger(__name__)
 
-MODEL_COLUMNS = ("model", "backend", "modality", "simulated")
+MODEL_COLUMNS = ("model", "backend", "modality", "simulated", "incomplete")
 
 
 def leaderboard(board: pd.DataFrame, ranking: Ranking | None) -> pd.DataFrame:
@@ -54,15 +55,26 @@ def model_scores(params: StudyParams, methodology: str, layout: Layout) -> pd.Da
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def incomplete(layout: Layout, model: str, methodology: str) -> bool:
+    """Whether the model's scores come from part of its calls (some ended in ``error``,
+    as ``generation.max_error_rate`` allowed)."""
+    path = layout.metrics(model, methodology) / "summary.json"
+    if not path.exists():
+        return False
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("incomplete", {}).get("errors", 0))
+
+
 def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.DataFrame:
-    """The methodology's ranked leaderboard, with the model columns first."""
+    """The methodology's ranked leaderboard, with the model columns first (``incomplete``:
+    scores from part of the model's calls)."""
     rows = method.leaderboard(model_scores(params, method.name, layout), read_study(method.name, layout))
     if rows.empty:
         return rows
     rows = rows.copy()
-    info = {m: model_info(params, m) for m in params.models}
+    info = {m: {**vars(model_info(params, m)), "incomplete": incomplete(layout, m, method.name)}
+            for m in params.models}
     for column in MODEL_COLUMNS[1:]:
-        values = rows["model"].map(lambda m, c=column: getattr(info[m], c))
+        values = rows["model"].map(lambda m, c=column: info[m][c])
         if column in rows:
             rows[column] = values
         else:
@@ -80,6 +92,8 @@ def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, An
         return out
     for model, rows in board.groupby("model", sort=False):
         node: dict[str, Any] = {"simulated": bool(rows["simulated"].iloc[0])}
+        if rows["incomplete"].iloc[0]:
+            node["incomplete"] = True
         for item in method.headline:
             match = rows
             for column, value in item.where.items():

@@ -42,9 +42,29 @@ def _not_run(params: StudyParams, model: str, methodology: str) -> bool:
     return True
 
 
+class IncompleteGeneration(RuntimeError):
+    """More calls ended in ``error`` than ``generation.max_error_rate`` allows."""
+
+
+def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> int:
+    """The number of ``error`` rows; raise :class:`IncompleteGeneration` (naming ``what``,
+    the count and the first error) when their share passes ``max_error_rate``. Nothing is
+    lost: answered calls are in the response cache, errors are not, so a rerun asks only
+    them."""
+    errors = responses[responses["status"] == "error"] if len(responses) else responses
+    if len(errors) and len(errors) / len(responses) > max_error_rate:
+        first = errors["error"].dropna().iloc[0] if "error" in errors and errors["error"].notna().any() else "?"
+        raise IncompleteGeneration(
+            f"{what}: {len(errors)} of {len(responses)} calls failed after retries (first: {first}); "
+            f"answered calls are cached, so rerun `dvc repro` when the endpoint is back and only the "
+            f"failed calls are asked again (generation.max_error_rate: {max_error_rate} allows a share)")
+    return len(errors)
+
+
 def generate(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
              limit: int | None = None) -> Path:
-    """Ask the model the methodology's probes (of its modality), through the response cache."""
+    """Ask the model the methodology's probes (of its modality), through the response cache.
+    Fails (:class:`IncompleteGeneration`) when too many calls end in ``error``."""
     out = layout.responses(model, methodology)
     if _not_run(params, model, methodology):
         return write_parquet(pd.DataFrame(), out)
@@ -60,6 +80,7 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
     finally:
         backend.close()
     _log_status(responses["status"])
+    check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
     return write_parquet(responses, out)
 
 
@@ -88,7 +109,13 @@ def compute_metrics(params: StudyParams, model: str, methodology: str, layout: L
     for table, frame in result.tables.items():
         write_parquet(frame, folder / f"{table}.parquet")
     log.info("scores:\n%s", brief(result.scores))
-    return write_json(result.summary, folder / "summary.json")
+    status = read_parquet(layout.responses(model, methodology))["status"]
+    errors = int((status == "error").sum())
+    if errors:  # allowed by generation.max_error_rate: the scores come from part of the calls
+        log.warning("%s · %s: scores from incomplete data (%d of %d calls failed)", model, methodology,
+                    errors, len(status))
+    return write_json({**result.summary, "incomplete": {"errors": errors, "calls": int(len(status))}},
+                      folder / "summary.json")
 
 
 def study_step(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
