@@ -265,3 +265,24 @@ def test_unusable_annotation_files_are_one_clear_error(
     with pytest.raises(FacetAnnotationError, match=message) as err:
         curate(root, tmp_path / "out")
     assert str(path) in str(err.value)
+
+
+def test_out_of_memory_on_one_image_is_a_reported_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last line of defence when the limits are set too high for the machine."""
+    from genfair.curation import facet
+
+    root = release(tmp_path, [{"filename": "big.png"}, {}])
+    photo(root / "images" / "big.png")
+    real = facet.load_rgb
+
+    def load(path: Path, max_pixels: int | None = None):
+        if path.name == "big.png":
+            raise MemoryError
+        return real(path, max_pixels)
+
+    monkeypatch.setattr(facet, "load_rgb", load)
+    report = curate(root, tmp_path / "out")
+    assert reasons(report) == {1: "out of memory on image big.png; lower max_image_pixels"}
+    assert report["persons_written"] == 1

@@ -196,3 +196,8 @@ def test_unusable_files_are_one_clear_error(
     path.write_bytes(content)
     with pytest.raises(NewsSourceError, match=message):
         collect(path, tmp_path)
+
+
+def test_missing_file_names_the_path_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(NewsSourceError, match=r"nowhere\.csv: no such file; fix the path"):
+        collect(tmp_path / "nowhere.csv", tmp_path)
