@@ -146,18 +146,26 @@ write_inputs_fingerprint(section, config, Path(f"data/curated/inputs/{section}.j
 
 DVC_YAML = """\
 stages:
-  curation_inputs:
-    foreach: [news, facet]
-    do:
-      cmd: python curation_inputs.py ${item}
-      always_changed: true
-      deps:
-        - curation_inputs.py
-      params:
-        - curation.${item}
-      outs:
-        - data/curated/inputs/${item}.json:
-            cache: false
+  curation_inputs_news:
+    cmd: python curation_inputs.py news
+    always_changed: true
+    deps:
+      - curation_inputs.py
+    params:
+      - curation.news
+    outs:
+      - data/curated/inputs/news.json:
+          cache: false
+  curation_inputs_facet:
+    cmd: python curation_inputs.py facet
+    always_changed: true
+    deps:
+      - curation_inputs.py
+    params:
+      - curation.facet
+    outs:
+      - data/curated/inputs/facet.json:
+          cache: false
   collect_news:
     cmd: python -c "open('news_runs.txt', 'a').write('run\\\\n')"
     deps:
