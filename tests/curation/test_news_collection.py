@@ -261,12 +261,13 @@ def test_file_source_errors_name_file_row_and_fix(tmp_path: Path) -> None:
     no_body = _write(tmp_path / "nobody.csv", [{"headline": "x"}])
     with pytest.raises(NewsSourceError, match=r"nobody\.csv.*missing required.*'body'.*Add"):
         collect_news(_file_config(no_body), tmp_path, progress=False)
+    strict = {"bad_rows": "fail"}
     empty = _write(tmp_path / "empty.jsonl", [FILE_ROWS[0], {**FILE_ROWS[1], "body": "  "}])
-    with pytest.raises(NewsSourceError, match=r"empty\.jsonl: record 2 has an empty 'body'"):
-        collect_news(_file_config(empty), tmp_path, progress=False)
+    with pytest.raises(NewsSourceError, match=r"empty\.jsonl: line 2: empty 'body'; fill it"):
+        collect_news(_file_config(empty, **strict), tmp_path, progress=False)
     bad_date = _write(tmp_path / "dates.parquet", [{**FILE_ROWS[0], "date": "someday"}])
-    with pytest.raises(NewsSourceError, match=r"dates\.parquet: record 1 .*'someday'"):
-        collect_news(_file_config(bad_date), tmp_path, progress=False)
+    with pytest.raises(NewsSourceError, match=r"dates\.parquet: record 1: .*'someday'.*ISO date"):
+        collect_news(_file_config(bad_date, **strict), tmp_path, progress=False)
 
 
 def test_embedded_corpus_has_derived_headlines_and_stable_ids(tmp_path: Path) -> None:
@@ -308,8 +309,14 @@ def test_canonical_url() -> None:
 def test_jsonl_syntax_errors_name_the_line(tmp_path: Path) -> None:
     path = tmp_path / "broken.jsonl"
     path.write_text(json.dumps(FILE_ROWS[0]) + "\n\n{not json\n")
-    with pytest.raises(NewsSourceError, match=r"broken\.jsonl: line 3 is not JSON"):
-        collect_news(_file_config(path), tmp_path, progress=False)
+    with pytest.raises(NewsSourceError, match=r"broken\.jsonl: line 3: not JSON"):
+        collect_news(_file_config(path, bad_rows="fail"), tmp_path, progress=False)
+    report = collect_news(_file_config(path), tmp_path, progress=False).attrs["report"]
+    assert report["rejected"] == [
+        {"source": str(path), "line": 3, "record": 2,
+         "reason": "not JSON (Expecting property name enclosed in double quotes); fix the line"}
+    ]  # fmt: skip
+    assert report["rows"] == 1
 
 
 def test_state_survives_a_torn_last_line(tmp_path: Path) -> None:

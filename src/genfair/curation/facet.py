@@ -29,6 +29,13 @@ Bad rows (unparsable box, non-positive size, empty or unsafe file name, duplicat
 unreadable image...) are listed in the report with their 1-based data row number (the
 header is not counted) and never stop the run; rows naming an image that does not exist
 are counted as missing images. Output bytes depend only on the inputs and the config.
+
+Memory is bounded per image: an image whose header declares more than ``max_image_pixels``
+is never decoded (each of its rows is a bad row), and a box whose square (side
+``max(w, h)``) covers more than ``max_box_area_ratio`` times the image's area is a bad row, so
+the padded crop square never exceeds ``margin² * max_box_area_ratio * max_image_pixels``
+pixels. Decoding needs 3 bytes per pixel: with the defaults at most 120 MB for the image and
+about 350 MB for a crop square.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import json
 import logging
 import math
 import re
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +60,7 @@ from PIL.PngImagePlugin import PngInfo
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
-from genfair.io import _atomic, write_json, write_parquet
+from genfair.io import _atomic, file_sha256, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +182,13 @@ class FacetConfig(_Strict):
     skin_groups: Literal["iris", "lvlm_facet"] = "lvlm_facet"
     monk_rule: Literal["median", "majority"] = "median"
     detector: DetectorConfig = DetectorConfig()
+    #: an image with more pixels (as its header declares) is not decoded: its rows are bad
+    #: rows. Bounds memory per image (3 bytes a pixel); PIL itself refuses images above
+    #: 2 * PIL.Image.MAX_IMAGE_PIXELS (about 179 million pixels) whatever this says.
+    max_image_pixels: int = Field(default=40_000_000, gt=0)
+    #: a box whose square (side max(w, h)) covers more than this multiple of the image's area
+    #: is a bad row (a person's box lies in the image: about 1 at most)
+    max_box_area_ratio: float = Field(default=2.0, gt=0)
 
     @field_validator("classes")
     @classmethod
@@ -347,8 +362,18 @@ def _read_annotations(path: Path) -> tuple[list[str], list[tuple[int, dict[str, 
             f"{path}: no such file; set release_dir/annotations_file to the FACET "
             "release's annotations.csv"
         )
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise FacetAnnotationError(
+            f"{path}: line {line} (byte {exc.start}) is not UTF-8; save the file as UTF-8 "
+            "(FACET's annotations.csv is)"
+        ) from None
+    with io.StringIO(text, newline="") as fh:
+        # strict: an unclosed quote is an error, not a cell that silently swallows the rest
+        reader = csv.reader(fh, strict=True)
         try:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
@@ -371,7 +396,8 @@ def _read_annotations(path: Path) -> tuple[list[str], list[tuple[int, dict[str, 
                     rows.append((number, dict(zip(header, cells, strict=True))))
         except csv.Error as exc:
             raise FacetAnnotationError(
-                f"{path}: CSV syntax error after data row {len(rows)} ({exc}); fix the quoting"
+                f"{path}: CSV syntax error at line {reader.line_num}, after data row {len(rows)} "
+                f"({exc}); fix the quoting"
             ) from exc
     return header, rows
 
@@ -423,11 +449,58 @@ def _parse_row(record: dict[str, str], row: int, cfg: FacetConfig) -> _Person:
 # --- images and crops -------------------------------------------------------------------
 
 
-def load_rgb(path: Path) -> np.ndarray:
+class _ImageTooLarge(ValueError):
+    pass
+
+
+# what a damaged, truncated or mislabelled image file raises in PIL (SyntaxError: "broken PNG
+# file"; DecompressionBombError is not an OSError); MemoryError: a last line of defence
+_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError)
+
+
+def image_size(path: Path, max_pixels: int | None = None) -> tuple[int, int]:
+    """(width, height) from the image's header, without decoding its pixels.
+
+    Raises ``_ImageTooLarge`` above ``max_pixels`` or PIL's own decompression-bomb limit,
+    ``OSError``/``UnidentifiedImageError`` for a file that is not a readable image."""
+    try:
+        with warnings.catch_warnings():
+            # between MAX_IMAGE_PIXELS and twice that PIL only warns: max_pixels decides here
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                width, height = img.size
+    except Image.DecompressionBombError as exc:
+        raise _ImageTooLarge(f"image {path.name} is too large for PIL ({exc})") from None
+    if max_pixels is not None and width * height > max_pixels:
+        raise _ImageTooLarge(
+            f"image {path.name} is {width}x{height} = {width * height} pixels, above "
+            f"max_image_pixels={max_pixels}; downscale it (and its boxes) or raise "
+            "curation.facet.max_image_pixels"
+        )
+    return width, height
+
+
+def load_rgb(path: Path, max_pixels: int | None = None) -> np.ndarray:
     """An image as an HxWx3 uint8 RGB array (pixel orientation as stored, EXIF ignored,
-    because FACET's boxes are in stored pixel coordinates)."""
-    with Image.open(path) as img:
-        return np.asarray(img.convert("RGB"))
+    because FACET's boxes are in stored pixel coordinates); its size is checked against
+    ``max_pixels`` from the header before any pixel is decoded."""
+    image_size(path, max_pixels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"))
+
+
+def check_box_area(box: Box, size: tuple[int, int], max_ratio: float) -> None:
+    """Refuse a box whose square (side ``max(w, h)``) covers more than ``max_ratio`` times the
+    image's area: its crop would be a padded square of that size in memory."""
+    ratio = max(box.width, box.height) ** 2 / (size[0] * size[1])
+    if ratio > max_ratio:
+        raise _BadRow(
+            f"bounding_box {box.width:g}x{box.height:g} is absurd for the {size[0]}x{size[1]} "
+            f"image (its square is {ratio:.3g} times the image's area, max_box_area_ratio="
+            f"{max_ratio:g}); fix the box"
+        )
 
 
 def crop_person(image: np.ndarray, box: Box, cfg: FacetConfig) -> np.ndarray:
@@ -615,11 +688,12 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
 
         def image(path: Path = path, loaded: list[np.ndarray] = loaded) -> np.ndarray:
             if not loaded:  # decode once, and only if some crop must be made
-                loaded.append(load_rgb(path))
+                loaded.append(load_rgb(path, config.max_image_pixels))
             return loaded[0]
 
         try:
-            image_sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            image_sha = file_sha256(path)
+            size = image_size(path, config.max_image_pixels)  # header only: nothing decoded
             if group is None:
                 group = _detected_persons(name, image(), config, release_fixture)
                 if not group:
@@ -631,6 +705,13 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
                     continue
                 key = _crop_key(image_sha, person.box, config)
                 crop_path = crops_dir / f"{person.person_id}.png"
+                try:
+                    check_box_area(person.box, size, config.max_box_area_ratio)
+                except _BadRow as exc:
+                    report.bad_rows.append(
+                        {"row": person.row, "person_id": person.person_id, "reason": str(exc)}
+                    )
+                    continue
                 if _stored_key(crop_path) == key:
                     reused += 1
                     data = crop_path.read_bytes()
@@ -644,17 +725,24 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
                         continue
                     _atomic(crop_path, lambda tmp, data=data: tmp.write_bytes(data))
                 table.append(_person_record(person, hashlib.sha256(data).hexdigest(), config))
-        except (OSError, UnidentifiedImageError, ValueError) as exc:
-            # the image cannot be decoded: every person in it is a bad row, the run goes on
-            done = {r["person_id"] for r in table}
+        except _IMAGE_ERRORS as exc:
+            # the image cannot be decoded (or is too large to): every person in it not yet
+            # cropped is a bad row, the run goes on
+            if isinstance(exc, _ImageTooLarge):
+                reason, short = str(exc), "too large"
+            elif isinstance(exc, MemoryError):
+                reason = f"out of memory on image {name}; lower max_image_pixels"
+                short = "out of memory"
+            else:
+                reason, short = f"unreadable image {name}: {exc}", "unreadable"
+            done = {r["person_id"] for r in table} | {b["person_id"] for b in report.bad_rows}
             for person in group or []:
                 if person.person_id not in done:
                     report.bad_rows.append(
-                        {"row": person.row, "person_id": person.person_id,
-                         "reason": f"unreadable image {name}: {exc}"}
-                    )  # fmt: skip
+                        {"row": person.row, "person_id": person.person_id, "reason": reason}
+                    )
             if group is None:
-                report.images_without_person.append(f"{name} (unreadable)")
+                report.images_without_person.append(f"{name} ({short})")
             continue
 
     _remove_stale(crops_dir, {r["person_id"] for r in table})

@@ -14,6 +14,15 @@ is the prompt and the body the human reference. Sources are configuration:
   any modern model's cut-off, which is fine for a smoke-test study but not for a claim
   about memorisation-free references.
 
+Bad records of a file source (a CSV row with more or fewer fields than the header, a line
+that is not JSON or not UTF-8, an empty or over-long headline or body, an unreadable date or
+URL) are skipped and listed in the report's ``rejected`` with the file, the line and the
+reason (``bad_rows="fail"`` makes the first one an error instead); so are web articles over
+``max_body_chars``. Record numbers (and so the ``article_id`` of rows without a URL) count
+every non-blank record, rejected ones included, so fixing one record renames no other.
+A URL repeated inside one file is listed in ``duplicate_urls`` (its first line and the
+repeat's); only the first row is kept, as for any duplicate.
+
 Undated rows: a date window can only be checked against a date, so when ``date_from`` or
 ``date_to`` is set, rows without one are dropped (counted as ``filtered_date``); without
 a window they are kept. With ``sections`` set, rows without a section are dropped too.
@@ -23,11 +32,16 @@ twin that passes.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import logging
+import sys
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
@@ -135,6 +149,12 @@ class NewsCollectionConfig(_Strict):
     retry_backoff_s: float = Field(default=1.0, ge=0)
     #: cap on the final table, taken in its deterministic order
     max_articles: int | None = Field(default=None, gt=0)
+    #: longer bodies / headlines are rejected (a whole file or page glued into one record)
+    max_body_chars: int = Field(default=200_000, gt=0)
+    max_headline_chars: int = Field(default=1_000, gt=0)
+    #: a bad record of a file source: ``report`` skips it (listed in the report's
+    #: ``rejected``), ``fail`` stops with an error naming the file and line
+    bad_rows: Literal["report", "fail"] = "report"
 
     @model_validator(mode="after")
     def _window_order(self) -> NewsCollectionConfig:
@@ -162,6 +182,10 @@ class CollectionReport:
     duplicates_content: int = 0
     truncated: int = 0  #: rows beyond ``max_articles``
     rows: int = 0
+    #: file records skipped: source file, line (None for parquet), record, reason
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    #: a URL repeated inside one file: source file, line, first_line, url
+    duplicate_urls: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -248,6 +272,9 @@ def _collect_web(
         if len(article.body) < cfg.min_body_chars:
             report.skipped["too_short"] += 1
             continue
+        if len(article.body) > cfg.max_body_chars:
+            report.skipped["too_long"] += 1
+            continue
         used += 1
         rows.append(
             _row(
@@ -291,26 +318,117 @@ def _fetch_or_reuse(
     return article
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
+@dataclass(frozen=True)
+class _Record:
+    """One non-blank record of a file source: its number, first line, and fields or the
+    reason it cannot be read."""
+
+    number: int
+    line: int | None
+    fields: dict[str, Any] | None
+    problem: str | None = None
+
+
+def _has_bad_bytes(text: str) -> bool:
+    """Bytes that were not UTF-8, kept as lone surrogates by ``surrogateescape``."""
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
+def _decode(path: Path) -> str:
+    """The file as text; bytes that are not UTF-8 survive as surrogates, so the record that
+    holds them (not the whole file) is rejected."""
+    return path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+
+
+@contextmanager
+def _csv_field_limit(limit: int) -> Iterator[None]:
+    # the csv module refuses fields over 128 KiB by default; over-long texts must reach the
+    # max_*_chars check (a reported row), not abort the file. No field exceeds the file size.
+    previous = csv.field_size_limit()
+    csv.field_size_limit(max(previous, min(limit, sys.maxsize)))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _read_csv_records(path: Path) -> tuple[list[str], list[_Record]]:
+    text = _decode(path)
+    records: list[_Record] = []
+    with _csv_field_limit(len(text) + 1), io.StringIO(text, newline="") as fh:
+        # strict: an unclosed quote is an error, not a field that swallows the next rows
+        reader = csv.reader(fh, strict=True)
+        next_line = 1
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise NewsSourceError(
+                    f"{path}: empty file; the first line must name the columns (headline,body,...)"
+                )
+            header = [h.strip() for h in header]
+            next_line = reader.line_num + 1
+            for cells in reader:
+                start, next_line = next_line, reader.line_num + 1
+                if not any(c.strip() for c in cells):
+                    continue  # blank line: not a record
+                number = len(records) + 1
+                if len(cells) != len(header):
+                    records.append(_Record(number, start, None, (
+                        f"{len(cells)} fields, the header has {len(header)} (a comma or quote "
+                        "in an unquoted field shifts the columns): quote the field"
+                    )))  # fmt: skip
+                else:
+                    records.append(_Record(number, start, dict(zip(header, cells, strict=True))))
+        except csv.Error as exc:
+            raise NewsSourceError(
+                f"{path}: line {next_line}: CSV syntax error in the record starting there "
+                f"(read up to line {reader.line_num}: {exc}); fix the quoting"
+            ) from exc
+    return header, records
+
+
+def _read_jsonl_records(path: Path) -> tuple[list[str], list[_Record]]:
+    records: list[_Record] = []
+    # split on newlines only: JSON strings may hold U+2028 and other characters that
+    # str.splitlines() treats as line breaks
+    for line, text in enumerate(_decode(path).split("\n"), start=1):
+        if not text.strip():
+            continue
+        number = len(records) + 1
+        if _has_bad_bytes(text):
+            records.append(_Record(number, line, None, "not UTF-8: save the file as UTF-8"))
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            records.append(_Record(number, line, None, f"not JSON ({exc.msg}); fix the line"))
+            continue
+        if not isinstance(record, dict):
+            records.append(
+                _Record(number, line, None, "not a JSON object; write one object per line")
+            )
+            continue
+        records.append(_Record(number, line, record))
+    return sorted({k for r in records if r.fields for k in r.fields}), records
+
+
+def _read_records(path: Path) -> tuple[list[str], list[_Record]]:
+    """The columns and the records of a file source."""
     if not path.is_file():
         raise NewsSourceError(f"{path}: no such file; fix the path in the file source")
+    suffix = path.suffix.lower()
     if suffix in {".jsonl", ".ndjson"}:
-        records = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise NewsSourceError(f"{path}: line {n} is not JSON ({exc.msg}); fix it") from exc
-            if not isinstance(record, dict):
-                raise NewsSourceError(f"{path}: line {n} is not a JSON object; write one per line")
-            records.append(record)
-        return pd.DataFrame.from_records(records)
+        return _read_jsonl_records(path)
     if suffix == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    return pd.read_parquet(path)
+        return _read_csv_records(path)
+    try:
+        table = pd.read_parquet(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise NewsSourceError(
+            f"{path}: not a readable parquet file ({exc}); write it again or use JSONL/CSV"
+        ) from exc
+    records = [_Record(i, None, rec) for i, rec in enumerate(table.to_dict("records"), start=1)]
+    return list(table.columns), records
 
 
 def _text(value: Any) -> str | None:
@@ -321,43 +439,89 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
-def _collect_file(source: FileSource) -> list[dict[str, Any]]:
+def _file_row(
+    path: Path, record: dict[str, Any], number: int, cfg: NewsCollectionConfig
+) -> dict[str, Any]:
+    """One table row from a file record; ``ValueError`` says why the record is unusable."""
+    bad = [k for k, v in record.items() if isinstance(v, str) and _has_bad_bytes(v)]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not UTF-8; save the file as UTF-8")
+    headline, body = _text(record.get("headline")), _text(record.get("body"))
+    if headline is None or body is None:
+        empty = "headline" if headline is None else "body"
+        raise ValueError(f"empty {empty!r}; fill it or remove the record")
+    for name, text, limit in (
+        ("headline", headline, cfg.max_headline_chars),
+        ("body", body, cfg.max_body_chars),
+    ):
+        if len(text) > limit:
+            raise ValueError(
+                f"{name} has {len(text)} characters, above max_{name}_chars={limit} (several "
+                "articles glued together?); split the record or raise the limit"
+            )
+    date_col = "published" if "published" in record else "date"
+    raw_date = _text(record.get(date_col))
+    published = iso_date(raw_date)
+    if raw_date is not None and published is None:
+        raise ValueError(f"unreadable {date_col} {raw_date!r}; use an ISO date such as 2023-01-31")
+    url = _text(record.get("url"))
+    try:
+        key = canonical_url(url) if url else None
+    except ValueError as exc:
+        raise ValueError(f"url {url!r} is not a URL ({exc}); fix or empty it") from None
+    return _row(
+        id_key=key or f"file:{path.name}#{number}",
+        source=_text(record.get("source")) or path.stem,
+        url=key,
+        headline=headline,
+        body=body,
+        published=published,
+        section=_text(record.get("section")),
+    )
+
+
+def _collect_file(
+    source: FileSource, cfg: NewsCollectionConfig, report: CollectionReport
+) -> list[dict[str, Any]]:
     path = source.path
-    table = _read_table(path)
-    missing = [c for c in ("headline", "body") if c not in table.columns]
+    columns, records = _read_records(path)
+    missing = [c for c in ("headline", "body") if c not in columns]
     if missing:
         raise NewsSourceError(
-            f"{path}: missing required column(s) {missing}; found {list(table.columns)}. "
+            f"{path}: missing required column(s) {missing}; found {columns}. "
             "Add them (headline = the prompt title, body = the article text)."
         )
-    date_col = "published" if "published" in table.columns else "date"
-    rows = []
-    for i, record in enumerate(table.to_dict("records"), start=1):
-        headline, body = _text(record["headline"]), _text(record["body"])
-        if headline is None or body is None:
-            empty = "headline" if headline is None else "body"
-            raise NewsSourceError(
-                f"{path}: record {i} has an empty {empty!r}; fill it or remove the record"
+    rows: list[dict[str, Any]] = []
+    first_line: dict[str, int | None] = {}
+    for rec in records:
+        problem = rec.problem
+        if rec.fields is not None:
+            try:
+                row = _file_row(path, rec.fields, rec.number, cfg)
+            except ValueError as exc:
+                problem = str(exc)
+        where = f"line {rec.line}" if rec.line is not None else f"record {rec.number}"
+        if problem is not None:
+            if cfg.bad_rows == "fail":
+                raise NewsSourceError(f"{path}: {where}: {problem}")
+            report.rejected.append(
+                {"source": str(path), "line": rec.line, "record": rec.number, "reason": problem}
             )
-        raw_date = _text(record.get(date_col))
-        published = iso_date(raw_date)
-        if raw_date is not None and published is None:
-            raise NewsSourceError(
-                f"{path}: record {i} has an unreadable {date_col} {raw_date!r}; "
-                "use an ISO date such as 2023-01-31"
-            )
-        url = _text(record.get("url"))
-        rows.append(
-            _row(
-                id_key=canonical_url(url) if url else f"file:{path.name}#{i}",
-                source=_text(record.get("source")) or path.stem,
-                url=canonical_url(url) if url else None,
-                headline=headline,
-                body=body,
-                published=published,
-                section=_text(record.get("section")),
-            )
-        )
+            continue
+        if row["url"] is not None:
+            if row["url"] in first_line:
+                report.duplicate_urls.append(
+                    {"source": str(path), "line": rec.line, "record": rec.number,
+                     "first_line": first_line[row["url"]], "url": row["url"]}
+                )  # fmt: skip
+            else:
+                first_line[row["url"]] = rec.line if rec.line is not None else rec.number
+        rows.append(row)
+    if report.rejected:
+        log.warning(
+            "%d record(s) of the news file sources rejected (listed in the report), e.g. %s",
+            len(report.rejected), report.rejected[0],
+        )  # fmt: skip
     return rows
 
 
@@ -426,7 +590,7 @@ def collect_news(
                 rows += _collect_web(source, config, client, state, report, progress)
     for source in config.sources:
         if isinstance(source, FileSource):
-            rows += _collect_file(source)
+            rows += _collect_file(source, config, report)
         elif isinstance(source, EmbeddedSource):
             rows += _collect_embedded(source)
 
