@@ -1,6 +1,9 @@
 """The curation and instrument stages: datasets every methodology may read, and the
 instruments' own accuracy.
 
+- :func:`curation_inputs` (``curation_inputs``, always runs): a content fingerprint of every
+  file each curation config reads, inside the repository or not, so an edit reruns exactly
+  the curation stage that reads it (:mod:`genfair.curation.inputs`);
 - :func:`collect_news_corpus` (``collect_news``): a news corpus and a report of what was skipped;
 - :func:`occupations_table` (``map_occupations``): occupations with WordNet aliases and
   real-world statistics (``data/curated/occupations/``);
@@ -25,6 +28,18 @@ from genfair.models.cache import cache_dir
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
+
+
+def curation_inputs(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+    """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
+    (rewritten only when the inputs change, so DVC reruns only what they feed)."""
+    from genfair.curation.inputs import write_inputs_fingerprint
+
+    hashes = cache_dir(params.cache.dir) / "input_hashes"
+    return [write_inputs_fingerprint(section, curation_config(params, section),
+                                     layout.data / "curated" / "inputs" / f"{section}.json",
+                                     hash_cache=hashes / f"{section}.json")
+            for section in params.curation]
 
 
 def collect_news_corpus(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
