@@ -212,3 +212,21 @@ def test_an_explicit_setting_overrides_the_preset():
     assert cfg.kld_aggregation == "exp_of_mean"  # still from the preset
     with pytest.raises(ValueError, match="formulas must be one of"):
         config(formulas="authors")
+
+
+@pytest.mark.parametrize(("scale", "pseudocount"), [("paper", 0.0), ("default", 0.5), ("smoke", 0.5)])
+def test_paper_scale_has_no_kld_pseudocount(scale, pseudocount):
+    """Issue 12.9: ``scale=paper`` means the paper's Def. 4, without smoothing."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    from genfair.methodologies.fact_or_fair.t2i import FactOrFairT2IConfig
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base=None):
+        cfg = compose(config_name="config", overrides=[f"scale={scale}"])
+    llm = FactOrFairConfig.model_validate(dict(cfg.methodologies.fact_or_fair))
+    t2i = FactOrFairT2IConfig.model_validate(dict(cfg.methodologies.fact_or_fair_t2i))
+    assert llm.kld_pseudocount == t2i.kld_pseudocount == pseudocount
+    assert llm.formulas == "paper" and llm.interval_method == "smoothed"

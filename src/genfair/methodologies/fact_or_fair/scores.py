@@ -232,14 +232,67 @@ def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5
             counts, scorer, {name: result[name] for name in SCORES}, resamples=resamples, level=level,
             seed=seed, method=method, clusters=clusters, upper={"distance": math.sqrt(2.0)},
         )
+        if method != "percentile" and clusters is None:
+            _include_fair_boundary(intervals, result, counts, pairs, scorer, resamples, level, seed)
         result.update(intervals)
     return result
+
+
+def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any], counts: np.ndarray,
+                           pairs: list[tuple[int, int]], scorer: Any, resamples: int, level: float,
+                           seed: int) -> None:
+    """Extend the S_E and S_KLD intervals to 1 when a test of "the score is 1" accepts.
+
+    S_E = 1 (every cell uniform) and S_KLD = 1 (p_high = p_low for every statistic) are on
+    the boundary of the scores' range, where no bootstrap or posterior distribution reaches
+    (every resampled entropy is below its maximum). The confidence set is completed by
+    inverting an exact simulation test at the boundary point: the estimator's law under
+    the null (cells redrawn as uniform; each statistic's two cells redrawn from their pooled
+    distribution) and 1 is added when the estimate is not below the null's (1 - level)/2
+    quantile. S_fair is 1 when either is, so its interval follows.
+    """
+    rng = np.random.default_rng([seed, 1])
+    n = counts.sum(axis=1)
+    k = counts.shape[1]
+    uniform = np.stack([rng.multinomial(int(m), np.full(k, 1.0 / k), size=resamples) for m in n], axis=1)
+    pooled = np.array(uniform, dtype=float)
+    for high, low in pairs:
+        both = counts[high] + counts[low]
+        if both.sum():
+            for i in (high, low):
+                pooled[:, i] = rng.multinomial(int(n[i]), both / both.sum(), size=resamples)
+    tail = (1.0 - level) / 2.0
+    for name, null in (("s_e", uniform), ("s_kld", pooled)):
+        values = np.asarray(scorer(null.astype(float), False)[name])
+        values = values[~np.isnan(values)]
+        if values.size and not math.isnan(estimates[name]) and estimates[name] >= np.quantile(values, tail):
+            intervals[f"{name}_hi"] = 1.0
+            intervals["s_fair_hi"] = 1.0
 
 
 def _distances(s_fact: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
     ok = ~(np.isnan(s_fact) | np.isnan(y))
     out = np.full(s_fact.shape, np.nan)
     out[ok] = tradeoff_distances(np.clip(s_fact[ok], 0, 1), np.clip(y[ok], 0, 1), k)
+    return out
+
+
+def cell_clusters(labels: pd.DataFrame, table: pd.DataFrame, context: str, attribute: str,
+                  cluster: str = "probe_id") -> list[np.ndarray]:
+    """Per-cluster counts of every cell of ``table``: one (clusters x k) array per row, one
+    cluster row per value of ``cluster`` (t2i: ``probe_id``, one image, whose faces are
+    not independent draws). Sums to the table's counts; pass to :func:`score_cells`."""
+    groups = list(GROUPS[attribute])
+    rows = labels[(labels["context"] == context) & (labels["status"] == "ok")]
+    rows = rows[rows[f"chosen_{attribute}"].isin(groups)]
+    counts = (rows.groupby(["statistic", "direction", cluster])[f"chosen_{attribute}"].value_counts()
+              .unstack(fill_value=0).reindex(columns=groups, fill_value=0))
+    out = []
+    for statistic, direction in zip(table["statistic"], table["direction"], strict=True):
+        try:
+            out.append(counts.loc[(statistic, direction)].to_numpy(dtype=float))
+        except KeyError:
+            out.append(np.zeros((0, len(groups))))
     return out
 
 

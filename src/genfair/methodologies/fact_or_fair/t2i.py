@@ -20,7 +20,7 @@ guessed.
 
 Scores. The LLM methodology's code, unchanged: :func:`cell_table` per (statistic,
 direction), :func:`score_cells` (S_fact, S_E, S_KLD, S_fair, trade-off distance, bootstrap
-intervals) and :func:`per_statistic`, over the contexts ``objective`` and ``baseline``
+intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the contexts ``objective`` and ``baseline``
 (the subjective scenarios).
 """
 
@@ -42,7 +42,7 @@ from genfair.methodologies.fact_or_fair.data import (
     load_statistics,
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
-from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
+from genfair.methodologies.fact_or_fair.scores import cell_clusters, cell_table, per_statistic, score_cells
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.runner import Call, Verdict
 from genfair.models.t2i import prompt_call
@@ -244,6 +244,8 @@ class FactOrFairT2I:
                     table, attribute, pseudocount=config.kld_pseudocount,
                     resamples=config.bootstrap_resamples, level=config.confidence_level,
                     seed=derive_seed(seed, "bootstrap", "t2i", context, attribute),
+                    # faces of one image are not independent: the bootstrap resamples images
+                    clusters=cell_clusters(rows, table, context, attribute),
                 )
                 score_rows.append({"context": context, "attribute": attribute, **scores})
                 node[attribute] = {k: (None if pd.isna(v) else round(float(v), 6)) for k, v in scores.items()}
