@@ -140,7 +140,8 @@ def tradeoff_distances(s_fact: ArrayLike, s_e: ArrayLike, k: int) -> np.ndarray:
     too slow. The same global search as :func:`tradeoff_distance` (the 513-point grid,
     then the best grid point's two neighbouring cells), refined by 60 golden-section steps
     instead of Brent's method: the bracket shrinks to ~1e-15, so the distance agrees with
-    :func:`tradeoff_distance` to ~1e-9 (a test). NaN in either coordinate gives NaN;
+    :func:`tradeoff_distance` within that function's own accuracy, ~1e-8 (a test). NaN in either
+    coordinate gives NaN;
     other values outside ``[0, 1]`` raise ``ValueError``.
     """
     k = _num_classes(k)
