@@ -134,15 +134,15 @@ def s_fair(s_e: float, s_kld: float) -> float:
 
 
 def tradeoff_distances(s_fact: ArrayLike, s_e: ArrayLike, k: int) -> np.ndarray:
-    """:func:`tradeoff_distance`'s distance ``d`` for many points at once (vectorised).
+    """:func:`tradeoff_distance`'s distance ``d`` for many points at once (vectorised; paper 000,
+    §3.5, Definition 3 and Appendix C.2).
 
     For resampled scores (confidence intervals), where one scalar search per replicate is
     too slow. The same global search as :func:`tradeoff_distance` (the 513-point grid,
     then the best grid point's two neighbouring cells), refined by 60 golden-section steps
     instead of Brent's method: the bracket shrinks to ~1e-15, so the distance agrees with
     :func:`tradeoff_distance` within that function's own accuracy, ~1e-8 (a test). NaN in either
-    coordinate gives NaN;
-    other values outside ``[0, 1]`` raise ``ValueError``.
+    coordinate gives NaN; other values outside ``[0, 1]`` raise ``ValueError``.
     """
     k = _num_classes(k)
     x0 = np.asarray(s_fact, dtype=float).ravel()
