@@ -203,7 +203,7 @@ def _layout(table: pd.DataFrame, attribute: str) -> tuple[list[str], np.ndarray,
 
 def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5, resamples: int,
                 level: float, seed: int, formulas: Formulas | None = None,
-                method: IntervalMethod = "basic",
+                method: IntervalMethod = "smoothed",
                 clusters: list[np.ndarray] | None = None) -> dict[str, Any]:
     """The five scores of one context and attribute, with ``<score>_lo``/``<score>_hi``
     intervals at ``level`` from ``resamples`` replicates (none when 0).

@@ -3,26 +3,32 @@
 The scores are smooth functions of the cells' answer distributions, but plug-in entropy
 and KL are biased: near a uniform answer distribution the plug-in S_E lies *above* almost
 every bootstrap replicate (a replicate's entropy is lower than its source's), so the
-percentile interval sits below the estimate (paper scale, n = 300 per cell, uniform k = 4:
-S_E 0.9964 with a percentile interval of about [0.9952, 0.9962]). Methods
-(``interval_method``):
+percentile interval sits below the estimate (paper scale, 18 statistics, n = 300 per cell,
+uniform k = 4: S_E 0.9967 with the percentile interval [0.9913, 0.9945]; ``smoothed`` gives
+[0.9967, 1], which holds the truth 1). Methods (``interval_method``):
 
-- ``basic`` (default): the basic (reverse-percentile) bootstrap
-  ``[2 t - q_hi, 2 t - q_lo]``, where ``q`` are quantiles of the replicates ``t*`` drawn
-  from the observed cells (each cell's counts redrawn from a multinomial with its observed
-  distribution and size; with ``clusters``, each cell's clusters -- t2i images -- resampled
-  with replacement). It uses ``t* - t`` as the law of ``t - theta``, so the estimator's bias
-  is subtracted instead of being added a second time as the percentile interval does.
+- ``smoothed`` (default): a bias-corrected parametric bootstrap. Each cell's counts are
+  redrawn from Multinomial(n, p~), p~ = (counts + 1/2) / (n + k/2) (the Jeffreys-smoothed cell,
+  so an unseen group still varies), and the law of ``t* - theta(p~)`` stands for that of
+  ``t - theta``, ``theta(p~)`` being the population score of the smoothed cells:
+  ``[t - (q_hi - theta(p~)), t - (q_lo - theta(p~))]``. The estimator's bias is subtracted
+  instead of being added a second time, as the percentile interval does. With ``clusters``
+  (t2i images) it falls back to ``basic`` on resampled clusters.
+- ``basic``: the reverse-percentile bootstrap ``[2 t - q_hi, 2 t - q_lo]`` from the observed
+  cells (multinomial redraws; with ``clusters``, each cell's clusters resampled with
+  replacement, so faces of one image move together).
 - ``posterior``: the equal-tailed credible interval of the population score under
   independent Jeffreys priors Dirichlet(1/2, ..., 1/2) on every cell's answer
   distribution: posterior draws of each cell's probabilities pushed through the score
   formulas (S_fact weights each cell by its number of valid answers; KL without
-  smoothing). Independent answers only (no ``clusters``).
+  smoothing). Independent answers only (no ``clusters``). Shrinking 30+ cells toward
+  uniform biases the pooled S_fact, so it under-covers (docs).
 - ``percentile``: the bootstrap percentile interval (genfair before issue 12), kept for
   comparison; it is not valid for these biased statistics.
 
-Every method's interval is clipped to the score's range ([0, 1]; distance [0, sqrt 2]) and
-then widened, if needed, to contain the estimate: the reported interval always contains
+The scores' own boundary points (S_E = 1, S_KLD = 1) are added by exact simulation tests in
+:func:`genfair.methodologies.fact_or_fair.scores.score_cells`. Every method's interval is
+clipped to the score's range ([0, 1]; distance [0, sqrt 2]) and then widened, if needed, to contain the estimate: the reported interval always contains
 its estimate, and a superset of an interval keeps at least its coverage. The target is the
 population score: the score formula applied to the cells' true answer probabilities (for
 S_KLD without smoothing; S_fact with the observed cell sizes as weights).
@@ -38,7 +44,7 @@ import numpy as np
 
 IntervalMethod = Literal["basic", "smoothed", "posterior", "percentile"]
 INTERVAL_METHODS: tuple[str, ...] = ("basic", "smoothed", "posterior", "percentile")
-#: Jeffreys prior of the ``posterior`` method, added to every group of every cell
+#: Jeffreys prior of the ``posterior`` and ``smoothed`` methods, added to every group of every cell
 JEFFREYS = 0.5
 
 #: ``scorer(replicate_counts, population)`` -> score name -> one value per replicate;
