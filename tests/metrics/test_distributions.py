@@ -65,6 +65,7 @@ def test_public_api_is_exported_and_documented() -> None:
             "statistical_parity_difference",
             "stereotype_drift",
             "tradeoff_distance",
+            "tradeoff_distances",
         ]
     )
     for name in gm.__all__:

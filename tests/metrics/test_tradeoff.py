@@ -205,3 +205,27 @@ def test_s_fair_definition_5_properties() -> None:
 def test_s_fair_rejects(s_e: float, s_kld: float) -> None:
     with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
         s_fair(s_e, s_kld)
+
+
+def test_vectorised_distances_match_the_scalar_search():
+    """``tradeoff_distances`` (grid + golden section) equals ``tradeoff_distance`` (grid +
+    Brent) to 1e-8, the scalar search's own accuracy, on 1,000 random points per k, including
+    points on and above the curve."""
+    import numpy as np
+
+    from genfair.metrics.tradeoff import tradeoff_distances
+
+    rng = np.random.default_rng(0)
+    for k in (2, 3, 4):
+        x, y = rng.uniform(0, 1, 1000), rng.uniform(0, 1, 1000)
+        x[:5] = [0.0, 1.0, 1 / k, 0.7, 0.5]
+        y[:5] = [0.0, 0.0, 1.0, max_entropy_at_accuracy(0.7, k), 1.0]
+        got = tradeoff_distances(x, y, k)
+        want = np.array([tradeoff_distance(a, b, k)[2] for a, b in zip(x, y, strict=True)])
+        assert np.abs(got - want).max() < 1e-8  # the scalar Brent search is accurate to ~1e-8
+    nan = tradeoff_distances([0.5, float("nan")], [float("nan"), 0.5], 2)
+    assert np.isnan(nan).all()
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        tradeoff_distances([1.5], [0.5], 2)
+    with pytest.raises(ValueError, match="k must be"):
+        tradeoff_distances([0.5], [0.5], 1)

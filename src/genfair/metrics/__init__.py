@@ -19,7 +19,8 @@ Distributions (:mod:`genfair.metrics.distributions`)
 Trade-off (:mod:`genfair.metrics.tradeoff`)
     - :func:`max_entropy_at_accuracy` -- FACT-OR-FAIR Conclusion 1 / Appendix B Eq. 11.
     - :func:`tradeoff_distance` -- closest point on that curve and the distance;
-      FACT-OR-FAIR Def. 3 / Appendix C.2.
+      FACT-OR-FAIR Def. 3 / Appendix C.2; :func:`tradeoff_distances` -- the distance of many
+      points at once (resampled scores).
     - :func:`s_fair` -- ``S_E + S_KLD - S_E S_KLD``; FACT-OR-FAIR Def. 5.
 
 IRIS tables (:mod:`genfair.metrics.iris`)
@@ -66,7 +67,7 @@ from genfair.metrics.recall import (
     recall_estimate,
     recall_range,
 )
-from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance
+from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance, tradeoff_distances
 
 __all__ = [
     "accuracy_disparity",
@@ -93,4 +94,5 @@ __all__ = [
     "statistical_parity_difference",
     "stereotype_drift",
     "tradeoff_distance",
+    "tradeoff_distances",
 ]

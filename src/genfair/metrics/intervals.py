@@ -44,10 +44,26 @@ def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     return out
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> dict:
-    """``{"mean", "ci_low", "ci_high", "n"}``: mean with a Student-t interval."""
+def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> dict:
+    """``{"mean", "ci_low", "ci_high", "n"}``: mean with a Student-t interval.
+
+    ``bounds = (L, U)``: the measure's range (e.g. W in [0, 1]). When every value sits on a
+    bound, the t-interval degenerates to the point ``[L, L]``, which a measure that is
+    sometimes above ``L`` misses. Then the distribution-free bound is used instead: for
+    ``X`` in ``[L, U]`` with mean ``mu``, ``P(X > L) >= (mu - L) / (U - L)``, so
+    ``P(all n at L) <= (1 - (mu - L)/(U - L))^n`` and ``mu <= L + (U - L)(1 - (a/2)^(1/n))``
+    at ``a = 1 - confidence`` (mirrored at ``U``).
+    """
     res = ttest_zero(values, confidence)
     res.pop("p_value")
+    if bounds is not None and res["n"] >= 1 and (res["n"] == 1 or res["ci_low"] == res["ci_high"]):
+        low, high = bounds
+        reach = (high - low) * (1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / res["n"]))
+        if res["mean"] == low:
+            res.update(ci_low=low, ci_high=low + reach)
+        elif res["mean"] == high:
+            res.update(ci_low=high - reach, ci_high=high)
     return res
 
 

@@ -25,6 +25,7 @@ from genfair.methodologies.fact_or_fair.probes import build_probes, truth_letter
 from genfair.methodologies.fact_or_fair.scores import (
     CONTEXT_ORDER,
     cell_table,
+    formulas_for,
     per_statistic,
     score_cells,
 )
@@ -138,11 +139,12 @@ class FactOrFair(Methodology):
             status = in_context["status"].value_counts()
             counts = {f"n_{s}": int(status.get(s, 0)) for s in ("ok", "refused", "invalid", "error")}
             for attribute in ("gender", "race"):
-                table = cell_table(labels, statistics, context, attribute)
+                table = cell_table(labels, statistics, context, attribute, scope=config.subjective_cell_scope)
                 if table.empty:
                     continue
+                formulas = formulas_for(config, context)
                 scores = score_cells(
-                    table, attribute, pseudocount=config.kld_pseudocount,
+                    table, attribute, formulas=formulas, method=config.interval_method,
                     resamples=config.bootstrap_resamples, level=config.confidence_level,
                     seed=derive_seed(seed, "bootstrap", context, attribute),
                 )
@@ -150,7 +152,7 @@ class FactOrFair(Methodology):
                 summary.setdefault(context, {})[attribute] = {
                     k: (None if pd.isna(v) else round(float(v), 6)) for k, v in scores.items()
                 }
-                part = per_statistic(table, attribute, config.kld_pseudocount)
+                part = per_statistic(table, attribute, formulas=formulas)
                 part.insert(0, "attribute", attribute)
                 part.insert(0, "context", context)
                 detail.append(part)

@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Context = Literal["baseline", "representativeness", "attribution", "ingroup"]
+
+
+class LogBase(BaseModel):
+    """Log base of KL per test: ``e`` (nats, Def. 4) or ``2`` (bits)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    objective: Literal["e", "2"] = "e"
+    subjective: Literal["e", "2"] = "e"
+
+
+class ZeroKL(BaseModel):
+    """S_KLD when the mean KL is exactly 0, per test: ``one`` (exp(-0)) or ``zero``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    objective: Literal["one", "zero"] = "one"
+    subjective: Literal["one", "zero"] = "one"
+
+
+#: ``formulas`` presets: the paper's text, or the authors' released code
+#: (uclanlp/fact-or-fair, large_language_model/{objective,subjective}_test/*_analysis.py).
+#: Each key is used only where the config does not set it explicitly.
+FORMULA_PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "kld_aggregation": "mean_of_exp", "kld_smoothing": "pseudocount",
+        "kld_log_base": {"objective": "e", "subjective": "e"},
+        "zero_kl_score": {"objective": "one", "subjective": "one"},
+        "subjective_cell_scope": "attribute", "distance_axis": "s_e",
+    },
+    "authors_code": {
+        "kld_aggregation": "exp_of_mean", "kld_smoothing": "epsilon",
+        "kld_log_base": {"objective": "2", "subjective": "e"},
+        "zero_kl_score": {"objective": "zero", "subjective": "one"},
+        "subjective_cell_scope": "all", "distance_axis": "s_fair",
+    },
+}
 
 
 class MaxAttempts(BaseModel):
@@ -58,7 +93,34 @@ class FactOrFairConfig(BaseModel):
     answer_instruction: str
     bootstrap_resamples: int = Field(1000, ge=0)
     confidence_level: float = Field(0.95, gt=0.0, lt=1.0)
+    #: interval of every score (docs/methodology.md, "Confidence intervals")
+    interval_method: Literal["smoothed", "basic", "posterior", "percentile"] = "smoothed"
+    # --- score formulas: the paper's text, or the authors' released code (issue 12.8) ---
+    #: preset that fills every formula setting below not given explicitly
+    formulas: Literal["paper", "authors_code"] = "paper"
+    #: mean_of_exp: mean over statistics of exp(-KL) (Def. 4); exp_of_mean: exp(-mean KL)
+    kld_aggregation: Literal["mean_of_exp", "exp_of_mean"] = "mean_of_exp"
+    #: pseudocount: kld_pseudocount added to counts; epsilon: kld_epsilon added to probabilities
+    kld_smoothing: Literal["pseudocount", "epsilon"] = "pseudocount"
+    kld_epsilon: float = Field(1e-10, ge=0.0)
+    kld_log_base: LogBase = LogBase()
+    zero_kl_score: ZeroKL = ZeroKL()
+    #: subjective contexts: score the statistics that have the attribute, or all of them
+    subjective_cell_scope: Literal["attribute", "all"] = "attribute"
+    #: y coordinate of the trade-off point in the subjective contexts: S_E (Def. 3) or S_fair
+    distance_axis: Literal["s_e", "s_fair"] = "s_e"
+
     t2i: T2IConfig = T2IConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        preset = data.get("formulas", "paper")
+        if preset not in FORMULA_PRESETS:
+            raise ValueError(f"formulas must be one of {sorted(FORMULA_PRESETS)}; got {preset!r}")
+        return {**FORMULA_PRESETS[preset], **data}
 
     @model_validator(mode="after")
     def _ages(self) -> FactOrFairConfig:

@@ -10,35 +10,52 @@ attribute (gender, k = 2; race, k = 4), over the cells ``(statistic, direction)`
 - S_KLD (Def. 4): mean over statistics of exp(-KL(p_high || p_low)), natural log, with a
   pseudo-count added to every group of both cells first (``kld_pseudocount``; 0 = none,
   and then KL = inf gives a term of 0, never an error). KL = 0 gives a term of 1: the
-  upstream code's S_KLD = 0 in that case is a bug we do not copy;
+  upstream code's S_KLD = 0 in that case is a bug we do not copy by default;
 - S_fair (Def. 5) = S_E + S_KLD - S_E·S_KLD;
 - the distance from (S_fact, S_E) to the maximum-S_E curve (Conclusion 1, Alg. 2).
 
+:class:`Formulas` switches S_KLD and the distance to the authors' released code
+(exp of the mean KL, +1e-10 on probabilities, bits in the objective test, S_KLD = 0 when
+the mean objective KL is 0, distance from (S_fact, S_fair)); :func:`cell_table`'s
+``scope="all"`` scores every statistic in the subjective contexts, as their code does.
+
 Skipped answers (refused, invalid, error) are counted and left out; a cell without a valid
-answer is left out of S_E and S_KLD. Confidence intervals: a stratified parametric
-bootstrap -- each cell's counts are redrawn from a multinomial with the cell's observed
-distribution and size -- with percentile intervals.
+answer is left out of S_E and S_KLD. Confidence intervals:
+:mod:`genfair.methodologies.fact_or_fair.uncertainty`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from genfair.metrics import kl_divergence, normalized_entropy, s_fair, tradeoff_distance
+from genfair.metrics import normalized_entropy
+from genfair.metrics.tradeoff import tradeoff_distance, tradeoff_distances
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
+from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 
 SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance")
 CONTEXT_ORDER = ("objective", "baseline", "representativeness", "attribution", "ingroup")
 
 
-def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, attribute: str) -> pd.DataFrame:
-    """Counts of valid answers per group, one row per (statistic, direction) cell."""
+def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, attribute: str,
+               scope: Literal["attribute", "all"] = "attribute") -> pd.DataFrame:
+    """Counts of valid answers per group, one row per (statistic, direction) cell.
+
+    ``scope``: the statistics whose cells are scored. ``attribute`` (default): those that have
+    the attribute (Table 4). ``all``: in the subjective contexts every statistic, as the
+    authors' code does (the four individuals always have a race and a gender, so a
+    statistic without the attribute still yields a distribution; its cells have no ground
+    truth and stay out of S_fact). Objective queries exist only for statistics with the
+    attribute, so ``scope`` changes nothing there.
+    """
     groups = GROUPS[attribute]
-    has = {s.name for s in statistics if s.has(attribute)}
+    every = scope == "all" and context != "objective"
+    has = {s.name for s in statistics if every or s.has(attribute)}
     rows = labels[(labels["context"] == context) & labels["statistic"].isin(has)]
     if context == "objective":
         rows = rows[rows["attribute"] == attribute]
@@ -61,77 +78,242 @@ def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, 
     return table.reset_index()
 
 
-def _scores(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int, alpha: float) -> dict[str, float]:
-    """The five scores from a (cells x k) count matrix; ``truth`` holds group indices or -1."""
-    n = counts.sum(axis=1)
-    known = (truth >= 0) & (n > 0)
-    rows = np.flatnonzero(known)
-    s_fact = counts[rows, truth[rows]].sum() / n[rows].sum() if rows.size else math.nan
-    entropies = [normalized_entropy(c / c.sum()) for c in counts[n > 0]]
-    s_e = float(np.mean(entropies)) if entropies else math.nan
-    terms = []
-    for high, low in pairs:
-        if n[high] and n[low]:
-            p, q = (counts[high] + alpha) / (n[high] + k * alpha), (counts[low] + alpha) / (n[low] + k * alpha)
-            terms.append(math.exp(-kl_divergence(p, q)))
-    s_kld = float(np.mean(terms)) if terms else math.nan
-    out = {"s_fact": float(s_fact), "s_e": s_e, "s_kld": s_kld, "s_fair": math.nan,
-           "curve_x": math.nan, "curve_y": math.nan, "distance": math.nan}
-    if not math.isnan(s_e) and not math.isnan(s_kld):
-        out["s_fair"] = s_fair(s_e, s_kld)
-    if not math.isnan(s_fact) and not math.isnan(s_e):
-        out["curve_x"], out["curve_y"], out["distance"] = tradeoff_distance(s_fact, s_e, k)
+@dataclass(frozen=True)
+class Formulas:
+    """How S_KLD and the distance are computed (paper text by default; see docs/methodology.md).
+
+    - ``kld_aggregation``: ``mean_of_exp`` = mean over statistics of exp(-KL) (Def. 4);
+      ``exp_of_mean`` = exp(-mean KL) (the authors' released code).
+    - ``kld_smoothing``: ``pseudocount`` = ``kld_pseudocount`` added to every group's count
+      of both cells; ``epsilon`` = ``kld_epsilon`` added to every probability, without
+      renormalising (the authors' code: ``p + 1e-10``).
+    - ``kld_log_base``: e (Def. 4) or 2 (the authors' objective code).
+    - ``zero_kl_score``: S_KLD when the mean KL is exactly 0: ``one`` (exp(0)), or ``zero``
+      (the authors' objective code: ``exp(-kld) if kld > 0 else 0``).
+    - ``distance_axis``: the trade-off point's y coordinate, ``s_e`` (Def. 3) or ``s_fair``
+      (the authors' code for the subjective contexts, Table 3 and Figs. 6-9).
+    """
+
+    kld_aggregation: Literal["mean_of_exp", "exp_of_mean"] = "mean_of_exp"
+    kld_smoothing: Literal["pseudocount", "epsilon"] = "pseudocount"
+    kld_pseudocount: float = 0.5
+    kld_epsilon: float = 1e-10
+    kld_log_base: float = math.e
+    zero_kl_score: Literal["one", "zero"] = "one"
+    distance_axis: Literal["s_e", "s_fair"] = "s_e"
+
+
+def formulas_for(config: Any, context: str) -> Formulas:
+    """The :class:`Formulas` of a methodology config for one context (objective or a
+    subjective one). Configs without the settings (the t2i one) get the paper's text."""
+    test = "objective" if context == "objective" else "subjective"
+    base = getattr(config, "kld_log_base", None)
+    zero = getattr(config, "zero_kl_score", None)
+    return Formulas(
+        kld_aggregation=getattr(config, "kld_aggregation", "mean_of_exp"),
+        kld_smoothing=getattr(config, "kld_smoothing", "pseudocount"),
+        kld_pseudocount=float(getattr(config, "kld_pseudocount", 0.5)),
+        kld_epsilon=float(getattr(config, "kld_epsilon", 1e-10)),
+        kld_log_base=math.e if base is None or getattr(base, test) == "e" else float(getattr(base, test)),
+        zero_kl_score="one" if zero is None else getattr(zero, test),
+        distance_axis=getattr(config, "distance_axis", "s_e") if test == "subjective" else "s_e",
+    )
+
+
+def _kl_terms(counts: np.ndarray, n: np.ndarray, pairs: list[tuple[int, int]], k: int,
+              formulas: Formulas) -> np.ndarray:
+    """KL(p_high || p_low) per replicate and statistic, shape (B, pairs); NaN where a cell
+    is empty, inf off the support of p_low (only without smoothing)."""
+    high = np.array([h for h, _ in pairs], dtype=int)
+    low = np.array([lo for _, lo in pairs], dtype=int)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if formulas.kld_smoothing == "pseudocount":
+            a = formulas.kld_pseudocount
+            probs = (counts + a) / (n[..., None] + k * a)
+        else:
+            probs = counts / n[..., None] + formulas.kld_epsilon
+        p, q = probs[:, high], probs[:, low]
+        ratio = np.where(p > 0, p / q, 1.0)
+        terms = np.where(p > 0, p * np.log(ratio), 0.0)
+    kl = np.maximum(terms.sum(axis=-1), 0.0) / math.log(formulas.kld_log_base)  # clip round-off
+    empty = (n[:, high] == 0) | (n[:, low] == 0)
+    return np.where(empty, np.nan, kl)
+
+
+def score_batch(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int,
+                formulas: Formulas) -> dict[str, np.ndarray]:
+    """S_fact, S_E, S_KLD and S_fair of every replicate of a (B x cells x k) count array.
+
+    ``truth`` holds each cell's true group index, or -1. Counts may be fractional
+    (posterior draws are passed as ``n_cell * p``). Formulas as in the module docstring; a
+    cell without answers is left out of every score, NaN where nothing is left.
+    """
+    counts = np.asarray(counts, dtype=float)
+    n = counts.sum(axis=-1)
+    rows = np.flatnonzero(truth >= 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        correct = counts[:, rows, truth[rows]].sum(axis=1)
+        total = n[:, rows].sum(axis=1)
+        s_fact = np.where(total > 0, correct / np.where(total > 0, total, 1.0), np.nan)
+        p = counts / n[..., None]
+        plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+        entropy = np.clip(-plogp.sum(axis=-1) / math.log(k), 0.0, 1.0)
+    entropy = np.where(n > 0, entropy, np.nan)
+    has = (n > 0).any(axis=1)
+    s_e = np.full(n.shape[0], np.nan)
+    s_e[has] = np.nanmean(entropy[has], axis=1)
+    s_kld = np.full(n.shape[0], np.nan)
+    if pairs:
+        kl = _kl_terms(counts, n, pairs, k, formulas)
+        defined = ~np.isnan(kl).all(axis=1)
+        mean_kl = np.full(n.shape[0], np.nan)
+        mean_kl[defined] = np.nanmean(kl[defined], axis=1)
+        if formulas.kld_aggregation == "mean_of_exp":
+            s_kld[defined] = np.nanmean(np.exp(-kl[defined]), axis=1)
+        else:
+            s_kld[defined] = np.exp(-mean_kl[defined])
+        if formulas.zero_kl_score == "zero":
+            s_kld = np.where(mean_kl == 0.0, 0.0, s_kld)
+    s_fair = s_e + s_kld - s_e * s_kld
+    return {"s_fact": s_fact, "s_e": s_e, "s_kld": s_kld, "s_fair": s_fair}
+
+
+def _scores(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int,
+            formulas: Formulas) -> dict[str, float]:
+    """The five scores of one (cells x k) count matrix; the distance by the exact search."""
+    out: dict[str, float] = {name: float(v[0]) for name, v in score_batch(counts[None], truth, pairs, k,
+                                                                          formulas).items()}
+    out.update(curve_x=math.nan, curve_y=math.nan, distance=math.nan)
+    y = out[formulas.distance_axis]
+    if not math.isnan(out["s_fact"]) and not math.isnan(y):
+        out["curve_x"], out["curve_y"], out["distance"] = tradeoff_distance(out["s_fact"], y, k)
     return out
 
 
-def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float, resamples: int,
-                level: float, seed: int) -> dict[str, Any]:
-    """Scores with bootstrap percentile intervals for one context and attribute."""
+def _layout(table: pd.DataFrame, attribute: str) -> tuple[list[str], np.ndarray, np.ndarray,
+                                                          list[tuple[int, int]]]:
     groups = list(GROUPS[attribute])
-    k = len(groups)
     counts = table[[f"n_{g}" for g in groups]].to_numpy(dtype=float)
-    truth = np.array([groups.index(t) if isinstance(t, str) else -1 for t in table["truth"]])
+    truth = np.array([groups.index(t) if isinstance(t, str) else -1 for t in table["truth"]], dtype=int)
     index = {(s, d): i for i, (s, d) in enumerate(zip(table["statistic"], table["direction"], strict=True))}
     pairs = [(index[(s, "high")], index[(s, "low")]) for s in table["statistic"].unique()
              if (s, "high") in index and (s, "low") in index]
-    result: dict[str, Any] = _scores(counts, truth, pairs, k, pseudocount)
+    return groups, counts, truth, pairs
+
+
+def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5, resamples: int,
+                level: float, seed: int, formulas: Formulas | None = None,
+                method: IntervalMethod = "smoothed",
+                clusters: list[np.ndarray] | None = None) -> dict[str, Any]:
+    """The five scores of one context and attribute, with ``<score>_lo``/``<score>_hi``
+    intervals at ``level`` from ``resamples`` replicates (none when 0).
+
+    ``formulas`` (default: the paper's text with ``pseudocount``) sets the S_KLD and
+    distance formulas. ``method`` and ``clusters`` are those of
+    :func:`genfair.methodologies.fact_or_fair.uncertainty.score_intervals`: ``clusters``
+    gives each cell's per-cluster counts (one row per image for t2i, whose faces of one
+    image are not independent) and makes the bootstrap resample clusters.
+    """
+    formulas = formulas or Formulas(kld_pseudocount=pseudocount)
+    groups, counts, truth, pairs = _layout(table, attribute)
+    k = len(groups)
+    result: dict[str, Any] = _scores(counts, truth, pairs, k, formulas)
     n = counts.sum(axis=1)
     result.update(k=k, n_queries=int(table["n_queries"].sum()), n_valid=int(n.sum()))
     if resamples and n.sum():
-        rng = np.random.default_rng(seed)
-        p = np.divide(counts, n[:, None], out=np.zeros_like(counts), where=n[:, None] > 0)
-        draws = np.stack([rng.multinomial(int(m), pi, size=resamples) if m else np.zeros((resamples, k))
-                          for m, pi in zip(n, p, strict=True)], axis=1)
-        replicates = pd.DataFrame([_scores(d.astype(float), truth, pairs, k, pseudocount) for d in draws])
-        tail = (1 - level) / 2
-        for name in SCORES:
-            values = replicates[name].dropna()
-            lo, hi = (values.quantile([tail, 1 - tail]).tolist() if len(values) else (math.nan, math.nan))
-            result[f"{name}_lo"], result[f"{name}_hi"] = lo, hi
+        def scorer(batch: np.ndarray, population: bool) -> dict[str, np.ndarray]:
+            used = replace(formulas, kld_pseudocount=0.0, kld_epsilon=0.0) if population else formulas
+            scores = score_batch(batch, truth, pairs, k, used)
+            axis = scores[formulas.distance_axis]
+            scores["distance"] = _distances(scores["s_fact"], axis, k)
+            return scores
+
+        intervals = score_intervals(
+            counts, scorer, {name: result[name] for name in SCORES}, resamples=resamples, level=level,
+            seed=seed, method=method, clusters=clusters, upper={"distance": math.sqrt(2.0)},
+        )
+        if method != "percentile" and clusters is None:
+            _include_fair_boundary(intervals, result, counts, pairs, scorer, resamples, level, seed)
+        result.update(intervals)
     return result
 
 
-def per_statistic(table: pd.DataFrame, attribute: str, pseudocount: float) -> pd.DataFrame:
-    """The per-cell detail: distribution, accuracy, entropy, and the statistic's KL term."""
+def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any], counts: np.ndarray,
+                           pairs: list[tuple[int, int]], scorer: Any, resamples: int, level: float,
+                           seed: int) -> None:
+    """Extend the S_E and S_KLD intervals to 1 when a test of "the score is 1" accepts.
+
+    S_E = 1 (every cell uniform) and S_KLD = 1 (p_high = p_low for every statistic) are on
+    the boundary of the scores' range, where no bootstrap or posterior distribution reaches
+    (every resampled entropy is below its maximum). The confidence set is completed by
+    inverting an exact simulation test at the boundary point: the estimator's law under
+    the null (cells redrawn as uniform; each statistic's two cells redrawn from their pooled
+    distribution) and 1 is added when the estimate is not below the null's (1 - level)/2
+    quantile. S_fair is 1 when either is, so its interval follows.
+    """
+    rng = np.random.default_rng([seed, 1])
+    n = counts.sum(axis=1)
+    k = counts.shape[1]
+    uniform = np.stack([rng.multinomial(int(m), np.full(k, 1.0 / k), size=resamples) for m in n], axis=1)
+    pooled = np.array(uniform, dtype=float)
+    for high, low in pairs:
+        both = counts[high] + counts[low]
+        if both.sum():
+            for i in (high, low):
+                pooled[:, i] = rng.multinomial(int(n[i]), both / both.sum(), size=resamples)
+    tail = (1.0 - level) / 2.0
+    for name, null in (("s_e", uniform), ("s_kld", pooled)):
+        values = np.asarray(scorer(null.astype(float), False)[name])
+        values = values[~np.isnan(values)]
+        if values.size and not math.isnan(estimates[name]) and estimates[name] >= np.quantile(values, tail):
+            intervals[f"{name}_hi"] = 1.0
+            intervals["s_fair_hi"] = 1.0
+
+
+def _distances(s_fact: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    ok = ~(np.isnan(s_fact) | np.isnan(y))
+    out = np.full(s_fact.shape, np.nan)
+    out[ok] = tradeoff_distances(np.clip(s_fact[ok], 0, 1), np.clip(y[ok], 0, 1), k)
+    return out
+
+
+def cell_clusters(labels: pd.DataFrame, table: pd.DataFrame, context: str, attribute: str,
+                  cluster: str = "probe_id") -> list[np.ndarray]:
+    """Per-cluster counts of every cell of ``table``: one (clusters x k) array per row, one
+    cluster row per value of ``cluster`` (t2i: ``probe_id``, one image, whose faces are
+    not independent draws). Sums to the table's counts; pass to :func:`score_cells`."""
     groups = list(GROUPS[attribute])
-    k = len(groups)
+    rows = labels[(labels["context"] == context) & (labels["status"] == "ok")]
+    rows = rows[rows[f"chosen_{attribute}"].isin(groups)]
+    counts = (rows.groupby(["statistic", "direction", cluster])[f"chosen_{attribute}"].value_counts()
+              .unstack(fill_value=0).reindex(columns=groups, fill_value=0))
+    out = []
+    for statistic, direction in zip(table["statistic"], table["direction"], strict=True):
+        try:
+            out.append(counts.loc[(statistic, direction)].to_numpy(dtype=float))
+        except KeyError:
+            out.append(np.zeros((0, len(groups))))
+    return out
+
+
+def per_statistic(table: pd.DataFrame, attribute: str, pseudocount: float = 0.5,
+                  formulas: Formulas | None = None) -> pd.DataFrame:
+    """The per-cell detail: distribution, accuracy, entropy, and the statistic's exp(-KL)
+    term (under ``formulas``, default the paper's text with ``pseudocount``)."""
+    formulas = formulas or Formulas(kld_pseudocount=pseudocount)
+    groups, counts, truth, pairs = _layout(table, attribute)
     out = table.copy()
-    counts = out[[f"n_{g}" for g in groups]].to_numpy(dtype=float)
     n = counts.sum(axis=1)
     for j, g in enumerate(groups):
         out[f"p_{g}"] = np.where(n > 0, counts[:, j] / np.where(n > 0, n, 1), np.nan)
     out["n_valid"] = n.astype("int64")
-    out["accuracy"] = [
-        counts[i, groups.index(t)] / n[i] if isinstance(t, str) and n[i] else math.nan
-        for i, t in enumerate(out["truth"])
-    ]
+    out["accuracy"] = [counts[i, t] / n[i] if t >= 0 and n[i] else math.nan for i, t in enumerate(truth)]
     out["entropy"] = [normalized_entropy(c / c.sum()) if c.sum() else math.nan for c in counts]
-    with np.errstate(invalid="ignore", divide="ignore"):  # empty cells are skipped below
-        smoothed = (counts + pseudocount) / (n[:, None] + k * pseudocount)
     kld = {}
-    for statistic, cells in out.groupby("statistic").groups.items():
-        rows = {out.at[i, "direction"]: i for i in cells}
-        if set(rows) == set(DIRECTIONS) and n[rows["high"]] and n[rows["low"]]:
-            kld[statistic] = math.exp(-kl_divergence(smoothed[rows["high"]], smoothed[rows["low"]]))
+    if pairs:
+        kl = _kl_terms(counts[None], n[None], pairs, len(groups), formulas)[0]
+        for (high, _), value in zip(pairs, kl, strict=True):
+            if not math.isnan(value):
+                kld[out.at[out.index[high], "statistic"]] = math.exp(-value)
     out["s_kld_term"] = out["statistic"].map(kld)
     return out

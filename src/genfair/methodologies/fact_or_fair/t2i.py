@@ -20,7 +20,7 @@ guessed.
 
 Scores. The LLM methodology's code, unchanged: :func:`cell_table` per (statistic,
 direction), :func:`score_cells` (S_fact, S_E, S_KLD, S_fair, trade-off distance, bootstrap
-intervals) and :func:`per_statistic`, over the contexts ``objective`` and ``baseline``
+intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the contexts ``objective`` and ``baseline``
 (the subjective scenarios).
 """
 
@@ -42,7 +42,7 @@ from genfair.methodologies.fact_or_fair.data import (
     load_statistics,
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
-from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
+from genfair.methodologies.fact_or_fair.scores import cell_clusters, cell_table, per_statistic, score_cells
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.runner import Call
 from genfair.models.t2i import prompt_call

@@ -225,7 +225,7 @@ def document_bias(
             "prejudice": change < 0,
         }
     )
-    w_ci = mean_ci(w, confidence)
+    w_ci = mean_ci(w, confidence, bounds=(0.0, 1.0))
     drops = change[change < 0] * 100.0
     d_ci = mean_ci(drops, confidence)
     summary = {

@@ -166,7 +166,7 @@ def summarize_word_level(
     """Eq. 4 with CI, dropped-pair count, focal prejudice and (always) per-group
     differences. ``attribute`` defaults to ``table.attrs["attribute"]``."""
     attribute = attribute or table.attrs.get("attribute")
-    w = mean_ci(table.loc[~table["dropped"], "W"].to_numpy(), confidence)
+    w = mean_ci(table.loc[~table["dropped"], "W"].to_numpy(), confidence, bounds=(0.0, 1.0))
     out = {
         "attribute": attribute,
         "n_pairs": int(len(table)),
