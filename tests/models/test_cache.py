@@ -243,7 +243,8 @@ def test_claims_are_exclusive_and_released_by_put(tmp_path):
         assert b.claimed_by_others(["k1", "k2", "k3"]) == 2
         a.put("k1", "m", Completion(status="ok", text="A"))
         a.put("k2", "m", Completion(status="error", error="boom"))  # a failure frees it too
-        assert b.claim(["k1", "k2"]) == {"k1", "k2"}
+        # k2 is free again; k1 is answered: it is read from the cache, never claimed
+        assert b.claim(["k1", "k2"]) == {"k2"}
 
 
 def test_expired_and_dead_owners_claims_are_taken_over(tmp_path):

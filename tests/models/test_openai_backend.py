@@ -263,15 +263,16 @@ def test_malformed_then_valid_answer_is_ok(mock_openai: MockFactory) -> None:
     assert completion.status == "ok" and completion.text == "echo: q" and completion.tries == 2
 
 
-def test_huge_answer_is_cut_off_and_an_error(mock_openai: MockFactory) -> None:
-    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000)]})
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared-size", "chunked"])
+def test_huge_answer_is_cut_off_and_an_error(mock_openai: MockFactory, chunked: bool) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000, chunked)]})
     began = time.perf_counter()
     [(_, completion)] = run(make_backend(server.url, max_response_mb=0.1), ask("q"))
     assert completion.status == "error" and completion.tries == 1 == server.calls  # not retried
     assert completion.error is not None and "max_response_mb = 0.1 MiB" in completion.error
     assert time.perf_counter() - began < 5
     # under the cap, the same answer is fine
-    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000)]})
+    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000, chunked)]})
     [(_, completion)] = run(make_backend(server.url, max_response_mb=1), ask("q"))
     assert completion.status == "ok" and len(completion.text or "") == 300_000
 

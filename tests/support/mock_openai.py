@@ -58,6 +58,8 @@ class Fault:
     #: seconds between the trickled leading bytes of the body, and how many there are
     trickle_s: float = 0.0
     trickle_bytes: int = 0
+    #: send the body with ``Transfer-Encoding: chunked`` (no Content-Length)
+    chunked: bool = False
     finish_reason: str = "stop"
     refusal: str | None = None
     #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
@@ -98,9 +100,10 @@ class Fault:
         return cls(body=json.dumps({"id": "chatcmpl-mock", "object": "chat.completion", "choices": []}))
 
     @classmethod
-    def huge(cls, n_bytes: int) -> Fault:
-        """A 200 whose content is ``n_bytes`` of text (a runaway completion)."""
-        return cls(content="x" * n_bytes, has_content=True)
+    def huge(cls, n_bytes: int, chunked: bool = False) -> Fault:
+        """A 200 whose content is ``n_bytes`` of text (a runaway completion), with its size
+        declared or (``chunked``) not."""
+        return cls(content="x" * n_bytes, has_content=True, chunked=chunked)
 
     @classmethod
     def not_utf8(cls) -> Fault:
@@ -310,6 +313,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             for name, value in out_headers.items():
                 self.send_header(name, value)
+            if fault.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for start in range(0, len(out), 65536):
+                    part = out[start : start + 65536]
+                    self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
+                return
             self.send_header("Content-Length", str(len(lead) + len(out)))
             self.end_headers()
             self.wfile.flush()

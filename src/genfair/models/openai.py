@@ -213,6 +213,9 @@ class OpenAIChatBackend(LLMBackend):
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
                 raise too_big
+            if declared.isdigit() and response.headers.get("content-encoding", "identity") == "identity":
+                await response.aread()  # the usual case: its size is known and within the cap
+                return response
             parts, size = [], 0
             async for part in response.aiter_bytes():  # decompressed: a gzip bomb counts in full
                 size += len(part)

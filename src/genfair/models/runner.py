@@ -6,6 +6,13 @@ probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``ref
 cache entry and seed), up to the call's ``max_attempts``; a deterministic backend is not
 re-asked, since it would repeat itself. Every completion is written to the cache the
 moment it exists, so an interrupted run resumes where it stopped and never pays twice.
+
+Before a completion is cached it is checked (:meth:`Completion.problem`) and any key value
+in it masked (:mod:`genfair.models.redaction`): a malformed one (a number or list where a
+text belongs, an ``ok`` without text) is recorded as an ``error`` with the reason, not
+cached, and asked again on the next run. Concurrent processes sharing one cache split the
+work by per-key claims (:meth:`ResponseCache.claim`): a call another process is answering
+is awaited and read from the cache, never sent twice.
 """
 
 from __future__ import annotations
