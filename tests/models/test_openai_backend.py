@@ -242,8 +242,9 @@ def test_key_is_sent_but_never_exposed(
         (Fault.content({"text": "A"}), "'content' is an object, not a string"),
         (Fault.empty_choices(), "empty choices list"),
         (Fault.not_utf8(), "UnicodeDecodeError"),
+        (Fault(body='{"choices": [{"message": {"content": "A \\ud800"}}]}'), "'content' is not valid Unicode"),
     ],
-    ids=["number", "list", "null", "object", "empty-choices", "not-utf8"],
+    ids=["number", "list", "null", "object", "empty-choices", "not-utf8", "lone-surrogate"],
 )
 def test_malformed_answers_are_retried_then_an_error(
     mock_openai: MockFactory, fault: Fault, reason: str
@@ -318,3 +319,20 @@ def test_a_key_echoed_in_an_answer_is_redacted(mock_openai: MockFactory, monkeyp
     [(_, completion)] = run(make_backend(server.url, api_key_env=KEY_ENV), ask("q"))
     assert completion.status == "ok"
     assert completion.text == "my key is [redacted] and theirs [redacted]."
+
+
+@pytest.mark.parametrize("modality", ["t2i", "vlm"])
+def test_images_and_vision_share_the_total_deadline(mock_openai: MockFactory, modality: str) -> None:
+    from genfair.models.config import OpenAIT2IConfig, OpenAIVLMConfig
+    from genfair.models.openai_images import OpenAIImageBackend
+    from genfair.models.vlm import OpenAIVisionBackend
+
+    server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
+    settings = {"backend": "openai", "model_id": "m", "base_url": server.url, "api_key_env": None,
+                "timeout_s": 1.0, "max_retries": 0}
+    backend = (OpenAIImageBackend(OpenAIT2IConfig(**settings)) if modality == "t2i"
+               else OpenAIVisionBackend(OpenAIVLMConfig(**settings)))
+    began = time.perf_counter()
+    [(_, completion)] = run(backend, ask("q"))
+    assert completion.status == "error" and completion.error == "no complete answer within timeout_s = 1 s"
+    assert time.perf_counter() - began < 2.0

@@ -301,6 +301,11 @@ def _field(container: Any, key: str | int, kind: type, optional: bool = False) -
         return None
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ValueError(f"{key!r} is {_kind(value)}, not {_KINDS.get(kind, kind.__name__)}")
+    if isinstance(value, str):
+        try:  # JSON may escape a lone surrogate, which no UTF-8 file (parquet, cache) can hold
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{key!r} is not valid Unicode (a lone surrogate)") from None
     return value
 
 
