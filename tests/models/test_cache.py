@@ -163,3 +163,118 @@ def test_cache_dir_env_override(monkeypatch, tmp_path):
     assert cache_dir(".genfair/cache") == tmp_path / "elsewhere"
     monkeypatch.setenv("GENFAIR_CACHE_DIR", "")  # empty = unset
     assert cache_dir(".genfair/cache") == Path(".genfair/cache")
+
+
+# --- nothing malformed in, nothing malformed out (issue 16.1) --------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Completion(status="ok", text=42),  # type: ignore[arg-type]
+        Completion(status="ok", text=["A", "B"]),  # type: ignore[arg-type]
+        Completion(status="ok", text=None),
+        Completion(status="ok", text="\ud800 lone surrogate"),
+        Completion(status="maybe", text="A"),  # type: ignore[arg-type]
+        Completion(status="ok", text="A", usage={"tokens": "many"}),  # type: ignore[dict-item]
+    ],
+    ids=["number", "list", "null", "surrogate", "status", "usage"],
+)
+def test_malformed_completions_are_never_stored(cache, bad):
+    assert bad.problem() is not None
+    assert cache.put(BASE_KEY, "m", bad) is False
+    assert cache.get(BASE_KEY) is None and len(cache) == 0
+
+
+def test_a_poisoned_entry_from_an_older_run_is_dropped_and_asked_again(tmp_path):
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as cache:
+        cache.put("good", "m", Completion(status="ok", text="A"))
+    with sqlite3.connect(path) as db:  # as genfair before the check wrote them
+        db.executemany("INSERT INTO responses (key, model, completion) VALUES (?, 'm', ?)", [
+            ("number", '{"status": "ok", "text": 3, "error": null, "finish_reason": "stop", "latency_s": 0.1,'
+                       ' "tries": 1, "usage": {}}'),
+            ("garbage", "not json"),
+        ])
+    with ResponseCache(path) as cache:
+        assert set(cache.get_many(["good", "number", "garbage"])) == {"good"}
+        assert len(cache) == 1  # the poisoned rows are gone, so the next put is stored
+        assert cache.put("number", "m", Completion(status="ok", text="B"))
+        assert cache.get("number").text == "B"
+
+
+def test_old_entries_keep_their_keys_and_values(tmp_path):
+    """A row written by earlier genfair (same schema, same key) is served unchanged."""
+    path = tmp_path / "responses.sqlite"
+    blob = ('{"error": null, "finish_reason": "stop", "latency_s": 0.2, "status": "ok", "text": "B",'
+            ' "tries": 1, "usage": {"completion_tokens": 1}}')
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, completion TEXT NOT NULL,"
+                   " created_at TEXT NOT NULL DEFAULT (datetime('now')))")
+        db.execute("INSERT INTO responses (key, model, completion) VALUES (?, 'hf:org/model', ?)", (BASE_KEY, blob))
+    with ResponseCache(path) as cache:
+        assert cache.get(ResponseCache.key(FINGERPRINT, request())) == Completion(
+            status="ok", text="B", finish_reason="stop", latency_s=0.2, usage={"completion_tokens": 1})
+
+
+def test_a_key_value_is_masked_before_it_is_written(tmp_path, monkeypatch):
+    from genfair.models.redaction import register_key_env
+
+    monkeypatch.setenv("GENFAIR_TEST_CACHE_KEY", "cache-secret-0123456789")
+    register_key_env("GENFAIR_TEST_CACHE_KEY")
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as cache:
+        cache.put("k", "m", Completion(status="ok", text="key: cache-secret-0123456789"))
+        assert cache.get("k").text == "key: [redacted]"
+    assert b"cache-secret" not in path.read_bytes()
+    wal = path.with_name(path.name + "-wal")
+    assert not wal.exists() or b"cache-secret" not in wal.read_bytes()
+
+
+# --- claims: one process answers each key ---------------------------------------------------
+
+
+def test_claims_are_exclusive_and_released_by_put(tmp_path):
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as a, ResponseCache(path) as b:
+        assert a.claim(["k1", "k2"]) == {"k1", "k2"}
+        assert a.claim(["k1"]) == {"k1"}  # already ours
+        assert b.claim(["k1", "k2", "k3"]) == {"k3"}
+        assert b.claimed_by_others(["k1", "k2", "k3"]) == 2
+        a.put("k1", "m", Completion(status="ok", text="A"))
+        a.put("k2", "m", Completion(status="error", error="boom"))  # a failure frees it too
+        # k2 is free again; k1 is answered: it is read from the cache, never claimed
+        assert b.claim(["k1", "k2"]) == {"k2"}
+
+
+def test_expired_and_dead_owners_claims_are_taken_over(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as a, ResponseCache(path) as b:
+        assert a.claim(["k"], ttl_s=0.05) == {"k"}
+        import time
+
+        time.sleep(0.1)
+        assert b.claim(["k"]) == {"k"}  # expired
+    # a claim left by a process that died (kill -9) is free at once, not after the expiry
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with ResponseCache(path) as c:
+        with sqlite3.connect(path) as db:
+            db.execute("DELETE FROM claims")
+            db.execute("INSERT INTO claims VALUES ('k2', ?, 1e12)", (f"{c._host}:{dead}:abcd",))
+        assert c.claim(["k2"]) == {"k2"}
+
+
+def test_holding_renews_then_releases(tmp_path):
+    import time
+
+    path = tmp_path / "responses.sqlite"
+    with ResponseCache(path) as a, ResponseCache(path) as b:
+        assert a.claim(["k"], ttl_s=0.3) == {"k"}
+        with a.holding(["k"], ttl_s=0.3):
+            time.sleep(0.6)  # twice the ttl: still held thanks to the heartbeat
+            assert b.claim(["k"]) == set()
+        assert b.claim(["k"]) == {"k"}  # released at the end of the block

@@ -114,7 +114,7 @@ def test_batches_of_batch_size_and_one_ok_completion_per_request(model_dir, monk
         assert completion.status == "ok"
         assert isinstance(completion.text, str)
         assert completion.text == completion.text.strip()
-        assert completion.finish_reason == "stop"
+        assert completion.finish_reason in ("stop", "length")  # which one: tests below
         assert completion.latency_s > 0
     assert len(calls) == 3
     assert [c["kwargs"]["input_ids"].shape[0] for c in calls] == [2, 2, 1]
@@ -232,3 +232,67 @@ def test_build_backend_dispatches_hf(model_dir):
     assert backend.batch_size == 3
     assert backend.fingerprint["backend"] == "hf"
     assert not backend.model.training  # eval mode
+
+
+# --- finish_reason (issue 12 point 4) and thread counts (issue 16.11) --------------------------
+
+
+def _expected_reasons(calls, backend, limit):
+    """Independently of the backend: "stop" where the generated row holds the end token."""
+    eos = backend.model.generation_config.eos_token_id
+    eos = {eos} if isinstance(eos, int) else set(eos or ())
+    eos.add(backend.tokenizer.eos_token_id)
+    reasons = []
+    for c in calls:
+        new = c["output"][:, c["kwargs"]["input_ids"].shape[1]:]
+        reasons += ["stop" if eos & set(row.tolist()) else "length" for row in new]
+    return reasons
+
+
+def test_finish_reason_is_length_when_the_token_limit_cut_the_answer(model_dir, monkeypatch):
+    backend = make(model_dir)  # max_tokens 6: random weights rarely say </s> that soon
+    calls = record_generate(backend, monkeypatch)
+    done = run(backend, [ask(p) for p in PROMPTS])
+    reasons = [c.finish_reason for _, c in done]
+    assert reasons == _expected_reasons(calls, backend, 6)
+    assert "length" in reasons  # the case that was recorded as "stop"
+
+
+def test_finish_reason_is_stop_when_the_model_ends_its_answer(model_dir, monkeypatch):
+    backend = make(model_dir, batch_size=1)
+    calls = record_generate(backend, monkeypatch)
+    run(backend, [ask(PROMPTS[0])])
+    first = int(calls[0]["output"][0, calls[0]["kwargs"]["input_ids"].shape[1]])
+    # make the model's first answer token its end of sequence: greedy decoding stops there
+    monkeypatch.setattr(backend.model.generation_config, "eos_token_id", first)
+    [(_, completion)] = run(backend, [ask(PROMPTS[0])])
+    assert completion.finish_reason == "stop"
+    assert calls[1]["output"].shape[1] - calls[1]["kwargs"]["input_ids"].shape[1] == 1
+
+
+def test_threads_are_set_before_generation(model_dir, monkeypatch):
+    from genfair.models import local
+
+    seen = []
+    backend = make(model_dir, threads=1)
+
+    def spy(**kwargs):
+        seen.append(torch.get_num_threads())
+        return original(**kwargs)
+
+    original = backend.model.generate
+    monkeypatch.setattr(backend.model, "generate", spy)
+    before = torch.get_num_threads()
+    try:
+        run(backend, [ask("hello")])
+        assert seen == [1]
+        backend.threads = None  # default: the cores this process may use
+        run(backend, [ask("hello")])
+        assert seen[-1] == local.available_cores() == len(__import__("os").sched_getaffinity(0))
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_threads_must_be_positive():
+    with pytest.raises(ValueError, match="threads"):
+        HFModelConfig(backend="hf", model_id="x", threads=0)

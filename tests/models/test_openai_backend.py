@@ -228,3 +228,111 @@ def test_key_is_sent_but_never_exposed(
     exposed = [repr(backend), json.dumps(backend.fingerprint), caplog.text]
     exposed += [str(r.args) for r in caplog.records] + [str(c) for c in done.values()]
     assert not [text for text in exposed if SECRET in text]
+
+
+# --- malformed 200s (issue 16.1): retried, then an error; never an ok with a non-text ------
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (Fault.content(42), "'content' is a number, not a string"),
+        (Fault.content(["A", "B"]), "'content' is a list, not a string"),
+        (Fault.content(None), "'content' is missing or null, not a string"),
+        (Fault.content({"text": "A"}), "'content' is an object, not a string"),
+        (Fault.empty_choices(), "empty choices list"),
+        (Fault.not_utf8(), "UnicodeDecodeError"),
+        (Fault(body='{"choices": [{"message": {"content": "A \\ud800"}}]}'), "'content' is not valid Unicode"),
+    ],
+    ids=["number", "list", "null", "object", "empty-choices", "not-utf8", "lone-surrogate"],
+)
+def test_malformed_answers_are_retried_then_an_error(
+    mock_openai: MockFactory, fault: Fault, reason: str
+) -> None:
+    server = mock_openai(prompt_faults={"bad": [fault] * 3, "good": []})
+    done = {r.messages[-1]["content"]: c for r, c in run(make_backend(server.url, max_retries=2), ask("bad", "good"))}
+    bad = done["bad"]
+    assert bad.status == "error" and bad.text is None and bad.tries == 3
+    assert bad.error is not None and bad.error.startswith("malformed response") and reason in bad.error
+    assert bad.problem() is None  # a well-formed record of the failure
+    assert done["good"].status == "ok" and done["good"].text == "echo: good"
+
+
+def test_malformed_then_valid_answer_is_ok(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.content(7)]})
+    [(_, completion)] = run(make_backend(server.url), ask("q"))
+    assert completion.status == "ok" and completion.text == "echo: q" and completion.tries == 2
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared-size", "chunked"])
+def test_huge_answer_is_cut_off_and_an_error(mock_openai: MockFactory, chunked: bool) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000, chunked)]})
+    began = time.perf_counter()
+    [(_, completion)] = run(make_backend(server.url, max_response_mb=0.1), ask("q"))
+    assert completion.status == "error" and completion.tries == 1 == server.calls  # not retried
+    assert completion.error is not None and "max_response_mb = 0.1 MiB" in completion.error
+    assert time.perf_counter() - began < 5
+    # under the cap, the same answer is fine
+    server = mock_openai(prompt_faults={"q": [Fault.huge(300_000, chunked)]})
+    [(_, completion)] = run(make_backend(server.url, max_response_mb=1), ask("q"))
+    assert completion.status == "ok" and len(completion.text or "") == 300_000
+
+
+# --- timeout_s is a total deadline (issue 16) -------------------------------------------------
+
+
+def test_a_trickling_server_cannot_hold_a_call_past_timeout_s(mock_openai: MockFactory) -> None:
+    # 40 bytes at 0.25 s each: every read succeeds in time, the whole answer takes 10 s
+    server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
+    began = time.perf_counter()
+    [(_, completion)] = run(make_backend(server.url, timeout_s=1.0, max_retries=0), ask("q"))
+    elapsed = time.perf_counter() - began
+    assert completion.status == "error"
+    assert completion.error == "no complete answer within timeout_s = 1 s"
+    assert elapsed < 2.0, f"the call took {elapsed:.1f} s with timeout_s = 1"
+
+
+def test_after_a_trickle_timeout_the_retry_on_the_same_worker_succeeds(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
+    began = time.perf_counter()
+    [(_, completion)] = run(make_backend(server.url, timeout_s=0.8, max_retries=1, concurrency=1), ask("q"))
+    assert completion.status == "ok" and completion.text == "echo: q" and completion.tries == 2
+    assert time.perf_counter() - began < 3.0
+
+
+def test_a_slow_but_complete_trickle_within_the_deadline_is_ok(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault.trickle(0.05, 4)]})
+    [(_, completion)] = run(make_backend(server.url, timeout_s=2.0), ask("q"))
+    assert completion.status == "ok" and completion.tries == 1
+
+
+# --- secrets (issue 16) ---------------------------------------------------------------------
+
+
+def test_a_key_echoed_in_an_answer_is_redacted(mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    other_env = "GENFAIR_TEST_OTHER_KEY"
+    other = "other-secret-value-123456"
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.setenv(other_env, other)
+    make_backend("http://127.0.0.1:9/v1", api_key_env=other_env)  # a second configured key
+    server = mock_openai(reply=f"my key is {SECRET} and theirs {other}.")
+    [(_, completion)] = run(make_backend(server.url, api_key_env=KEY_ENV), ask("q"))
+    assert completion.status == "ok"
+    assert completion.text == "my key is [redacted] and theirs [redacted]."
+
+
+@pytest.mark.parametrize("modality", ["t2i", "vlm"])
+def test_images_and_vision_share_the_total_deadline(mock_openai: MockFactory, modality: str) -> None:
+    from genfair.models.config import OpenAIT2IConfig, OpenAIVLMConfig
+    from genfair.models.openai_images import OpenAIImageBackend
+    from genfair.models.vlm import OpenAIVisionBackend
+
+    server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
+    settings = {"backend": "openai", "model_id": "m", "base_url": server.url, "api_key_env": None,
+                "timeout_s": 1.0, "max_retries": 0}
+    backend = (OpenAIImageBackend(OpenAIT2IConfig(**settings)) if modality == "t2i"
+               else OpenAIVisionBackend(OpenAIVLMConfig(**settings)))
+    began = time.perf_counter()
+    [(_, completion)] = run(backend, ask("q"))
+    assert completion.status == "error" and completion.error == "no complete answer within timeout_s = 1 s"
+    assert time.perf_counter() - began < 2.0

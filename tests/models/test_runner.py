@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -298,3 +299,101 @@ def test_killed_run_resumes_without_repeating_stored_calls(tmp_path):
     assert list(frame["text"]) == [f"OK q{i}" for i in range(N_CALLS)]
     with ResponseCache(cache_path) as cache:
         assert len(cache) == N_CALLS
+
+
+# --- a malformed answer is a recorded failure, never a cached success (issue 16.1) ------------
+
+
+def test_a_malformed_completion_is_an_error_not_cached_and_asked_again(cache):
+    broken = {"number": 42, "list": ["A", "B"], "null": None}
+
+    def script(content: str, attempt: int) -> str | Completion:
+        if content in broken:
+            return Completion(status="ok", text=broken[content], finish_reason="stop")  # type: ignore[arg-type]
+        return f"OK {content}"
+
+    backend = FakeBackend(script)
+    calls = [call(name, max_attempts=3) for name in ("number", "list", "null", "fine")]
+    frame = run_calls(backend, cache, calls, judge, seed=SEED)
+    assert list(frame["status"]) == ["error", "error", "error", "ok"]
+    assert frame.loc[0, "error"] == "malformed completion: text is not a string (int)"
+    assert frame.loc[1, "error"] == "malformed completion: text is not a string (list)"
+    assert frame.loc[2, "error"] == "malformed completion: an ok completion without text or image"
+    assert frame["text"].iloc[:3].isna().all()
+    assert len(cache) == 1  # only the valid answer
+
+    broken.clear()  # the endpoint behaves again: only the three failures are sent
+    again = run_calls(backend, cache, calls, judge, seed=SEED)
+    assert list(again["status"]) == ["ok"] * 4
+    assert [r.messages[0]["content"] for r in backend.sent[4:]] == ["number", "list", "null"]
+
+
+def test_a_key_echoed_by_the_model_is_redacted_in_table_and_cache(tmp_path, monkeypatch):
+    from genfair.models.redaction import register_key_env
+
+    secret = "sk-runner-test-0123456789abcdef"
+    monkeypatch.setenv("GENFAIR_TEST_RUNNER_KEY", secret)
+    register_key_env("GENFAIR_TEST_RUNNER_KEY")
+    path = tmp_path / "responses.sqlite"
+    backend = FakeBackend(lambda content, attempt: f"OK the key is {secret}")
+    with ResponseCache(path) as cache:
+        frame = run_calls(backend, cache, [call("leak")], judge, seed=SEED)
+    assert frame.loc[0, "text"] == "OK the key is [redacted]"
+    for file in tmp_path.iterdir():
+        assert secret.encode() not in file.read_bytes(), file.name
+
+
+# --- two processes on one cache never pay twice (issue 16) ------------------------------------
+
+PEER = textwrap.dedent(
+    """
+    import json, sys
+    from genfair.models.cache import ResponseCache
+    from genfair.models.config import OpenAIModelConfig
+    from genfair.models.openai import OpenAIChatBackend
+    from genfair.models.runner import Call, run_calls
+
+    cache_path, url, out_path, n, go = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    backend = OpenAIChatBackend(OpenAIModelConfig(backend="openai", model_id="mock", base_url=url,
+                                                  api_key_env=None, concurrency=4, timeout_s=10))
+    calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},)) for i in range(n)]
+    import os, time
+    while not os.path.exists(go):  # both processes start asking together
+        time.sleep(0.005)
+    with ResponseCache(cache_path) as cache:
+        frame = run_calls(backend, cache, calls, lambda text, meta: "ok", seed=5, chunk_size=16)
+    frame.to_json(out_path, orient="records")
+    """
+)
+
+
+def test_two_processes_on_one_cache_send_each_call_once(tmp_path, mock_openai):
+    server = mock_openai(latency_s=0.05)
+    script = tmp_path / "peer.py"
+    script.write_text(PEER)
+    cache_path, go = tmp_path / "cache" / "responses.sqlite", tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    n = 48
+    peers = [subprocess.Popen([sys.executable, str(script), str(cache_path), server.url,
+                               str(tmp_path / f"out{k}.json"), str(n), str(go)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for k in range(2)]
+    try:
+        time.sleep(1.0)  # both imported and waiting
+        go.touch()
+        for peer in peers:
+            assert peer.wait(timeout=90) == 0, peer.stderr.read().decode()
+    finally:
+        for peer in peers:
+            if peer.poll() is None:
+                peer.kill()
+                peer.wait()
+    prompts = [r.body["messages"][-1]["content"] for r in server.requests]
+    assert sorted(prompts) == sorted(f"q{i}" for i in range(n)), "a call was sent twice (or never)"
+    frames = [pd.DataFrame(json.loads((tmp_path / f"out{k}.json").read_text())) for k in range(2)]
+    for frame in frames:
+        assert list(frame["status"]) == ["ok"] * n
+        assert list(frame["text"]) == [f"echo: q{i}" for i in range(n)]
+    with ResponseCache(cache_path) as cache:
+        assert len(cache) == n
+    with sqlite3.connect(cache_path) as db:
+        assert db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)  # every claim released

@@ -9,6 +9,12 @@ first two calls carrying "q1" fail, later ones are answered). It records every r
 (headers and body) and the largest number it ever served at once (``max_in_flight``,
 which counts a hung request until its delay ends, even after the client gave up).
 
+``Fault.trickle(interval_s, n)`` sends the answer's status line and headers at once, then
+``n`` bytes of leading JSON whitespace one every ``interval_s`` before the body (a server
+that keeps a connection busy without answering); ``Fault.content(value)`` answers with any
+JSON value as the message content (a number, a list, null); ``Fault.empty_choices()``,
+``Fault.huge(n)`` and ``Fault.not_utf8()`` script the other malformed 200s.
+
 ``POST /v1/images/generations`` answers with a small PNG (base64) whose colour is derived
 from the prompt, and ``revised_prompt = "revised: <prompt>"``; ``Fault.content_policy()``
 and ``Fault.moderation_blocked()`` script OpenAI's content-policy refusals. A chat message
@@ -45,7 +51,15 @@ class Fault:
     delay_s: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
     #: raw response body sent instead of the normal answer or error
-    body: str | None = None
+    body: str | bytes | None = None
+    #: with ``has_content``, the message content sent instead of the echo (any JSON value)
+    content: Any = None
+    has_content: bool = False
+    #: seconds between the trickled leading bytes of the body, and how many there are
+    trickle_s: float = 0.0
+    trickle_bytes: int = 0
+    #: send the body with ``Transfer-Encoding: chunked`` (no Content-Length)
+    chunked: bool = False
     finish_reason: str = "stop"
     refusal: str | None = None
     #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
@@ -75,6 +89,33 @@ class Fault:
     @classmethod
     def missing_choices(cls) -> Fault:
         return cls(body='{"id": "chatcmpl-mock", "object": "chat.completion"}')
+
+    @classmethod
+    def content(cls, value: Any) -> Fault:
+        """A 200 whose message content is ``value`` as is (a number, list, null...)."""
+        return cls(content=value, has_content=True)
+
+    @classmethod
+    def empty_choices(cls) -> Fault:
+        return cls(body=json.dumps({"id": "chatcmpl-mock", "object": "chat.completion", "choices": []}))
+
+    @classmethod
+    def huge(cls, n_bytes: int, chunked: bool = False) -> Fault:
+        """A 200 whose content is ``n_bytes`` of text (a runaway completion), with its size
+        declared or (``chunked``) not."""
+        return cls(content="x" * n_bytes, has_content=True, chunked=chunked)
+
+    @classmethod
+    def not_utf8(cls) -> Fault:
+        """A 200 whose body is Latin-1 bytes that are not valid UTF-8."""
+        answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "caf\u00e9"},
+                               "finish_reason": "stop"}]}
+        return cls(body=json.dumps(answer, ensure_ascii=False).encode("latin-1"))
+
+    @classmethod
+    def trickle(cls, interval_s: float, n_bytes: int) -> Fault:
+        """The answer after ``n_bytes`` leading spaces sent one every ``interval_s``."""
+        return cls(trickle_s=interval_s, trickle_bytes=n_bytes)
 
     @classmethod
     def content_filter(cls) -> Fault:
@@ -204,7 +245,8 @@ class MockOpenAI:
         self._stopping.wait(self.latency_s + fault.delay_s)
         headers = {"Content-Type": "application/json", **dict(fault.headers)}
         if fault.body is not None:
-            return fault.status, headers, fault.body.encode()
+            body_bytes = fault.body.encode() if isinstance(fault.body, str) else fault.body
+            return fault.status, headers, body_bytes
         if fault.status != 200:
             error = {"message": f"mock error {fault.status}", "type": "mock", "code": fault.status}
             if fault.error_code is not None:
@@ -216,6 +258,9 @@ class MockOpenAI:
             return 200, headers, json.dumps({"created": int(time.time()), "data": [image]}).encode()
         content = self.reply if self.reply is not None else f"echo: {prompt}"
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if fault.has_content:
+            message["content"] = fault.content
+            content = json.dumps(fault.content)
         if fault.refusal:  # as OpenAI sends structured refusals: no content, a refusal
             message.update(content=None, refusal=fault.refusal)
         answer = {
@@ -264,11 +309,26 @@ class _Handler(BaseHTTPRequestHandler):
                 out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
             else:
                 status, out_headers, out = mock._answer(fault, body, self.path)
+            lead = b" " * fault.trickle_bytes  # JSON allows leading whitespace
             self.send_response(status)
             for name, value in out_headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Length", str(len(out)))
+            if fault.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for start in range(0, len(out), 65536):
+                    part = out[start : start + 65536]
+                    self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            self.send_header("Content-Length", str(len(lead) + len(out)))
             self.end_headers()
+            self.wfile.flush()
+            for i in range(len(lead)):
+                self.wfile.write(lead[i : i + 1])
+                self.wfile.flush()
+                if mock._stopping.wait(fault.trickle_s):
+                    return
             self.wfile.write(out)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True

@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
-from genfair.models.base import Completion, LLMBackend, Request
-from genfair.models.cache import ResponseCache
-from genfair.models.config import (
+from genfair.models.local import prefer_passive_waiting
+
+prefer_passive_waiting()  # before any backend imports torch (see genfair.models.local)
+
+from genfair.models.base import Completion, LLMBackend, Request  # noqa: E402
+from genfair.models.cache import ResponseCache  # noqa: E402
+from genfair.models.config import (  # noqa: E402
     DiffusersT2IConfig,
     EmbeddedModelConfig,
     HFModelConfig,

@@ -93,6 +93,39 @@ class Completion:
     def from_dict(cls, data: dict[str, Any]) -> Completion:
         return cls(**data)
 
+    def problem(self) -> str | None:
+        """Why this completion must not be stored or used as an answer, or ``None``.
+
+        The runner checks every completion with it before caching (a malformed one would
+        otherwise be replayed from the cache and crash every later run): statuses are known,
+        texts are strings that UTF-8 can encode (no lone surrogates, which parquet rejects),
+        and an ``ok`` completion carries a text or an image.
+        """
+        if self.status not in ("ok", "refused", "error"):
+            return f"unknown status {self.status!r}"
+        for name in ("text", "error", "finish_reason", "image"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                return f"{name} is not a string ({type(value).__name__})"
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{name} is not valid Unicode (it holds a lone surrogate)"
+        if self.status == "ok" and self.text is None and self.image is None:
+            return "an ok completion without text or image"
+        if not isinstance(self.usage, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in self.usage.items()
+        ):
+            return "usage is not a mapping of counts"
+        if self.true_attributes is not None and not (
+            isinstance(self.true_attributes, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in self.true_attributes.items())
+        ):
+            return "true_attributes is not a mapping of strings"
+        return None
+
 
 OnDone = Callable[[Request, Completion], None]
 

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from genfair.models.redaction import key_env_problem
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +51,9 @@ class HFModelConfig(_ModelBase):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(8, gt=0)
     trust_remote_code: bool = False
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
     #: prepended as a system message when set
     system_prompt: str | None = None
 
@@ -65,11 +70,17 @@ class EmbeddedModelConfig(_ModelBase):
     device: str = "cpu"
     batch_size: int = Field(16, gt=0)
     system_prompt: str | None = None
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
 
 
 class _OpenAIEndpoint(_Strict):
     """How any OpenAI-compatible endpoint is reached (chat, images, vision): one set of
     transport settings for every modality."""
+
+    # a value pasted into the wrong field may be a key: never echo inputs in errors
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     backend: Literal["openai"]
     model_id: str
@@ -78,7 +89,12 @@ class _OpenAIEndpoint(_Strict):
     api_key_env: str | None = "OPENAI_API_KEY"
     revision: str = ""
     concurrency: int = Field(8, gt=0)
+    #: total deadline of one HTTP request in seconds (connect, send, wait and the whole
+    #: answer), not a per-read limit; each retry gets a new deadline
     timeout_s: float = Field(60.0, gt=0)
+    #: a response body larger than this (MiB, after decompression) is cut off and the call
+    #: recorded as an ``error``: a runaway completion must not exhaust memory
+    max_response_mb: float = Field(8.0, gt=0)
     max_retries: int = Field(6, ge=0)
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
@@ -86,6 +102,19 @@ class _OpenAIEndpoint(_Strict):
     send_seed: bool = True
     #: extra JSON fields merged into every request body (e.g. vLLM's ``top_k``)
     extra_body: dict[str, Any] = {}
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        problem = None if value is None else key_env_problem(value)
+        if problem:
+            # the value is left out on purpose: it may be the key itself
+            raise ValueError(
+                f"this must be the NAME of the environment variable that holds the key, but {problem} "
+                "(value not shown). Put the key in a variable (export OPENAI_API_KEY=...) and set "
+                "api_key_env: OPENAI_API_KEY; if the key was saved in a file, rotate it."
+            )
+        return value
 
 
 class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint):
@@ -175,6 +204,9 @@ class DiffusersT2IConfig(_T2IBase):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(4, gt=0)
     steps: int = Field(30, gt=0)
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
     guidance_scale: float = Field(7.5, ge=0.0)
     #: output size in pixels; None = the pipeline's default
     height: int | None = Field(None, gt=0)
@@ -195,6 +227,8 @@ class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
     style: str | None = None
     #: OpenAI's images API takes no seed; some compatible servers do
     send_seed: bool = False
+    #: base64 images are large: a 1792x1024 PNG is about 5 MiB
+    max_response_mb: float = Field(64.0, gt=0)
     #: ask for ``response_format: b64_json`` (dall-e-*); gpt-image-* always sends base64
     #: and rejects the field, so set this to false for them
     send_response_format: bool = True
@@ -268,6 +302,9 @@ class HFVLMConfig(_VLMBase):
     batch_size: int = Field(4, gt=0)
     trust_remote_code: bool = False
     system_prompt: str | None = None
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
 
 
 class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):

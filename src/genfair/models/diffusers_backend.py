@@ -24,6 +24,7 @@ from genfair.models.base import (
 )
 from genfair.models.config import DiffusersT2IConfig
 from genfair.models.images import encode_png
+from genfair.models.local import apply_threads
 from genfair.models.t2i import prompt_of
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class DiffusersT2I(T2IBackend):
         import torch
 
         c = self.config
+        apply_threads(c.threads)
         # generators live on the pipeline's device; CPU generators for "mps" (unsupported)
         device = "cpu" if str(self.pipeline.device).startswith("mps") else self.pipeline.device
         generators = [torch.Generator(device=device).manual_seed(r.seed) for r in batch]

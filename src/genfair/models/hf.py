@@ -1,7 +1,9 @@
 """Hugging Face transformers backend: batched chat generation on CPU or GPU.
 
 Serves the ``hf`` backend (any hub id or local directory) and, through
-:mod:`genfair.models.embedded`, the ``embedded`` one.
+:mod:`genfair.models.embedded`, the ``embedded`` one. Each completion's ``finish_reason``
+is ``"length"`` when the token limit cut it, ``"stop"`` when the model ended it; the
+thread count is set before each batch (:mod:`genfair.models.local`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from genfair.models.base import (
     derive_seed,
 )
 from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingParams
+from genfair.models.local import apply_threads, eos_ids, finish_reasons
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +40,15 @@ class HFChatBackend(LLMBackend):
         sampling: SamplingParams,
         batch_size: int = 8,
         system_prompt: str | None = None,
+        threads: int | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.sampling = sampling
         self.batch_size = batch_size
         self.system_prompt = system_prompt
+        #: torch / BLAS threads (None: the cores available); not part of the fingerprint
+        self.threads = threads
         self._identity = identity
         # greedy decoding repeats itself: re-asking after an invalid answer is pointless
         self.deterministic = sampling.temperature == 0
@@ -72,6 +78,7 @@ class HFChatBackend(LLMBackend):
             sampling=config.sampling,
             batch_size=config.batch_size,
             system_prompt=config.system_prompt,
+            threads=config.threads,
         )
 
     @property
@@ -84,7 +91,7 @@ class HFChatBackend(LLMBackend):
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def run(batch: Sequence[Request]) -> list[Completion]:
-            return [Completion(status="ok", text=t, finish_reason="stop") for t in self._generate(batch)]
+            return [Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)]
 
         complete_in_batches(self._batches(requests), run, on_done)
 
@@ -102,8 +109,10 @@ class HFChatBackend(LLMBackend):
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages
 
-    def _generate(self, batch: Sequence[Request]) -> list[str]:
+    def _generate(self, batch: Sequence[Request]) -> list[tuple[str, str]]:
+        """Each request's answer and finish reason."""
         torch = _torch()
+        apply_threads(self.threads)
         prompts = [
             self.tokenizer.apply_chat_template(
                 self._messages(r), add_generation_prompt=True, tokenize=False
@@ -113,8 +122,9 @@ class HFChatBackend(LLMBackend):
         inputs = self.tokenizer(
             prompts, return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.model.device)
+        limit = batch[0].token_limit(self.sampling.max_tokens)
         kwargs: dict[str, Any] = {
-            "max_new_tokens": batch[0].token_limit(self.sampling.max_tokens),
+            "max_new_tokens": limit,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
         if self.deterministic:
@@ -127,7 +137,9 @@ class HFChatBackend(LLMBackend):
         with torch.inference_mode():
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        return [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        reasons = finish_reasons(new_tokens, eos_ids(self.model, self.tokenizer), limit)
+        return list(zip(texts, reasons, strict=True))
 
 
 def _torch() -> Any:

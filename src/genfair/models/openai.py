@@ -7,9 +7,20 @@ usable body) are retried with exponential backoff and full jitter, honouring
 ``Retry-After``; any other 4xx is final. A call that still fails becomes an ``error``
 completion, never an exception, so the caller can record it and move on.
 
+A 200 is usable only when it has the documented shape: a non-empty ``choices`` list whose
+message ``content`` is a string (or a string ``refusal``), valid UTF-8 JSON. Anything else
+(a number, list or null content, no choices, bytes that are not UTF-8) is a malformed
+response, retried like a 5xx and, if it persists, an ``error`` (never cached).
+
+``timeout_s`` is a total deadline per HTTP request: connecting, sending, waiting and
+reading the whole body must fit in it, so a server that trickles a byte at a time cannot
+hold a call longer (httpx's own timeouts are per read). Each retry gets a fresh deadline.
+A body larger than ``max_response_mb`` is cut off unread and the call is an ``error``.
+
 The API key is read from the environment variable named in the config and is sent only
 in the ``Authorization`` header: it is never part of the fingerprint, repr, logs or
-error messages.
+error messages, and any value of a configured key variable that an answer echoes is
+masked before it is stored (:mod:`genfair.models.redaction`).
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from tenacity.wait import wait_random_exponential
 
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
+from genfair.models.redaction import redact, register_key_env
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +79,7 @@ class OpenAIChatBackend(LLMBackend):
         self._url = config.base_url.rstrip("/") + self._path
         self._api_key: str | None = None
         if config.api_key_env is not None:
+            register_key_env(config.api_key_env)
             self._api_key = os.environ.get(config.api_key_env) or None
             if self._api_key is None:
                 raise RuntimeError(
@@ -163,8 +176,12 @@ class OpenAIChatBackend(LLMBackend):
 
     async def _attempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
         began = time.perf_counter()
+        timeout = self.config.timeout_s
         try:
-            response = await client.post(self._url, json=body)
+            async with asyncio.timeout(timeout):  # the whole exchange, not each read
+                response = await self._post(client, body)
+        except TimeoutError as exc:
+            raise _Transient(f"no complete answer within timeout_s = {timeout:g} s") from exc
         except _RETRY_ERRORS as exc:
             raise _Transient(_describe(exc)) from exc
         latency = time.perf_counter() - began
@@ -184,26 +201,57 @@ class OpenAIChatBackend(LLMBackend):
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
             raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
 
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
+        """POST ``body`` and read the answer, refusing one larger than ``max_response_mb``
+        before it fills memory."""
+        limit = int(self.config.max_response_mb * 2**20)
+        too_big = _Rejected(
+            f"response larger than max_response_mb = {self.config.max_response_mb:g} MiB, not read; "
+            "raise max_response_mb in the model config if answers this large are expected"
+        )
+        async with client.stream("POST", self._url, json=body) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise too_big
+            if declared.isdigit() and response.headers.get("content-encoding", "identity") == "identity":
+                await response.aread()  # the usual case: its size is known and within the cap
+                return response
+            parts, size = [], 0
+            async for part in response.aiter_bytes():  # decompressed: a gzip bomb counts in full
+                size += len(part)
+                if size > limit:
+                    raise too_big
+                parts.append(part)
+        # the body is decoded already: drop the headers that describe its wire form
+        headers = [(k, v) for k, v in response.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(parts),
+                              request=response.request)
+
     def _refusal(self, response: httpx.Response) -> Completion | None:
         """A non-200 answer that is a content-policy refusal rather than a failure; the
         chat endpoint reports refusals inside a 200, so here there are none."""
         return None
 
     def _parse(self, data: Any, latency: float) -> Completion:
-        """The completion in a 200 body; a lookup or type error means a malformed body."""
-        choice = data["choices"][0]
-        message = choice["message"]
-        text, refusal = message.get("content"), message.get("refusal")
-        finish_reason = choice.get("finish_reason")
-        # counts only: drop nested details such as ``completion_tokens_details``
-        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+        """The completion in a 200 body; a lookup, type or value error means a malformed
+        body (retried, never cached)."""
+        choices = _field(data, "choices", list)
+        if not choices:
+            raise ValueError("the answer has an empty choices list")
+        choice = _field(choices, 0, dict)
+        message = _field(choice, "message", dict)
+        refusal = _field(message, "refusal", str, optional=True)
+        # a refusal may come without content; an answer must have a string content
+        text = _field(message, "content", str, optional=bool(refusal))
+        finish_reason = _field(choice, "finish_reason", str, optional=True)
         refused = bool(refusal) or finish_reason == "content_filter"
         return Completion(
             status="refused" if refused else "ok",
-            text=refusal or text,
+            text=self._redact(refusal or text),
             finish_reason=finish_reason,
             latency_s=latency,
-            usage=usage,
+            usage=_usage(data),
         )
 
     def _wait(self, state: RetryCallState) -> float:
@@ -224,13 +272,57 @@ class OpenAIChatBackend(LLMBackend):
         )
 
     def _redact(self, text: str) -> str:
-        """Remove the key from server-provided text (some servers echo it back)."""
-        return text.replace(self._api_key, "[redacted]") if self._api_key else text
+        """Remove the key, and any other configured key, from server-provided text (some
+        servers echo it back; a model may repeat it)."""
+        if not isinstance(text, str):
+            return text
+        text = text.replace(self._api_key, "[redacted]") if self._api_key else text
+        return redact(text)
 
 
 def _describe(exc: BaseException) -> str:
     """``Type: message``, or just the type for exceptions without a message (timeouts)."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+_KINDS = {str: "a string", list: "a list", dict: "an object"}
+
+
+def _field(container: Any, key: str | int, kind: type, optional: bool = False) -> Any:
+    """``container[key]`` checked to be a ``kind`` (``None`` allowed when ``optional``);
+    ``ValueError`` naming the field and what it held otherwise."""
+    if isinstance(key, int):
+        value = container[key] if isinstance(container, list) and len(container) > key else None
+    elif isinstance(container, dict):
+        value = container.get(key)
+    else:
+        raise ValueError(f"expected a JSON object holding {key!r}, got {_kind(container)}")
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{key!r} is {_kind(value)}, not {_KINDS.get(kind, kind.__name__)}")
+    if isinstance(value, str):
+        try:  # JSON may escape a lone surrogate, which no UTF-8 file (parquet, cache) can hold
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{key!r} is not valid Unicode (a lone surrogate)") from None
+    return value
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for error messages (never the value itself: it may be huge)."""
+    if value is None:
+        return "missing or null"
+    names = {bool: "a boolean", int: "a number", float: "a number", **_KINDS}
+    return names.get(type(value), type(value).__name__)
+
+
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    """Token counts only: nested details such as ``completion_tokens_details`` dropped."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _detail(response: httpx.Response) -> str:

@@ -19,7 +19,7 @@ import httpx
 
 from genfair.models.base import Completion, Request, T2IBackend
 from genfair.models.config import OpenAIT2IConfig
-from genfair.models.openai import OpenAIChatBackend, _detail, _Rejected
+from genfair.models.openai import OpenAIChatBackend, _detail, _field, _Rejected, _usage
 from genfair.models.t2i import prompt_of
 
 
@@ -80,10 +80,13 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
         )
 
     def _parse(self, data: Any, latency: float) -> Completion:
-        item = data["data"][0]
-        encoded = item.get("b64_json")
-        revised = item.get("revised_prompt")
-        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+        items = _field(data, "data", list)
+        if not items:
+            raise ValueError("the answer has an empty data list")
+        item = _field(items, 0, dict)
+        encoded = _field(item, "b64_json", str, optional=True)
+        revised = self._redact(_field(item, "revised_prompt", str, optional=True))
+        usage = _usage(data)
         if not encoded:
             # a URL instead of bytes means the server ignored response_format; no data at
             # all is how some servers report a filtered image

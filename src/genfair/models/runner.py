@@ -6,11 +6,19 @@ probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``ref
 cache entry and seed), up to the call's ``max_attempts``; a deterministic backend is not
 re-asked, since it would repeat itself. Every completion is written to the cache the
 moment it exists, so an interrupted run resumes where it stopped and never pays twice.
+
+Before a completion is cached it is checked (:meth:`Completion.problem`) and any key value
+in it masked (:mod:`genfair.models.redaction`): a malformed one (a number or list where a
+text belongs, an ``ok`` without text) is recorded as an ``error`` with the reason, not
+cached, and asked again on the next run. Concurrent processes sharing one cache split the
+work by per-key claims (:meth:`ResponseCache.claim`): a call another process is answering
+is awaited and read from the cache, never sent twice.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,6 +28,7 @@ from tqdm.auto import tqdm
 
 from genfair.models.base import Completion, LLMBackend, Request, derive_seed
 from genfair.models.cache import ResponseCache
+from genfair.models.redaction import redact_completion
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +145,12 @@ def _answer(
     stats: dict[str, int],
     progress: Callable[[int], object],
 ) -> dict[int, Completion]:
-    """Completions for ``indices`` at their current attempt: cache first, then the model."""
+    """Completions for ``indices`` at their current attempt: cache first, then the model.
+
+    Keys another process is answering (its claims, :meth:`ResponseCache.claim`) are not
+    sent: their answers are awaited and read from the cache, so concurrent runs on one
+    cache never pay twice. A claim whose owner dies or fails is taken over and sent.
+    """
     requests: dict[int, Request] = {}
     keys: dict[int, str] = {}
     for i in indices:
@@ -150,28 +164,77 @@ def _answer(
             meta=call.meta,
         )
         keys[i] = cache.key(backend.fingerprint, requests[i])
-    hits = cache.get_many(list(keys.values()))
-    results = {i: hits[keys[i]] for i in indices if keys[i] in hits}
-    stats["cached"] += len(results)
-    progress(len(results))
-    missing = [i for i in indices if i not in results]
-    if not missing:
-        return results
-    by_request = {id(requests[i]): i for i in missing}
+    results: dict[int, Completion] = {}
+    todo = list(indices)
+    waited = False
+    while todo:
+        hits = cache.get_many([keys[i] for i in todo])
+        found = [i for i in todo if keys[i] in hits]
+        results.update((i, hits[keys[i]]) for i in found)
+        stats["cached"] += len(found)
+        progress(len(found))
+        todo = [i for i in todo if i not in results]
+        if not todo:
+            break
+        mine = cache.claim([keys[i] for i in todo])
+        send = [i for i in todo if keys[i] in mine]
+        if send:
+            _send(backend, cache, send, requests, keys, model_key, results, progress)
+            stats["called"] += len(send)
+            todo = [i for i in todo if i not in results]
+        elif todo:  # all held by other processes: wait for their answers
+            if not waited:
+                log.info("waiting for %d calls that another process is answering", len(todo))
+                waited = True
+            time.sleep(_CLAIM_POLL_S)
+    return results
+
+
+#: how often a process waiting for another's answers looks for them in the cache
+_CLAIM_POLL_S = 0.2
+
+
+def _send(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    indices: list[int],
+    requests: dict[int, Request],
+    keys: dict[int, str],
+    model_key: str,
+    results: dict[int, Completion],
+    progress: Callable[[int], object],
+) -> None:
+    """Ask the backend for ``indices`` (claimed by this process); store each answer the
+    moment it exists, after checking it: a malformed completion becomes an ``error``
+    (not cached, asked again on the next run), never a cached success."""
+    by_request = {id(requests[i]): i for i in indices}
 
     def on_done(request: Request, completion: Completion) -> None:
         i = by_request[id(request)]
+        completion = redact_completion(completion)
+        problem = completion.problem()
+        if problem is not None:
+            log.warning("malformed completion from %s: %s; recorded as an error", model_key, problem)
+            completion = Completion(status="error", error=f"malformed completion: {problem}",
+                                    latency_s=_number(completion.latency_s), tries=_count(completion.tries))
         cache.put(keys[i], model_key, completion)
         results[i] = completion
         progress(1)
 
-    backend.complete([requests[i] for i in missing], on_done)
-    stats["called"] += len(missing)
-    lost = [i for i in missing if i not in results]
+    with cache.holding([keys[i] for i in indices]):
+        backend.complete([requests[i] for i in indices], on_done)
+    lost = [i for i in indices if i not in results]
     if lost:  # a backend broke its contract; record rather than crash
         for i in lost:
             results[i] = Completion(status="error", error="backend returned no completion")
-    return results
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) else 1
 
 
 def _verdict(completion: Completion, judge: Judge, meta: dict[str, Any]) -> str:

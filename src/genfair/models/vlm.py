@@ -36,6 +36,7 @@ from genfair.models.base import (
 )
 from genfair.models.config import HFVLMConfig, OpenAIVLMConfig, SimulatedVLMConfig
 from genfair.models.images import image_parts, read_image_part
+from genfair.models.local import apply_threads, eos_ids, finish_reasons
 from genfair.models.openai import OpenAIChatBackend
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class HFVisionBackend(VLMBackend):
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def run(batch: Sequence[Request]) -> list[Completion]:
-            return [Completion(status="ok", text=t, finish_reason="stop") for t in self._generate(batch)]
+            return [Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)]
 
         complete_in_batches(chunks(requests, self.config.batch_size), run, on_done, "VLM generation")
 
@@ -114,9 +115,11 @@ class HFVisionBackend(VLMBackend):
             messages.append({"role": message["role"], "content": parts})
         return messages, images
 
-    def _generate(self, batch: Sequence[Request]) -> list[str]:
+    def _generate(self, batch: Sequence[Request]) -> list[tuple[str, str]]:
+        """Each request's answer and finish reason (``length``: cut by the token limit)."""
         import torch
 
+        apply_threads(self.config.threads)
         chats = [self._chat(r) for r in batch]
         prompts = [
             self.processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
@@ -131,8 +134,9 @@ class HFVisionBackend(VLMBackend):
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
         sampling = self.config.sampling
         tokenizer = self.processor.tokenizer
+        limit = max(r.token_limit(sampling.max_tokens) for r in batch)
         generate: dict[str, Any] = {
-            "max_new_tokens": max(r.token_limit(sampling.max_tokens) for r in batch),
+            "max_new_tokens": limit,
             "pad_token_id": tokenizer.pad_token_id,
         }
         if self.deterministic:
@@ -143,7 +147,9 @@ class HFVisionBackend(VLMBackend):
         with torch.inference_mode():
             output = self.model.generate(**inputs, **generate)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        return [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)]
+        reasons = finish_reasons(new_tokens, eos_ids(self.model, tokenizer), limit)
+        return list(zip(texts, reasons, strict=True))
 
 
 # --- openai ---------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""Keys never written: api_key_env must name a variable; key values are masked everywhere."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from genfair.config import format_errors
+from genfair.models.base import Completion
+from genfair.models.config import ModelConfig, OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig
+from genfair.models.redaction import MASK, key_env_problem, redact, redact_completion, register_key_env
+
+PASTED = [
+    "sk-proj-4fGh7Jk2LmNoPqRsTuVwXyZ0123456789abcdef",
+    "sk-ant-api03-abcdefghijklmnop",
+    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "AKIAIOSFODNN7EXAMPLE",
+    "4f9c2a7e1b3d5f6a8c0e2b4d6f8a0c2e",  # a bare hex token
+    "Bearer abc.def",
+    "my key",
+]
+
+
+@pytest.mark.parametrize("value", PASTED)
+@pytest.mark.parametrize("config", [OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig])
+def test_a_key_pasted_into_api_key_env_is_rejected_without_printing_it(value, config):
+    with pytest.raises(ValidationError) as caught:
+        config(backend="openai", model_id="m", api_key_env=value)
+    text = str(caught.value)
+    assert "api_key_env" in text and "NAME of the environment variable" in text
+    assert value not in text
+
+
+def test_the_study_config_error_names_the_key_without_the_value():
+    value = PASTED[0]
+    data = {"backend": "openai", "model_id": "m", "api_key_env": value}
+    with pytest.raises(ValidationError) as caught:
+        TypeAdapter(ModelConfig).validate_python(data)
+    message = format_errors(caught.value, "params.yaml", ("models", "gpt"), data=data)
+    assert "params.yaml: models.gpt.api_key_env: Value error, this must be the NAME" in message
+    assert value not in message
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GROQ_API_KEY", "my_local_key", "AZURE_OPENAI_KEY_2",
+                                  "VERY_LONG_NAME_OF_AN_OPENAI_COMPATIBLE_ENDPOINT_API_KEY"])
+def test_variable_names_are_accepted(name):
+    assert key_env_problem(name) is None
+    assert OpenAIModelConfig(backend="openai", model_id="m", api_key_env=name).api_key_env == name
+
+
+def test_redact_masks_every_registered_value_longest_first(monkeypatch):
+    monkeypatch.setenv("GENFAIR_TEST_KEY_A", "abcdefgh12345678")
+    monkeypatch.setenv("GENFAIR_TEST_KEY_B", "abcdefgh1234567890XYZ")  # contains A's value
+    register_key_env("GENFAIR_TEST_KEY_A")
+    register_key_env("GENFAIR_TEST_KEY_B")
+    assert redact("a abcdefgh12345678 b abcdefgh1234567890XYZ") == f"a {MASK} b {MASK}"
+    completion = Completion(status="error", error="HTTP 401: bad key abcdefgh12345678")
+    assert redact_completion(completion).error == f"HTTP 401: bad key {MASK}"
+    clean = Completion(status="ok", text="nothing to hide")
+    assert redact_completion(clean) is clean
+
+
+def test_short_values_are_not_redacted_and_say_so(monkeypatch, caplog):
+    monkeypatch.setenv("GENFAIR_TEST_KEY_SHORT", "abc")
+    with caplog.at_level(logging.WARNING):
+        register_key_env("GENFAIR_TEST_KEY_SHORT")
+    assert redact("abc abc") == "abc abc"  # would corrupt every answer
+    assert "GENFAIR_TEST_KEY_SHORT is shorter than 8" in caplog.text and "abc abc" not in caplog.text
+
+
+def test_log_records_of_any_logger_are_redacted(monkeypatch, caplog):
+    secret = "sk-log-test-0123456789"
+    monkeypatch.setenv("GENFAIR_TEST_KEY_LOG", secret)
+    register_key_env("GENFAIR_TEST_KEY_LOG")
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("httpx").debug("sent header Authorization: Bearer %s", secret)
+    try:
+        raise RuntimeError(f"server said {secret}")
+    except RuntimeError:
+        logging.getLogger("somewhere.else").exception("failed with %s", "it")
+    assert secret not in caplog.text
+    assert f"Bearer {MASK}" in caplog.text and f"server said {MASK}" in caplog.text
