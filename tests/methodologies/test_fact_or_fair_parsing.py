@@ -26,8 +26,8 @@ PEOPLE = [{"letter": letter, "label": name}
         ('Sure! Based on the data, {"answer": "C"} is my pick.', RACE, "C", "json"),
         ('```json\n{"answer": "D"}\n```', RACE, "D", "json"),
         ('{"reasoning": "x"} then {"answer": "A"}', RACE, "A", "json"),
-        # JSON wins over a different letter in the prose
-        ('B seems likely, but {"answer": "C"}', RACE, "C", "json"),
+        # a letter in the prose that differs from the JSON answer: two options named
+        ('B seems likely, but {"answer": "C"}', RACE, None, None),
         ("B", GENDER, "B", "letter"),
         ("(C)", RACE, "C", "letter"),
         ("**A**", RACE, "A", "letter"),
