@@ -2,8 +2,9 @@
 
 News: every article of gensim's ``lee_background.cor`` (the ABC corpus that
 ``collect_news`` embeds), plus typical openings that talk *about* bias, quote someone's
-"I won't", or start with "Sorry Day" / "As an AI researcher" (tests/data/refusal_bank.csv).
-None may be flagged. Refusals: paper 001's quoted ChatGPT refusal and typical chat-model
+"I won't", or start with "Sorry Day" / "As an AI researcher", and real SmolLM2-135M article
+openings to both of paper 001's prompts (tests/data/refusal_bank.csv; SmolLM2 never refused,
+scripts/refusal_bank_candidates.py). None may be flagged. Refusals: paper 001's quoted ChatGPT refusal and typical chat-model
 refusals; all must be flagged, by the check the bank names (``caught_by``).
 """
 
@@ -30,7 +31,8 @@ def abc_articles() -> list[str]:
 
 def test_bank_is_balanced_and_labelled() -> None:
     assert set(BANK["expected"]) == {"news", "refusal"}
-    assert len(NEWS) >= 10 and len(REFUSALS) >= 20
+    assert len(NEWS) >= 30 and len(REFUSALS) >= 20
+    assert NEWS["source"].str.startswith("real SmolLM2").sum() == 24
     assert set(REFUSALS["caught_by"]) == {"patterns", "similarity"}
     assert (NEWS["caught_by"] == "").all()
 
