@@ -44,6 +44,9 @@ class GenerationConfig(_Strict):
 
 
 class StudyParams(_Strict):
+    # a key pasted where a variable name belongs must never be echoed in an error
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
     seed: int
     scale: str
     generation: GenerationConfig = GenerationConfig()
@@ -118,6 +121,12 @@ def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
         params = StudyParams.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, str(path), data=raw)) from None
+    # every configured key is redacted from everything written, in every process
+    from genfair.models.redaction import register_key_env
+
+    for model in params.models.values():
+        if getattr(model, "api_key_env", None):
+            register_key_env(model.api_key_env)
     # validate every methodology and curation block now, so a typo fails before any work starts
     for name in params.methodologies:
         methodology_config(params, name, source=str(path))

@@ -57,6 +57,7 @@ from genfair.methodologies.base import (
 )
 from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
+from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
     summarize_sentence_level,
@@ -246,6 +247,12 @@ class NewsBias(Methodology):
             tables["word_pairs"], tables["sentence_pairs"], level
         )
         summary["prompt_comparison"] = tables["prompt_comparison"].to_dict("records")
+        # the refusal detector's rate on the original articles: its false-positive estimate
+        fp = refusal_false_positive(labels, RefusalDetector(similarity=config.refusal_similarity).detect, level)
+        summary["refusal_false_positive"] = fp
+        tables["refusal_false_positive"] = pd.DataFrame([fp])
+        rows.append({"prompt_type": "original", "level": "refusal", "measure": "detector_false_positive_rate",
+                     "mean": fp["rate"], "ci_low": fp["ci_low"], "ci_high": fp["ci_high"], "n": fp["n"]})
         return MetricsResult(
             scores=pd.DataFrame(rows, columns=SCORE_COLUMNS),
             tables=tables,
