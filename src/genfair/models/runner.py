@@ -54,6 +54,11 @@ class Call:
     max_tokens: int | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
+    @classmethod
+    def text(cls, probe_id: str, prompt: str, **fields: Any) -> Call:
+        """A call whose input is ``prompt`` as one user message."""
+        return cls(probe_id=probe_id, messages=({"role": "user", "content": prompt},), **fields)
+
 
 def ask(
     backend: LLMBackend,

@@ -132,13 +132,7 @@ def prompt_call(
     probe_id: str, prompt: str, sample_index: int = 0, *, max_attempts: int = 1, **meta: Any
 ) -> Call:
     """A t2i call: the prompt as one user message (the cache key), ``meta`` for simulators."""
-    return Call(
-        probe_id=probe_id,
-        messages=({"role": "user", "content": prompt},),
-        sample_index=sample_index,
-        max_attempts=max_attempts,
-        meta=meta,
-    )
+    return Call.text(probe_id, prompt, sample_index=sample_index, max_attempts=max_attempts, meta=meta)
 
 
 def prompt_of(request: Request) -> str:

@@ -64,9 +64,8 @@ class FactOrFair(Methodology):
         if modality == "t2i":
             return t2i.calls(probes)
         return [
-            Call(
-                probe_id=row["probe_id"],
-                messages=({"role": "user", "content": row["prompt"]},),
+            Call.text(
+                row["probe_id"], row["prompt"],
                 sample_index=int(row["sample_index"]),
                 max_attempts=int(row["max_attempts"]),
                 meta={

@@ -148,9 +148,8 @@ class NewsBias(Methodology):
 
     def calls(self, probes: pd.DataFrame, config: NewsBiasConfig, modality: str) -> list[Call]:
         return [
-            Call(
-                probe_id=row["probe_id"],
-                messages=({"role": "user", "content": row["prompt"]},),
+            Call.text(
+                row["probe_id"], row["prompt"],
                 max_attempts=int(row["max_attempts"]),
                 max_tokens=int(row["max_tokens"]),
                 meta={
