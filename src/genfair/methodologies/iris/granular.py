@@ -178,8 +178,12 @@ class GranularConfig(BaseModel):
 
     #: the column holding each attribute, in every table
     columns: dict[Literal["gender", "age", "skin"], str] = dict(DEFAULT_COLUMNS)
-    #: groups smaller than this are skipped in AD and SPD (paper: groups of one are)
+    #: groups smaller than this are skipped in AD (not a rule of the paper's text: the authors'
+    #: code, metrics/calculations.py calculate_ad, skips groups of one) and, unless
+    #: ``spd_min_group_size`` says otherwise, in SPD
     min_group_size: int = Field(2, ge=1)
+    #: SPD's own minimum (None = ``min_group_size``; 1 = the authors' code, which keeps every group)
+    spd_min_group_size: int | None = Field(None, ge=1)
     unmappable_label: str = "unmappable"
     #: SDS(g) over the errors on people of group g (own_group) or over every error (all)
     sds_cases: Literal["own_group", "all"] = "own_group"
@@ -356,15 +360,16 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         flat, k = _flat(codes, spec.attributes)
         have = flat >= 0
         sizes = np.bincount(flat[have], minlength=k)
-        small = int(((sizes > 0) & (sizes < cfg.min_group_size)).sum())
-        present = int((sizes >= cfg.min_group_size).sum())
+        least = cfg.min_group_size if spec.metric == "AD" or cfg.spd_min_group_size is None else cfg.spd_min_group_size
+        small = int(((sizes > 0) & (sizes < least)).sum())
+        present = int((sizes >= least).sum())
         if spec.metric == "AD":
-            value = accuracy_disparity(correct[have], flat[have], min_group_size=cfg.min_group_size)
+            value = accuracy_disparity(correct[have], flat[have], min_group_size=least)
         else:
-            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=cfg.min_group_size, ignore=(cfg.unmappable_label,))
+            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=least, ignore=(cfg.unmappable_label,))
         note = _join(
             f"{present} of {k} groups compared",
-            f"{small} group(s) with fewer than {cfg.min_group_size} crops skipped" if small else "",
+            f"{small} group(s) with fewer than {least} crops skipped" if small else "",
             _missing_note(int((~have).sum())),
             f"{n_error} error row(s) left out" if n_error else "",
             "fewer than two groups to compare" if math.isnan(value) else "",
