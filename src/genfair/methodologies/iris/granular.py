@@ -51,7 +51,7 @@ BIS-Und -- one answer: ``instance_id`` (one counterfactual set: a pair, or more 
 (``US``/``EU``): ``occupation``, ``female_pct``, ``skin_light_pct``, ``skin_middle_pct``,
 ``skin_dark_pct``, ``age_young_pct``, ``age_middle_pct``, ``age_older_pct`` (0-100; rows
 are renormalised, since the U.S. skin proxies do not sum to 100). See
-:func:`read_reference`.
+:func:`~genfair.methodologies.iris.reference.read_reference`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from genfair.methodologies.iris.prior import oracle_floor, resolve_prior
-from genfair.methodologies.iris.reference import read_reference, require_columns, reference_shares
+from genfair.methodologies.iris.reference import read_reference, reference_shares, require_columns  # noqa: F401 (read_reference: re-exported)
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     DEFAULT_COLUMNS,
