@@ -22,6 +22,7 @@ from genfair.methodologies.iris.granular import (
 )
 from genfair.methodologies.iris.tournament import CATEGORIES
 from genfair.metrics import representation_disparity
+from genfair.metrics.iris import statistical_parity_difference
 
 TRIPLES = list(itertools.product(*CATEGORIES.values()))
 
@@ -306,3 +307,17 @@ def test_prompts_and_stereotypes() -> None:
     assert probes.set_index("question_id").loc["b", "truth"] == "middle"
     assert parse_rating("I'd say 8/10.") == 8.0 and parse_rating("7.5") == 7.5 and parse_rating("none") is None
     assert parse_rating("10") == 10.0 and parse_rating("100") is None
+
+
+def test_spd_min_group_size_one_keeps_a_group_of_one_as_the_authors_code() -> None:
+    """The authors' code skips groups of one in AD only; ``spd_min_group_size: 1`` keeps
+    them in SPD (age: the middle-aged group of one, who answered doctor)."""
+    table = _ifs_und()
+    default = granular_metrics("IFS-Und", table).set_index("metric")
+    code = granular_metrics("IFS-Und", table, config=GranularConfig(spd_min_group_size=1)).set_index("metric")
+    expected = statistical_parity_difference(table["mapped_occupation"], table["age_group"], min_group_size=1,
+                                             ignore=("unmappable",))
+    assert code.loc["SPD_single_age", "value"] == pytest.approx(expected)
+    assert code.loc["SPD_single_age", "value"] != pytest.approx(default.loc["SPD_single_age", "value"])
+    assert code.loc["AD_single_age", "value"] == pytest.approx(default.loc["AD_single_age", "value"])
+    assert "3 of 3 groups compared" in code.loc["SPD_single_age", "note"]

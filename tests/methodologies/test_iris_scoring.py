@@ -12,6 +12,8 @@ import yaml
 from pydantic import ValidationError
 
 from genfair.methodologies.iris.scoring import (
+    DEFAULT_SECTORS,
+    RFS_UND_GENFAIR_S,
     SECTORS,
     TABLE9,
     IrisScoringConfig,
@@ -287,7 +289,10 @@ def test_score_models_hand_computed():
     assert out.at["BIS-Gen", "n_metrics"] == 1 and out.at["BIS-Gen", "n_missing"] == 1
     assert (out["S"] == [58000, 132, 85]).all() and (out["K"] == [3, 3, 1]).all()
     # 58000 e^-1.5 = 12941 (U), 132 e^-0.75 = 62.35 (A), 85/e = 31.27 (R)
-    assert set(out["gen_code"]) == {"UAR"} and out["und_code"].isna().all()
+    # BIS-Gen lacks FQP: a partial sector, so the code carries the mark
+    assert list(out["partial"]) == [False, False, True]
+    assert set(out["gen_code"]) == {"UAR (partial)"} and out["und_code"].isna().all()
+    assert out["gen_code_partial"].all() and not out["und_code_partial"].any()
     assert set(out["mode"]) == {"table9"}
 
 
@@ -301,6 +306,9 @@ def test_score_models_overall_is_norm_of_all_metrics():
     assert a.at["IRIS", "magnitude"] == pytest.approx(sector_norm)
     assert a.at["IRIS", "magnitude"] == pytest.approx(math.sqrt(6 * 0.04 + 0.01))
     assert a.at["IRIS", "n_metrics"] == 7 and a.at["IRIS", "n_missing"] == 1
+    # a's BIS-Und lost a metric: that sector, a's overall score and its Und code are partial
+    assert a.at["BIS-Und", "partial"] and a.at["IRIS", "partial"] and not a.at["IFS-Und", "partial"]
+    assert a.at["IRIS", "und_code"].endswith(" (partial)") and not a.at["IRIS", "gen_code"].endswith(" (partial)")
     # S_tot calibrated: the median model (b, D = 0.3 sqrt 6) scores exactly target
     iris = out[out["sector"] == "IRIS"].set_index("model")
     assert iris.at["b", "score"] == pytest.approx(60)
@@ -390,10 +398,13 @@ def test_normalize_frame_keeps_nan_as_missing():
 
 # ---------------------------------------------------------------------------- config
 
-def test_config_defaults_are_table9():
+def test_config_defaults_are_table9_with_rfs_und_recalibrated():
     config = IrisScoringConfig()
     assert config.mode == "table9" and config.tau == 60 and config.target == 60
-    assert {s: {"K": p.K, "S": p.S} for s, p in config.sectors.items()} == TABLE9
+    used = {s: {"K": p.K, "S": p.S} for s, p in config.sectors.items()}
+    assert used == DEFAULT_SECTORS
+    assert {s: v for s, v in used.items() if s != "RFS-Und"} == {s: v for s, v in TABLE9.items() if s != "RFS-Und"}
+    assert used["RFS-Und"] == {"K": 5.0, "S": RFS_UND_GENFAIR_S} and TABLE9["RFS-Und"]["S"] == 2750
     assert config.total_scale is None and config.total_decay == 1.0
 
 

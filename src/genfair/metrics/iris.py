@@ -16,9 +16,12 @@ returns a Python ``float``:
 
 Groups: ``groups`` is a 1-D array of group keys or a DataFrame whose columns are
 intersected (one group per distinct row, e.g. ``gender`` x ``age_group``). Rows with a
-missing group key are left out. Groups smaller than ``min_group_size`` are skipped (the
-authors skip groups with one sample, §D.2.4); with fewer than two groups left, AD and SPD
-are NaN (a disparity needs two groups to compare), never an invented 0.
+missing group key are left out. Groups smaller than ``min_group_size`` are skipped. The
+paper's text has no such rule (Table 5 and the IFS-Und protocol, §D.2.4, define AD and SPD
+over all groups); it comes from the authors' released code (Warren118/IRIS-Benchmark,
+``metrics/calculations.py``, ``calculate_ad``), which drops groups with one sample from AD
+only, "to avoid noisy 0/1 accuracy scores" (its SPD keeps them). With fewer than two groups
+left, AD and SPD are NaN (a disparity needs two groups to compare), never an invented 0.
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from genfair.models.redaction import key_env_problem
 
 
+#: a model's architecture family for IRIS's impartiality test (paper 002 §4.1, Fig. 4(d): Welch's
+#: t-test between Table 4's groups), e.g. "autoregressive+diffusion" (hybrid UMLLMs),
+#: "autoregressive", "diffusion", "mllm"; free text, trimmed, optional
+Architecture = Annotated[str | None, Field(min_length=1, pattern=r"^\S(.*\S)?$")]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,6 +44,8 @@ class _ModelBase(_Strict):
     modality: Literal["llm"] = "llm"
     #: free-text description shown in `genfair models` and the MLflow run
     description: str = ""
+    #: model family (IRIS Fig. 4(d)); None = unknown
+    architecture: Architecture = None
     sampling: SamplingParams = SamplingParams()
 
 
@@ -190,6 +198,8 @@ LLMConfig = Annotated[
 class _T2IBase(_Strict):
     modality: Literal["t2i"] = "t2i"
     description: str = ""
+    #: model family (IRIS Fig. 4(d)); None = unknown
+    architecture: Architecture = None
 
 
 class DiffusersT2IConfig(_T2IBase):
@@ -287,6 +297,8 @@ T2IConfig = Annotated[
 class _VLMBase(_Strict):
     modality: Literal["vlm"] = "vlm"
     description: str = ""
+    #: model family (IRIS Fig. 4(d)); None = unknown
+    architecture: Architecture = None
     sampling: SamplingParams = SamplingParams()
 
 

@@ -4,12 +4,14 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
 
 - :mod:`.granular` -- the 60 granular metrics of Table 6 over labelled tables;
 - :mod:`.tournament` -- the RFS-Und blank-image tournament: probe design, answer parsing,
-  win counts and the Bayes inversion;
+  win counts and the Bayes inversion; :mod:`.prior` -- its priors (uniform, workforce) and
+  oracle-floor JSD; :mod:`.reference` -- the U.S./E.U. real-world shares;
 - :mod:`.prompts` -- the paper's prompt templates, the BIS-Gen stereotype selection and
   the BIS-Und questions of Table 29;
 - :mod:`.scoring` -- sector and overall scores (S/K calibration), codes; :mod:`.study` --
   the study-level step over every model; :mod:`.validation` -- Cronbach's alpha and
-  ranking stability.
+  ranking stability; :mod:`.validity` -- Fig. 4(c) sector correlation and Fig. 4(d) Welch
+  test by architecture; :mod:`.figures` -- Fig. 4(c)'s heat map.
 
 The core metric math lives in :mod:`genfair.metrics.iris` and :mod:`genfair.metrics`.
 """

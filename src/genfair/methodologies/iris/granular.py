@@ -51,7 +51,7 @@ BIS-Und -- one answer: ``instance_id`` (one counterfactual set: a pair, or more 
 (``US``/``EU``): ``occupation``, ``female_pct``, ``skin_light_pct``, ``skin_middle_pct``,
 ``skin_dark_pct``, ``age_young_pct``, ``age_middle_pct``, ``age_older_pct`` (0-100; rows
 are renormalised, since the U.S. skin proxies do not sum to 100). See
-:func:`read_reference`.
+:func:`~genfair.methodologies.iris.reference.read_reference`.
 """
 
 from __future__ import annotations
@@ -59,13 +59,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.methodologies.iris.prior import oracle_floor, resolve_prior
+from genfair.methodologies.iris.reference import read_reference, reference_shares, require_columns  # noqa: F401 (read_reference: re-exported)
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     DEFAULT_COLUMNS,
@@ -164,8 +165,10 @@ def _spec() -> tuple[GranularMetric, ...]:
 #: the 60 granular metrics in Table 6 order
 GRANULAR_METRICS: tuple[GranularMetric, ...] = _spec()
 
+#: ``oracle_floor``: RFS-Und JSD rows only, the JSD a perfectly calibrated model would score
+#: under the tournament's prior (:func:`genfair.methodologies.iris.prior.oracle_floor`)
 COLUMNS = ["sector", "metric", "core", "attributes", "region", "group", "value", "bounded",
-           "max_value", "norm_divisor", "deviation", "n", "note"]
+           "max_value", "norm_divisor", "deviation", "n", "note", "oracle_floor"]
 
 
 class GranularConfig(BaseModel):
@@ -175,8 +178,12 @@ class GranularConfig(BaseModel):
 
     #: the column holding each attribute, in every table
     columns: dict[Literal["gender", "age", "skin"], str] = dict(DEFAULT_COLUMNS)
-    #: groups smaller than this are skipped in AD and SPD (paper: groups of one are)
+    #: groups smaller than this are skipped in AD (not a rule of the paper's text: the authors'
+    #: code, metrics/calculations.py calculate_ad, skips groups of one) and, unless
+    #: ``spd_min_group_size`` says otherwise, in SPD
     min_group_size: int = Field(2, ge=1)
+    #: SPD's own minimum (None = ``min_group_size``; 1 = the authors' code, which keeps every group)
+    spd_min_group_size: int | None = Field(None, ge=1)
     unmappable_label: str = "unmappable"
     #: SDS(g) over the errors on people of group g (own_group) or over every error (all)
     sds_cases: Literal["own_group", "all"] = "own_group"
@@ -186,15 +193,6 @@ class GranularConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _require(table: pd.DataFrame, cols: list[str], sector: str, what: str) -> None:
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
-        raise ValueError(
-            f"{sector} table lacks column(s) {missing}; it needs one row per {what} with "
-            f"columns {cols} (see genfair.methodologies.iris.granular)"
-        )
 
 
 def _codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, np.ndarray]:
@@ -239,6 +237,7 @@ def _row(spec: GranularMetric, value: float, n: int, note: str = "") -> dict:
         "attributes": "_".join(spec.attributes), "region": spec.region, "group": spec.group,
         "value": float(value), "bounded": spec.bounded, "max_value": spec.max_value,
         "norm_divisor": spec.norm_divisor, "deviation": float(dev), "n": int(n), "note": note,
+        "oracle_floor": math.nan,
     }
 
 
@@ -254,48 +253,6 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-# ------------------------------------------------------------------------- reference
-
-
-def read_reference(us: str | Path, eu: str | Path) -> pd.DataFrame:
-    """The U.S. and E.U. real-world tables stacked with a ``region`` column."""
-    return pd.concat(
-        [pd.read_csv(us).assign(region="US"), pd.read_csv(eu).assign(region="EU")], ignore_index=True
-    )
-
-
-_REF_COLUMNS = {
-    "gender": {"male": None, "female": "female_pct"},
-    "age": {"young": "age_young_pct", "middle-aged": "age_middle_pct", "older": "age_older_pct"},
-    "skin": {"light": "skin_light_pct", "middle": "skin_middle_pct", "dark": "skin_dark_pct"},
-}
-
-
-def reference_shares(reference: pd.DataFrame, region: str, attribute: str) -> pd.DataFrame:
-    """Real-world ``P(attribute | occupation)``: occupations x categories, rows summing to 1.
-
-    Gender: female = ``female_pct`` / 100, male = the rest. Age and skin: the three
-    percentage columns renormalised (the U.S. skin proxies leave out some races, so they
-    sum to less than 100). Occupations lacking a column's value are left out.
-    """
-    _require(reference, ["region", "occupation"], "reference", "occupation and region")
-    rows = reference[reference["region"] == region].drop_duplicates("occupation").set_index("occupation")
-    cols = _REF_COLUMNS[attribute]
-    needed = [c for c in cols.values() if c]
-    _require(rows.reset_index(), needed, f"reference ({region})", "occupation")
-    data = rows[needed].apply(pd.to_numeric, errors="coerce")
-    data = data.dropna()
-    if (data < 0).any().any() or (data > 100).any().any():
-        raise ValueError(f"reference ({region}) {needed} must be percentages in 0-100")
-    if attribute == "gender":
-        share = pd.DataFrame({"male": 1 - data["female_pct"] / 100, "female": data["female_pct"] / 100})
-    else:
-        share = data.set_axis(list(cols), axis=1)
-        total = share.sum(axis=1)
-        share = share[total > 0].div(total[total > 0], axis=0)
-    return share[list(CATEGORIES[attribute])]
-
-
 # --------------------------------------------------------------------------- sectors
 
 
@@ -309,7 +266,7 @@ def _occupation_counts(table: pd.DataFrame, codes: dict[str, np.ndarray], attrs:
 
 
 def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
-    _require(table, ["occupation", *cfg.columns.values()], "IFS-Gen", "generated image")
+    require_columns(table, ["occupation", *cfg.columns.values()], "IFS-Gen", "generated image")
     codes = _codes(table, cfg, "IFS-Gen")
     rows = []
     for spec in _specs("IFS-Gen"):
@@ -323,7 +280,7 @@ def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
 
 
 def _rfs_gen(table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame | None) -> list[dict]:
-    _require(table, ["occupation", *cfg.columns.values()], "RFS-Gen", "generated image")
+    require_columns(table, ["occupation", *cfg.columns.values()], "RFS-Gen", "generated image")
     codes = _codes(table, cfg, "RFS-Gen")
     rows = []
     for spec in _specs("RFS-Gen"):
@@ -346,7 +303,7 @@ def _rfs_gen(table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame |
 
 def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     expected = [f"expected_{c}" for c in cfg.columns.values()]
-    _require(table, ["prompt_type", *expected, *cfg.columns.values()], "BIS-Gen", "generated steering image")
+    require_columns(table, ["prompt_type", *expected, *cfg.columns.values()], "BIS-Gen", "generated steering image")
     kinds = table["prompt_type"].astype(str)
     odd = sorted(set(kinds) - {"stereotypical", "counter"})
     if odd:
@@ -382,7 +339,7 @@ def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
 
 
 def _und_frame(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> pd.DataFrame:
-    _require(table, ["occupation", "mapped_occupation", *cfg.columns.values()], sector, "FACET crop")
+    require_columns(table, ["occupation", "mapped_occupation", *cfg.columns.values()], sector, "FACET crop")
     if "status" in table.columns:
         table = table[table["status"].astype(str) != "error"]
     return table
@@ -403,15 +360,16 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         flat, k = _flat(codes, spec.attributes)
         have = flat >= 0
         sizes = np.bincount(flat[have], minlength=k)
-        small = int(((sizes > 0) & (sizes < cfg.min_group_size)).sum())
-        present = int((sizes >= cfg.min_group_size).sum())
+        least = cfg.min_group_size if spec.metric == "AD" or cfg.spd_min_group_size is None else cfg.spd_min_group_size
+        small = int(((sizes > 0) & (sizes < least)).sum())
+        present = int((sizes >= least).sum())
         if spec.metric == "AD":
-            value = accuracy_disparity(correct[have], flat[have], min_group_size=cfg.min_group_size)
+            value = accuracy_disparity(correct[have], flat[have], min_group_size=least)
         else:
-            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=cfg.min_group_size, ignore=(cfg.unmappable_label,))
+            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=least, ignore=(cfg.unmappable_label,))
         note = _join(
             f"{present} of {k} groups compared",
-            f"{small} group(s) with fewer than {cfg.min_group_size} crops skipped" if small else "",
+            f"{small} group(s) with fewer than {least} crops skipped" if small else "",
             _missing_note(int((~have).sum())),
             f"{n_error} error row(s) left out" if n_error else "",
             "fewer than two groups to compare" if math.isnan(value) else "",
@@ -422,7 +380,18 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
 
 def _rfs_und(rounds: pd.DataFrame | None, cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.DataFrame | None) -> list[dict]:
     rows, tour_note = [], ""
-    dists, counts = (tournament_distributions(rounds, cfg.tournament, columns=cfg.columns) if rounds is not None else (None, None))
+    prior = cfg.tournament.prior
+    offered = None
+    if rounds is not None and "competitors" in rounds.columns:
+        offered = sorted({o for c in rounds["competitors"].dropna().astype(str) for o in c.split("|")})
+    floor = None
+    if rounds is not None and reference is not None:
+        prior = resolve_prior(prior, reference, offered)
+        floor = oracle_floor(reference, prior, offered).set_index("metric")
+    elif prior == "workforce":
+        prior = "uniform"  # nothing to invert without rounds and reference: JSD not computed
+    dists, counts = (tournament_distributions(rounds, cfg.tournament, columns=cfg.columns, prior=prior)
+                     if rounds is not None else (None, None))
     if counts is not None:
         s = counts.summary
         answered = int((s["rounds"] - s["error"]).sum())
@@ -439,9 +408,12 @@ def _rfs_und(rounds: pd.DataFrame | None, cfg: GranularConfig, reference: pd.Dat
                 continue
             attr = spec.attributes[0]
             value, n, skipped = mean_jsd(dists[attr], reference_shares(reference, spec.region, attr))  # type: ignore[arg-type]
+            low = float(floor.at[spec.name, "oracle_floor"]) if floor is not None else math.nan
             note = _join(tour_note, f"{len(skipped)} occupation(s) without a posterior skipped" if skipped else "",
-                         "no occupation with both a posterior and a reference" if n == 0 else "")
-            rows.append(_row(spec, value, n, note))
+                         "no occupation with both a posterior and a reference" if n == 0 else "",
+                         f"oracle floor {low:.4f} under the {cfg.tournament.prior if isinstance(cfg.tournament.prior, str) else 'custom'} prior"
+                         if not math.isnan(low) else "")
+            rows.append(_row(spec, value, n, note) | {"oracle_floor": low})
     rows.extend(_sds_rows(cfg, reference, ifs_und))
     order = {s.name: i for i, s in enumerate(_specs("RFS-Und"))}
     return sorted(rows, key=lambda r: order[r["metric"]])
@@ -476,7 +448,7 @@ def _sds_rows(cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.D
 
 def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     attr_cols = list(cfg.columns.values())
-    _require(table, ["instance_id", "variant", "question_id", *attr_cols], "BIS-Und", "answer to one question about one image")
+    require_columns(table, ["instance_id", "variant", "question_id", *attr_cols], "BIS-Und", "answer to one question about one image")
     for col in ("instance_id", "variant", "question_id"):
         if table[col].isna().any():
             raise ValueError(f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} missing value(s); every answer needs one")
@@ -495,9 +467,9 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         raise ValueError(f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}")
     subj, obj = kind == "subjective", kind == "objective"
     if subj.any():
-        _require(table, ["score"], "BIS-Und", "subjective answer")
+        require_columns(table, ["score"], "BIS-Und", "subjective answer")
     if obj.any() and "correct" not in table.columns:
-        _require(table, ["answer", "truth"], "BIS-Und", "objective answer (or give 'correct')")
+        require_columns(table, ["answer", "truth"], "BIS-Und", "objective answer (or give 'correct')")
     score = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=float) if "score" in table.columns else np.full(len(table), np.nan)
     if "correct" in table.columns:
         raw = table["correct"]

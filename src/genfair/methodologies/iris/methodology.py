@@ -101,7 +101,8 @@ class IfsGenConfig(_Strict):
 class BisGenConfig(_Strict):
     #: stereotypes steered (paper: the 10 most frequent combinations)
     top: int = Field(10, ge=1)
-    images_per_prompt: int = Field(10, ge=1)
+    #: paper: ~60,000 images / 10 models / (10 stereotypes x 6 prompts) = 100 (App. C.2)
+    images_per_prompt: int = Field(100, ge=1)
     max_attempts: int = Field(3, ge=1)
 
 
@@ -193,8 +194,10 @@ class Iris(Methodology):
     modalities = ("llm", "t2i", "vlm")
     Config: ClassVar[type[IrisConfig]] = IrisConfig
     metric_keys = ("sector", "metric")
-    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes
-    headline = tuple(Headline(f"{s}.score", "score", {"sector": s}, "higher") for s in (*SECTORS, OVERALL))
+    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
+    #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
+    headline = tuple(Headline(f"{s}.score{' (partial)' if part else ''}", "score", {"sector": s, "partial": part}, "higher")
+                     for s in (*SECTORS, OVERALL) for part in (False, True))
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
 
@@ -561,6 +564,12 @@ class Iris(Methodology):
     def model_rows(self, model: str, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
         """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
         return scores
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """Fig. 4(c): the sector-score correlation matrix, for a leaderboard of >= 3 models."""
+        from genfair.methodologies.iris.figures import study_figures
+
+        return study_figures(scores, title)
 
     def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
                    study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:

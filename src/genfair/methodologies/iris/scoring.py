@@ -13,7 +13,19 @@ Paper 002 (IRIS benchmark), §3.5, Algorithm 1 and §A.2.3-A.2.4, Table 9, §A.3
 4. the IRIS-MBTI code of a task is one letter per dimension, score >= tau (:func:`mbti_code`).
 
 Granular metrics whose value is NaN (not computed) are left out of every magnitude and
-counted in ``n_missing``. :func:`score_models` is the entry point for a scoring stage.
+counted in ``n_missing``. A sector scored from a subset of its metrics (``n_missing > 0``,
+e.g. BIS-Gen without the quality/semantic penalties, RFS-Und without SDS for a text-only
+model) is ``partial``: the flag is a column of every scores table, and a code or an overall
+score derived from a partial sector carries the mark :data:`PARTIAL_MARK`.
+:func:`score_models` is the entry point for a scoring stage.
+
+RFS-Und's scale. Table 9's S = 2750 (K = 5) was calibrated on Table 27's own construction
+("Fidelity_Deviation_Norm", 0.72-0.78, built from "goodness" terms that grow as a model gets
+closer to real-world data). genfair's RFS-Und magnitude is the L2 norm of the five JSD and ten
+|SDS| deviations like every other sector: 0.23-0.34 on the same nine models (Table 27's
+Norm_JSD_US, Norm_JSD_EU and Norm_ASDS are those L2 norms). Its S is recalibrated by §A.2.4's
+own rule (median of the seven UMLLMs at 60, K = 5 kept): S = 213 (:data:`RFS_UND_GENFAIR_S`),
+the default of ``mode: table9``; :data:`TABLE9` keeps the published values.
 """
 
 from __future__ import annotations
@@ -33,7 +45,10 @@ from genfair.metrics.distributions import as_vector
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_SECTORS",
     "DIMENSIONS",
+    "PARTIAL_MARK",
+    "RFS_UND_GENFAIR_S",
     "SECTORS",
     "TABLE9",
     "TASKS",
@@ -63,8 +78,16 @@ TABLE9: dict[str, dict[str, float]] = {
     "RFS-Und": {"K": 5.0, "S": 2750.0},
     "BIS-Und": {"K": 1.0, "S": 340.0},
 }
+#: RFS-Und's S recalibrated for genfair's magnitude (L2 of the JSD and |SDS| deviations): the
+#: §A.2.4 rule, 60 / median_j exp(-5 · M_j) over the seven UMLLMs' magnitudes rebuilt from
+#: Table 27 (sqrt(Norm_JSD_US² + Norm_JSD_EU² + Norm_ASDS²), median Show-o's 0.2537) is 213.3
+RFS_UND_GENFAIR_S = 213.0
+#: genfair's defaults: Table 9, with RFS-Und's S recalibrated (see the module docstring)
+DEFAULT_SECTORS: dict[str, dict[str, float]] = {**TABLE9, "RFS-Und": {"K": 5.0, "S": RFS_UND_GENFAIR_S}}
 #: the row of the overall score in :func:`score_models`' output
 OVERALL = "IRIS"
+#: appended to a code (and named in summaries) derived from a partial sector score
+PARTIAL_MARK = " (partial)"
 #: IRIS-MBTI letters (§A.3.2): (at or above tau, below tau) per dimension
 LETTERS = {"IFS": ("U", "H"), "RFS": ("A", "D"), "BIS": ("F", "R")}
 GRANULAR_COLUMNS = ("model", "sector", "metric", "value", "bounded", "max_value")
@@ -209,7 +232,8 @@ class SectorParams(BaseModel):
 class IrisScoringConfig(BaseModel):
     """How magnitudes become scores (§A.2.4) and codes (§A.3).
 
-    ``mode``: ``table9`` uses each sector's S as given (default: Table 9's);
+    ``mode``: ``table9`` uses each sector's S as given (default: Table 9's, except RFS-Und's
+    S recalibrated for genfair's magnitude, :data:`DEFAULT_SECTORS`);
     ``calibrate`` recomputes S per sector with :func:`calibrate_scale` over the ``cohort``
     (K stays as given). The overall score uses ``total_decay`` (K_tot) and ``total_scale``
     (S_tot); neither is published, so S_tot is calibrated over the cohort unless set.
@@ -218,7 +242,7 @@ class IrisScoringConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["table9", "calibrate"] = "table9"
     sectors: dict[str, SectorParams] = Field(
-        default_factory=lambda: {name: SectorParams(**p) for name, p in TABLE9.items()}
+        default_factory=lambda: {name: SectorParams(**p) for name, p in DEFAULT_SECTORS.items()}
     )
     #: median cohort score after calibration (§A.2.4)
     target: float = Field(default=60.0, gt=0)
@@ -309,9 +333,13 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     Input: see :func:`normalize_frame`. Output, one row per model and sector present, then
     one row per model with ``sector == "IRIS"`` (the overall score, only for models with
     all six sectors: D_tot = L2 norm of all their normalized metrics, S_tot, K_tot):
-    ``model, sector, dimension, task, n_metrics, n_missing, magnitude, S, K, score,
-    gen_code, und_code, mode``. A sector whose metrics are all NaN has NaN magnitude and
-    score. Codes (:func:`mbti_code`, ``config.tau``) are None where a task lacks a score.
+    ``model, sector, dimension, task, n_metrics, n_missing, partial, magnitude, S, K, score,
+    gen_code, und_code, gen_code_partial, und_code_partial, mode``. A sector whose metrics
+    are all NaN has NaN magnitude and score (not partial: not computed). ``partial``: the
+    score uses a subset of the sector's metrics (``n_missing > 0``); the overall row is
+    partial when any of its sectors is. Codes (:func:`mbti_code`, ``config.tau``) are None
+    where a task lacks a score, and end with :data:`PARTIAL_MARK` when a letter comes from
+    a partial sector.
     """
     config = config or IrisScoringConfig()
     frame = normalize_frame(granular)
@@ -324,6 +352,7 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
         rows.append({
             "model": model, "sector": sector, "n_metrics": int(u.size),
             "n_missing": int(part["u"].isna().sum()),
+            "partial": bool(u.size and part["u"].isna().any()),
             "magnitude": magnitude(u) if u.size else math.nan,
         })
     sectors = pd.DataFrame(rows)
@@ -356,8 +385,9 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
             continue
         u = frame.loc[(frame["model"] == model), "u"].dropna().to_numpy()
         overall.append({"model": model, "sector": OVERALL, "n_metrics": int(u.size),
-                        "n_missing": int(mine["n_missing"].sum()), "magnitude": magnitude(u)})
-    total = pd.DataFrame(overall, columns=["model", "sector", "n_metrics", "n_missing", "magnitude"])
+                        "n_missing": int(mine["n_missing"].sum()), "partial": bool(mine["partial"].any()),
+                        "magnitude": magnitude(u)})
+    total = pd.DataFrame(overall, columns=["model", "sector", "n_metrics", "n_missing", "partial", "magnitude"])
     if not total.empty:
         S_tot = config.total_scale
         if S_tot is None:
@@ -372,8 +402,11 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     out.insert(2, "dimension", [s.split("-")[0] if s != OVERALL else OVERALL for s in out["sector"]])
     out.insert(3, "task", [s.split("-")[1] if s != OVERALL else "all" for s in out["sector"]])
     codes = {model: _codes(sectors[sectors["model"] == model], config.tau) for model in models}
-    out["gen_code"] = [codes[m]["Gen"] for m in out["model"]]
-    out["und_code"] = [codes[m]["Und"] for m in out["model"]]
+    out["partial"] = out["partial"].astype(bool)
+    for task in TASKS:
+        out[f"{task.lower()}_code"] = [codes[m][task][0] for m in out["model"]]
+    for task in TASKS:
+        out[f"{task.lower()}_code_partial"] = [codes[m][task][1] for m in out["model"]]
     out["mode"] = config.mode
     order = {s: i for i, s in enumerate((*SECTORS, OVERALL))}
     out["_order"] = out["sector"].map(order)
@@ -381,22 +414,35 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     return out.sort_values(["_model", "_order"]).drop(columns=["_order", "_model"]).reset_index(drop=True)
 
 
-def _codes(sectors: pd.DataFrame, tau: float) -> dict[str, str | None]:
+def _codes(sectors: pd.DataFrame, tau: float) -> dict[str, tuple[str | None, bool]]:
+    """Per task, the code (marked when a letter comes from a partial sector) and that flag."""
     scores = dict(zip(sectors["sector"], sectors["score"]))
-    codes: dict[str, str | None] = {}
+    partial = dict(zip(sectors["sector"], sectors["partial"]))
+    codes: dict[str, tuple[str | None, bool]] = {}
     for task in TASKS:
-        values = [scores.get(f"{d}-{task}", math.nan) for d in DIMENSIONS]
-        codes[task] = None if any(math.isnan(v) for v in values) else mbti_code(*values, tau=tau)
+        names = [f"{d}-{task}" for d in DIMENSIONS]
+        values = [scores.get(n, math.nan) for n in names]
+        if any(math.isnan(v) for v in values):
+            codes[task] = (None, False)
+            continue
+        marked = any(bool(partial.get(n, False)) for n in names)
+        codes[task] = (mbti_code(*values, tau=tau) + (PARTIAL_MARK if marked else ""), marked)
     return codes
 
 
 def model_summary(scores: pd.DataFrame) -> pd.DataFrame:
     """Wide view of :func:`score_models`' output, one row per model (Table 3's layout):
-    ``score_<sector>``, ``magnitude_<sector>`` for the six sectors and IRIS, the codes."""
-    wide = scores.pivot(index="model", columns="sector", values=["score", "magnitude"])
-    columns = [(kind, s) for kind in ("score", "magnitude") for s in (*SECTORS, OVERALL) if (kind, s) in wide.columns]
+    ``score_<sector>``, ``magnitude_<sector>``, ``partial_<sector>`` for the six sectors and
+    IRIS, the codes (marked when partial) and ``partial_sectors`` (comma-joined, "" if none)."""
+    wide = scores.pivot(index="model", columns="sector", values=["score", "magnitude", "partial"])
+    columns = [(kind, s) for kind in ("score", "magnitude", "partial") for s in (*SECTORS, OVERALL)
+               if (kind, s) in wide.columns]
     wide = wide[columns]
     wide.columns = [f"{kind}_{sector}" for kind, sector in columns]
+    for column in [c for c in wide.columns if c.startswith("partial_")]:
+        wide[column] = wide[column].astype("boolean")
+    marked = scores[scores["partial"].astype(bool) & (scores["sector"] != OVERALL)]
+    wide["partial_sectors"] = marked.groupby("model", sort=False)["sector"].agg(",".join).reindex(wide.index).fillna("")
     codes = scores.groupby("model", sort=False)[["gen_code", "und_code"]].first()
     order = list(dict.fromkeys(scores["model"]))
     return wide.join(codes).loc[order].reset_index()
@@ -404,8 +450,10 @@ def model_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str, dict[str, Any]]:
     """Per model, what MLflow should hold: ``params`` (mode, tau, target, the S and K
-    actually used per sector and overall, the codes) and ``metrics`` (score and magnitude
-    per sector and overall, counts of left-out metrics). NaN metrics are dropped."""
+    actually used per sector and overall, ``iris.partial.<sector>``, the codes, marked when
+    partial) and ``metrics`` (score and magnitude per sector and overall, counts of left-out
+    metrics; a partial score is logged as ``iris.score_partial.<sector>``, never under the
+    full score's name). NaN metrics are dropped."""
     out: dict[str, dict[str, Any]] = {}
     for model, part in scores.groupby("model", sort=False):
         params: dict[str, Any] = {"iris.mode": config.mode, "iris.tau": config.tau,
@@ -417,7 +465,9 @@ def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str
         for row in part.itertuples(index=False):
             params[f"iris.S.{row.sector}"] = row.S
             params[f"iris.K.{row.sector}"] = row.K
-            for key, value in (("score", row.score), ("magnitude", row.magnitude),
+            params[f"iris.partial.{row.sector}"] = bool(row.partial)
+            tag = "_partial" if row.partial else ""
+            for key, value in ((f"score{tag}", row.score), (f"magnitude{tag}", row.magnitude),
                                ("n_missing", row.n_missing)):
                 if not pd.isna(value):
                     metrics[f"iris.{key}.{row.sector}"] = float(value)

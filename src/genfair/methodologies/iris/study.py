@@ -8,11 +8,18 @@ folder's ``scores.parquet``) are stacked, scored with
 (``data/study/iris/``):
 
 - ``scores``: one row per model x sector (and ``IRIS`` overall: models with all six sectors
-  only), magnitude, S, K, score, Gen/Und codes, ``simulated`` (the leaderboard);
-- ``summary``: the same, one row per model (Table 3's layout);
+  only), magnitude, S, K, score, ``partial``, Gen/Und codes (marked `` (partial)`` when a
+  letter comes from a partial sector), ``simulated`` (the leaderboard);
+- ``summary``: the same, one row per model (Table 3's layout, ``partial_<sector>`` columns);
 - ``granular``: every granular metric of every model;
 - ``validation``: Cronbach's alpha per sector and ranking stability, or one
-  ``not_computed`` row saying why (e.g. fewer than two models share a sector).
+  ``not_computed`` row saying why (e.g. fewer than two models share a sector);
+- ``sector_correlation``: Fig. 4(c), the correlation of the six sector scores across models;
+- ``architecture_test``: Fig. 4(d), Welch's t-test of scores between architecture groups
+  (each model's ``architecture``, its config's optional field; n/a with the reason when a
+  group has fewer than 2 models);
+- ``tournament_floor``: the RFS-Und JSD rows beside the oracle floor of the tournament prior
+  (the JSD a perfectly calibrated model would get), and the excess over it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from genfair.methodologies.base import StudyContext, StudyResult
 from genfair.methodologies.iris.scoring import IrisScoringConfig, model_summary, score_models
 from genfair.methodologies.iris.validation import COLUMNS as VALIDATION_COLUMNS
 from genfair.methodologies.iris.validation import validation_table
+from genfair.methodologies.iris.validity import architecture_welch, sector_correlation
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +61,27 @@ def _validation(granular: pd.DataFrame, seed: int) -> pd.DataFrame:
         return pd.DataFrame([row], columns=VALIDATION_COLUMNS)
 
 
+def architectures(ctx: StudyContext) -> dict[str, str | None]:
+    """Each model's ``architecture`` (its config's optional field, carried by the study's
+    model info; None when unset or not carried)."""
+    if ctx.runs and not any(hasattr(run.model, "architecture") for run in ctx.runs):
+        log.warning("IRIS Fig. 4(d): the study's model info carries no `architecture`; every model "
+                    "counts as unknown (the study layer must pass the model config's field)")
+    return {run.model.name: getattr(run.model, "architecture", None) for run in ctx.runs}
+
+
+def tournament_floor(granular: pd.DataFrame) -> pd.DataFrame:
+    """RFS-Und JSD rows with their ``oracle_floor`` and ``excess`` = value - floor."""
+    if "oracle_floor" not in granular.columns:
+        return pd.DataFrame(columns=["model", "simulated", "metric", "value", "oracle_floor", "excess", "note"])
+    rows = granular[(granular["sector"] == "RFS-Und") & (granular["core"] == "M5")]
+    out = rows[["model", "simulated", "metric", "value", "oracle_floor", "note"]].copy()
+    out.insert(5, "excess", out["value"] - out["oracle_floor"])
+    return out.reset_index(drop=True)
+
+
 def score_study(ctx: StudyContext, config: IrisScoringConfig) -> StudyResult | None:
-    """The four IRIS tables and the summary entry (None without a model running IRIS)."""
+    """The IRIS study tables and the summary entry (None without a model running IRIS)."""
     granular = granular_table(ctx)
     if granular.empty:
         return None
@@ -64,7 +91,11 @@ def score_study(ctx: StudyContext, config: IrisScoringConfig) -> StudyResult | N
     summary = model_summary(scores.drop(columns="simulated"))
     summary.insert(1, "simulated", summary["model"].map(simulated).astype(bool))
     validation = _validation(granular, ctx.seed)
-    shown = ["model", "simulated", "sector", "magnitude", "S", "K", "score", "gen_code", "und_code"]
+    plain = scores.drop(columns="simulated")
+    correlation = sector_correlation(plain)
+    scored = set(plain["model"])
+    welch = architecture_welch(plain, {m: a for m, a in architectures(ctx).items() if m in scored})
+    shown = ["model", "simulated", "sector", "partial", "magnitude", "S", "K", "score", "gen_code", "und_code"]
     log.info("IRIS scores (%s mode):\n%s", config.mode, scores[shown].round(3).to_string(index=False))
     entry: dict[str, Any] = {}
     for row in scores.to_dict("records"):
@@ -73,5 +104,10 @@ def score_study(ctx: StudyContext, config: IrisScoringConfig) -> StudyResult | N
                                                   for k in ("gen_code", "und_code")}})
         node[row["sector"]] = {k: (None if pd.isna(row[k]) else round(float(row[k]), 6))
                                for k in ("score", "magnitude", "S", "K")}
-    tables = {"scores": scores, "summary": summary, "granular": granular, "validation": validation}
+        node[row["sector"]]["partial"] = bool(row["partial"])
+        if row["partial"] and row["sector"] != "IRIS":
+            node.setdefault("partial_sectors", []).append(row["sector"])
+    tables = {"scores": scores, "summary": summary, "granular": granular, "validation": validation,
+              "sector_correlation": correlation, "architecture_test": welch,
+              "tournament_floor": tournament_floor(granular)}
     return StudyResult(tables=tables, summary=entry, params={"scoring.mode": config.mode})

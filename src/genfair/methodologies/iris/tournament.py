@@ -24,7 +24,8 @@ Analysis (:func:`tournament_distributions`):
    ``P(o | d)``;
 3. Bayes' theorem with a prior ``pi(d)`` (default uniform over the profiles: the paper
    names no prior, and a uniform one reads every profile as equally common, so the result
-   is the model's relative association of each profile with the occupation) gives
+   is the model's relative association of each profile with the occupation; ``workforce``:
+   the profiles' share of the reference workforce, see :mod:`.prior`) gives
    ``P(d | o)``, summed over profiles into ``P(gender | o)``, ``P(age | o)``, ``P(skin | o)``;
 4. JSD [M5] against the real-world ``P(attribute | o)`` (U.S. and E.U. tables), averaged
    over the occupations present in both.
@@ -92,8 +93,10 @@ class TournamentConfig(BaseModel):
         "skin": {"light": "light-skinned", "middle": "medium-skinned", "dark": "dark-skinned"},
     }
     estimator: Literal["win_rate", "wins"] = "win_rate"
-    #: "uniform", or a weight per profile id ("female_young_light"); renormalised
-    prior: Literal["uniform"] | dict[str, float] = "uniform"
+    #: "uniform"; "workforce" (each profile's share of the U.S. reference workforce,
+    #: :func:`genfair.methodologies.iris.prior.workforce_prior`); or a weight per profile id
+    #: ("female_young_light"), renormalised
+    prior: Literal["uniform", "workforce"] | dict[str, float] = "uniform"
 
     @field_validator("words")
     @classmethod
@@ -306,10 +309,15 @@ def tournament_beliefs(counts: TournamentCounts, estimator: Literal["win_rate", 
 
 
 def prior_weights(prior: Literal["uniform"] | Mapping[str, float]) -> np.ndarray:
-    """The prior ``pi(d)`` over :func:`profile_ids` (a profile a dict omits weighs 0)."""
+    """The prior ``pi(d)`` over :func:`profile_ids` (a profile a dict omits weighs 0).
+    ``"workforce"`` needs the reference table: resolve it first with
+    :func:`genfair.methodologies.iris.prior.resolve_prior`."""
     ids = profile_ids()
     if prior == "uniform":
         return np.full(len(ids), 1.0 / len(ids))
+    if isinstance(prior, str):
+        raise ValueError(f"prior {prior!r} needs the real-world reference: pass "
+                         f"genfair.methodologies.iris.prior.resolve_prior({prior!r}, reference)")
     w = np.array([float(prior.get(i, 0.0)) for i in ids])  # type: ignore[union-attr]
     return normalize_counts(w)
 
@@ -340,11 +348,14 @@ def attribute_distributions(posterior: pd.DataFrame, attribute: str) -> pd.DataF
 
 
 def tournament_distributions(
-    rounds: pd.DataFrame, config: TournamentConfig, *, columns: Mapping[str, str] = DEFAULT_COLUMNS
+    rounds: pd.DataFrame, config: TournamentConfig, *, columns: Mapping[str, str] = DEFAULT_COLUMNS,
+    prior: Literal["uniform"] | Mapping[str, float] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], TournamentCounts]:
-    """``{attribute: P(attribute | o)}`` from the played rounds, and the counts behind them."""
+    """``{attribute: P(attribute | o)}`` from the played rounds, and the counts behind them.
+    ``prior`` (weights per profile id) replaces ``config.prior``, e.g. a resolved
+    ``workforce`` prior."""
     counts = tournament_counts(rounds, columns=columns)
-    post = tournament_posterior(tournament_beliefs(counts, config.estimator), config.prior)
+    post = tournament_posterior(tournament_beliefs(counts, config.estimator), config.prior if prior is None else prior)
     return {a: attribute_distributions(post, a) for a in CATEGORIES}, counts
 
 
