@@ -99,6 +99,8 @@ class ModelInfo:
     modality: Modality
     backend: str
     simulated: bool
+    #: the model's architecture family, when configured (e.g. autoregressive, diffusion)
+    architecture: str | None = None
 
 
 @dataclass

@@ -16,7 +16,7 @@ from genfair.study.layout import Layout
 def model_info(params: StudyParams, model: str) -> ModelInfo:
     config = params.model(model)
     return ModelInfo(name=model, modality=config.modality, backend=config.backend,
-                     simulated=config.backend == "simulated")
+                     simulated=config.backend == "simulated", architecture=getattr(config, "architecture", None))
 
 
 def runs_methodology(params: StudyParams, model: str, methodology: str) -> bool:

@@ -62,12 +62,8 @@ def _validation(granular: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 
 def architectures(ctx: StudyContext) -> dict[str, str | None]:
-    """Each model's ``architecture`` (its config's optional field, carried by the study's
-    model info; None when unset or not carried)."""
-    if ctx.runs and not any(hasattr(run.model, "architecture") for run in ctx.runs):
-        log.warning("IRIS Fig. 4(d): the study's model info carries no `architecture`; every model "
-                    "counts as unknown (the study layer must pass the model config's field)")
-    return {run.model.name: getattr(run.model, "architecture", None) for run in ctx.runs}
+    """Each model's ``architecture`` (its config's optional field; None when unset)."""
+    return {run.model.name: run.model.architecture for run in ctx.runs}
 
 
 def tournament_floor(granular: pd.DataFrame) -> pd.DataFrame:
