@@ -9,6 +9,7 @@ from __future__ import annotations
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.config import (
+    ClipVLMConfig,
     DiffusersT2IConfig,
     EmbeddedModelConfig,
     HFModelConfig,
@@ -78,4 +79,8 @@ def _build_media_backend(config: ModelConfig) -> LLMBackend:
         from genfair.models.vlm import OpenAIVisionBackend
 
         return OpenAIVisionBackend(config)
+    if isinstance(config, ClipVLMConfig):
+        from genfair.models.clip import ClipZeroShotBackend
+
+        return ClipZeroShotBackend.from_config(config)
     raise TypeError(f"unknown model config {type(config).__name__}")
