@@ -75,8 +75,7 @@ class LvlmFacet(Methodology):
         persons = lvlm_persons(pd.read_parquet(path), config.classes, config.skin_rule, source=str(path))
         if persons.empty:
             raise ValueError(f"{path}: no single-person image of the classes {config.classes!r}; choose other "
-                             "methodologies.lvlm_facet.classes (the FACET fixture has none of the paper's 13: "
-                             "use `all`)")
+                             "methodologies.lvlm_facet.classes (`all` keeps every class)")
         if config.max_persons is not None and len(persons) > config.max_persons:
             keep = np.random.default_rng(seed).choice(len(persons), config.max_persons, replace=False)
             persons = persons.iloc[np.sort(keep)].reset_index(drop=True)
@@ -149,6 +148,7 @@ class LvlmFacet(Methodology):
             "instruments": {"encoder": str(labels["encoder"].dropna().iloc[0]) if labels["encoder"].notna().any()
                             else config.encoder, "min_similarity": config.min_similarity},
             "empty_group_recall": config.empty_group_recall,
+            "simulated": bool(ctx.model.simulated) if ctx is not None else None,
         }
         if answered.empty:
             summary["note"] = "no answer to score (every call failed, or no probe for this model)"
