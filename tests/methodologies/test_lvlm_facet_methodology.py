@@ -141,6 +141,17 @@ def test_fixture_labels_metrics_headline_and_figures(fixture_run) -> None:
     assert [name for _, name in figures] == ["recall_per_group.png", "disparity_heatmap.png"]
 
 
+def test_relabelling_from_cached_embeddings_loads_no_encoder(fixture_run, monkeypatch) -> None:
+    config, tmp, (probes, responses, labels, _) = fixture_run
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the encoder was loaded although every embedding is cached")
+
+    monkeypatch.setattr("genfair.methodologies.lvlm_facet.matching.make_encoder", no_model)
+    again = get_methodology("lvlm_facet").label(probes, responses, config, step_context("vlm", SEED, tmp=tmp))
+    pd.testing.assert_frame_equal(again, labels)
+
+
 def test_failed_calls_are_left_out_of_the_denominators(fixture_run) -> None:
     config, tmp, (probes, responses, _, _) = fixture_run
     method = get_methodology("lvlm_facet")
