@@ -110,7 +110,7 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
                                        "smollm2/news_bias", "simulated_llm/news_bias",
                                        "simulated_t2i/fact_or_fair",
                                        "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
-                                       "simulated_vlm/iris"}
+                                       "simulated_vlm/iris", "simulated_vlm/lvlm_facet"}
     sim = client.get_run(runs["child_runs"]["simulated_llm/fact_or_fair"])
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert sim.data.tags["genfair.simulated"] == "true" and "SIMULATED" in sim.data.tags["genfair.label"]
@@ -232,13 +232,40 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
 
 
+def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> None:
+    """paper 004 on the FACET FIXTURE's single-person images, asked of the SIMULATED vlm only."""
+    from mlflow.tracking import MlflowClient
+
+    work, _, _ = study
+    probes = pd.read_parquet(work / "data/probes/lvlm_facet.parquet")
+    assert len(probes) == 3 * 3 and set(probes["prompt"]) == {"direct", "is_there", "person_is"}  # smoke: 3 images
+    assert probes["fixture"].all() and probes["image_sha256"].str.len().eq(64).all()
+    labels = pd.read_parquet(work / "data/labels/simulated_vlm/lvlm_facet.parquet")
+    assert len(labels) == len(probes) and set(labels["status"]) <= {"ok", "refused"}
+    assert labels["encoder"].str.startswith("sentence-transformers/all-MiniLM").all()
+    for model in ("smollm2", "simulated_llm", "simulated_t2i"):  # not vlm models: empty outputs
+        assert pd.read_parquet(work / f"data/metrics/{model}/lvlm_facet/scores.parquet").empty
+    scores = pd.read_parquet(work / "data/metrics/simulated_vlm/lvlm_facet/scores.parquet")
+    assert set(scores["measure"]) == {"recall", "disparity"}
+    headline = json.loads((work / "data/headline.json").read_text())["lvlm_facet"]["simulated_vlm"]
+    assert headline["simulated"] is True and len(headline) == 1 + 9  # attribute x prompt disparities
+    assert pd.read_parquet(work / "data/scores/lvlm_facet.parquet")["rank"].isna().all()  # a simulator
+    runs = json.loads((work / "data/tracking/runs.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    run = client.get_run(runs["child_runs"]["simulated_vlm/lvlm_facet"])
+    assert run.data.params["lvlm_facet.instrument.encoder"].startswith("sentence-transformers/")
+    assert {"recall_per_group.png", "disparity_heatmap.png", "recalls.csv"} <= {
+        a.path for a in client.list_artifacts(run.info.run_id)}
+    assert (work / ".genfair-cache/lvlm_facet/class_embeddings.npz").is_file()
+
+
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
     work, env, _ = study
     assert "Data and pipelines are up to date" in _run(["dvc", "repro"], work, env)
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
     ran = set(re.findall(r"Running stage '([^']+)'", output))
-    methodologies = ("fact_or_fair", "news_bias", "iris")
+    methodologies = ("fact_or_fair", "news_bias", "iris", "lvlm_facet")
     own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics") for m in methodologies}
     study_level = {f"study@{m}" for m in methodologies} | {"score", "track"}
     assert own <= ran and ran <= own | study_level, sorted(ran)

@@ -111,3 +111,40 @@ def test_clip_text_encoder_rows_are_unit_vectors(clip_dir: Path) -> None:
 def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no CLIP checkpoint"):
         load_clip(tmp_path)
+
+
+def test_clip_model_kind_runs_lvlm_facet_direct_question_only(clip_dir: Path, tmp_path: Path) -> None:
+    """``backend: clip`` in a model config builds the zero-shot backend; lvlm_facet asks it
+    the direct question only (the paper's single-choice N/A) and scores its class answers."""
+    from genfair.curation.facet import FacetConfig, curate_facet
+    from genfair.curation.facet_fixture import build_facet_fixture
+    from genfair.methodologies import get_methodology
+    from genfair.methodologies.base import ModelInfo, StepContext
+    from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
+    from genfair.models import ResponseCache, build_backend
+    from genfair.models.config import ClipVLMConfig
+
+    release = build_facet_fixture(tmp_path / "release")
+    curate_facet(FacetConfig(release_dir=release), tmp_path / "curated", progress=False)
+    config = LvlmFacetConfig(persons=str(tmp_path / "curated" / "persons.parquet"),
+                             images_dir=str(release / "images"), classes="all")
+    model = ClipVLMConfig.model_validate({"modality": "vlm", "backend": "clip", "model_id": "tiny-random-clip",
+                                          "path": str(clip_dir), "batch_size": 2})
+    backend = build_backend(model)
+    assert isinstance(backend, ClipZeroShotBackend) and len(backend.classifier.classes) == 52
+    method = get_methodology("lvlm_facet")
+    probes = method.build_probes(config, 1)
+    with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
+        ctx = StepContext(model=ModelInfo("clip", "vlm", "clip", False), seed=1, cache_dir=tmp_path / "cache",
+                          image_dir=tmp_path / "images", backend=backend, cache=cache)
+        responses = method.generate(probes, config, ctx)
+    direct = probes[probes["prompt"] == "direct"]
+    assert sorted(responses["probe_id"]) == sorted(direct["probe_id"]) and (responses["status"] == "ok").all()
+    first = direct.iloc[0]
+    with Image.open(first["image_path"]) as image:
+        expected = backend.classifier.classify([image.convert("RGB")])[0]
+    assert responses.set_index("probe_id").loc[first["probe_id"], "text"] == expected
+    labels = method.label(probes, responses, config, ctx)
+    assert (labels["tier"] == "exact").all() and (labels["label"] == labels["answer"]).all()
+    result = method.metrics(labels, config, ctx)
+    assert set(result.scores["prompt"]) == {"direct"} and not result.summary["simulated"]

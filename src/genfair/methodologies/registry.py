@@ -23,6 +23,7 @@ BUILTIN = {
     "fact_or_fair": "genfair.methodologies.fact_or_fair:FactOrFair",
     "news_bias": "genfair.methodologies.news_bias:NewsBias",
     "iris": "genfair.methodologies.iris.methodology:Iris",
+    "lvlm_facet": "genfair.methodologies.lvlm_facet.methodology:LvlmFacet",
 }
 
 _registered: dict[str, type[Methodology]] = {}

@@ -13,6 +13,7 @@ prefer_passive_waiting()  # before any backend imports torch (see genfair.models
 from genfair.models.base import Completion, LLMBackend, Request  # noqa: E402
 from genfair.models.cache import ResponseCache  # noqa: E402
 from genfair.models.config import (  # noqa: E402
+    ClipVLMConfig,
     DiffusersT2IConfig,
     EmbeddedModelConfig,
     HFModelConfig,
@@ -82,4 +83,8 @@ def _build_media_backend(config: ModelConfig) -> LLMBackend:
         from genfair.models.vlm import OpenAIVisionBackend
 
         return OpenAIVisionBackend(config)
+    if isinstance(config, ClipVLMConfig):
+        from genfair.models.clip import ClipZeroShotBackend
+
+        return ClipZeroShotBackend.from_config(config)
     raise TypeError(f"unknown model config {type(config).__name__}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from genfair.models.redaction import key_env_problem
 
@@ -343,6 +343,45 @@ class SimulatedVLMPolicy(_Strict):
         return _in_unit_interval(value, "accuracies")
 
 
+class SimulatedVLMRecallPolicy(_Strict):
+    """A planted recall per class, group and prompt kind (paper 004's questions about FACET
+    person images; :class:`genfair.models.planted_recall.PlantedRecall`, whose docstring
+    gives the formula): the probability of answering with the image's class (direct
+    question) or Yes (single choice) is ``base[prompt][class]`` (``default_base`` for a class
+    not listed) plus ``effects[prompt][attribute][group]`` plus
+    ``class_effects[prompt][class][attribute][group]``, clipped to ``[floor, ceiling]``; a miss
+    is a refusal with probability ``refusal_share``. Reads the request's ``meta`` keys
+    ``class``, ``prompt``, ``gender``, ``skin_tone``, ``age``."""
+
+    kind: Literal["planted_recall"]
+    base: dict[str, dict[str, float]] = {}
+    default_base: float = Field(0.6, ge=0.0, le=1.0)
+    effects: dict[str, dict[str, dict[str, float]]] = {}
+    class_effects: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    floor: float = Field(0.02, ge=0.0, le=1.0)
+    ceiling: float = Field(0.98, ge=0.0, le=1.0)
+    refusal_share: float = Field(0.1, ge=0.0, le=1.0)
+
+    @field_validator("base")
+    @classmethod
+    def _bases(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for prompt, by_class in value.items():
+            _in_unit_interval(by_class, f"base[{prompt}]")
+        return value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SimulatedVLMRecallPolicy:
+        if self.floor > self.ceiling:
+            raise ValueError(f"floor {self.floor} is above ceiling {self.ceiling}")
+        return self
+
+
+SimulatedVLMPolicies = Annotated[
+    Annotated[SimulatedVLMPolicy, Tag("choice")] | Annotated[SimulatedVLMRecallPolicy, Tag("planted_recall")],
+    Discriminator(_policy_kind),
+]
+
+
 class SimulatedVLMConfig(_VLMBase):
     """SIMULATOR: a planted-bias VLM; labelled ``simulated`` everywhere."""
 
@@ -351,11 +390,33 @@ class SimulatedVLMConfig(_VLMBase):
     revision: str = "1"
     #: the request ``meta`` key holding the demographic group of the pictured person
     group_key: str = "group"
-    policy: dict[str, SimulatedVLMPolicy] = Field(min_length=1)
+    #: policy per probe kind (``meta["policy"]``): choice (no ``kind``) or ``planted_recall``
+    policy: dict[str, SimulatedVLMPolicies] = Field(min_length=1)
+
+
+class ClipVLMConfig(_VLMBase):
+    """CLIP zero-shot classification as a vlm (:mod:`genfair.models.clip`; paper 004's CLIP
+    baseline): each image's answer is the class whose "a photo of a {class}" text embedding
+    is closest to the image's. Answers the class whatever the question, so methodologies
+    send it questions that ask for a class only. Weights from a local folder, never fetched."""
+
+    backend: Literal["clip"]
+    #: what the weights are (recorded; e.g. ``openai/clip-vit-base-patch32``)
+    model_id: str
+    #: local folder of a transformers ``CLIPModel`` checkpoint and its processor
+    path: str
+    revision: str = ""
+    device: str = "cpu"
+    batch_size: int = Field(16, gt=0)
+    #: the classes it chooses among (None: FACET's 52)
+    classes: list[str] | None = Field(None, min_length=1)
+    template: str = "a photo of a {}"
+    #: ``spaced``: "basketball player" in the text; ``raw``: the released name
+    class_display: Literal["raw", "spaced"] = "spaced"
 
 
 VLMConfig = Annotated[
-    HFVLMConfig | OpenAIVLMConfig | SimulatedVLMConfig, Field(discriminator="backend")
+    HFVLMConfig | OpenAIVLMConfig | SimulatedVLMConfig | ClipVLMConfig, Field(discriminator="backend")
 ]
 
 _LLM_BACKENDS = ("hf", "embedded", "openai", "simulated")

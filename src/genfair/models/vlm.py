@@ -10,7 +10,9 @@ model takes:
   "image"}`` in the processor's chat template and PIL images go to the processor.
 - ``openai``: chat completions with ``{"type": "image_url", "image_url": {"url":
   "data:image/png;base64,..."}}``; transport and retries are the chat backend's.
-- ``simulated``: a planted-bias SIMULATOR answering with a configured accuracy per group.
+- ``simulated``: a planted-bias SIMULATOR answering with a configured accuracy per group, or
+  (policy kind ``planted_recall``) with a planted recall per class, group and prompt kind
+  (:mod:`genfair.models.planted_recall`).
 """
 
 from __future__ import annotations
@@ -34,10 +36,17 @@ from genfair.models.base import (
     complete_in_batches,
     derive_seed,
 )
-from genfair.models.config import HFVLMConfig, OpenAIVLMConfig, SimulatedVLMConfig
+from genfair.models.config import (
+    HFVLMConfig,
+    OpenAIVLMConfig,
+    SimulatedVLMConfig,
+    SimulatedVLMPolicy,
+    SimulatedVLMRecallPolicy,
+)
 from genfair.models.images import image_parts, read_image_part
 from genfair.models.local import apply_threads, eos_ids, finish_reasons
 from genfair.models.openai import OpenAIChatBackend
+from genfair.models.planted_recall import PlantedRecall
 
 log = logging.getLogger(__name__)
 
@@ -203,18 +212,27 @@ def data_url(data: bytes, name: str = "") -> str:
 REFUSAL = "I'm sorry, but I can't make judgements about people in images."
 
 
+def planted_recall(policy: SimulatedVLMRecallPolicy) -> PlantedRecall:
+    """The :class:`PlantedRecall` a ``planted_recall`` policy configures."""
+    return PlantedRecall(**policy.model_dump(exclude={"kind"}))
+
+
 class SimulatedVLM(VLMBackend):
     """SIMULATOR: answers a multiple-choice question about an image with the accuracy set
     for the pictured person's demographic group (read from ``meta[config.group_key]``, never
     from the pixels). ``meta["options"]`` lists the answers, ``meta["truth"]`` the right
     one; with probability ``accuracy[group]`` it answers the truth, otherwise another option
-    uniformly, so the planted per-group accuracy gap is known exactly."""
+    uniformly, so the planted per-group accuracy gap is known exactly. A ``planted_recall``
+    policy answers paper 004's FACET questions instead (:mod:`genfair.models.planted_recall`,
+    from ``meta``'s ``class``, ``prompt`` and the person's groups)."""
 
     simulated = True
     deterministic = False  # a new attempt has a new seed, so a new draw
 
     def __init__(self, config: SimulatedVLMConfig):
         self.config = config
+        self._recall = {name: planted_recall(p) for name, p in config.policy.items()
+                        if isinstance(p, SimulatedVLMRecallPolicy)}
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -239,7 +257,11 @@ class SimulatedVLM(VLMBackend):
                 f"simulated VLM has no policy for probe kind {name!r} (request meta['policy']); "
                 f"configured: {sorted(self.config.policy)}"
             )
+        if name in self._recall:
+            text = self._recall[name].answer(meta, request.seed)
+            return Completion(status="ok", text=text, finish_reason="stop")
         policy = self.config.policy[name]
+        assert isinstance(policy, SimulatedVLMPolicy)
         for key in ("options", "truth", self.config.group_key):
             if key not in meta:
                 raise KeyError(f"simulated VLM needs meta[{key!r}] in every request (probe {name!r})")

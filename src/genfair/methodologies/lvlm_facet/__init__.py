@@ -6,9 +6,11 @@ is, in an open form (the direct question listing FACET's 52 classes) and a close
 are matched to the labels (:mod:`.matching`), and recall per class and demographic group
 (gender presentation, skin tone, age) gives the disparities (:mod:`genfair.metrics.recall`).
 
-Core modules (pure, tested; the methodology class that wires them is not registered yet):
-:mod:`.groups` (selection and groups), :mod:`.prompts` (paper Table 3), :mod:`.matching`
-(answer -> label), :mod:`.recall` (labelled responses -> recall and disparity tables),
-:mod:`.synthetic` (a SIMULATED FACET-schema table and planted-recall answers) and
-:mod:`.clip_baseline` (CLIP zero-shot classification, the paper's CLIP row).
+The methodology (:class:`.methodology.LvlmFacet`, registered as ``lvlm_facet``; config
+:class:`.config.LvlmFacetConfig`) wires the core modules: :mod:`.groups` (selection and
+groups), :mod:`.prompts` (paper Table 3), :mod:`.probes` (probe rows), :mod:`.matching`
+(answer -> label), :mod:`.results` (labelled responses -> recall and disparity tables,
+scores), :mod:`.figures`, :mod:`.synthetic` (a SIMULATED FACET-schema table and
+planted-recall answers) and :mod:`.clip_baseline` (CLIP, the paper's CLIP row; the model
+kind is ``backend: clip``, :mod:`genfair.models.clip`).
 """

@@ -54,11 +54,11 @@ import pandas as pd
 from genfair.curation.facet import FACET_CLASSES
 from genfair.curation.occupations import normalize_term
 from genfair.instruments.answer_mapper import Embedder, EmbeddingCache, MiniLMEmbedder, clean_answer
-from genfair.instruments.group_words import plural_forms
+from genfair.resources.group_words import plural_forms
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.lvlm_facet.prompts import CHOICE_LABELS
 
-__all__ = ["CHOICE_OPTIONS", "MATCH_COLUMNS", "TIERS", "AnswerMatcher", "make_encoder"]
+__all__ = ["CHOICE_OPTIONS", "MATCH_COLUMNS", "TIERS", "AnswerMatcher", "LazyEncoder", "encoder_name", "make_encoder"]
 
 MatchKind = Literal["class", "choice"]
 TIERS = ("empty", "quoted", "exact", "contained", "letter", "option_word", "unsure",
@@ -109,12 +109,37 @@ def make_encoder(spec: str = "minilm", device: str = "cpu") -> Embedder:
     raise ValueError(f"encoder kind {kind!r} in {spec!r}: use sentence_transformers or clip_text")
 
 
+def encoder_name(spec: str) -> str:
+    """The name :func:`make_encoder` ``(spec)``'s encoder records, without loading it."""
+    if spec == "minilm":
+        return MiniLMEmbedder.name
+    kind, _, path = spec.partition(":")
+    return f"{kind}:{Path(path).name}"
+
+
+class LazyEncoder:
+    """:func:`make_encoder` ``(spec)``, loaded only when a text must be embedded (a rerun
+    whose embeddings are all cached never loads the model)."""
+
+    def __init__(self, spec: str = "minilm", device: str = "cpu") -> None:
+        self.spec, self.device = spec, device
+        self.name = encoder_name(spec)
+        self._encoder: Embedder | None = None
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._encoder is None:
+            self._encoder = make_encoder(self.spec, self.device)
+            if getattr(self._encoder, "name", self.name) != self.name:
+                raise RuntimeError(f"encoder {self.spec!r} calls itself {self._encoder.name!r}, not {self.name!r}")
+        return np.asarray(self._encoder.encode(texts))
+
+
 class _SentenceTransformerEncoder:
     def __init__(self, path: str, device: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        self.name = f"sentence_transformers:{Path(path).name}"
+        self.name = encoder_name(f"sentence_transformers:{path}")
         self.model = SentenceTransformer(path, device=device)
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -21,10 +21,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from genfair.metrics.recall import POOLED, disparity_table, group_recalls, recall_range
+from genfair.metrics.recall import MACRO, POOLED, disparity_table, group_recalls, recall_range
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
 
-__all__ = ["headline", "hits", "recall_tables"]
+__all__ = ["SCORE_COLUMNS", "headline", "hits", "recall_tables", "score_rows"]
+
+#: the scores table of a model (``scores.parquet``; one row per score, see :func:`score_rows`)
+SCORE_COLUMNS = ["measure", "prompt", "attribute", "class", "group", "value", "ci_low", "ci_high",
+                 "abs_disparity", "hits", "n", "n_a", "n_b"]  # fmt: skip
 
 _NEEDED = ["class", "prompt", "label", *ATTRIBUTES]
 
@@ -91,3 +95,31 @@ def headline(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     return {
         f"disparity_{r.attribute}_{r.prompt}": float(r.difference) for r in pooled.itertuples()
     }
+
+
+def score_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """A model's scores from :func:`recall_tables`: ``measure == "recall"`` rows (pooled and
+    macro recall per prompt, attribute and group, with the Wilson interval of the pooled
+    one) and ``measure == "disparity"`` rows (the paper's pair per prompt, attribute and
+    class, pooled and macro included; ``group`` is ``"<a>-<b>"``, e.g. ``male-female``;
+    ``abs_disparity`` is ``|value|``, what a leaderboard ranks). Per-class recalls, every
+    pair and max - min stay in the detail tables."""
+    recalls = tables["recalls"]
+    recalls = recalls[recalls["class"].isin([POOLED, MACRO])]
+    recall_rows = pd.DataFrame({
+        "measure": "recall", "prompt": recalls["prompt"], "attribute": recalls["attribute"],
+        "class": recalls["class"], "group": recalls["group"], "value": recalls["recall"],
+        "ci_low": recalls["ci_low"], "ci_high": recalls["ci_high"], "hits": recalls["hits"], "n": recalls["n"],
+    })  # fmt: skip
+    pairs = tables["paper_pairs"]
+    disparity_rows = pd.DataFrame({
+        "measure": "disparity", "prompt": pairs["prompt"], "attribute": pairs["attribute"],
+        "class": pairs["class"], "group": pairs["group_a"] + "-" + pairs["group_b"],
+        "value": pairs["difference"], "ci_low": pairs["ci_low"], "ci_high": pairs["ci_high"],
+        "abs_disparity": pairs["difference"].abs(), "n_a": pairs["n_a"], "n_b": pairs["n_b"],
+    })  # fmt: skip
+    frame = pd.concat([recall_rows, disparity_rows], ignore_index=True)
+    frame = frame.reindex(columns=SCORE_COLUMNS)
+    for column in ("hits", "n", "n_a", "n_b"):
+        frame[column] = frame[column].astype("Int64")
+    return frame.astype({c: "float64" for c in ("value", "ci_low", "ci_high", "abs_disparity")})

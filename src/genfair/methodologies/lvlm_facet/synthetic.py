@@ -9,8 +9,10 @@ unknown 4,590; skin light 9,154 / medium 6,325 / dark 1,314 / unknown 4,767), sc
 emptied on purpose, as in the paper's appendix (no older students or skateboarders), and
 a few persons share an image, so the single-person filter has work to do.
 
-:class:`PlantedRecall` is the simulator's policy: the probability that the model answers
-an image of class ``c`` with its class (direct) or Yes (single choice),
+:class:`PlantedRecall` is the simulator's policy (defined beside the simulated vlm, in
+:mod:`genfair.models.planted_recall`, which the ``planted_recall`` policy kind of
+``conf/model/simulated_vlm.yaml`` uses): the probability that the model answers an image of
+class ``c`` with its class (direct) or Yes (single choice),
 
     p = clip(base[prompt][c] + sum over attributes of effect[prompt][attribute][group]
              + class_effect[prompt][c][attribute][group], floor, ceiling)
@@ -19,24 +21,27 @@ per person, so the planted recall of a (class, group) cell is the mean of its pe
 (:func:`planted_recalls`), known exactly. :func:`simulated_answer` writes the answer as
 noisy free text (class names with quotes, punctuation, framing, underscores, synonyms;
 option letters and words), so recovering the planted recalls goes through the real
-matching.
+matching. :data:`DEFAULT_POLICY` is paper-shaped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from genfair.curation.facet import FACET_CLASSES, SKIN_COLUMNS
+from genfair.curation.facet import SKIN_COLUMNS
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, PAPER_CLASSES, SKIN_BUCKETS
 from genfair.models.base import derive_seed
+
+# the simulator's policy lives with the simulated vlm (models layer); re-exported here
+from genfair.models.planted_recall import SYNONYMS, PlantedRecall, simulated_answer
 
 __all__ = [
     "DEFAULT_POLICY",
     "TABLE1",
+    "SYNONYMS",
     "PlantedRecall",
     "planted_recalls",
     "simulate_answers",
@@ -130,52 +135,6 @@ def _votes(rng: np.random.Generator, group: str) -> np.ndarray:
     return votes
 
 
-@dataclass(frozen=True)
-class PlantedRecall:
-    """The SIMULATED model's planted recall (module docstring). Prompts missing from
-    ``base`` use ``default_base``; groups missing from the effects have no effect."""
-
-    base: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    default_base: float = 0.6
-    effects: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
-    class_effects: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]] = field(
-        default_factory=dict
-    )
-    floor: float = 0.02
-    ceiling: float = 0.98
-    #: share of misses that are refusals (the rest name another class, or say No/Unknown)
-    refusal_share: float = 0.1
-
-    def probability(self, cls: str, prompt: str, groups: Mapping[str, str]) -> float:
-        """p for one image: its class, the prompt kind and its group per attribute."""
-        p = self.base.get(prompt, {}).get(cls, self.default_base)
-        by_class = self.class_effects.get(prompt, {}).get(cls, {})
-        for attribute in ATTRIBUTES:
-            group = groups[attribute]
-            p += self.effects.get(prompt, {}).get(attribute, {}).get(group, 0.0)
-            p += by_class.get(attribute, {}).get(group, 0.0)
-        return float(min(self.ceiling, max(self.floor, p)))
-
-    def probabilities(self, persons: pd.DataFrame, prompt: str) -> np.ndarray:
-        """p for each row of a :func:`.groups.lvlm_persons` table under ``prompt``."""
-        columns = [persons[a].tolist() for a in ATTRIBUTES]
-        return np.array(
-            [self.probability(c, prompt, dict(zip(ATTRIBUTES, g, strict=True)))
-             for c, *g in zip(persons["class"], *columns, strict=True)],
-            dtype=float,
-        )  # fmt: skip
-
-    def answer(self, meta: Mapping[str, str], seed: int) -> str:
-        """The SIMULATED answer to one request whose ``meta`` holds ``class``, ``prompt``
-        and the person's ``gender``, ``skin_tone`` and ``age`` (the probe row's columns):
-        the hook for a simulated vlm backend."""
-        missing = [k for k in ("class", "prompt", *ATTRIBUTES) if k not in meta]
-        if missing:
-            raise KeyError(f"planted-recall simulator needs meta {missing} in every request")
-        p = self.probability(meta["class"], meta["prompt"], meta)
-        return simulated_answer(p, meta["class"], meta["prompt"], self.refusal_share, seed)
-
-
 #: a paper-shaped policy: the direct question favours light over dark skin and younger over
 #: older people (gaps ~0.3 and ~0.25), the single-choice question males (~0.25); nurses are
 #: recalled far more often when female (paper appendix); other gaps are small (< 0.1)
@@ -193,47 +152,6 @@ DEFAULT_POLICY = PlantedRecall(
     },  # fmt: skip
     class_effects={"direct": {"nurse": {"gender": {"female": 0.2, "male": -0.15}}}},
 )
-
-# Free-text forms of a class answer; synonyms are ones the labelled answer bank
-# (tests/data/lvlm_facet_answer_bank.csv) shows the matcher maps right.
-_CLASS_FORMS = ("{c}", "\"{raw}\"", "{C}.", "The person in the image is a {c}.",
-                "I think this is a {c}", "'{c}'", "Label: \"{raw}\"", "{raw}")  # fmt: skip
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "gardener": ("landscaper",), "laborer": ("construction worker",), "skateboarder": ("skater",),
-    "prayer": ("a person praying",), "guitarist": ("guitar player",), "singer": ("vocalist",),
-    "dancer": ("ballet dancer",), "retailer": ("shopkeeper",), "nurse": ("registered nurse",),
-    "student": ("pupil",), "horseman": ("horse rider",), "doctor": ("physician",),
-    "fireman": ("firefighter",), "reporter": ("journalist",),
-}  # fmt: skip
-_YES = ("A. Yes", "A", "Yes", "(A)", "A) Yes", "The answer is A", "Yes, the person is a {c}.")
-_NO = ("B. No", "B", "No.", "(B)", "No, this is not a {c}.")
-_UNKNOWN = ("C. Unknown", "C", "Unknown.", "I'm not sure.")
-_REFUSAL = "I'm sorry, but I can't determine a person's occupation from an image."
-
-
-def _class_text(rng: np.random.Generator, cls: str) -> str:
-    choices = _CLASS_FORMS + SYNONYMS.get(cls, ())
-    form = choices[int(rng.integers(len(choices)))]
-    spaced = cls.replace("_", " ")
-    return form.format(c=spaced, C=spaced.capitalize(), raw=cls)
-
-
-def simulated_answer(p: float, cls: str, prompt: str, refusal_share: float, seed: int) -> str:
-    """The SIMULATED model's answer about an image of class ``cls``: a hit with
-    probability ``p`` (the class, or Yes), else a refusal (``refusal_share`` of misses), or
-    another FACET class (direct) / No or Unknown (single choice), written as noisy text."""
-    rng = np.random.default_rng(seed)
-    if rng.random() < p:
-        if prompt == "direct":
-            return _class_text(rng, cls)
-        return _YES[int(rng.integers(len(_YES)))].format(c=cls.replace("_", " "))
-    if rng.random() < refusal_share:
-        return _REFUSAL
-    if prompt == "direct":
-        others = [c for c in FACET_CLASSES if c != cls]
-        return _class_text(rng, others[int(rng.integers(len(others)))])
-    forms = _NO if rng.random() < 0.7 else _UNKNOWN
-    return forms[int(rng.integers(len(forms)))].format(c=cls.replace("_", " "))
 
 
 def simulate_answers(
