@@ -92,7 +92,7 @@ def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, An
         return out
     for model, rows in board.groupby("model", sort=False):
         node: dict[str, Any] = {"simulated": bool(rows["simulated"].iloc[0])}
-        if rows["incomplete"].iloc[0]:
+        if "incomplete" in rows and rows["incomplete"].iloc[0]:
             node["incomplete"] = True
         for item in method.headline:
             match = rows
