@@ -34,57 +34,32 @@ __all__ = [
 ]
 
 
+#: model config class -> "module:callable" building its backend (imported on first use, so
+#: heavy libraries load only for the backend that needs them)
+BACKENDS: dict[type, str] = {
+    SimulatedModelConfig: "genfair.models.simulated:SimulatedLLM",
+    EmbeddedModelConfig: "genfair.models.embedded:load_embedded",
+    HFModelConfig: "genfair.models.hf:HFChatBackend.from_config",
+    OpenAIModelConfig: "genfair.models.openai:OpenAIChatBackend",
+    SimulatedT2IConfig: "genfair.models.simulated_images:SimulatedT2I",
+    DiffusersT2IConfig: "genfair.models.diffusers_backend:DiffusersT2I.from_config",
+    OpenAIT2IConfig: "genfair.models.openai_images:OpenAIImageBackend",
+    SimulatedVLMConfig: "genfair.models.vlm:SimulatedVLM",
+    HFVLMConfig: "genfair.models.vlm:HFVisionBackend.from_config",
+    OpenAIVLMConfig: "genfair.models.vlm:OpenAIVisionBackend",
+    ClipVLMConfig: "genfair.models.clip:ClipZeroShotBackend.from_config",
+}
+
+
 def build_backend(config: ModelConfig) -> LLMBackend:
-    """The backend for a model config (dispatch on ``config.modality`` and ``config.backend``)."""
-    if config.modality != "llm":
-        return _build_media_backend(config)
-    if isinstance(config, SimulatedModelConfig):
-        from genfair.models.simulated import SimulatedLLM
+    """The backend for a model config (by its exact config class: see :data:`BACKENDS`)."""
+    from importlib import import_module
 
-        return SimulatedLLM(config)
-    if isinstance(config, EmbeddedModelConfig):
-        from genfair.models.embedded import load_embedded
-
-        return load_embedded(config)
-    if isinstance(config, HFModelConfig):
-        from genfair.models.hf import HFChatBackend
-
-        return HFChatBackend.from_config(config)
-    if isinstance(config, OpenAIModelConfig):
-        from genfair.models.openai import OpenAIChatBackend
-
-        return OpenAIChatBackend(config)
-    raise TypeError(f"unknown model config {type(config).__name__}")
-
-
-def _build_media_backend(config: ModelConfig) -> LLMBackend:
-    """t2i and vlm backends (``T2IBackend``, ``VLMBackend``)."""
-    if isinstance(config, SimulatedT2IConfig):
-        from genfair.models.simulated_images import SimulatedT2I
-
-        return SimulatedT2I(config)
-    if isinstance(config, DiffusersT2IConfig):
-        from genfair.models.diffusers_backend import DiffusersT2I
-
-        return DiffusersT2I.from_config(config)
-    if isinstance(config, OpenAIT2IConfig):
-        from genfair.models.openai_images import OpenAIImageBackend
-
-        return OpenAIImageBackend(config)
-    if isinstance(config, SimulatedVLMConfig):
-        from genfair.models.vlm import SimulatedVLM
-
-        return SimulatedVLM(config)
-    if isinstance(config, HFVLMConfig):
-        from genfair.models.vlm import HFVisionBackend
-
-        return HFVisionBackend.from_config(config)
-    if isinstance(config, OpenAIVLMConfig):
-        from genfair.models.vlm import OpenAIVisionBackend
-
-        return OpenAIVisionBackend(config)
-    if isinstance(config, ClipVLMConfig):
-        from genfair.models.clip import ClipZeroShotBackend
-
-        return ClipZeroShotBackend.from_config(config)
-    raise TypeError(f"unknown model config {type(config).__name__}")
+    target = BACKENDS.get(type(config))
+    if target is None:
+        raise TypeError(f"unknown model config {type(config).__name__}")
+    module, _, attribute = target.partition(":")
+    factory: object = import_module(module)
+    for part in attribute.split("."):
+        factory = getattr(factory, part)
+    return factory(config)  # type: ignore[operator]
