@@ -57,6 +57,7 @@ from genfair.methodologies.base import (
 )
 from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
+from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
@@ -73,7 +74,7 @@ PROBE_COLUMNS = [
 ]
 LABEL_COLUMNS = [
     "pair_id", "prompt_type", "article_id", "headline", "status", "attempts",
-    "generated_text", "original_text",
+    "generated_text", "original_text", "finish_reason",
 ]
 SCORE_COLUMNS = [
     "prompt_type", "level", "attribute", "measure", "mean", "ci_low", "ci_high", "n",
@@ -174,8 +175,8 @@ class NewsBias(Methodology):
         """The pair table: each response's text next to its original article, refusals
         marked by :class:`RefusalDetector` (with ``config.refusal_similarity``)."""
         config = config or NewsBiasConfig()
-        merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]],
-                              on="probe_id", how="inner", validate="one_to_one")
+        kept = [c for c in ("probe_id", "status", "attempts", "text", "finish_reason") if c in responses]
+        merged = probes.merge(responses[kept], on="probe_id", how="inner", validate="one_to_one")
         answered = (merged["status"] == "ok").to_numpy()
         refused = np.zeros(len(merged), dtype=bool)
         if answered.any():
@@ -191,6 +192,8 @@ class NewsBias(Methodology):
             "attempts": merged["attempts"],
             "generated_text": merged["text"],
             "original_text": merged["body"],
+            # Table 3: a "length" finish shows an article cut by max_tokens
+            "finish_reason": merged["finish_reason"] if "finish_reason" in merged else None,
         }, columns=LABEL_COLUMNS)
 
     def metrics(self, labels: pd.DataFrame, config: NewsBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
@@ -250,6 +253,9 @@ class NewsBias(Methodology):
         fp = refusal_false_positive(labels, RefusalDetector(similarity=config.refusal_similarity).detect, level)
         summary["refusal_false_positive"] = fp
         tables["refusal_false_positive"] = pd.DataFrame([fp])
+        # Table 3: average word count per prompt type, and the share cut by max_tokens
+        tables["article_lengths"] = article_lengths(labels, list(dict.fromkeys(config.prompt_types)), level)
+        summary["article_lengths"] = tables["article_lengths"].to_dict("records")
         rows.append({"prompt_type": "original", "level": "refusal", "measure": "detector_false_positive_rate",
                      "mean": fp["rate"], "ci_low": fp["ci_low"], "ci_high": fp["ci_high"], "n": fp["n"]})
         return MetricsResult(
