@@ -36,6 +36,7 @@ per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +58,7 @@ from genfair.methodologies.base import (
 )
 from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
+from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.sentence_level import (
@@ -67,6 +69,8 @@ from genfair.methodologies.news_bias.word_level import summarize_word_level, wor
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.base import stable_hash
 from genfair.models.runner import Call, Verdict
+
+log = logging.getLogger(__name__)
 
 PROBE_COLUMNS = [
     "probe_id", "kind", "prompt_type", "article_id", "headline", "prompt", "body", "max_attempts",
@@ -122,7 +126,14 @@ class NewsBias(Methodology):
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
         is sampled)."""
-        corpus = pd.read_parquet(config.corpus, columns=["article_id", "headline", "body"])
+        corpus = pd.read_parquet(config.corpus)
+        warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
+        if warning:
+            log.warning(warning)
+        missing = [c for c in ("article_id", "headline", "body") if c not in corpus]
+        if missing:
+            raise ValueError(f"{config.corpus}: missing column(s) {missing}; run collect_news to build it")
+        corpus = corpus[["article_id", "headline", "body"]]
         if corpus["article_id"].duplicated().any():
             raise ValueError(f"{config.corpus}: duplicate article_id values")
         corpus = corpus.sort_values("article_id", kind="stable")
@@ -276,7 +287,9 @@ class NewsBias(Methodology):
         if not ctx.runs:
             return None
         generated = {run.model.name: generated_articles(run.labels()) for run in ctx.runs}
-        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed)
+        simulated = {run.model.name for run in ctx.runs if run.model.simulated}
+        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed,
+                                    simulated=simulated)
 
     def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
         """Paper 001 Figs. 2-10 style bars with their confidence intervals."""

@@ -82,10 +82,13 @@ def document_level_study(
     config: NewsBiasConfig,
     seed: int,
     counter: GroupWordCounter | None = None,
+    simulated: frozenset[str] | set[str] = frozenset(),
 ) -> StudyResult:
     """Run the document level on ``originals`` (``article_id``, ``body``) and the ``ok``
     generated articles of each model (``pair_id``, ``prompt_type``, ``article_id``,
-    ``generated_text``), keyed by model name."""
+    ``generated_text``), keyed by model name. ``simulated`` names the SIMULATED models,
+    left out of the LDA fit under ``documents.lda_fit: real_unbiased`` (see
+    :func:`fit_corpora`)."""
     cfg = config.documents
     counter = counter or GroupWordCounter.from_files(config.gender_words, config.occupations,
                                                      config.names)
@@ -97,9 +100,11 @@ def document_level_study(
             corpora[f"{model}/{prompt_type}"] = part.rename(columns={"generated_text": "text"})
     texts = {name: frame["text"].fillna("").tolist() for name, frame in corpora.items()}
     docs = {name: [tokenize(t, lemma) for t in ts] for name, ts in texts.items()}
-    all_docs = [d for ds in docs.values() for d in ds if d]
+    fitted = fit_corpora(list(corpora), cfg.lda_fit, simulated)
+    all_docs = [d for name in fitted for d in docs[name] if d]
     if len(all_docs) < 3:
-        raise ValueError(f"the document level needs at least 3 non-empty articles; got {len(all_docs)}")
+        raise ValueError(f"the document level needs at least 3 non-empty articles to fit its LDA on "
+                         f"({cfg.lda_fit}: {fitted}); got {len(all_docs)}")
 
     k, perplexity = choose_num_topics(all_docs, cfg.num_topics_grid, cfg.holdout_fraction, seed,
                                       passes=cfg.passes, iterations=cfg.iterations)
@@ -186,13 +191,33 @@ def document_level_study(
     summary = {
         "num_topics": k,
         "documents": len(all_docs),
+        "lda_fit": cfg.lda_fit,
+        "lda_corpora": fitted,
         "lemmatizer": "simplemma" if cfg.lemmatize else "none",
         "scores": {f"{r['model']}.{r['prompt_type']}.{r['attribute']}": {
             "W": r["mean"], "W_ci": [r["ci_low"], r["ci_high"]], "n": r["n"],
             "prejudice_pct": r["prejudice_pct"]} for r in score_rows},
     }
-    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs)}
+    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs),
+              "document.lda_fit": cfg.lda_fit}
     return StudyResult(tables=tables, summary=jsonable(summary), params=params)
+
+
+def fit_corpora(names: Sequence[str], mode: str, simulated: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The corpora (``originals`` and ``<model>/<prompt_type>``) the LDA is fitted on:
+    ``all`` of them, or (``real_unbiased``) the originals and the unbiased articles of the
+    models not in ``simulated``."""
+    if mode == "all":
+        return list(names)
+    out = []
+    for name in names:
+        if name == ORIGINALS:
+            out.append(name)
+            continue
+        model, prompt_type = name.rsplit("/", 1)
+        if prompt_type == "unbiased" and model not in simulated:
+            out.append(name)
+    return out
 
 
 def document_prompt_comparison(pairs: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -232,6 +257,6 @@ def originals_of(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__: Sequence[str] = [
-    "ORIGINALS", "document_level_study", "document_prompt_comparison", "generated_articles", "lemmatizer",
+    "ORIGINALS", "document_level_study", "document_prompt_comparison", "fit_corpora", "generated_articles", "lemmatizer",
     "originals_of",
 ]
