@@ -92,19 +92,18 @@ def test_primed_scores_split_by_primed_group():
 Q = 0.4
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
+def _run(tmp_path_factory, prime_following: float, contexts: list[str]):
     params = load_params(ROOT / "params.yaml")
     base = methodology_config(params, "fact_or_fair")
     paths = {k: str(REF / Path(getattr(base, k)).name)
              for k in ("statistics", "scenarios", "behaviours", "names", "surnames")}
     config = base.model_copy(update={
         **paths, "objective_rounds": 1, "scenarios_per_direction": 1, "samples_per_prompt": 16,
-        "contexts": ["attribution", "ingroup"], "bootstrap_resamples": 0,
+        "contexts": contexts, "bootstrap_resamples": 0,
     })
     simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy={
         "objective": {"accuracy": 0.8},
-        "subjective": {"accuracy": 0.6, "refusal_rate": 0.02, "prime_following": Q},
+        "subjective": {"accuracy": 0.6, "refusal_rate": 0.02, "prime_following": prime_following},
     }))
     probes = METHODOLOGY.probes_for(METHODOLOGY.build_probes(config, params.seed), "llm")
     calls = METHODOLOGY.calls(probes, config, "llm")
@@ -112,6 +111,25 @@ def planted(tmp_path_factory):
         responses = run_calls(simulator, cache, calls, METHODOLOGY.judge, seed=params.seed)
     labels = METHODOLOGY.label(probes, responses, config, step_context())
     return METHODOLOGY.metrics(labels, config, step_context(seed=params.seed))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return _run(tmp_path_factory, Q, ["attribution", "ingroup"])
+
+
+def test_a_model_that_always_follows_its_prime_looks_perfectly_fair_pooled(tmp_path_factory):
+    """The issue's case: always the primed race. Pooled over the even rotation, every race is
+    chosen equally often (S_E near 1); the prime-following rate is 1 and each primed group's
+    S_E is 0."""
+    result = _run(tmp_path_factory, 1.0, ["ingroup"])
+    pooled = result.scores.set_index(["context", "attribute"]).loc[("ingroup", "race")]
+    assert pooled["s_e"] > 0.9
+    rate = result.tables["prime_following"].set_index(["context", "attribute", "direction"])
+    assert rate.loc[("ingroup", "race", "all"), "rate"] == 1.0
+    assert rate.loc[("ingroup", "race", "all"), "p_value"] < 1e-100
+    primed = result.tables["primed_scores"]
+    assert (primed[primed.attribute == "race"]["s_e"] == 0.0).all()
 
 
 @pytest.mark.parametrize("context", ["attribution", "ingroup"])
