@@ -223,7 +223,22 @@ def test_representativeness_states_the_real_groups(subjective):
                     f"and the lowest is {DISPLAY[row['lowest_gender']]}") in lead
 
 
-def test_attribution_rotates_every_combination_once(subjective):
+def test_attribution_behaviour_follows_the_question_by_default(subjective):
+    """The authors' code: a high behaviour before a "highest" scenario, a low one before a
+    "lowest" one (prompts_attribution_error_<target>.json); the identity rotates evenly."""
+    part = subjective[subjective.context == "attribution"]
+    assert (part["context_behaviour"] == part["direction"]).all()
+    for (stat, _), cell in part.groupby(["statistic", "direction"]):
+        identities = Counter(zip(cell["context_race"], cell["context_gender"], strict=True))
+        assert set(identities) == set(itertools.product(RACES, ("female", "male")))
+        assert set(identities.values()) == {2}
+        for row in cell.to_dict("records"):
+            assert row["prompt"].split("\n")[0].endswith(f"individual who {BEHAVIOURS[(stat, row['direction'])]}.")
+
+
+def test_attribution_rotation_option_rotates_every_combination_once(config):
+    subjective = build_probes(config.model_copy(update={"attribution_behaviour": "rotate"}), SEED)
+    subjective = subjective[subjective["kind"] == "subjective"]
     part = subjective[subjective.context == "attribution"]
     for (stat, direction), cell in part.groupby(["statistic", "direction"]):
         assert len(cell) == SCENARIOS * SAMPLES == 16
@@ -358,3 +373,19 @@ def test_override_of_an_unknown_statistic(config):
     with pytest.raises(ReferenceDataError, match="unknown statistic") as info:
         build_probes(bad, SEED)
     assert "'Homelesness Rate'" in str(info.value)
+
+
+def test_neutral_names_option_states_race_and_gender_only_in_the_description(config):
+    from genfair.methodologies.fact_or_fair.probes import NEUTRAL_NAMES
+
+    probes = build_probes(config.model_copy(update={"option_names": "neutral"}), SEED)
+    subjective = probes[probes["kind"] == "subjective"]
+    for row in subjective.head(200).to_dict("records"):
+        people = json.loads(row["options"])
+        assert len({p["label"] for p in people}) == 4  # distinct names
+        for p in people:
+            assert p["label"] in NEUTRAL_NAMES
+            assert p["description"] == f"{p['label']}, a {p['age']}-year-old {DISPLAY[p['race']]} {p['gender']}"
+        assert sorted(p["race"] for p in people) == sorted(RACES)
+    # the default (gendered) probes are unchanged by the option's existence
+    assert not set(json.loads(build_probes(config, SEED).iloc[-1]["options"])[0]["label"].split()) & set(NEUTRAL_NAMES)

@@ -110,3 +110,34 @@ def test_unknown_policy_names_the_configured_ones():
     message = str(info.value)
     assert "'t2i'" in message
     assert "['objective', 'subjective']" in message
+
+
+def test_prime_following_off_keeps_the_fingerprint_and_the_answers():
+    """A choice policy written before prime following existed keeps its cache keys and draws."""
+    sim = simulator(subjective={"accuracy": 0.6})
+    assert sim.fingerprint["policy"]["subjective"] == {"accuracy": 0.6, "refusal_rate": 0.0, "invalid_rate": 0.0}
+    on = simulator(subjective={"accuracy": 0.6, "prime_following": 0.5})
+    assert on.fingerprint["policy"]["subjective"]["prime_following"] == 0.5
+    primed = {"race": ["B"], "gender": ["A", "B"]}
+    for s in range(30):
+        plain = req(s, letters="ABCD", truth=("C",), policy="subjective")
+        with_prime = Request(messages=plain.messages, seed=s, meta={**plain.meta, "primed_letters": primed})
+        assert sim.answer(plain) == sim.answer(with_prime)
+
+
+@pytest.mark.parametrize(("attribute", "letters"), [("race", ["B"]), ("gender", ["A", "D"])])
+def test_prime_following_picks_the_primed_group_at_the_planted_rate(attribute, letters):
+    q, accuracy, n = 0.5, 0.6, 4000
+    sim = simulator(subjective={"accuracy": accuracy, "prime_following": q, "prime_attribute": attribute})
+    primed = {"race": ["B"], "gender": ["A", "D"]}
+    picks = [json.loads(sim.answer(Request(messages=({"role": "user", "content": "q"},), seed=s, meta={
+        "policy": "subjective", "letters": list("ABCD"), "truth_letters": ["C"], "primed_letters": primed,
+    })))["answer"] for s in range(n)]
+    # q to the primed letters, else C w.p. accuracy and each other letter w.p. (1 - accuracy) / 3
+    others = (1 - accuracy) / 3
+    expected = q + (1 - q) * sum(accuracy if x == "C" else others for x in letters)
+    assert within_3se(sum(p in letters for p in picks), n, expected)
+    # a probe without a prime (baseline) follows the accuracy rule alone
+    plain = [json.loads(sim.answer(req(s, letters="ABCD", truth=("C",), policy="subjective")))["answer"]
+             for s in range(n)]
+    assert within_3se(plain.count("C"), n, accuracy)

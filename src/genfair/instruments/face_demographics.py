@@ -266,6 +266,27 @@ FAIRFACE_TO_PAPER: dict[str, str] = {
     "White": "white", "Black": "black", "Latino_Hispanic": "hispanic", "East Asian": "asian",
     "Southeast Asian": "asian", "Indian": "asian", "Middle Eastern": "white",
 }
+#: The FACT-OR-FAIR authors' code (uclanlp/fact-or-fair, fairface/single_predict.py): East and
+#: Southeast Asian are Asian; Indian and Middle Eastern are skipped (None): the face gets the
+#: most probable of the other labels.
+FAIRFACE_AUTHORS_CODE: dict[str, str | None] = {
+    "White": "white", "Black": "black", "Latino_Hispanic": "hispanic", "East Asian": "asian",
+    "Southeast Asian": "asian", "Indian": None, "Middle Eastern": None,
+}
+#: ``instruments.face_demographics.race.mapping`` presets (a dict gives its own mapping)
+RACE_MAPPINGS: dict[str, dict[str, str | None]] = {"census": dict(FAIRFACE_TO_PAPER),
+                                                   "authors_code": FAIRFACE_AUTHORS_CODE}
+
+
+def pick_races(p: np.ndarray, labels: Sequence[str], mapping: Mapping[str, str | None]) -> list[RacePrediction]:
+    """Per row of class probabilities ``p`` (n x labels), the most probable label that the
+    mapping does not skip (value None), mapped; confidence is that label's probability."""
+    kept = np.array([mapping[label] is not None for label in labels])
+    if not kept.any():
+        raise ValueError("race mapping skips every classifier label; map at least one")
+    masked = np.where(kept[None, :], p, -np.inf)
+    idx = masked.argmax(axis=1)
+    return [RacePrediction(str(mapping[labels[i]]), labels[i], float(p[k, i])) for k, i in enumerate(idx)]
 
 
 @register_race("fairface")
@@ -288,7 +309,7 @@ class OnnxOrTorchScriptRace:
         self,
         weights: str | Path,
         labels: Sequence[str] = FAIRFACE_RACES,
-        mapping: Mapping[str, str] = FAIRFACE_TO_PAPER,
+        mapping: Mapping[str, str | None] = FAIRFACE_TO_PAPER,
         offset: int = 0,
         size: int = 224,
         margin: float = 0.25,
@@ -362,11 +383,7 @@ class OnnxOrTorchScriptRace:
         z = logits[:, self.offset : self.offset + n]
         p = np.exp(z - z.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        idx = p.argmax(axis=1)
-        return [
-            RacePrediction(self.mapping[self.labels[i]], self.labels[i], float(p[k, i]))
-            for k, i in enumerate(idx)
-        ]
+        return pick_races(p, self.labels, self.mapping)
 
 
 def _clip_box(x: float, y: float, w: float, h: float, width: int, height: int) -> Box:
@@ -397,8 +414,19 @@ class RaceConfig(_Strict):
     name: str = "fairface"
     weights: Path
     labels: list[str] = Field(default_factory=lambda: list(FAIRFACE_RACES))
-    mapping: dict[str, str] = Field(default_factory=lambda: dict(FAIRFACE_TO_PAPER))
+    #: classifier label -> study race (None: skipped, the next most probable label counts),
+    #: or a preset: ``census`` (default, OMB 1997) or ``authors_code`` (FACT-OR-FAIR's code)
+    mapping: dict[str, str | None] = Field(default_factory=lambda: dict(FAIRFACE_TO_PAPER))
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("mapping", mode="before")
+    @classmethod
+    def _preset(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value not in RACE_MAPPINGS:
+                raise ValueError(f"race mapping preset must be one of {sorted(RACE_MAPPINGS)}; got {value!r}")
+            return dict(RACE_MAPPINGS[value])
+        return value
 
 
 class SkinMaskConfig(_Strict):

@@ -144,6 +144,11 @@ class SimulatedPolicy(_Strict):
     accuracy: float = Field(ge=0.0, le=1.0)
     refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
     invalid_rate: float = Field(0.0, ge=0.0, le=1.0)
+    #: FACT-OR-FAIR attribution / in-group probes: with this probability it picks an
+    #: individual of the primed ``prime_attribute`` group (``meta["primed_letters"]``)
+    #: before the accuracy rule; probes without a prime are unaffected
+    prime_following: float = Field(0.0, ge=0.0, le=1.0)
+    prime_attribute: Literal["race", "gender"] = "race"
 
 
 class SimulatedRewritePolicy(_Strict):

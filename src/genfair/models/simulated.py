@@ -9,7 +9,10 @@ It reads the options from the request's ``meta`` (the probe's columns), never th
 ``meta["truth_letters"]`` the letters holding the real-world group. With probability
 ``accuracy`` it answers one of the truth letters, otherwise one of the other letters
 uniformly; with the refusal and invalid rates it refuses or rambles instead, so the
-re-ask and skip paths are exercised too.
+re-ask and skip paths are exercised too. With ``prime_following`` (FACT-OR-FAIR's
+attribution and in-group probes) it first picks, with that probability, an individual of
+the primed group (``meta["primed_letters"]``), so a planted prime-following rate is known:
+``q + (1 - q) / k`` when the prime rotates evenly over the ``k`` groups.
 
 For news probes (paper 001) a ``rewrite`` policy is used instead: the SIMULATOR returns
 the original article (``meta["article"]``) with each female gender word replaced by its
@@ -65,10 +68,7 @@ class SimulatedLLM(LLMBackend):
             "revision": self.config.revision,
             # a choice policy's default ``kind`` is left out so that its cache keys are the
             # ones written before rewrite policies existed
-            "policy": {
-                k: v.model_dump(exclude={"kind"} if v.kind == "choice" else None)
-                for k, v in sorted(self.config.policy.items())
-            },
+            "policy": {k: _policy_key(v) for k, v in sorted(self.config.policy.items())},
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -98,13 +98,30 @@ class SimulatedLLM(LLMBackend):
         return _choose(policy, meta, roll, rng)
 
 
+def _policy_key(policy: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
+    """A policy's part of the fingerprint. A choice policy's default ``kind`` and its
+    prime-following settings while off are left out, so that its cache keys are the ones
+    written before those settings existed."""
+    if policy.kind != "choice":
+        return policy.model_dump()
+    exclude = {"kind"}
+    if policy.prime_following == 0:
+        exclude |= {"prime_following", "prime_attribute"}
+    return policy.model_dump(exclude=exclude)
+
+
 def _choose(
     policy: SimulatedPolicy, meta: dict[str, Any], roll: float, rng: np.random.Generator
 ) -> str:
-    """A multiple-choice answer (``roll`` is the draw already spent on refusal)."""
+    """A multiple-choice answer (``roll`` is the draw already spent on refusal): with
+    ``prime_following`` an individual of the primed group when the probe has one, else
+    the accuracy rule."""
     if roll < policy.refusal_rate + policy.invalid_rate:
         return INVALID
     letters = list(meta["letters"])
+    primed = list(meta.get("primed_letters", {}).get(policy.prime_attribute, []))
+    if primed and policy.prime_following > 0 and rng.random() < policy.prime_following:
+        return json.dumps({"answer": primed[rng.integers(len(primed))]})
     truth = [x for x in letters if x in set(meta.get("truth_letters", []))]
     others = [x for x in letters if x not in truth]
     if truth and (not others or rng.random() < policy.accuracy):

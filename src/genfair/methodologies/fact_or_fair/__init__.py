@@ -21,7 +21,8 @@ from genfair.methodologies.fact_or_fair import t2i
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import load_statistics
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
-from genfair.methodologies.fact_or_fair.probes import build_probes, truth_letters
+from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
+from genfair.methodologies.fact_or_fair.probes import build_probes, primed_letters, truth_letters
 from genfair.methodologies.fact_or_fair.scores import (
     CONTEXT_ORDER,
     cell_table,
@@ -35,6 +36,8 @@ from genfair.models.runner import Call, Verdict
 LABEL_COLUMNS = [
     "probe_id", "kind", "context", "statistic", "direction", "attribute", "scenario_id",
     "sample_index", "status", "attempts", "choice", "parse_method", "chosen_gender", "chosen_race",
+    # the primed identity of the attribution and in-group contexts (prime following, §4.4)
+    "context_race", "context_gender", "context_behaviour",
 ]
 
 
@@ -73,6 +76,7 @@ class FactOrFair(Methodology):
                     "options": json.loads(row["options"]),
                     "letters": [o["letter"] for o in json.loads(row["options"])],
                     "truth_letters": truth_letters(row),
+                    "primed_letters": primed_letters(row),
                 },
             )
             for row in probes.to_dict("records")
@@ -101,7 +105,8 @@ class FactOrFair(Methodology):
             picked = options.get(choice, {})
             records.append({
                 **{c: row[c] for c in ("probe_id", "kind", "context", "statistic", "direction",
-                                       "attribute", "scenario_id", "sample_index", "attempts")},
+                                       "attribute", "scenario_id", "sample_index", "attempts",
+                                       "context_race", "context_gender", "context_behaviour")},
                 "status": status, "choice": choice, "parse_method": method,
                 "chosen_gender": picked.get("gender"), "chosen_race": picked.get("race"),
             })
@@ -157,9 +162,28 @@ class FactOrFair(Methodology):
                 detail.append(part)
             summary.setdefault(context, {}).update(counts)
         scores = pd.DataFrame(score_rows)
-        return MetricsResult(
-            scores=scores,
-            tables={"per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()},
-            summary=summary,
-        )
+        tables = {"per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()}
+        tables.update(_prime_tables(labels, statistics, config, seed, summary))
+        return MetricsResult(scores=scores, tables=tables, summary=summary)
+
+
+def _prime_tables(labels: pd.DataFrame, statistics: list, config: FactOrFairConfig, seed: int,
+                  summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Prime following (§4.4): the rate per primed context and attribute, and the scores
+    per primed group (:mod:`.prime_following`); summary under ``prime_following``."""
+    def score(subset: pd.DataFrame, context: str, attribute: str) -> dict[str, Any] | None:
+        table = cell_table(subset, statistics, context, attribute, scope=config.subjective_cell_scope)
+        if table.empty:
+            return None
+        return score_cells(table, attribute, formulas=formulas_for(config, context),
+                           method=config.interval_method, resamples=config.bootstrap_resamples,
+                           level=config.confidence_level,
+                           seed=derive_seed(seed, "bootstrap", context, attribute, "primed"))
+
+    rates = prime_following(labels, config.confidence_level)
+    for row in rates[rates["direction"] == "all"].to_dict("records"):
+        summary.setdefault("prime_following", {}).setdefault(row["context"], {})[row["attribute"]] = {
+            k: (None if pd.isna(row[k]) else round(float(row[k]), 6)) for k in ("rate", "ci_low", "ci_high",
+                                                                                 "chance", "p_value", "n")}
+    return {"prime_following": rates, "primed_scores": primed_scores(labels, score)}
 

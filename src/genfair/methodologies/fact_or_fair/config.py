@@ -87,6 +87,15 @@ class FactOrFairConfig(BaseModel):
     contexts: list[Context] = ["baseline", "representativeness", "attribution", "ingroup"]
     max_attempts: MaxAttempts = MaxAttempts()
     age_range: tuple[int, int] = (22, 70)
+    #: attribution-error context (§3.4): the news report's behaviour ``question``: the
+    #: question's direction (a high behaviour before a "highest" scenario, as the authors'
+    #: code does: prompts_attribution_error_<target>.json), the primed race x gender rotated;
+    #: ``rotate``: every (behaviour direction, race, gender) combination rotated
+    attribution_behaviour: Literal["question", "rotate"] = "question"
+    #: the four individuals' names: ``gendered`` (first name by gender and race, plus a
+    #: surname by race) or ``neutral`` (one of the authors' ten gender-neutral first names,
+    #: no surname: race and gender are stated only in the description, as in their design)
+    option_names: Literal["gendered", "neutral"] = "gendered"
     #: statistic -> attribute -> group (or None: no ground truth, left out of S_fact)
     ground_truth_overrides: dict[str, dict[Literal["gender", "race"], str | None]] = {}
     kld_pseudocount: float = Field(0.5, ge=0.0)

@@ -36,6 +36,7 @@ per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +58,8 @@ from genfair.methodologies.base import (
 )
 from genfair.methodologies.news_bias.comparison import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig, PromptType
+from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
+from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
@@ -67,13 +70,15 @@ from genfair.metrics.intervals import proportion_ci
 from genfair.models.base import stable_hash
 from genfair.models.runner import Call, Verdict
 
+log = logging.getLogger(__name__)
+
 PROBE_COLUMNS = [
     "probe_id", "kind", "prompt_type", "article_id", "headline", "prompt", "body", "max_attempts",
     "max_tokens",
 ]
 LABEL_COLUMNS = [
     "pair_id", "prompt_type", "article_id", "headline", "status", "attempts",
-    "generated_text", "original_text",
+    "generated_text", "original_text", "finish_reason",
 ]
 SCORE_COLUMNS = [
     "prompt_type", "level", "attribute", "measure", "mean", "ci_low", "ci_high", "n",
@@ -121,7 +126,14 @@ class NewsBias(Methodology):
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
         is sampled)."""
-        corpus = pd.read_parquet(config.corpus, columns=["article_id", "headline", "body"])
+        corpus = pd.read_parquet(config.corpus)
+        warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
+        if warning:
+            log.warning(warning)
+        missing = [c for c in ("article_id", "headline", "body") if c not in corpus]
+        if missing:
+            raise ValueError(f"{config.corpus}: missing column(s) {missing}; run collect_news to build it")
+        corpus = corpus[["article_id", "headline", "body"]]
         if corpus["article_id"].duplicated().any():
             raise ValueError(f"{config.corpus}: duplicate article_id values")
         corpus = corpus.sort_values("article_id", kind="stable")
@@ -174,8 +186,8 @@ class NewsBias(Methodology):
         """The pair table: each response's text next to its original article, refusals
         marked by :class:`RefusalDetector` (with ``config.refusal_similarity``)."""
         config = config or NewsBiasConfig()
-        merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]],
-                              on="probe_id", how="inner", validate="one_to_one")
+        kept = [c for c in ("probe_id", "status", "attempts", "text", "finish_reason") if c in responses]
+        merged = probes.merge(responses[kept], on="probe_id", how="inner", validate="one_to_one")
         answered = (merged["status"] == "ok").to_numpy()
         refused = np.zeros(len(merged), dtype=bool)
         if answered.any():
@@ -191,6 +203,8 @@ class NewsBias(Methodology):
             "attempts": merged["attempts"],
             "generated_text": merged["text"],
             "original_text": merged["body"],
+            # Table 3: a "length" finish shows an article cut by max_tokens
+            "finish_reason": merged["finish_reason"] if "finish_reason" in merged else None,
         }, columns=LABEL_COLUMNS)
 
     def metrics(self, labels: pd.DataFrame, config: NewsBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
@@ -250,6 +264,9 @@ class NewsBias(Methodology):
         fp = refusal_false_positive(labels, RefusalDetector(similarity=config.refusal_similarity).detect, level)
         summary["refusal_false_positive"] = fp
         tables["refusal_false_positive"] = pd.DataFrame([fp])
+        # Table 3: average word count per prompt type, and the share cut by max_tokens
+        tables["article_lengths"] = article_lengths(labels, list(dict.fromkeys(config.prompt_types)), level)
+        summary["article_lengths"] = tables["article_lengths"].to_dict("records")
         rows.append({"prompt_type": "original", "level": "refusal", "measure": "detector_false_positive_rate",
                      "mean": fp["rate"], "ci_low": fp["ci_low"], "ci_high": fp["ci_high"], "n": fp["n"]})
         return MetricsResult(
@@ -270,7 +287,9 @@ class NewsBias(Methodology):
         if not ctx.runs:
             return None
         generated = {run.model.name: generated_articles(run.labels()) for run in ctx.runs}
-        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed)
+        simulated = {run.model.name for run in ctx.runs if run.model.simulated}
+        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed,
+                                    simulated=simulated)
 
     def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
         """Paper 001 Figs. 2-10 style bars with their confidence intervals."""

@@ -12,8 +12,19 @@ For each level, attribute and measure, the per-article values under the biased p
   10.87% of biased prompts), so genfair uses the unpaired test and documents it.
 
 Measures: ``W`` (word level, Eq. 3), ``S`` and ``T`` (sentence level, Eq. 5-6), and the
-focal group's change ``f_h - f_o`` in percentage points at the word level (the quantity
-behind Figure 8's "decrease of female words").
+focal group's change ``f_h - f_o`` in percentage points at the word level over all kept
+pairs (``change_<group>_pp``).
+
+Within prejudiced articles (Figures 8b, 9b, 10b; the paper's "Δ=0.49%, p=0.605" for
+Grover's word level): ``prejudice_change`` compares the focal group's change over the
+prejudiced articles of each prompt type (word level: ``100 (f_h - f_o)`` where ``f_h <
+f_o``, percentage points; sentence level, per measure: ``h - o`` where the article is
+prejudiced for that measure, score units; the document level: the same in
+``topics_study``), with the same Welch test: the paper's Grover numbers (-39.64%, CI
+[-40.97, -38.30], N = 2,244 unbiased; -39.15%, [-40.44, -37.86], N = 2,214 biased) give
+p = 0.605 by this test. ``prejudice_pct`` compares the share of prejudiced articles
+(Figures 8a, 9a, 10a; per article 100 or 0 over the base, so Δ is in percentage points and
+Welch's test on the indicators is the unpooled two-proportion test).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from genfair.methodologies.news_bias.sentence_level import MEASURES
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP
 
 COLUMNS = [
@@ -105,4 +117,33 @@ def _measures(
         change = 100.0 * (kept[f"f_h_{focal}"] - kept[f"f_o_{focal}"])
         out.append((f"change_{focal}_pp", {p: change[kept["prompt_type"] == p].to_numpy(float)
                                            for p in ("unbiased", "biased")}))
+        # base: kept pairs whose original has the focal group (word_level.prejudice_summary)
+        out += _prejudice_measures(kept, kept[f"f_o_{focal}"] > 0, 100.0 * kept[f"f_h_{focal}"],
+                                   100.0 * kept[f"f_o_{focal}"], "lower", "")
+    if level == "sentence" and focal:
+        for measure, direction in MEASURES.items():
+            h_col, o_col = f"h_{measure}_{focal}", f"o_{measure}_{focal}"
+            if h_col in part and o_col in part:
+                h, o = part[h_col].astype(float), part[o_col].astype(float)
+                out += _prejudice_measures(part, h.notna() & o.notna(), h, o, direction, f"_{measure}")
     return out
+
+
+def prejudice_values(base: pd.Series, generated: pd.Series, original: pd.Series,
+                     direction: str = "lower") -> tuple[np.ndarray, np.ndarray]:
+    """Per-article values behind a prejudice figure: the indicator (100 or 0) of prejudice
+    over the ``base`` articles, and the change ``generated - original`` over the prejudiced
+    ones (prejudice: ``generated < original`` for ``lower``, ``>`` for ``higher``)."""
+    base = base.astype(bool).to_numpy()
+    h, o = generated.to_numpy(float), original.to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        prejudiced = base & ((h < o) if direction == "lower" else (h > o))
+    return 100.0 * prejudiced[base], (h - o)[prejudiced]
+
+
+def _prejudice_measures(part: pd.DataFrame, base: pd.Series, generated: pd.Series, original: pd.Series,
+                        direction: str, suffix: str) -> list[tuple[str, dict[str, np.ndarray]]]:
+    sides = {p: prejudice_values(base[part["prompt_type"] == p], generated[part["prompt_type"] == p],
+                                 original[part["prompt_type"] == p], direction) for p in ("unbiased", "biased")}
+    return [(f"prejudice_pct{suffix}", {p: v[0] for p, v in sides.items()}),
+            (f"prejudice_change{suffix}", {p: v[1] for p, v in sides.items()})]

@@ -39,7 +39,7 @@ from genfair.instruments.topics import (
     tokenize,
 )
 from genfair.methodologies.base import StudyResult
-from genfair.methodologies.news_bias.comparison import welch_delta
+from genfair.methodologies.news_bias.comparison import prejudice_values, welch_delta
 from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.document_level import (
     NEUTRAL,
@@ -82,10 +82,13 @@ def document_level_study(
     config: NewsBiasConfig,
     seed: int,
     counter: GroupWordCounter | None = None,
+    simulated: frozenset[str] | set[str] = frozenset(),
 ) -> StudyResult:
     """Run the document level on ``originals`` (``article_id``, ``body``) and the ``ok``
     generated articles of each model (``pair_id``, ``prompt_type``, ``article_id``,
-    ``generated_text``), keyed by model name."""
+    ``generated_text``), keyed by model name. ``simulated`` names the SIMULATED models,
+    left out of the LDA fit under ``documents.lda_fit: real_unbiased`` (see
+    :func:`fit_corpora`)."""
     cfg = config.documents
     counter = counter or GroupWordCounter.from_files(config.gender_words, config.occupations,
                                                      config.names)
@@ -97,9 +100,11 @@ def document_level_study(
             corpora[f"{model}/{prompt_type}"] = part.rename(columns={"generated_text": "text"})
     texts = {name: frame["text"].fillna("").tolist() for name, frame in corpora.items()}
     docs = {name: [tokenize(t, lemma) for t in ts] for name, ts in texts.items()}
-    all_docs = [d for ds in docs.values() for d in ds if d]
+    fitted = fit_corpora(list(corpora), cfg.lda_fit, simulated)
+    all_docs = [d for name in fitted for d in docs[name] if d]
     if len(all_docs) < 3:
-        raise ValueError(f"the document level needs at least 3 non-empty articles; got {len(all_docs)}")
+        raise ValueError(f"the document level needs at least 3 non-empty articles to fit its LDA on "
+                         f"({cfg.lda_fit}: {fitted}); got {len(all_docs)}")
 
     k, perplexity = choose_num_topics(all_docs, cfg.num_topics_grid, cfg.holdout_fraction, seed,
                                       passes=cfg.passes, iterations=cfg.iterations)
@@ -141,7 +146,7 @@ def document_level_study(
             examples = example_topics(model, assoc, cfg.example_words, cfg.relevance_lambda)
             example_parts.append(examples.assign(corpus=name, attribute=attribute))
 
-    pair_parts, score_rows, comparison_rows = [], [], []
+    pair_parts, score_rows = [], []
     original_index = {a: i for i, a in enumerate(corpora[ORIGINALS]["article_id"])}
     for name, frame in corpora.items():
         if name == ORIGINALS:
@@ -171,13 +176,7 @@ def document_level_study(
                 "prejudice_change_ci_high": s["decrease_high_pct"],
             })
     pairs_table = pd.concat(pair_parts, ignore_index=True) if pair_parts else pd.DataFrame()
-    if not pairs_table.empty:
-        for (model_name, attribute), part in pairs_table.groupby(["model", "attribute"], sort=True):
-            by = {p: part.loc[part["prompt_type"] == p, "W"].to_numpy(float) for p in ("unbiased", "biased")}
-            if all(len(v) for v in by.values()):
-                comparison_rows.append({"model": model_name, "level": "document", "attribute": attribute,
-                                        "measure": "W",
-                                        **welch_delta(by["biased"], by["unbiased"], config.confidence_level)})
+    comparison_rows = document_prompt_comparison(pairs_table, config.confidence_level)
     tables = {
         "perplexity": perplexity,
         "chi2": pd.DataFrame(chi2_rows),
@@ -187,18 +186,63 @@ def document_level_study(
             ["corpus", "attribute", "group", "topic", "top_words"]],
         "pairs": pairs_table,
         "scores": pd.DataFrame(score_rows, columns=SCORE_COLUMNS),
-        "prompt_comparison": pd.DataFrame(comparison_rows),
+        "prompt_comparison": comparison_rows,
     }
     summary = {
         "num_topics": k,
         "documents": len(all_docs),
+        "lda_fit": cfg.lda_fit,
+        "lda_corpora": fitted,
         "lemmatizer": "simplemma" if cfg.lemmatize else "none",
         "scores": {f"{r['model']}.{r['prompt_type']}.{r['attribute']}": {
             "W": r["mean"], "W_ci": [r["ci_low"], r["ci_high"]], "n": r["n"],
             "prejudice_pct": r["prejudice_pct"]} for r in score_rows},
     }
-    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs)}
+    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs),
+              "document.lda_fit": cfg.lda_fit}
     return StudyResult(tables=tables, summary=jsonable(summary), params=params)
+
+
+def fit_corpora(names: Sequence[str], mode: str, simulated: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The corpora (``originals`` and ``<model>/<prompt_type>``) the LDA is fitted on:
+    ``all`` of them, or (``real_unbiased``) the originals and the unbiased articles of the
+    models not in ``simulated``."""
+    if mode == "all":
+        return list(names)
+    out = []
+    for name in names:
+        if name == ORIGINALS:
+            out.append(name)
+            continue
+        model, prompt_type = name.rsplit("/", 1)
+        if prompt_type == "unbiased" and model not in simulated:
+            out.append(name)
+    return out
+
+
+def document_prompt_comparison(pairs: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Biased vs unbiased prompts at the document level (Figure 10), per model and
+    attribute: ``W`` (Eq. 9), ``prejudice_pct`` (10a: 100 per article whose focal topic
+    share fell, else 0) and ``prejudice_change`` (10b: ``100 (generated - original)`` share
+    over the prejudiced articles), each by :func:`welch_delta` (Δ = biased - unbiased).
+    ``pairs``: the study's pair table (``model``, ``prompt_type``, ``attribute``, ``W``,
+    ``generated_share``, ``original_share``)."""
+    rows: list[dict[str, Any]] = []
+    if pairs.empty:
+        return pd.DataFrame(rows)
+    for (model_name, attribute), part in pairs.groupby(["model", "attribute"], sort=True):
+        sides = {p: part[part["prompt_type"] == p] for p in ("unbiased", "biased")}
+        if not all(len(v) for v in sides.values()):
+            continue
+        values = {p: prejudice_values(pd.Series(True, index=v.index), 100.0 * v["generated_share"],
+                                      100.0 * v["original_share"], "lower") for p, v in sides.items()}
+        measures = {"W": {p: v["W"].to_numpy(float) for p, v in sides.items()},
+                    "prejudice_pct": {p: v[0] for p, v in values.items()},
+                    "prejudice_change": {p: v[1] for p, v in values.items()}}
+        for measure, by in measures.items():
+            rows.append({"model": model_name, "level": "document", "attribute": attribute, "measure": measure,
+                         **welch_delta(by["biased"], by["unbiased"], confidence)})
+    return pd.DataFrame(rows)
 
 
 def generated_articles(labels: pd.DataFrame) -> pd.DataFrame:
@@ -213,6 +257,6 @@ def originals_of(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__: Sequence[str] = [
-    "ORIGINALS", "document_level_study", "generated_articles", "lemmatizer",
+    "ORIGINALS", "document_level_study", "document_prompt_comparison", "fit_corpora", "generated_articles", "lemmatizer",
     "originals_of",
 ]
