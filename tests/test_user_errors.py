@@ -182,3 +182,42 @@ def test_stage_interrupt_is_a_clean_stop(capfd: pytest.CaptureFixture[str], monk
     assert exit_.value.code == 130
     assert "interrupted: everything answered so far is in the response cache; rerun to resume" in capfd.readouterr().err
     assert sys.modules["_common"] is _common
+
+
+def test_a_truncated_parquet_under_data_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from genfair.io import read_parquet
+
+    path = write_parquet(pd.DataFrame({"a": range(1000)}), tmp_path / "data" / "labels" / "x.parquet")
+    path.write_bytes(path.read_bytes()[:-100])  # cut short (a full disk, a killed copy)
+    with pytest.raises(ValueError, match=rf"{path}: not a readable parquet file \(ArrowInvalid: .*\); it was cut "
+                                         r"short or damaged: delete it and rerun `dvc repro`"):
+        read_parquet(path)
+    path.write_text("not parquet at all")
+    with pytest.raises(ValueError, match="not a readable parquet file"):
+        read_parquet(path)
+
+
+def test_a_deleted_output_names_the_stage_to_rerun(tmp_path: Path) -> None:
+    from genfair.io import read_parquet
+
+    with pytest.raises(FileNotFoundError, match=r"x.parquet not found: run the stage that makes it first \(`dvc repro`\)"):
+        read_parquet(tmp_path / "x.parquet")
+
+
+def test_a_stage_reading_a_damaged_input_fails_in_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "stages"))
+    import _common
+
+    from genfair.io import read_parquet
+
+    bad = tmp_path / "responses.parquet"
+    bad.write_bytes(b"PAR1\x00\x00")
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as exit_:
+        _common.run("label", lambda params: read_parquet(bad))
+    assert exit_.value.code == 1
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{bad}: not a readable parquet file" in err[0]

@@ -69,7 +69,20 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
-    return pd.read_parquet(path, engine="pyarrow")
+    import pyarrow
+
+    try:
+        return pd.read_parquet(path, engine="pyarrow")
+    except (pyarrow.ArrowException, OSError) as exc:  # cut short, overwritten, not parquet
+        raise ValueError(
+            f"{path}: not a readable parquet file ({type(exc).__name__}: {_first_line(exc)}); it was cut "
+            f"short or damaged: delete it and rerun `dvc repro` (or `dvc checkout {path}` if DVC cached "
+            "it)") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no message"
 
 
 def jsonable(value: Any) -> Any:
