@@ -221,3 +221,49 @@ def test_a_stage_reading_a_damaged_input_fails_in_one_line(tmp_path: Path, capfd
     assert exit_.value.code == 1
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{bad}: not a readable parquet file" in err[0]
+
+
+#: `dvc exp run -S` composes with the same function (dvc.utils.hydra.compose_and_dump) as
+#: `genfair config -o`: each bad value is named by its key, with what is wrong
+SET_FAULTS = {
+    "negative-count": ("methodologies.news_bias.articles=-5",
+                       "methodologies.news_bias.articles: Input should be greater than or equal to 1"),
+    "misspelled-methodology": ("+methodologies.fact_or_fiar.samples=1",
+                               "methodologies.fact_or_fiar: unknown methodology 'fact_or_fiar'; known: fact_or_fair"),
+    "wrong-type": ("models.smollm2.sampling.temperature=hot",
+                   "models.smollm2.sampling.temperature: Input should be a valid number"),
+    "unknown-backend": ("models.smollm2.backend=tpu", "models.smollm2: Input tag 'tpu'"),
+    "unknown-key": ("+models.smollm2.sampling.temprature=0.5",
+                    "models.smollm2.sampling.temprature: unknown key (check its spelling)"),
+    "unknown-key-without-plus": ("models.smollm2.sampling.temprature=0.5",
+                                 "Could not override 'models.smollm2.sampling.temprature'"),
+}
+
+
+@pytest.mark.parametrize("override, message", SET_FAULTS.values(), ids=SET_FAULTS.keys())
+def test_a_bad_set_value_is_named_by_its_key(override: str, message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "-o", override]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_stage_on_an_edited_params_yaml_names_the_key(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    monkeypatch.syspath_prepend(str(ROOT / "stages"))
+    import _common
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    raw["models"]["smollm2"]["batch_size"] = -2
+    raw["methodologies"]["news_bias"]["artikles"] = 5
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    with pytest.raises(SystemExit) as exit_:
+        _common.run("probes", lambda params, methodology: ran.append(methodology), methodology="news_bias")
+    assert exit_.value.code == 1 and ran == []  # fails before any work
+    err = capfd.readouterr().err
+    assert "params.yaml: models.smollm2.batch_size: Input should be greater than 0" in err
+    assert "Traceback" not in err
