@@ -35,7 +35,11 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             # run by hand from a subdirectory: every path in params is relative to the root
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
-        params = load_params()
+        try:
+            params = load_params()
+        except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
+            raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
+                              f"params with `git checkout {PARAMS_FILE}`)") from None
         args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except EXPECTED as exc:
