@@ -267,3 +267,10 @@ def test_a_stage_on_an_edited_params_yaml_names_the_key(tmp_path: Path, capfd: p
     err = capfd.readouterr().err
     assert "params.yaml: models.smollm2.batch_size: Input should be greater than 0" in err
     assert "Traceback" not in err
+
+
+def test_methodologies_are_listed_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["methodologies"]) == 0
+    assert "fact_or_fair" in capsys.readouterr().out

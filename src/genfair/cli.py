@@ -193,6 +193,8 @@ def _to_root(args: argparse.Namespace) -> None:
     """Run from the repository root: from a subdirectory, change to the root (paths the user
     gave keep their meaning); outside any study, say where to run."""
     root = find_root()
+    if root is None and args.command == "methodologies":
+        return  # needs no study
     if root is None:
         raise ConfigError(f"{Path.cwd()} is not inside a genfair study (no {' and '.join(ROOT_MARKERS)} here or "
                           "above): run genfair from the repository root")
