@@ -2,32 +2,56 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
-from genfair.config import ConfigError, load_params
+from genfair.config import PARAMS_FILE, ConfigError, load_params
 from genfair.logs import setup
+from genfair.models.cache import CacheError
 from genfair.study.steps import IncompleteGeneration
 
 #: bad input or an incomplete run: the message says what to fix
-EXPECTED = (ConfigError, FileNotFoundError, ValueError, KeyError, IncompleteGeneration)
+EXPECTED = (ConfigError, FileNotFoundError, ValueError, KeyError, IncompleteGeneration, CacheError)
+#: the repository these scripts belong to (DVC runs them from there)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def message(exc: BaseException, model: str | None) -> str:
+    """The error's one line; a model config key at fault is named in full
+    (``params.yaml: models.<model>.model_id: ...``)."""
+    key = getattr(exc, "config_key", None)
+    if key and model:
+        return f"{PARAMS_FILE}: models.{model}.{key}: {exc}"
+    return str(exc)
 
 
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None) -> None:
     log = setup(stage, model=model, methodology=methodology)
     try:
-        params = load_params()
+        cwd = Path.cwd().resolve()
+        if cwd != ROOT and ROOT in cwd.parents and (ROOT / PARAMS_FILE).is_file():
+            # run by hand from a subdirectory: every path in params is relative to the root
+            log.info("running from the repository root %s", ROOT)
+            os.chdir(ROOT)
+        try:
+            params = load_params()
+        except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
+            raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
+                              f"params with `git checkout {PARAMS_FILE}`)") from None
         args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except EXPECTED as exc:
         # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG)
-        log.error("%s", exc)
+        log.error("%s", message(exc, model))
         log.debug("traceback", exc_info=True)
         sys.exit(1)
     except KeyboardInterrupt:
         log.error("interrupted: everything answered so far is in the response cache; rerun to resume")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - anything else: still one line, the traceback on demand
-        log.error("unexpected %s: %s (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)", type(exc).__name__, exc)
+        log.error("unexpected %s: %s (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)", type(exc).__name__,
+                  message(exc, model))
         log.debug("traceback", exc_info=True)
         sys.exit(1)

@@ -10,12 +10,26 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
+
+#: files that mark the repository root (where `dvc repro` and `genfair` run)
+ROOT_MARKERS = ("conf/config.yaml", "dvc.yaml")
+
+
+def find_root(start: Path | None = None) -> Path | None:
+    """The nearest folder at or above ``start`` (default: the working directory) that holds
+    the study (``conf/config.yaml`` and ``dvc.yaml``), or ``None``."""
+    start = (start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if all((folder / marker).is_file() for marker in ROOT_MARKERS):
+            return folder
+    return None
 
 
 def compose(overrides: list[str], output: Path, conf: Path = Path("conf")) -> Path:
@@ -26,14 +40,43 @@ def compose(overrides: list[str], output: Path, conf: Path = Path("conf")) -> Pa
     return output
 
 
-def _composed(overrides: list[str]) -> tuple[Path, StudyParams]:
-    tmp = Path(tempfile.mkdtemp(prefix="genfair-")) / PARAMS_FILE
-    compose(overrides, tmp)
-    return tmp, load_params(tmp)
+def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
+    """The composed config's text and validated params. The temporary folder it is composed
+    in is removed at once, whatever happens (it may hold a key pasted into a config)."""
+    with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
+        tmp = Path(folder) / PARAMS_FILE
+        try:
+            compose(overrides, tmp)
+        except Exception as exc:  # Hydra's errors: a bad override or a missing config group
+            if type(exc).__module__.split(".")[0] not in ("hydra", "omegaconf"):
+                raise
+            raise ConfigError(f"overrides {' '.join(overrides)!r}: {_one_line(exc)} (conf/ holds the groups "
+                              "and keys)") from None
+        try:
+            return tmp.read_text(encoding="utf-8"), load_params(tmp)
+        except ConfigError as exc:  # name what the user composed, not a folder that is gone
+            raise ConfigError(str(exc).replace(str(tmp), "composed config (conf/ + overrides)")) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    """Hydra's message on one line, without its search-path listing."""
+    text = str(exc).split("Config search path")[0]
+    return " ".join(part.strip() for part in text.splitlines() if part.strip()) or type(exc).__name__
+
+
+def _positive(value: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1 (omit --limit for every probe)")
+    return number
 
 
 def cmd_models(args: argparse.Namespace) -> None:
-    params = load_params(args.params)
+    params = load_params(args.params or PARAMS_FILE)
     width = max(map(len, params.models))
     for name, config in params.models.items():
         tag = "  [SIMULATED]" if config.backend == "simulated" else ""
@@ -55,8 +98,8 @@ def cmd_methodologies(args: argparse.Namespace) -> None:
 
 
 def cmd_config(args: argparse.Namespace) -> None:
-    path, _ = _composed(args.override)
-    print(path.read_text(encoding="utf-8"), end="")
+    text, _ = _composed(args.override)
+    print(text, end="")
 
 
 def cmd_compose(args: argparse.Namespace) -> None:
@@ -78,7 +121,7 @@ def cmd_try(args: argparse.Namespace) -> None:
     if args.methodology not in params.methodologies:
         raise ConfigError(f"methodology {args.methodology!r} is not in the study; known: {', '.join(params.methodologies)}")
     params = params.model_copy(update={"methodologies": {args.methodology: params.methodologies[args.methodology]}})
-    layout = Layout(Path(args.out))
+    layout = Layout(Path(args.out or ".genfair/try"))
     make_probes(params, args.methodology, layout)
     generate(params, args.model, args.methodology, layout, limit=args.limit)
     label(params, args.model, args.methodology, layout)
@@ -94,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list the study's models")
-    p.add_argument("--params", default=PARAMS_FILE)
+    p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
     p.set_defaults(func=cmd_models)
     sub.add_parser("methodologies", help="list the methodologies").set_defaults(func=cmd_methodologies)
     for name, func, text in (("config", cmd_config, "print the composed, validated config"),
@@ -107,18 +150,62 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("model")
     p.add_argument("methodology")
     p.add_argument("--scale", default="smoke", help="smoke (default), default or paper")
-    p.add_argument("--limit", type=int, default=None, help="only the first N probes")
-    p.add_argument("--out", default=".genfair/try", help="where outputs go (default .genfair/try)")
+    p.add_argument("--limit", type=_positive, default=None, help="only the first N probes (N >= 1)")
+    p.add_argument("--out", default=None, help="where outputs go (default .genfair/try in the repository root)")
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
     p.set_defaults(func=cmd_try)
 
     args = parser.parse_args(argv)
+    debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"
     try:
+        _to_root(args)
         args.func(args)
-    except (ConfigError, FileNotFoundError, KeyError) as exc:
-        print(f"genfair: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("genfair: interrupted: everything answered so far is in the response cache; rerun to resume",
+              file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every error is one line; the traceback on demand
+        expected = isinstance(exc, _expected())
+        what = "error" if expected else f"unexpected {type(exc).__name__}"
+        hint = "" if expected or debug else " (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
+        key = getattr(exc, "config_key", None)  # a model config key at fault: name it in full
+        text = f"{PARAMS_FILE}: models.{args.model}.{key}: {exc}" if key and getattr(args, "model", None) else exc
+        print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
+        if debug:
+            logging.getLogger("genfair").error("traceback", exc_info=True)
+            import traceback
+
+            traceback.print_exc()
+        return 2 if expected else 1
     return 0
+
+
+def _expected() -> tuple[type[BaseException], ...]:
+    """Exception types that carry a user-facing message (bad input, config, environment)."""
+    from genfair.models.cache import CacheError
+    from genfair.study.steps import IncompleteGeneration
+
+    return (ConfigError, FileNotFoundError, KeyError, ValueError, CacheError, IncompleteGeneration,
+            PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _to_root(args: argparse.Namespace) -> None:
+    """Run from the repository root: from a subdirectory, change to the root (paths the user
+    gave keep their meaning); outside any study, say where to run."""
+    root = find_root()
+    if root is None and args.command == "methodologies":
+        return  # needs no study
+    if root is None:
+        raise ConfigError(f"{Path.cwd()} is not inside a genfair study (no {' and '.join(ROOT_MARKERS)} here or "
+                          "above): run genfair from the repository root")
+    if root == Path.cwd().resolve():
+        return
+    for name in ("params", "out"):  # paths the user gave are relative to where the user is
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(args, name, str(Path(value).resolve()))
+    print(f"genfair: running from the repository root {root}", file=sys.stderr)
+    os.chdir(root)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,30 @@ import numpy as np
 import pandas as pd
 
 
+def _umask() -> int:
+    """The process's umask (read without changing it where Linux allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return mask
+
+
 def _atomic(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
+    """Write through a temporary file in the same folder, then rename over ``path``. The
+    file gets the permissions of a plainly created one (0666 less the umask, e.g. 0644):
+    ``mkstemp`` makes it 0600, which others sharing the project could not read."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -53,7 +69,20 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
-    return pd.read_parquet(path, engine="pyarrow")
+    import pyarrow
+
+    try:
+        return pd.read_parquet(path, engine="pyarrow")
+    except (pyarrow.ArrowException, OSError) as exc:  # cut short, overwritten, not parquet
+        raise ValueError(
+            f"{path}: not a readable parquet file ({type(exc).__name__}: {_first_line(exc)}); it was cut "
+            f"short or damaged: delete it and rerun `dvc repro` (or `dvc checkout {path}` if DVC cached "
+            "it)") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no message"
 
 
 def jsonable(value: Any) -> Any:

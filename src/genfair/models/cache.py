@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS claims (
 CLAIM_TTL_S = 60.0
 
 
+class CacheError(RuntimeError):
+    """The response cache file cannot be used (corrupt, not a database, unwritable)."""
+
+
 def cache_dir(configured: str | os.PathLike[str]) -> Path:
     """The cache folder: ``GENFAIR_CACHE_DIR`` if set, else the configured one."""
     return Path(os.environ.get("GENFAIR_CACHE_DIR") or configured)
@@ -76,14 +80,20 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # check_same_thread=False: the OpenAI backend reports results from its event loop
-        # thread; the lock serialises access.
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
-        self._db.execute(_CLAIMS)
-        self._db.commit()
+        try:
+            # check_same_thread=False: the OpenAI backend reports results from its event loop
+            # thread; the lock serialises access.
+            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+            self._db.execute(_CLAIMS)
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database", "disk I/O error"
+            raise CacheError(
+                f"response cache {self.path}: unusable ({exc}); move it aside (mv {self.path} "
+                f"{self.path}.broken) and rerun: calls not in a cache are asked again (set "
+                "GENFAIR_CACHE_DIR or cache.dir to use another folder)") from exc
         self._host = socket.gethostname()
         #: who holds this cache's claims: host, pid (checked for liveness), instance
         self.owner = f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

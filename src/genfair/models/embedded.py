@@ -57,6 +57,7 @@ def converted_dir(config: EmbeddedModelConfig) -> Path:
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared model store from other users
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)

@@ -69,6 +69,7 @@ class HFChatBackend(LLMBackend):
         dtype = getattr(config, "dtype", "float32")
         dtype = "auto" if dtype == "auto" else getattr(_torch(), dtype)
         source = source or config.model_id
+        _check_local_source(str(source))
         tokenizer = AutoTokenizer.from_pretrained(source, **hub)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hub).to(config.device)
         return cls(
@@ -140,6 +141,33 @@ class HFChatBackend(LLMBackend):
         texts = [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
         reasons = finish_reasons(new_tokens, eos_ids(self.model, self.tokenizer), limit)
         return list(zip(texts, reasons, strict=True))
+
+
+def looks_like_path(model_id: str) -> bool:
+    """Whether ``model_id`` names a local folder rather than a hub id (``org/name``): absolute,
+    relative with ``./`` / ``../`` / ``~``, or with more than one ``/``."""
+    return (os.path.isabs(model_id) or model_id.startswith((".", "~")) or model_id.count("/") > 1
+            or os.sep != "/" and os.sep in model_id)
+
+
+class ModelNotFound(FileNotFoundError):
+    """A local model folder that is not there; ``config_key`` is the model config's key at
+    fault, which callers that know the model's name prefix with ``models.<name>.``."""
+
+    config_key = "model_id"
+
+
+def _check_local_source(source: str) -> None:
+    """A local model folder that does not exist is named as such (transformers would say
+    "Repo id must be in the form 'repo_name'..."), with the fix."""
+    if not looks_like_path(source):
+        return
+    path = os.path.expanduser(source)
+    if not os.path.isdir(path):
+        state = "is not a folder" if os.path.exists(path) else "not found"
+        raise ModelNotFound(
+            f"{source} {state}: give the folder of a saved model (config.json and weights, "
+            "as save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct")
 
 
 def _torch() -> Any:

@@ -1,0 +1,154 @@
+"""Kill soak (issue 16.9): the generate stage, run as its own process against a
+request-counting mock endpoint, is killed (SIGKILL) at random moments of generation ten
+times and interrupted (SIGINT) three times, then rerun until it finishes. No answer that
+reached the response cache is ever asked again, nothing is lost, and the final responses
+table is byte-identical to an uninterrupted run's. SIGINT is a clean stop: exit 130 and one
+line saying how to resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from genfair.cli import compose
+from genfair.config import StudyParams, load_params
+from genfair.methodologies import register
+from genfair.study.layout import Layout
+from genfair.study.steps import generate, make_probes
+from tests.study.toy_methodology import Quiz
+from tests.support.mock_openai import MockOpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = 60
+CONCURRENCY = 4
+KILLS, INTERRUPTS = 10, 3
+
+# the stage script's body (stages/generate.py) with the toy quiz registered and outputs in
+# the working directory
+DRIVER = f"""
+import sys
+from pathlib import Path
+sys.path[:0] = [{str(ROOT / "stages")!r}, {str(ROOT)!r}]
+from genfair.methodologies import register
+from tests.study.toy_methodology import Quiz
+register(Quiz)
+import _common
+from genfair.study.layout import Layout
+from genfair.study.steps import generate
+_common.run("generate", lambda params, model, methodology: generate(params, model, methodology, Layout(Path.cwd())),
+            model="endpoint", methodology="toy_quiz")
+"""
+
+
+def _params(folder: Path, base_url: str) -> dict:
+    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")]]
+    raw = load_params(compose(overrides, folder / "composed.yaml", conf=ROOT / "conf")).model_dump(mode="json")
+    raw["models"].pop("simulated_llm")
+    raw["methodologies"] = {"toy_quiz": {"questions": QUESTIONS}}
+    raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
+                                 "api_key_env": None, "concurrency": CONCURRENCY, "max_retries": 0,
+                                 "timeout_s": 10}
+    return raw
+
+
+def _cached_prompts(cache: Path) -> set[str]:
+    """The prompts whose answers are in the response cache (the mock echoes each prompt)."""
+    if not cache.exists():
+        return set()
+    with sqlite3.connect(cache) as db:
+        rows = db.execute("SELECT completion FROM responses").fetchall()
+    return {json.loads(blob)["text"].removeprefix("echo: ") for (blob,) in rows}
+
+
+def _sent(server: MockOpenAI, start: int) -> list[str]:
+    """Prompts of the requests the mock received since request number ``start``."""
+    # a request cut off mid-body by the signal has no body: it was never answered
+    return [r.body["messages"][-1]["content"] for r in list(server.requests)[start:] if r.body is not None]
+
+
+@pytest.mark.slow  # 14 stage processes: about 80 s on 2 shared cores
+def test_killed_and_interrupted_generation_resumes_without_paying_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(1609)
+    server = MockOpenAI(latency_s=0.04, lifetime_s=600).start()
+    reference = MockOpenAI(lifetime_s=600).start()
+    try:
+        # the uninterrupted run, in this process, with a cache of its own
+        register(Quiz)
+        monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "ref" / "cache"))
+        ref = Layout(tmp_path / "ref")
+        params = StudyParams.model_validate(_params(tmp_path, reference.url))
+        make_probes(params, "toy_quiz", ref)
+        expected = generate(params, "endpoint", "toy_quiz", ref).read_bytes()
+        prompts = set(pd.read_parquet(ref.probes("toy_quiz"))["prompt"])
+        monkeypatch.delenv("GENFAIR_CACHE_DIR")
+
+        work = tmp_path / "work"
+        layout = Layout(work)
+        make_probes(params, "toy_quiz", layout)
+        (work / "params.yaml").write_text(json.dumps(_params(tmp_path, server.url)), encoding="utf-8")
+        (work / "driver.py").write_text(DRIVER, encoding="utf-8")
+        cache = work / "cache" / "responses.sqlite"
+        env = {**os.environ, "GENFAIR_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT / "src"),
+               "GENFAIR_LOG_LEVEL": "INFO"}
+
+        def run_once(sig: signal.Signals | None) -> tuple[int, str]:
+            cached_before = _cached_prompts(cache)
+            start, calls = len(server.requests), server.calls
+            proc = subprocess.Popen([sys.executable, "driver.py"], cwd=work, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if sig is not None:
+                # a random moment of generation: after 1..12 requests reached the mock, plus up
+                # to one answer's latency
+                target, deadline = calls + rng.randint(1, 12), time.monotonic() + 60
+                while server.calls < target and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                time.sleep(rng.uniform(0, 0.05))
+                proc.send_signal(sig)
+            _, err = proc.communicate(timeout=120)
+            sent = _sent(server, start)
+            # no answer already in the cache was asked again
+            assert not set(sent) & cached_before, f"cached answers sent again: {set(sent) & cached_before}"
+            assert len(sent) == len(set(sent))  # and none twice within a run
+            return proc.returncode, err
+
+        codes = [run_once(signal.SIGKILL)[0] for _ in range(KILLS)]
+        assert codes.count(-signal.SIGKILL) >= KILLS - 1, codes  # killed mid-run (one may have finished)
+        interrupted = []
+        for _ in range(INTERRUPTS):
+            code, err = run_once(signal.SIGINT)
+            interrupted.append(code)
+            if code == 0:
+                continue  # finished before the signal landed
+            assert code == 130, err
+            assert err.strip().splitlines()[-1].endswith(
+                "interrupted: everything answered so far is in the response cache; rerun to resume"), err
+            assert "Traceback" not in err
+        assert 130 in interrupted, interrupted
+        for _ in range(3):  # rerun until done
+            code, err = run_once(None)
+            if code == 0:
+                break
+        assert code == 0, err
+
+        per_prompt = Counter(_sent(server, 0))
+        assert set(per_prompt) == prompts  # nothing lost, nothing unknown sent
+        repeats = sum(per_prompt.values()) - len(prompts)
+        # each interruption repeats at most the calls in flight when it landed
+        assert repeats <= CONCURRENCY * (KILLS + INTERRUPTS), per_prompt
+        assert _cached_prompts(cache) == prompts
+        assert layout.responses("endpoint", "toy_quiz").read_bytes() == expected
+    finally:
+        server.stop()
+        reference.stop()
