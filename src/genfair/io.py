@@ -15,6 +15,11 @@ import numpy as np
 import pandas as pd
 
 
+def plain_file_mode() -> int:
+    """The mode of a plainly created file: 0666 less the umask (``mkstemp`` gives 0600)."""
+    return 0o666 & ~_umask()
+
+
 def _umask() -> int:
     """The process's umask (read without changing it where Linux allows)."""
     try:
@@ -38,7 +43,7 @@ def _atomic(path: str | Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, plain_file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

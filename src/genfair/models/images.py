@@ -26,6 +26,8 @@ from typing import Any
 
 import pandas as pd
 
+from genfair.io import plain_file_mode
+
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -103,6 +105,7 @@ class ImageStore:
                 handle.write(png)
                 handle.flush()
                 os.fsync(handle.fileno())
+            os.chmod(tmp, plain_file_mode())  # readable by others sharing the project, as any file
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
