@@ -23,6 +23,7 @@ BUILTIN = {
     "fact_or_fair": "genfair.methodologies.fact_or_fair:FactOrFair",
     "news_bias": "genfair.methodologies.news_bias:NewsBias",
     "iris": "genfair.methodologies.iris.methodology:Iris",
+    "open_bias": "genfair.methodologies.open_bias.methodology:OpenBias",
 }
 
 _registered: dict[str, type[Methodology]] = {}
