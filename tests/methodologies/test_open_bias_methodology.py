@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from genfair.io import read_parquet, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.metrics import bias_severity
@@ -72,8 +73,17 @@ def _run(tmp: Path, *, sampling: str, confusion: float, unknown: float, images: 
         ctx = step_context("t2i", SEED, tmp=tmp, backend=build_backend(t2i), cache=cache)
         ctx.models = {"vqa": vlm}
         responses = method.generate(probes, config, ctx)
-    labels = method.label(probes, responses, config, ctx)
-    return t2i, probes, responses, labels, method.metrics(labels, config, ctx)
+    # as the stages do: every table through Parquet, the summary through strict JSON
+    probes, responses = _roundtrip(probes, tmp / "probes.parquet"), _roundtrip(responses, tmp / "responses.parquet")
+    labels = _roundtrip(method.label(probes, responses, config, ctx), tmp / "labels.parquet")
+    result = method.metrics(labels, config, ctx)
+    _roundtrip(result.scores, tmp / "scores.parquet")
+    write_json(result.summary, tmp / "summary.json")
+    return t2i, probes, responses, labels, result
+
+
+def _roundtrip(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    return read_parquet(write_parquet(frame, path))
 
 
 def _planted(t2i: SimulatedT2IConfig, responses: pd.DataFrame) -> pd.DataFrame:
