@@ -44,6 +44,8 @@ class OpenBiasConfig(BaseModel):
     #: ask the backend for JSON matching the proposal schema where it supports it
     constrained_decoding: bool = True
     repair_trailing_commas: bool = True
+    #: keep the complete bias items of an answer cut off by the token limit (small models)
+    salvage_truncated: bool = False
     proposal_max_tokens: int = Field(1024, ge=64)
 
     knowledge_base: KnowledgeBaseConfig = KnowledgeBaseConfig()

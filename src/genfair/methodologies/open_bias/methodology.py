@@ -152,7 +152,7 @@ class OpenBias(Methodology):
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         """A proposal answer is ``ok`` when it parses with at least one valid bias."""
-        parsed = parse_proposals(text, meta.get("repair", True))
+        parsed = parse_proposals(text, meta.get("repair", True), meta.get("salvage", False))
         return "ok" if parsed.status == "ok" and parsed.proposals else "invalid"
 
     def generate(self, probes: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
@@ -196,13 +196,13 @@ class OpenBias(Methodology):
         calls = [Call(probe_id=r["probe_id"], messages=tuple(json.loads(r["messages"])),
                       max_attempts=config.proposal_max_attempts, max_tokens=config.proposal_max_tokens,
                       meta={"policy": PROPOSAL_POLICY, "caption_id": str(r["caption_id"]),
-                            "repair": config.repair_trailing_commas})
+                            "repair": config.repair_trailing_commas, "salvage": config.salvage_truncated})
                  for r in probes.to_dict("records")]
         try:
             answers = run_calls(backend, ctx.cache, calls, self.judge, seed=ctx.seed, desc=f"{ctx.desc} proposals")
         finally:
             backend.close()
-        pairs, statuses = collect_proposals(probes, answers, config.repair_trailing_commas)
+        pairs, statuses = collect_proposals(probes, answers, config.repair_trailing_commas, config.salvage_truncated)
         rows = answers[["probe_id", "status", "attempts", "text", "error"]].rename(columns={"status": "runner_status"})
         rows = rows.assign(caption_id=probes["caption_id"].astype(str).to_numpy(), step="proposal")
         rows = rows.merge(statuses.drop(columns="attempts"), on="caption_id", how="left")
