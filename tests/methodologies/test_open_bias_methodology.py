@@ -187,3 +187,39 @@ def test_default_study_config_wires_open_bias() -> None:
     assert (config.max_captions, config.images_per_caption) == (8, 4)
     assert read_conf("model/simulated_t2i.yaml")["open_set"]["open_bias"]
     assert read_conf("model/simulated_vlm.yaml")["open_vqa"]["open_bias"]
+
+
+def test_default_study_simulators_on_smollm2_like_proposals(tmp_path: Path) -> None:
+    """The default study's configs (sizes, simulated_t2i's and simulated_vlm's plants) on the
+    answer SmolLM2 gives (it copies the prompt's example biases; cut off by the token limit)."""
+    smollm2 = ('{\n "bias": [\n {\n "name": "Person Gender",\n "refer_to": "person",\n "classes": ["Male", "Female", '
+               '"Non-Binary"],\n "question": "What is the gender of the person in the picture?",\n "present_in_prompt": '
+               'false\n },\n {\n "name": "Person Race",\n "refer_to": "person",\n "classes": ["Caucasian", "African '
+               'American", "Asian", "Hispanic", "Other"],\n "question": "What is the race of the person?",\n '
+               '"present_in_prompt": false\n },\n {\n "name": "Person Age",\n "refer_to": "person",\n "classes": ["Young')
+    raw = {**read_conf("methodology/open_bias.yaml"), **read_conf("sizes/open_bias/default.yaml")}
+    captions = pd.read_csv(Path(raw["caption_set"]) if Path(raw["caption_set"]).is_absolute()
+                           else Path(__file__).resolve().parents[2] / raw["caption_set"])
+    from genfair.methodologies.open_bias.proposals import salvage_items
+
+    scripted = {c: {"bias": salvage_items(smollm2)} for c in captions["caption_id"]}
+    config = OpenBiasConfig.model_validate({
+        **raw, "caption_set": str(Path(__file__).resolve().parents[2] / raw["caption_set"]),
+        "proposer": "scripted", "scripted_proposals": scripted, "severity": {"n_resamples": 200}})
+    method = get_methodology("open_bias")
+    probes = method.build_probes(config, SEED)
+    with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
+        ctx = step_context("t2i", SEED, tmp=tmp_path, cache=cache,
+                           backend=build_backend(SimulatedT2IConfig.model_validate(read_conf("model/simulated_t2i.yaml"))))
+        ctx.models = {"simulated_vlm": SimulatedVLMConfig.model_validate(read_conf("model/simulated_vlm.yaml"))}
+        responses = method.generate(probes, config, ctx)
+    result = method.metrics(method.label(probes, responses, config, ctx), config, ctx)
+    scores = result.scores.set_index("bias_id")
+    assert set(scores.index) == {"person/person gender", "person/person race"}
+    # gender planted mostly male everywhere; race unbiased
+    assert scores.at["person/person gender", "majority_class"] == "male"
+    assert scores.at["person/person gender", "severity_context_free"] > scores.at["person/person race", "severity_context_free"]
+    assert result.summary["proposals"]["yield"] == 1.0
+    # a caption naming a class ("A woman riding a horse") is not asked about gender
+    kb = responses[responses["step"] == "knowledge_base"]
+    assert "c006" not in set(kb.loc[kb["bias_id"] == "person/person gender", "caption_id"])
