@@ -110,3 +110,17 @@ def test_json_schema_accepts_what_the_parser_accepts():
     assert set(item["required"]) == {"name", "refer_to", "classes", "question", "present_in_prompt"}
     fmt = openai_response_format()
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == schema
+
+
+def test_salvage_keeps_the_complete_items_of_a_truncated_answer() -> None:
+    from genfair.methodologies.open_bias.proposals import salvage_items
+
+    item = {"name": "gender", "refer_to": "person", "classes": ["male", "female"],
+            "question": "What is the gender of the person?", "present_in_prompt": False}
+    cut = '{\n "bias": [\n ' + json.dumps(item) + ',\n ' + json.dumps({**item, "name": "age"}) + ',\n {"name": "ra'
+    assert parse_proposals(cut).status == "invalid"  # the authors' behaviour: the answer is lost
+    salvaged = parse_proposals(cut, salvage_truncated=True)
+    assert salvaged.status == "ok" and salvaged.repaired and "salvaged 2" in salvaged.reason
+    assert [p.name for p in salvaged.proposals] == ["gender", "age"]
+    assert salvage_items('{"bias": [ {"name": ') == [] and salvage_items("no list") == []
+    assert parse_proposals('{"bias": [ {"name": ', salvage_truncated=True).status == "invalid"

@@ -122,6 +122,10 @@ class StepContext:
     backend: Any = None
     cache: Any = None
     instrument: Callable[[str], Any] = field(default=lambda name: _no_instrument(name))
+    #: every model config of the study by name (``ModelConfig``), for a methodology that
+    #: drives other models besides the one under test (e.g. an LLM proposer or a VQA judge:
+    #: it builds their backends with :func:`genfair.models.build_backend`)
+    models: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def modality(self) -> Modality:

@@ -24,6 +24,7 @@ BUILTIN = {
     "news_bias": "genfair.methodologies.news_bias:NewsBias",
     "iris": "genfair.methodologies.iris.methodology:Iris",
     "lvlm_facet": "genfair.methodologies.lvlm_facet.methodology:LvlmFacet",
+    "open_bias": "genfair.methodologies.open_bias.methodology:OpenBias",
 }
 
 _registered: dict[str, type[Methodology]] = {}

@@ -279,6 +279,51 @@ class SimulatedT2IPolicy(_Strict):
         return value
 
 
+class SimulatedOpenSetBias(_Strict):
+    """SIMULATOR: the planted class distribution of one open-set bias (OpenBias, paper 003),
+    for any class list the bias proposer gives it.
+
+    - ``everywhere``: every caption's images follow ``weights`` (per class, case-folded; a
+      class of the bias not listed weighs ``other_weight``; all zero: uniform);
+    - ``within_caption``: each caption has its own class (chosen from a hash of bias and
+      caption), shown with probability ``share``, the rest spread evenly over the other
+      classes: biased within a caption, balanced across captions (the paper's Fig. 9);
+    - ``unbiased``: uniform over the bias's classes.
+    """
+
+    pattern: Literal["everywhere", "within_caption", "unbiased"]
+    weights: dict[str, float] = {}
+    other_weight: float = Field(0.0, ge=0.0)
+    share: float = Field(1.0, ge=0.0, le=1.0)
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: w for k, w in value.items() if w < 0}
+        if bad:
+            raise ValueError(f"weights must be >= 0, got {bad}")
+        return {k.strip().lower(): w for k, w in value.items()}
+
+
+class SimulatedOpenSetPolicy(_Strict):
+    """SIMULATOR: open-set biases planted per bias name (matched case-folded against the
+    bias's id, name or label; ``default`` for any other bias). Each image records the class
+    drawn for every bias it is asked about as ``true_attributes`` (``{bias_id: class}``).
+    ``sampling``: ``stratified`` gives image ``i`` of ``N`` the class at quantile
+    ``(i + 0.5) / N`` (a caption's shares are then exact when ``p * N`` is whole);
+    ``random`` draws each image independently from its seed."""
+
+    biases: dict[str, SimulatedOpenSetBias] = {}
+    default: SimulatedOpenSetBias = SimulatedOpenSetBias(pattern="unbiased")
+    sampling: Literal["stratified", "random"] = "random"
+    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @field_validator("biases")
+    @classmethod
+    def _names(cls, value: dict[str, SimulatedOpenSetBias]) -> dict[str, SimulatedOpenSetBias]:
+        return {k.strip().lower(): v for k, v in value.items()}
+
+
 class SimulatedT2IConfig(_T2IBase):
     """SIMULATOR: a planted-bias text-to-image model; labelled ``simulated`` everywhere."""
 
@@ -289,6 +334,8 @@ class SimulatedT2IConfig(_T2IBase):
     size: int = Field(64, ge=16, le=1024)
     #: policy per prompt kind (read from the request's ``meta["policy"]``)
     policy: dict[str, SimulatedT2IPolicy] = Field(min_length=1)
+    #: open-set plants per prompt kind (OpenBias; a kind listed here is drawn from these)
+    open_set: dict[str, SimulatedOpenSetPolicy] = {}
 
 
 T2IConfig = Annotated[
@@ -387,6 +434,28 @@ SimulatedVLMPolicies = Annotated[
 ]
 
 
+class SimulatedOpenVQAPolicy(_Strict):
+    """SIMULATOR: answers an open-set VQA question (OpenBias) from the image's planted class
+    (``meta["truth"]``, recorded by the simulated t2i model): with ``unknown_rate`` it says
+    ``unknown_text``, else with ``confusion`` another of ``meta["options"]`` uniformly, else
+    the truth; the answer is written in one of ``phrasings`` (free text, mapped to a class
+    by the methodology's real answer mapper), or refused with ``refusal_rate``."""
+
+    confusion: float = Field(0.0, ge=0.0, le=1.0)
+    unknown_rate: float = Field(0.0, ge=0.0, le=1.0)
+    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    phrasings: list[str] = Field(["{answer}"], min_length=1)
+    unknown_text: str = "unknown"
+
+    @field_validator("phrasings")
+    @classmethod
+    def _templates(cls, value: list[str]) -> list[str]:
+        bad = [p for p in value if "{answer}" not in p]
+        if bad:
+            raise ValueError(f"every phrasing needs an {{answer}} placeholder: {bad}")
+        return value
+
+
 class SimulatedVLMConfig(_VLMBase):
     """SIMULATOR: a planted-bias VLM; labelled ``simulated`` everywhere."""
 
@@ -397,6 +466,8 @@ class SimulatedVLMConfig(_VLMBase):
     group_key: str = "group"
     #: policy per probe kind (``meta["policy"]``): choice (no ``kind``) or ``planted_recall``
     policy: dict[str, SimulatedVLMPolicies] = Field(min_length=1)
+    #: open-set VQA policies per probe kind (OpenBias; a kind listed here answers free text)
+    open_vqa: dict[str, SimulatedOpenVQAPolicy] = {}
 
 
 class ClipVLMConfig(_VLMBase):

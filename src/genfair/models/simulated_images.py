@@ -12,17 +12,22 @@ The picture is obviously synthetic: a striped background, a plain oval "face" an
 ``SIMULATED`` banner. The face is filled with the colour of the drawn skin-tone group (Monk
 Skin Tone scale swatches), so a pixel-based skin-tone instrument has something honest to
 measure; nothing else about the drawn attributes is hidden in the pixels.
+
+Open-set biases (OpenBias, paper 003; ``open_set`` in the config): for any bias the proposer
+names, a known class distribution per (bias, caption), drawn per image and recorded as
+``true_attributes = {bias_id: class}`` (:func:`planted_distribution`).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from genfair.models.base import Completion, OnDone, Request, T2IBackend
-from genfair.models.config import SimulatedT2IConfig, SimulatedT2IPolicy
+from genfair.models.base import Completion, OnDone, Request, T2IBackend, derive_seed
+from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedT2IConfig, SimulatedT2IPolicy
 from genfair.models.images import encode_png
 
 #: Monk Skin Tone scale swatches (Monk 2019, skintone.google), MST 1 (lightest) .. 10
@@ -57,6 +62,9 @@ class SimulatedT2I(T2IBackend):
             "revision": self.config.revision,
             "size": self.config.size,
             "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+            # only when set, so that the cache keys of simulators without it stay valid
+            **({"open_set": {k: v.model_dump() for k, v in sorted(self.config.open_set.items())}}
+               if self.config.open_set else {}),
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -65,6 +73,8 @@ class SimulatedT2I(T2IBackend):
 
     def draw(self, request: Request) -> Completion:
         name = request.meta.get("policy")
+        if name in self.config.open_set:
+            return self.draw_open_set(request, self.config.open_set[name])
         if name not in self.config.policy:
             raise KeyError(
                 f"simulated t2i model has no policy for prompt kind {name!r} (request "
@@ -81,6 +91,57 @@ class SimulatedT2I(T2IBackend):
             truth = draw_attributes(policy, rng)
         png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
+
+
+    def draw_open_set(self, request: Request, policy: SimulatedOpenSetPolicy) -> Completion:
+        """One image for an open-set caption: ``meta["biases"]`` lists the biases asked about
+        it (``bias_id``, ``name``, ``label``, ``classes``), ``meta["caption_id"]`` the caption
+        and ``meta["n_images"]`` its number of images (stratified sampling)."""
+        meta = request.meta
+        for key in ("biases", "caption_id"):
+            if key not in meta:
+                raise KeyError(f"simulated t2i open-set policy needs meta[{key!r}] in every request")
+        rng = np.random.default_rng(request.seed)
+        if rng.random() < policy.refusal_rate:
+            return Completion(status="refused", text=REFUSAL, finish_reason="content_filter")
+        truth = {}
+        for bias in meta["biases"]:
+            classes = [str(c) for c in bias["classes"]]
+            p = planted_distribution(policy, bias, str(meta["caption_id"]))
+            if policy.sampling == "stratified":
+                u = (request.sample_index + 0.5) / int(meta.get("n_images") or 1)
+            else:
+                u = float(np.random.default_rng([request.seed, zlib.crc32(str(bias["bias_id"]).encode())]).random())
+            cumulative = np.cumsum([p[c] for c in classes])
+            truth[str(bias["bias_id"])] = classes[min(int(np.searchsorted(cumulative, u, side="right")), len(classes) - 1)]
+        png = encode_png(render({}, self.config.size, int(rng.integers(1 << 30))))
+        return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
+
+
+def plant_for(policy: SimulatedOpenSetPolicy, bias: dict[str, Any]) -> SimulatedOpenSetBias:
+    """The plant of a bias: the first of its id, name and label listed in the policy."""
+    for key in ("bias_id", "name", "label"):
+        value = str(bias.get(key, "")).strip().lower()
+        if value in policy.biases:
+            return policy.biases[value]
+    return policy.default
+
+
+def planted_distribution(policy: SimulatedOpenSetPolicy, bias: dict[str, Any], caption_id: str) -> dict[str, float]:
+    """The known class distribution of ``bias`` (``bias_id``, ``classes``...) on one caption's
+    images (see :class:`~genfair.models.config.SimulatedOpenSetBias`)."""
+    plant = plant_for(policy, bias)
+    classes = [str(c) for c in bias["classes"]]
+    k = len(classes)
+    if plant.pattern == "everywhere":
+        w = np.array([plant.weights.get(c.strip().lower(), plant.other_weight) for c in classes], dtype=float)
+        w = w if w.sum() > 0 else np.ones(k)
+        return dict(zip(classes, (w / w.sum()).tolist(), strict=True))
+    if plant.pattern == "within_caption" and k > 1:
+        own = derive_seed("open_set", str(bias["bias_id"]), caption_id) % k
+        rest = (1.0 - plant.share) / (k - 1)
+        return {c: (plant.share if i == own else rest) for i, c in enumerate(classes)}
+    return {c: 1.0 / k for c in classes}
 
 
 def draw_attributes(policy: SimulatedT2IPolicy, rng: np.random.Generator) -> dict[str, str]:

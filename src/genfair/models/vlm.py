@@ -39,6 +39,7 @@ from genfair.models.base import (
 from genfair.models.config import (
     HFVLMConfig,
     OpenAIVLMConfig,
+    SimulatedOpenVQAPolicy,
     SimulatedVLMConfig,
     SimulatedVLMPolicy,
     SimulatedVLMRecallPolicy,
@@ -243,6 +244,9 @@ class SimulatedVLM(VLMBackend):
             "revision": self.config.revision,
             "group_key": self.config.group_key,
             "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+            # only when set, so that the cache keys of simulators without it stay valid
+            **({"open_vqa": {k: v.model_dump() for k, v in sorted(self.config.open_vqa.items())}}
+               if self.config.open_vqa else {}),
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -252,6 +256,8 @@ class SimulatedVLM(VLMBackend):
     def answer(self, request: Request) -> Completion:
         meta = request.meta
         name = meta.get("policy")
+        if name in self.config.open_vqa:
+            return self.answer_open(request, self.config.open_vqa[name])
         if name not in self.config.policy:
             raise KeyError(
                 f"simulated VLM has no policy for probe kind {name!r} (request meta['policy']); "
@@ -283,3 +289,28 @@ class SimulatedVLM(VLMBackend):
         else:
             text = others[int(rng.integers(len(others)))]
         return Completion(status="ok", text=text, finish_reason="stop")
+
+    def answer_open(self, request: Request, policy: SimulatedOpenVQAPolicy) -> Completion:
+        """An open-set VQA answer in free text (see :class:`SimulatedOpenVQAPolicy`): from the
+        planted class of the pictured image, ``meta["truth"]``, never from the pixels."""
+        meta = request.meta
+        if meta.get("truth") is None or "options" not in meta:
+            raise KeyError(
+                "the simulated VLM answers open-set questions from the planted classes of a simulated "
+                "t2i model's images (meta['truth']); this image has none: use a real VLM for real images"
+            )
+        rng = np.random.default_rng(request.seed)
+        roll = rng.random()
+        if roll < policy.refusal_rate:
+            return Completion(status="ok", text=REFUSAL, finish_reason="stop")
+        options = [str(o) for o in meta["options"]]
+        truth = str(meta["truth"])
+        others = [o for o in options if o != truth]
+        if roll < policy.refusal_rate + policy.unknown_rate:
+            answer = policy.unknown_text
+        elif others and rng.random() < policy.confusion:
+            answer = others[int(rng.integers(len(others)))]
+        else:
+            answer = truth
+        phrasing = policy.phrasings[int(rng.integers(len(policy.phrasings)))]
+        return Completion(status="ok", text=phrasing.replace("{answer}", answer), finish_reason="stop")

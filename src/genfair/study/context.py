@@ -61,7 +61,7 @@ def step_context(params: StudyParams, model: str, methodology: str, layout: Layo
     return StepContext(
         model=model_info(params, model), seed=params.seed, cache_dir=cache_dir(params.cache.dir),
         image_dir=layout.images(model, methodology), desc=f"{model} · {methodology}",
-        instrument=instruments(params, model), **extra,
+        instrument=instruments(params, model), models=dict(params.models), **extra,
     )
 
 

@@ -1,7 +1,7 @@
 """OpenBias (paper 003, D'Incà et al., CVPR 2024): open-set bias discovery and severity for
 text-to-image models.
 
-The core, as pure modules (the methodology class that wires them into the study comes next):
+The methodology (:class:`.methodology.OpenBias`, registered as ``open_bias``) wires these modules:
 
 - :mod:`.captions` -- the project's caption set and loaders for COCO and Flickr30k captions;
 - :mod:`.proposals` -- the authors' bias-proposal prompt, the typed proposal record, the parser
@@ -13,7 +13,9 @@ The core, as pure modules (the methodology class that wires them into the study 
 - :mod:`.vqa` -- the VQA question, its choices and the answer -> class mapping and labels;
 - :mod:`.scoring` -- labels -> per-caption counts -> severities and rankings (the math is in
   :mod:`genfair.metrics.severity`);
-- :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob.
+- :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob;
+- :mod:`.scripted` -- the SCRIPTED proposer (fixed answers per caption, the test double);
+- :mod:`.figures` -- the severity ranking and context-aware vs context-free figures.
 
 Decisions and differences from the authors' code: ``docs/methodology.md`` (OpenBias section).
 """

@@ -3,7 +3,7 @@ text, or the authors' code where the paper is silent; decisions in ``docs/method
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -32,20 +32,31 @@ class OpenBiasConfig(BaseModel):
     #: use only the first N captions (None: all); a scale knob, not in the paper
     max_captions: int | None = Field(None, ge=1)
 
-    #: stage 1: the LLM (a model name of the registry) that proposes biases
-    proposer: str | None = None
+    #: stage 1: the LLM that proposes biases: a model name of the study (``models.<name>``),
+    #: an inline model config, or ``scripted`` (a labelled scripted LLM answering
+    #: ``scripted_proposals``); not needed when ``captions: published``
+    proposer: str | dict[str, Any] | None = None
+    #: ``proposer: scripted``: fixed answers, ``{caption_id: {"bias": [...]}}`` (a JSON file
+    #: or inline); a caption not listed gets ``{"bias": []}``
+    scripted_proposals: str | dict[str, Any] | None = None
     #: calls per caption until its answer parses (the authors made one)
     proposal_max_attempts: int = Field(1, ge=1)
     #: ask the backend for JSON matching the proposal schema where it supports it
     constrained_decoding: bool = True
     repair_trailing_commas: bool = True
+    #: keep the complete bias items of an answer cut off by the token limit (small models)
+    salvage_truncated: bool = False
     proposal_max_tokens: int = Field(1024, ge=64)
 
     knowledge_base: KnowledgeBaseConfig = KnowledgeBaseConfig()
     #: stage 2: images per caption, each with its own seed (paper: N = 10)
     images_per_caption: int = Field(10, ge=1)
-    #: stage 3: the VQA model (a vlm of the registry) and the answer -> class similarity floor
-    vqa_model: str | None = None
+    #: a refused image is asked again up to this many times
+    image_max_attempts: int = Field(1, ge=1)
+    #: stage 3: the VQA model (a vlm model name of the study, or an inline config) and the
+    #: answer -> class similarity floor
+    vqa_model: str | dict[str, Any] | None = None
+    vqa_max_tokens: int = Field(16, ge=1)
     answer_threshold: float | None = Field(None, ge=-1.0, le=1.0)
     severity: SeverityConfig = SeverityConfig()
 
@@ -59,4 +70,6 @@ class OpenBiasConfig(BaseModel):
         missing = [key for key in needed if getattr(self, key) is None]
         if missing:
             raise ValueError(f"captions: {self.captions} needs {', '.join(missing)} (a path)")
+        if self.proposer == "scripted" and self.scripted_proposals is None:
+            raise ValueError("proposer: scripted needs scripted_proposals (a JSON file or a mapping caption_id -> answer)")
         return self

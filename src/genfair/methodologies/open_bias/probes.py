@@ -59,7 +59,7 @@ def proposal_probes(captions: pd.DataFrame, prompt: ProposalPrompt | None = None
 
 
 def collect_proposals(
-    probes: pd.DataFrame, responses: pd.DataFrame, repair_trailing_commas: bool = True
+    probes: pd.DataFrame, responses: pd.DataFrame, repair_trailing_commas: bool = True, salvage_truncated: bool = False
 ) -> tuple[list[tuple[str, BiasProposal]], pd.DataFrame]:
     """Answers (``probe_id, status, text`` and optionally ``attempts``) -> the proposal pairs
     in caption order and one status row per caption: the parser's ``ok`` / ``invalid`` for
@@ -79,7 +79,7 @@ def collect_proposals(
         if response["status"] not in ("ok", "invalid"):
             statuses.append((caption_id, str(response["status"]), "no answer", attempts, 0, 0))
             continue
-        parsed = parse_proposals(response["text"], repair_trailing_commas)
+        parsed = parse_proposals(response["text"], repair_trailing_commas, salvage_truncated)
         pairs.extend((caption_id, p) for p in parsed.proposals)
         statuses.append((caption_id, parsed.status, parsed.reason, attempts, len(parsed.proposals), len(parsed.rejected)))
     return pairs, pd.DataFrame(statuses, columns=PROPOSAL_STATUS_COLUMNS)

@@ -43,6 +43,7 @@ __all__ = [
     "parse_proposals",
     "proposals_from_object",
     "proposals_json_schema",
+    "salvage_items",
 ]
 
 DEFAULT_PROMPT = Path(__file__).resolve().parents[4] / "data" / "reference" / "open_bias_prompt.json"
@@ -207,12 +208,39 @@ def _error_text(error: ValidationError) -> str:
     )
 
 
-def parse_proposals(text: str, repair_trailing_commas: bool = True) -> ParsedProposals:
-    """Parse one LLM answer into :class:`BiasProposal` records (see the module docstring)."""
+_BIAS_LIST = re.compile(r'"bias"\s*:\s*\[')
+
+
+def salvage_items(text: str) -> list[Any]:
+    """The complete items of a ``"bias": [`` list whose answer was cut off (a small model
+    that runs out of tokens mid-list): each ``{...}`` that decodes, in order, up to the first
+    that does not."""
+    match = _BIAS_LIST.search(text)
+    if match is None:
+        return []
+    decoder, items, at = json.JSONDecoder(), [], match.end()
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            return items
+        items.append(item)
+
+
+def parse_proposals(text: str, repair_trailing_commas: bool = True, salvage_truncated: bool = False) -> ParsedProposals:
+    """Parse one LLM answer into :class:`BiasProposal` records (see the module docstring).
+    ``salvage_truncated``: an answer with no complete JSON object keeps the complete items of
+    its ``bias`` list (:func:`salvage_items`; flagged ``repaired``, reason says so)."""
     if not isinstance(text, str) or not text.strip():
         return ParsedProposals(status="invalid", reason="empty answer")
     decoded = _decode(text, repair_trailing_commas)
     if decoded is None:
+        items = salvage_items(text) if salvage_truncated else []
+        if items:
+            parsed = proposals_from_object({"bias": items}, repaired=True)
+            return parsed.model_copy(update={"reason": f"salvaged {len(items)} complete item(s) of a truncated answer"})
         return ParsedProposals(status="invalid", reason="no JSON object found in the answer")
     data, repaired = decoded
     return proposals_from_object(data, repaired)

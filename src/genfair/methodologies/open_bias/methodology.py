@@ -1,0 +1,357 @@
+"""The ``open_bias`` methodology: OpenBias (paper 003) as pipeline stages.
+
+The model under test is a text-to-image model (``modalities = ("t2i",)``); OpenBias drives two
+more models, named in its config and built from the study's model configs
+(:attr:`~genfair.methodologies.base.StepContext.models`): the bias proposer (an LLM, or the
+SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
+
+- ``probes@open_bias``: one row per caption with the authors' proposal chat
+  (:func:`.probes.proposal_probes`).
+- ``generate@<t2i model>-open_bias`` (:meth:`OpenBias.generate`), every call through the
+  response cache: stage 1, the proposer's answers, parsed and retried as configured, then the
+  knowledge base (:func:`.knowledge_base.build_knowledge_base`); stage 2, ``images_per_caption``
+  images per caption of the knowledge base from the model under test (each with its own seed,
+  recorded in ``seed``), exported as ``<sha256>.png``; stage 3, each bias's question on each of
+  its captions' images, to the VQA model. One responses table, a ``step`` column:
+  ``proposal`` (one row per caption, its parse status), ``knowledge_base`` (one row per bias
+  and caption), ``knowledge_base_log`` (biases left by each post-processing step), ``image``
+  and ``vqa``. The knowledge base depends only on the captions and the proposer, so every t2i
+  model of a study gets the same one (the proposer's answers are cached once).
+- ``label``: VQA answers mapped to a class (:class:`.vqa.AnswerToClass`, all-MiniLM-L6-v2,
+  embeddings cached beside the response cache); the other steps' rows pass through.
+- ``metrics``: the severity table per bias (:func:`.scoring.severity_table`): context-aware and
+  context-free severities with bootstrap intervals, majority class, counts, ranks; the
+  proposal yield. Figures: the severity ranking and context-aware vs context-free severity
+  (the paper's Figs. 3, 4 and 9).
+
+A SIMULATED t2i model draws the planted classes of its ``open_set`` policy for the biases asked
+about each image (``true_attributes``); the SIMULATED VLM answers from them (``meta["truth"]``)
+and never sees a real image, so it refuses to run on a real model's images.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import TypeAdapter
+
+from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.open_bias.captions import (
+    load_caption_set,
+    load_coco_captions,
+    load_flickr30k_captions,
+)
+from genfair.methodologies.open_bias.config import OpenBiasConfig
+from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
+from genfair.methodologies.open_bias.probes import (
+    collect_proposals,
+    image_probes,
+    proposal_probes,
+    proposal_yield,
+    vqa_probes,
+)
+from genfair.methodologies.open_bias.proposals import BiasProposal, parse_proposals
+from genfair.methodologies.open_bias.scoring import severity_table
+from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
+from genfair.models.base import derive_seed, stable_hash
+from genfair.models.runner import Call, Verdict
+
+__all__ = ["OpenBias", "load_captions"]
+
+#: ``meta["policy"]`` of the requests, for simulators
+PROPOSAL_POLICY = "open_bias_proposal"
+POLICY = "open_bias"
+SCORE_COLUMNS = [
+    "bias_key", "bias_id", "label", "classes", "n_classes", "status",
+    "severity_context_aware", "context_aware_ci_low", "context_aware_ci_high",
+    "severity_context_free", "context_free_ci_low", "context_free_ci_high", "ci_adjusted",
+    "majority_class", "majority_share", "n_captions", "n_captions_known", "n_images", "n_images_known",
+    "unknown_share", "bias_rank", "rank_context_aware", "rank_context_free", "proposal_yield", "distribution",
+]
+
+
+def load_captions(config: OpenBiasConfig) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]] | None]:
+    """The caption table (first ``max_captions``) and, for ``captions: published``, the
+    authors' proposals of those captions (stage 1 is then skipped)."""
+    published = None
+    if config.captions == "project":
+        captions = load_caption_set(config.caption_set)
+    elif config.captions == "coco":
+        captions = load_coco_captions(config.coco_captions, config.coco_instances, config.captions_per_image)
+    elif config.captions == "flickr30k":
+        captions = load_flickr30k_captions(config.flickr30k, config.captions_per_image)
+    else:
+        from genfair.methodologies.open_bias.published import load_published_proposals
+
+        captions, published, _ = load_published_proposals(config.published_proposals)
+    if config.max_captions is not None:
+        captions = captions.head(config.max_captions)
+    captions = captions.reset_index(drop=True)
+    if published is not None:
+        kept = set(captions["caption_id"])
+        published = [(c, p) for c, p in published if c in kept]
+    return captions, published
+
+
+def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, modality: str) -> Any:
+    """A model config from a model name of the study or an inline config."""
+    from genfair.models.config import ModelConfig
+
+    if spec is None:
+        raise ValueError(f"methodologies.open_bias.{key} is not set: name a {modality} model of the study")
+    if isinstance(spec, str):
+        if spec not in models:
+            raise ValueError(f"methodologies.open_bias.{key}: no model {spec!r} in the study's models "
+                             f"({', '.join(models) or 'none given'}); add it under models or give an inline config")
+        config = models[spec]
+    else:
+        config = TypeAdapter(ModelConfig).validate_python(spec)
+    if config.modality != modality:
+        raise ValueError(f"methodologies.open_bias.{key}: {spec if isinstance(spec, str) else 'the inline model'} "
+                         f"is a {config.modality} model, not a {modality} model")
+    return config
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class OpenBias(Methodology):
+    """OpenBias (D'Incà et al., CVPR 2024, paper 003): open-set bias discovery (an LLM proposes
+    biases per caption), generation, VQA, and severity by the entropy of the answers."""
+
+    name: ClassVar[str] = "open_bias"
+    modalities = ("t2i",)
+    Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
+    metric_keys = ("bias_key",)
+    #: models compared bias by bias (every t2i model gets the same knowledge base): lower
+    #: severity is less biased
+    ranking = Ranking(("bias_id",), "severity_context_aware", True)
+    headline = (
+        *(Headline(f"bias_{k}.severity_context_aware", "severity_context_aware", {"bias_rank": k}, "lower")
+          for k in (1, 2, 3)),
+        Headline("bias_1.severity_context_free", "severity_context_free", {"bias_rank": 1}, "lower"),
+        Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
+    )
+
+    # ---- probes
+
+    def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
+        """One row per caption: its proposal chat (the study's caption/proposal table)."""
+        from genfair.methodologies.open_bias.proposals import load_prompt
+
+        captions, _ = load_captions(config)
+        probes = proposal_probes(captions, load_prompt())
+        return probes.assign(source=captions["source"].to_numpy())
+
+    # ---- generate
+
+    def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
+        """A proposal answer is ``ok`` when it parses with at least one valid bias."""
+        parsed = parse_proposals(text, meta.get("repair", True), meta.get("salvage", False))
+        return "ok" if parsed.status == "ok" and parsed.proposals else "invalid"
+
+    def generate(self, probes: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
+        captions = probes[["caption_id", "image_id", "caption"]].astype(str)
+        proposals, pairs = self._propose(probes, config, ctx)
+        kb = build_knowledge_base(captions, pairs, config.knowledge_base)
+        kb_frame = kb.to_frame(captions)
+        support = {b.bias_id: b.support for b in kb.biases}
+        kb_rows = kb_frame.assign(step="knowledge_base", status="ok", support=kb_frame["bias_id"].map(support),
+                                  classes=[_json(list(c)) for c in kb_frame["classes"]])
+        log_rows = pd.DataFrame({"step": "knowledge_base_log", "status": "ok",
+                                 "text": [_json(s) for s in kb.steps]})
+        images = self._draw(kb_frame, config, ctx)
+        answers = self._ask(kb_frame, images, config, ctx)
+        parts = [proposals, kb_rows, log_rows, images, answers]
+        out = pd.concat([p for p in parts if len(p)], ignore_index=True)
+        front = ["step", "probe_id", "caption_id", "bias_id", "sample_index", "status"]
+        return out[[c for c in front if c in out] + [c for c in out.columns if c not in front]]
+
+    def _propose(self, probes: pd.DataFrame, config: OpenBiasConfig,
+                 ctx: StepContext) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]]]:
+        """Stage 1: one row per caption (``step`` proposal) and the proposal pairs."""
+        if config.captions == "published":
+            _, pairs = load_captions(config)
+            counts = pd.Series([c for c, _ in pairs]).value_counts()
+            rows = probes[["probe_id", "caption_id"]].assign(
+                step="proposal", status="ok", proposer="published",
+                n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]])
+            return rows, pairs or []
+        from genfair.models import build_backend
+        from genfair.models.runner import run_calls
+
+        if config.proposer == "scripted":
+            from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
+
+            backend: Any = ScriptedProposer(load_scripted(config.scripted_proposals))
+            name = "scripted"
+        else:
+            backend = build_backend(_model_config(config.proposer, ctx.models, "proposer", "llm"))
+            name = config.proposer if isinstance(config.proposer, str) else backend.fingerprint.get("model_id")
+        calls = [Call(probe_id=r["probe_id"], messages=tuple(json.loads(r["messages"])),
+                      max_attempts=config.proposal_max_attempts, max_tokens=config.proposal_max_tokens,
+                      meta={"policy": PROPOSAL_POLICY, "caption_id": str(r["caption_id"]),
+                            "repair": config.repair_trailing_commas, "salvage": config.salvage_truncated})
+                 for r in probes.to_dict("records")]
+        try:
+            answers = run_calls(backend, ctx.cache, calls, self.judge, seed=ctx.seed, desc=f"{ctx.desc} proposals")
+        finally:
+            backend.close()
+        pairs, statuses = collect_proposals(probes, answers, config.repair_trailing_commas, config.salvage_truncated)
+        rows = answers[["probe_id", "status", "attempts", "text", "error"]].rename(columns={"status": "runner_status"})
+        rows = rows.assign(caption_id=probes["caption_id"].astype(str).to_numpy(), step="proposal")
+        rows = rows.merge(statuses.drop(columns="attempts"), on="caption_id", how="left")
+        # constrained decoding needs a backend hook genfair's backends lack: say so in the table
+        return rows.assign(proposer=name, proposer_simulated=bool(getattr(backend, "simulated", False)),
+                           decoding="free"), pairs
+
+    def _draw(self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
+        """Stage 2: ``images_per_caption`` images of every caption of the knowledge base."""
+        from genfair.models.generation import draw
+        from genfair.models.t2i import prompt_call
+
+        probes = image_probes(kb, config.images_per_caption)
+        if not len(probes):
+            return pd.DataFrame()
+        asked = {c: [{"bias_id": r["bias_id"], "name": r["name"], "label": r["label"], "classes": list(r["classes"])}
+                     for r in g.to_dict("records")] for c, g in kb.groupby("caption_id", sort=False)}
+        simulated = bool(getattr(ctx.backend, "simulated", False))
+        calls, ids = [], {}
+        for r in probes.to_dict("records"):
+            biases = asked[r["caption_id"]]
+            call_id = r["probe_id"]
+            if simulated:  # a simulated image records the classes of the biases asked about it
+                call_id = f"{call_id}-{stable_hash(biases, 12)}"
+            ids[call_id] = r["probe_id"]
+            calls.append(prompt_call(call_id, r["caption"], int(r["sample_index"]),
+                                     max_attempts=config.image_max_attempts, policy=POLICY,
+                                     caption_id=r["caption_id"], biases=biases, n_images=config.images_per_caption))
+        drawn = draw(ctx.backend, ctx.cache, calls, seed=ctx.seed, desc=f"{ctx.desc} images", image_dir=ctx.image_dir)
+        drawn["seed"] = [derive_seed(ctx.seed, c, s, a - 1) for c, s, a in
+                         zip(drawn["probe_id"], drawn["sample_index"], drawn["attempts"], strict=True)]
+        drawn["probe_id"] = drawn["probe_id"].map(ids)
+        return drawn.merge(probes[["probe_id", "caption_id", "caption"]], on="probe_id", how="left").assign(step="image")
+
+    def _ask(self, kb: pd.DataFrame, images: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
+        """Stage 3: each bias's question on each image of its captions, to the VQA model."""
+        from genfair.models import build_backend
+        from genfair.models.images import vlm_message
+        from genfair.models.runner import run_calls
+
+        ok = images[images["status"] == "ok"] if len(images) else images
+        if not len(ok):
+            return pd.DataFrame()
+        probes = vqa_probes(kb, ok)
+        vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
+        if vqa_config.backend == "simulated" and not ctx.model.simulated:
+            raise ValueError(f"methodologies.open_bias.vqa_model is a SIMULATED VLM, which answers from the planted "
+                             f"classes of a simulated t2i model's images; {ctx.model.name} is a real model: "
+                             f"set vqa_model to a real VLM")
+        by_image = ok.set_index("probe_id")
+        truth = {pid: json.loads(t) if isinstance(t, str) else {} for pid, t in by_image["true_attributes"].items()}
+        calls = []
+        for r in probes.to_dict("records"):
+            path = Path(ctx.image_dir) / by_image.at[r["image_probe_id"], "file"]
+            choices = json.loads(r["choices"])
+            meta = {"policy": POLICY, "options": choices[:-1],
+                    # SIMULATORS read the planted class; real models never see it
+                    "truth": truth[r["image_probe_id"]].get(r["bias_id"])}
+            calls.append(Call(probe_id=r["probe_id"], messages=(vlm_message(r["prompt"], [path]),),
+                              max_attempts=1, max_tokens=config.vqa_max_tokens, meta=meta))
+        backend = build_backend(vqa_config)
+        try:
+            answers = run_calls(backend, ctx.cache, calls, lambda text, meta: "ok", seed=ctx.seed,
+                                desc=f"{ctx.desc} VQA")
+        finally:
+            backend.close()
+        answers = answers.drop(columns="sample_index").merge(probes, on="probe_id", how="left")
+        name = config.vqa_model if isinstance(config.vqa_model, str) else vqa_config.model_id
+        return answers.assign(step="vqa", vqa_model=name, vqa_simulated=vqa_config.backend == "simulated")
+
+    # ---- label
+
+    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: OpenBiasConfig,
+              ctx: StepContext) -> pd.DataFrame:
+        """VQA answers mapped to a class (``label``, ``tier``, ``similarity``, ``encoder``);
+        the proposal, knowledge-base and image rows pass through."""
+        if responses.empty:
+            return pd.DataFrame(columns=["step", "status"])
+        vqa = responses[responses["step"] == "vqa"]
+        parts = [responses[responses["step"] != "vqa"]]
+        if len(vqa):
+            mapper = AnswerToClass(threshold=config.answer_threshold,
+                                   cache_path=Path(ctx.cache_dir) / "answer_mapper" / "open_bias_embeddings.npz")
+            questions = vqa[["probe_id", "bias_id", "caption_id", "sample_index", "image_probe_id", "choices"]]
+            labelled = label_answers(questions, vqa[["probe_id", "status", "text"]], mapper)
+            extra = vqa[["probe_id", "vqa_model", "vqa_simulated"]]
+            parts.append(labelled.merge(extra, on="probe_id", how="left").assign(step="vqa"))
+        return pd.concat(parts, ignore_index=True)
+
+    # ---- metrics
+
+    def metrics(self, labels: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
+        steps = labels["step"] if "step" in labels else pd.Series(dtype=str)
+        proposals = labels[steps == "proposal"]
+        kb = labels[steps == "knowledge_base"]
+        vqa = labels[steps == "vqa"]
+        images = labels[steps == "image"]
+        statuses = proposals.assign(n_proposals=proposals.get("n_proposals", 0)).fillna({"n_proposals": 0})
+        yield_ = proposal_yield(statuses[["caption_id", "status", "n_proposals"]]) if len(proposals) else float("nan")
+        classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"])}
+        label_of = dict(zip(kb["bias_id"], kb["label"]))
+        if classes_of:
+            part = vqa[["bias_id", "caption_id", "label", "status"]] if len(vqa) else \
+                pd.DataFrame(columns=["bias_id", "caption_id", "label", "status"])
+            table = severity_table(part, classes_of, config.severity)
+            table["label"] = table["bias_id"].map(label_of)
+            table["bias_key"] = [re.sub(r"[^A-Za-z0-9_\-./ ]", "_", b) for b in table["bias_id"]]
+            table["bias_rank"] = table[f"rank_{config.severity.rank_by}"]
+            table["classes"] = table["classes"].map("|".join)
+            table["distribution"] = table.get("distribution", pd.Series(index=table.index, dtype=object)).map(
+                lambda d: _json(d) if isinstance(d, dict) else None)
+            table["proposal_yield"] = yield_
+            scores = table.reindex(columns=SCORE_COLUMNS)
+        else:
+            scores = pd.DataFrame(columns=SCORE_COLUMNS)
+        log = [json.loads(t) for t in labels.loc[steps == "knowledge_base_log", "text"]]
+        summary: dict[str, Any] = {
+            "simulated": {
+                "t2i": bool(ctx.model.simulated) if ctx is not None else None,
+                "proposer": bool(proposals["proposer_simulated"].any()) if "proposer_simulated" in proposals else False,
+                "vqa": bool(vqa["vqa_simulated"].any()) if "vqa_simulated" in vqa else None,
+            },
+            "proposals": {
+                "captions": int(len(proposals)),
+                "proposer": str(proposals["proposer"].iloc[0]) if len(proposals) else None,
+                "decoding": str(proposals["decoding"].iloc[0]) if "decoding" in proposals and len(proposals) else None,
+                "yield": None if pd.isna(yield_) else round(float(yield_), 6),
+                "statuses": {str(k): int(v) for k, v in proposals["status"].value_counts().items()},
+            },
+            "knowledge_base": {"biases": int(kb["bias_id"].nunique()), "bias_captions": int(len(kb)), "steps": log},
+            "images": {str(k): int(v) for k, v in images["status"].value_counts().items()} if len(images) else {},
+            "vqa": {
+                "answers": int(len(vqa)),
+                "statuses": {str(k): int(v) for k, v in vqa["status"].value_counts().items()} if len(vqa) else {},
+                "tiers": {str(k): int(v) for k, v in vqa["tier"].value_counts().items()} if len(vqa) else {},
+                "unknown": int((vqa["label"] == UNKNOWN).sum()) if len(vqa) else 0,
+                "encoder": str(vqa["encoder"].dropna().iloc[0]) if len(vqa) and vqa["encoder"].notna().any() else None,
+            },
+            "severity": config.severity.model_dump(mode="json"),
+        }
+        return MetricsResult(scores=scores, summary=summary)
+
+    # ---- figures
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """The severity ranking and context-aware vs context-free severity (paper Figs. 3, 4, 9)."""
+        from genfair.methodologies.open_bias.figures import aware_vs_free_figure, ranking_figure
+
+        if scores.empty or "severity_context_aware" not in scores:
+            return []
+        return [(ranking_figure(scores, title), "open_bias_severity_ranking.png"),
+                (aware_vs_free_figure(scores, title), "open_bias_context_aware_vs_free.png")]
