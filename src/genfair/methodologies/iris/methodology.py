@@ -53,6 +53,8 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    ReportContext,
+    ReportSection,
     StepContext,
     StudyContext,
     StudyResult,
@@ -574,6 +576,29 @@ class Iris(Methodology):
         record = tracking_record(board[board["model"] == model].drop(columns="simulated"),
                                  config.scoring)[model]
         return record["params"], record["metrics"]
+
+
+    # ---- figures and report
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """The sector chart of the study's IRIS scores (the leaderboard; a model's granular
+        metrics have none)."""
+        if scores.empty or "score" not in scores or "sector" not in scores:
+            return []
+        from genfair.methodologies.iris.figures import sector_figure
+
+        return [(sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png")]
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The sector chart with the codes, the scores per sector, the validation table."""
+        from genfair.methodologies.iris.report import report_section
+
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        from genfair.methodologies.iris.report import plot_tables
+
+        return plot_tables(board)
 
 
 class _LazyMiniLM:
