@@ -101,12 +101,12 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
 
 def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, Layout, Path]) -> None:
     _, layout, _ = study
-    files = sorted((layout.headline_dir / "fact_or_fair").glob("*.json"))
-    assert [f.name for f in files] == sorted(f"{c}.{a}.distance.lower_better.json"
-                                             for c in ("objective", "baseline") for a in ("gender", "race"))
-    values = json.loads(files[0].read_text())
-    assert set(values) == {"simulated_llm*sim", "simulated_t2i*sim"}
-    assert all(isinstance(v, float) for v in values.values())
+    files = sorted((layout.headline_dir / "fact_or_fair").rglob("*.json"))
+    assert [str(f.relative_to(layout.headline_dir / "fact_or_fair")) for f in files] == sorted(
+        f"{m}.SIMULATED/{c}.{a}.distance.lower_better.json"
+        for m in ("simulated_llm", "simulated_t2i") for c in ("objective", "baseline") for a in ("gender", "race"))
+    values = [json.loads(f.read_text()) for f in files]
+    assert all(set(v) == {"value"} and isinstance(v["value"], float) for v in values)
     plot = pd.read_csv(layout.plots / "fact_or_fair" / "tradeoff_objective_gender.csv")
     assert {"model", "s_fact", "s_e"} <= set(plot) and plot["model"].str.contains("SIMULATED").all()
 

@@ -117,27 +117,28 @@ BETTER = {"lower": "lower_better", "higher": "higher_better", "closer to 0": "0_
 
 
 def metric_files(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """``<name>.<better>.json`` -> ``{model: value}`` (a simulator's key ends in ``*sim``):
-    one file per headline number, so ``dvc metrics show`` prints one row per headline
-    number and one column per model (a few columns, readable at 120 characters)."""
+    """``<model>/<name>.<better>.json`` -> ``{"value": value}`` (a simulator's folder is
+    ``<model>.SIMULATED``): one file per model and headline number, so ``dvc metrics show``
+    prints one row per number, named for what it is and which way is better, in two columns
+    (path, value) that fit 120 characters."""
     files: dict[str, dict[str, Any]] = {}
     for row in headline_rows(method, board):
-        file = f"{row['name']}.{BETTER[row['better']]}.json"
-        files.setdefault(file, {})[f"{row['model']}*sim" if row["simulated"] else row["model"]] = row["value"]
+        folder = f"{row['model']}.SIMULATED" if row["simulated"] else row["model"]
+        files[f"{folder}/{row['name']}.{BETTER[row['better']]}.json"] = {"value": row["value"]}
     return files
 
 
 def instrument_metric_files(layout: Layout) -> list[Path]:
     """The validated instruments' accuracy per attribute
     (``data/metrics/instruments/<name>.json``) as ``data/headline/instruments/<name>.<attribute>.accuracy.higher_better.json``
-    (``{"instrument": value}``): the instrument's headline numbers beside the models'."""
+    (``{"value": value}``): the instrument's headline numbers beside the models'."""
     written = []
     folder = layout.data / "metrics" / "instruments"
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         summary = json.loads(path.read_text(encoding="utf-8"))
         for attribute, entry in summary.items():
             if isinstance(entry, dict) and entry.get("accuracy") is not None:
-                written.append(write_json({"instrument": entry["accuracy"]}, layout.headline_dir / "instruments"
+                written.append(write_json({"value": entry["accuracy"]}, layout.headline_dir / "instruments"
                                           / f"{path.stem}.{attribute}.accuracy.{BETTER['higher']}.json"))
     return written
 
