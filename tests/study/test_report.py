@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
 from pathlib import Path
 from typing import ClassVar
 
+import httpx
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -19,6 +26,7 @@ from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
 from genfair.study.scoring import score_study
@@ -55,7 +63,12 @@ def _params(tmp_path: Path) -> StudyParams:
     drop = ["smollm2", "simulated_vlm"]
     raw = load_params(compose(["scale=smoke", *[f"~model@models.{m}" for m in drop]],
                               tmp_path / "params.yaml")).model_dump(mode="json")
-    raw["methodologies"] = {"fact_or_fair": raw["methodologies"]["fact_or_fair"], "toy_evil": {"questions": 30}}
+    iris = raw["methodologies"]["iris"]
+    iris["occupations_table"] = str(tmp_path / "data/curated/occupations/occupations.parquet")
+    iris["ifs_und"]["persons"] = None  # no FACET crops (and no VLM) in this small study
+    iris["bis_und"]["dataset"] = None
+    raw["methodologies"] = {"fact_or_fair": raw["methodologies"]["fact_or_fair"], "iris": iris,
+                            "toy_evil": {"questions": 30}}
     return StudyParams.model_validate(raw)
 
 
@@ -68,6 +81,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout
     register(EvilQuiz)
     params = _params(tmp)
     layout = Layout(tmp)
+    occupations_table(params, layout)
     for name in params.methodologies:
         make_probes(params, name, layout)
         for model in params.models:
@@ -91,7 +105,8 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
     assert "<script" not in html.lower() and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
     assert "onerror=alert(2)" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
-    for section in ('id="study"', 'id="headline"', 'id="m-fact_or_fair"', 'id="m-toy_evil"', 'id="instruments"'):
+    for section in ('id="study"', 'id="headline"', 'id="m-fact_or_fair"', 'id="m-iris"', 'id="m-toy_evil"',
+                    'id="instruments"'):
         assert section in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert html.count("SIMULATED") >= 4
@@ -120,7 +135,7 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[Study
     experiment = client.get_experiment_by_name(params.tracking.experiment)
     assert experiment.tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
     first = client.search_runs([experiment.experiment_id])
-    assert len(first) == 1 + len(runs["child_runs"]) == 4  # parent + 2 models on fact_or_fair + 1 on the toy
+    assert len(first) == 1 + len(runs["child_runs"]) == 6  # parent + 2 models on fact_or_fair and iris + 1 on the toy
     again = json.loads(track_study(params, layout).read_text())
     assert again == runs
     second = client.search_runs([experiment.experiment_id])
@@ -134,7 +149,7 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[Study
     finally:
         os.environ["MLFLOW_TRACKING_URI"] = store
     fresh = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'fresh.db'}")
-    assert len(fresh.search_runs([fresh.get_experiment_by_name(params.tracking.experiment).experiment_id])) == 4
+    assert len(fresh.search_runs([fresh.get_experiment_by_name(params.tracking.experiment).experiment_id])) == 6
 
 
 @pytest.mark.browser
@@ -155,10 +170,10 @@ def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Pa
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.goto(report.as_uri(), wait_until="load")
-            for section in ("#study", "#headline", "#m-fact_or_fair", "#m-toy_evil", "#instruments"):
+            for section in ("#study", "#headline", "#m-fact_or_fair", "#m-iris", "#m-toy_evil", "#instruments"):
                 assert page.locator(section).is_visible(), section
             figures = page.locator("section.methodology figure img")
-            assert figures.count() >= 3  # LLM and T2I trade-off plots
+            assert figures.count() >= 4  # LLM and T2I trade-off plots, IRIS sectors
             sizes = figures.evaluate_all("imgs => imgs.map(i => [i.complete, i.naturalWidth])")
             assert all(done and width > 100 for done, width in sizes), sizes
             assert page.locator("#models .sim").count() == 2
@@ -170,3 +185,73 @@ def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Pa
     assert not dialogs and not errors, (dialogs, errors)
     assert all(u.startswith(("file://", "data:")) for u in requests), requests
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.browser
+def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyParams, Layout, Path]) -> None:
+    """The real MLflow server on the study's store, checked through Chromium."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (make setup)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root")
+    params, layout, tmp = study
+    runs = json.loads(track_study(params, layout).read_text())
+    store = f"sqlite:///{tmp / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    by_key = {r.data.tags.get(KEY_TAG): r for r in client.search_runs([experiment])}
+    iris_t2i = by_key[runs["child_runs"]["simulated_t2i/iris"]].info.run_id
+    fof_llm = by_key[runs["child_runs"]["simulated_llm/fact_or_fair"]].info.run_id
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
+                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "mlflow server did not start"
+            time.sleep(0.5)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 1000})
+                # the link `make ui` prints: the experiment's runs table (classic ML view)
+                page.goto(f"{base}/#/experiments/{experiment}?workflowType=machine_learning")
+                page.wait_for_url(re.compile(r".*/runs.*"), timeout=60_000)
+                page.get_by_text("study-smoke").first.wait_for(timeout=60_000)
+                # every model x methodology run: expand the study run's children
+                page.wait_for_timeout(1000)
+                toggles = page.locator('[role="gridcell"] button[data-component-id*="runnamecellrenderer"]')
+                for i in range(toggles.count()):
+                    toggles.nth(i).click()
+                for name in runs["child_runs"]:
+                    page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+                # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
+                page.goto(f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning")
+                page.get_by_text("iris.S.IFS-Gen").first.wait_for(timeout=60_000)
+                text = page.locator("body").inner_text()
+                assert "iris.K.IFS-Gen" in text and "iris.score.IFS-Gen" in text
+                assert "genfair.simulated" in text or "SIMULATED" in text
+                page.goto(f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning")
+                page.get_by_text("tradeoff_objective.png").first.wait_for(timeout=60_000)
+                # comparing two runs
+                page.goto(f"{base}/#/compare-runs?runs=" + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
+                          + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}")
+                page.get_by_text("simulated_t2i/iris").first.wait_for(timeout=60_000)
+                assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
