@@ -29,6 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# and wordnet-sense-index (apt-get; root or sudo), then the nltk_data folder genfair reads
 	bash scripts/install_wordnet.sh
 	$(BIN)/python -c "from genfair.resources.wordnet import ensure_wordnet; ensure_wordnet()"
+	# Debian's Chromium for the browser tests (root: apt-get; otherwise they skip, saying why)
+	bash scripts/install_chromium.sh
 	touch $(STAMP)
 
 study: setup
@@ -44,7 +46,10 @@ benchmark: setup
 compose: setup
 	$(BIN)/genfair compose
 
+# the MLflow UI on the study's store; opens on the experiment's runs table (classic ML view)
 ui: setup
+	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning (then: genfair -> Runs;"
+	@echo "  expand a study-<scale> run for its model x methodology runs; tick two runs and Compare)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --host 127.0.0.1 --port 5000 --workers 1
 
 clean:
