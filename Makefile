@@ -48,7 +48,8 @@ compose: setup
 
 # the MLflow UI on the study's store; opens on the experiment's runs table (classic ML view)
 ui: setup
-	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning (then: genfair -> Runs;"
+	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning (genfair is experiment 1"
+	@echo "  in a fresh store; else click Model training at the top left, then genfair -> Runs;"
 	@echo "  expand a study-<scale> run for its model x methodology runs; tick two runs and Compare)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --host 127.0.0.1 --port 5000 --workers 1
 
