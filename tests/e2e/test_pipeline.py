@@ -98,29 +98,37 @@ def test_news_bias_word_sentence_and_document_levels(study: tuple[Path, dict[str
     assert board.loc[board["level"] == "refusal", "rank"].isna().all()
 
 
+def _mlflow_run(client, key: str):  # type: ignore[no-untyped-def]
+    """The run logged under ``key`` (runs.json lists content keys, tag ``genfair.key``)."""
+    experiment = client.get_experiment_by_name("genfair").experiment_id
+    (run,) = client.search_runs([experiment], filter_string=f"tags.`genfair.key` = '{key}'")
+    return run
+
+
 def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -> None:
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    parent = client.get_run(runs["parent_run_id"])
+    parent = _mlflow_run(client, runs["parent_run"])
+    assert runs["tracking_uri"] == "sqlite:///mlflow.db"  # no machine path in the committed file
     assert parent.data.tags["genfair.scale"] == "smoke"
     assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair",
                                        "smollm2/news_bias", "simulated_llm/news_bias",
                                        "simulated_t2i/fact_or_fair",
                                        "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
                                        "simulated_vlm/iris"}
-    sim = client.get_run(runs["child_runs"]["simulated_llm/fact_or_fair"])
+    sim = _mlflow_run(client, runs["child_runs"]["simulated_llm/fact_or_fair"])
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert sim.data.tags["genfair.simulated"] == "true" and "SIMULATED" in sim.data.tags["genfair.label"]
-    real = client.get_run(runs["child_runs"]["smollm2/fact_or_fair"])
+    real = _mlflow_run(client, runs["child_runs"]["smollm2/fact_or_fair"])
     assert real.data.tags["genfair.simulated"] == "false"
     assert {"objective.gender.s_fact", "baseline.race.distance", "ingroup.race.s_fair_lo"} <= set(real.data.metrics)
     assert real.data.params["model.model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     artifacts = {a.path for a in client.list_artifacts(real.info.run_id)}
     assert {"per_statistic.csv", "scores.csv", "tradeoff_objective.png"} <= artifacts
-    news = client.get_run(runs["child_runs"]["simulated_llm/news_bias"])
+    news = _mlflow_run(client, runs["child_runs"]["simulated_llm/news_bias"])
     assert {"unbiased.word.gender.W.mean", "biased.refusal.refusal_rate.mean",
             "unbiased.document.gender.W.n"} <= set(news.data.metrics)
     assert news.data.params["news_bias.instrument.toxicity"] == "alt-profanity-check"
@@ -150,7 +158,7 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, di
     assert set(board["model"]) == {"simulated_t2i"} and board["rank"].isna().all()
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_t2i/fact_or_fair"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/fact_or_fair"])
     assert run.data.tags["genfair.simulated"] == "true" and "SIMULATED" in run.data.tags["genfair.label"]
     assert {"objective.gender.s_fact", "baseline.race.distance"} <= set(run.data.metrics)
     assert run.data.params["fact_or_fair.instrument.label_source"] == "oracle"
@@ -207,11 +215,11 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert len(validation) > 0
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_t2i/iris"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/iris"])
     assert run.data.params["iris.mode"] == "table9" and run.data.params["iris.S.IFS-Gen"] == "58000.0"
     assert run.data.params["iris.gen_code"] != "-"
     assert {"iris.score.IFS-Gen", "iris.magnitude.BIS-Gen", "IFS-Gen.RD_gender.value"} <= set(run.data.metrics)
-    parent = {a.path for a in client.list_artifacts(runs["parent_run_id"])}
+    parent = {a.path for a in client.list_artifacts(_mlflow_run(client, runs["parent_run"]).info.run_id)}
     assert {"iris_study_validation.csv", "iris_study_summary.csv", "leaderboard_iris.csv"} <= parent
     # SIMULATED VLM on the FACET fixture crops (IFS-Und) and the counterfactual FIXTURE (BIS-Und)
     crops = probes[probes["sector"] == "IFS-Und"]
@@ -227,20 +235,23 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     bis = labels[labels["sector"] == "BIS-Und"]
     assert bis["instance_id"].nunique() == 10 and bis["fixture"].all()  # smoke: max_sets 10
     assert (work / ".genfair-cache/answer_mapper/embeddings.npz").is_file()
-    run = client.get_run(runs["child_runs"]["simulated_vlm/iris"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/iris"])
     assert run.data.tags["genfair.simulated"] == "true"
     assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
 
 
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
     work, env, _ = study
-    assert "Data and pipelines are up to date" in _run(["dvc", "repro"], work, env)
+    # only `track` runs again (always_changed: it checks the store) and it logs nothing new
+    again = _run(["dvc", "repro"], work, env)
+    assert set(re.findall(r"Running stage '([^']+)'", again)) == {"track"}, again[-2000:]
+    assert "0 runs logged" in again
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
     ran = set(re.findall(r"Running stage '([^']+)'", output))
     methodologies = ("fact_or_fair", "news_bias", "iris")
     own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics") for m in methodologies}
-    study_level = {f"study@{m}" for m in methodologies} | {"score", "track"}
+    study_level = {f"study@{m}" for m in methodologies} | {"score", "track", "report"}
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
@@ -260,7 +271,7 @@ def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path,
               "-o", "methodologies.news_bias.max_tokens=99"], work, env)
         changed = _status_stages(work, env)
         assert changed, "editing news_bias's config changed no stage"
-        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track"))]
+        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))]
         assert not others, f"stages of other methodologies changed: {sorted(others)}"
         assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
     finally:
