@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.logs import progress
 from genfair.methodologies.base import (
     Headline,
     Methodology,
@@ -368,7 +369,7 @@ class Iris(Methodology):
         instrument (SIMULATORS) reads the recorded ``true_attributes``."""
         simulated = instrument.config.mode == "oracle"
         rows = []
-        for r in images.to_dict("records"):
+        for r in progress(images.to_dict("records"), desc="iris: faces", unit="image"):
             if r["status"] != "ok" or r.get("image") is None:
                 rows.append({"face_status": None, **{c: None for c in ATTRIBUTE_COLUMNS}})
                 continue
