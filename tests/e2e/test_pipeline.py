@@ -240,6 +240,22 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
 
 
+def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str], str]) -> None:
+    work, env, _ = study
+    html = (work / "data/report/index.html").read_text(encoding="utf-8")
+    for section in ("study", "headline", "m-fact_or_fair", "m-news_bias", "m-iris", "instruments"):
+        assert f'id="{section}"' in html
+    assert html.count("data:image/png;base64,") >= 5 and "<script" not in html
+    shown = _run(["dvc", "metrics", "show"], work, {**env, "COLUMNS": "120"})
+    lines = [line for line in shown.splitlines() if line.strip()]
+    assert len(lines) <= 60 and max(map(len, lines)) <= 120, shown
+    assert any("smollm2/objective.gender.distance.lower_better.json" in line for line in lines)
+    _run(["dvc", "plots", "show", "-o", str(work / "plots-out")], work, env)
+    page = (work / "plots-out/index.html").read_text(encoding="utf-8")
+    for title in ("FACT-OR-FAIR trade-off, objective, gender", "News bias, unbiased prompt", "IRIS sector scores"):
+        assert title in page
+
+
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
     work, env, _ = study
     # only `track` runs again (always_changed: it checks the store) and it logs nothing new
