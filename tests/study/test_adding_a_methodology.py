@@ -53,8 +53,10 @@ def test_a_registered_methodology_runs_end_to_end(tmp_path: Path, monkeypatch: p
     assert board["simulated"].all() and board["rank"].isna().all()  # simulators are never ranked
     headline = json.loads(layout.headline.read_text())
     assert headline["toy_quiz"]["simulated_llm"]["accuracy (higher is better)"] == round(accuracy["mean"], 4)
-    run = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(
-        runs["child_runs"]["simulated_llm/toy_quiz"])
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    key = runs["child_runs"]["simulated_llm/toy_quiz"]  # runs are keyed by content hash (genfair.key)
+    (run,) = client.search_runs([client.get_experiment_by_name(params.tracking.experiment).experiment_id],
+                                filter_string=f"tags.`genfair.key` = '{key}'")
     assert run.data.metrics["accuracy.mean"] == pytest.approx(accuracy["mean"])
     assert run.data.params["toy_quiz.questions"] == "60"
 

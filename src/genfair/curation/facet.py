@@ -58,9 +58,9 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from tqdm import tqdm
 
 from genfair.io import _atomic, file_sha256, write_json, write_parquet
+from genfair.logs import progress as show_progress
 
 log = logging.getLogger(__name__)
 
@@ -682,7 +682,7 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
     table: list[dict[str, Any]] = []
     work = [(name, by_image[name]) for name in sorted(by_image)] + [(n, None) for n in detect_files]
     reused = 0
-    for name, group in tqdm(work, desc="facet crops", unit="image", disable=not progress):
+    for name, group in (show_progress(work, desc="facet crops", unit="image") if progress else work):
         path = images_dir / name
         loaded: list[np.ndarray] = []
 

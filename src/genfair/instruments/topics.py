@@ -41,6 +41,8 @@ from gensim.corpora import Dictionary
 from gensim.models import LdaModel
 from gensim.utils import get_random_state
 
+from genfair.logs import progress
+
 __all__ = [
     "Lemmatizer",
     "choose_num_topics",
@@ -158,7 +160,7 @@ def choose_num_topics(
     if not held:
         raise ValueError("no held-out document shares a word with the training documents")
     rows = []
-    for k in sorted(set(grid)):
+    for k in progress(sorted(set(grid)), desc="LDA grid (held-out perplexity)", unit="K", every=10):
         model, _ = fit_lda(train, k, seed, passes=passes, iterations=iterations, dictionary=vocab)
         with single_threaded():
             bound = float(model.log_perplexity(held))

@@ -10,7 +10,9 @@ order of the pipeline's stages::
     metrics   -> MetricsResult          metrics@<model>-<methodology>
     study     -> StudyResult | None     study@<methodology>  (all models at once; optional)
     leaderboard, ranking, headline      score
+    plot_tables                         score (data/plots/, for dvc plots)
     figures, run_record                 track (MLflow)
+    report_section -> ReportSection     report (data/report/index.html)
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
@@ -167,6 +169,55 @@ class StudyContext:
     probes: Callable[[], pd.DataFrame]
 
 
+@dataclass
+class ReportFigure:
+    """A figure of the report: a matplotlib figure (embedded as PNG) and its caption, which
+    says which paper figure it recomputes and what a reader should look for."""
+
+    figure: Figure
+    caption: str
+    #: short identifier (the figure's file name in MLflow, the report's anchor)
+    name: str = ""
+
+
+@dataclass
+class ReportTable:
+    """A table of the report (every cell is escaped: model and dataset text are safe)."""
+
+    title: str
+    frame: pd.DataFrame
+    caption: str = ""
+
+
+@dataclass
+class ReportSection:
+    """A methodology's section of the study report: what it measures, its figures and
+    tables. Notes are short paragraphs (plain text, escaped)."""
+
+    title: str
+    intro: str = ""
+    figures: list[ReportFigure] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What :meth:`Methodology.report_section` is given: the ranked leaderboard
+    (``data/scores/<methodology>.parquet``; ``model``, ``backend``, ``modality``,
+    ``simulated``, ``rank`` and the methodology's columns), the study step's result, the
+    models that ran it, its config, and readers of each model's metrics outputs."""
+
+    board: pd.DataFrame
+    study: StudyResult | None
+    models: tuple[ModelInfo, ...]
+    config: Any
+    #: model -> its metrics ``summary.json`` ({} when absent)
+    summary: Callable[[str], dict[str, Any]] = field(default=lambda model: {})
+    #: (model, table) -> the detail table ``data/metrics/<model>/<methodology>/<table>.parquet``
+    table: Callable[[str, str], pd.DataFrame] = field(default=lambda model, name: pd.DataFrame())
+
+
 class Methodology(ABC):
     """Base class of every methodology (see the module docstring for the lifecycle)."""
 
@@ -252,6 +303,28 @@ class Methodology(ABC):
         in the metrics summary, no extra metrics)."""
         params = {f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()}
         return params, {}
+
+    # ---- report
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """Small tables for ``dvc plots`` (written as ``data/plots/<methodology>/<name>.csv``
+        by the score stage, declared in ``dvc.yaml``'s ``plots:``), from the leaderboard.
+        Default: none."""
+        return {}
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """This methodology's section of the study report. The default works for any
+        methodology: its docstring's first paragraph, the figures of :meth:`figures` over
+        the leaderboard (captioned with their file names), and the leaderboard itself.
+        Override it to caption the paper's figures and add tables."""
+        doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
+        figures = [ReportFigure(fig, f"{self.name}: {file} (the methodology's figure over every model's "
+                                     "scores; simulators are labelled).", file)
+                   for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])]
+        tables = [ReportTable("Leaderboard", ctx.board,
+                              "Every model's scores; rank among real models only (simulators are never ranked).")]
+        return ReportSection(title=self.name, intro=" ".join(doc.split()), figures=figures,
+                             tables=tables if len(ctx.board) else [])
 
 
 def _with_study_rows(scores: pd.DataFrame, study: StudyResult | None, model: str | None = None) -> pd.DataFrame:

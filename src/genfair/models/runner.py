@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
-from tqdm.auto import tqdm
 
+from genfair.logs import progress
 from genfair.models.base import Completion, LLMBackend, Request, derive_seed
 from genfair.models.cache import ResponseCache
 from genfair.models.redaction import redact_completion
@@ -86,7 +86,7 @@ def ask(
     stats = {"cached": 0, "called": 0}
 
     # the bar counts answers as they arrive; re-asks extend its total
-    with tqdm(total=len(calls), desc=desc or "generate", unit=unit, leave=False) as bar:
+    with progress(total=len(calls), desc=desc or "generate", unit=unit) as bar:
         while pending:
             retry: list[int] = []
             for start in range(0, len(pending), chunk_size):

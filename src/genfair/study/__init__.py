@@ -5,7 +5,8 @@
   instruments, backend and cache);
 - :mod:`.steps` -- probes, generate, label, metrics and the study-level step;
 - :mod:`.scoring` -- leaderboards and headline metrics across models;
-- :mod:`.tracking` -- MLflow runs;
+- :mod:`.tracking` -- MLflow runs (keyed by content hash: logs what the store lacks);
+- :mod:`.report` -- the study report (``data/report/index.html``);
 - :mod:`.curation` -- the curation and instrument-validation stages.
 
 Nothing here names a methodology: each one brings its own lifecycle through

@@ -80,7 +80,7 @@ def curate_facet_crops(params: StudyParams, layout: Layout = Layout()) -> Path:
         raise FileNotFoundError(f"params.yaml: curation.facet.release_dir: {config.annotations_path()} not "
                                 "found; point release_dir at a FACET release (or the fixture)")
     out = layout.data / "curated" / "facet"
-    report = curate_facet(config, out, progress=False)
+    report = curate_facet(config, out)
     if report.fixture:
         log.warning("curation.facet reads a FIXTURE, not FACET: its labels are fixture labels")
     return out

@@ -53,6 +53,22 @@ class Layout:
         """The headline metrics of every model and methodology (``dvc metrics show``)."""
         return self.data / "headline.json"
 
+    @property
+    def headline_dir(self) -> Path:
+        """One file per headline number (``<methodology>/<name>.<better>.json``: model ->
+        value), what ``dvc metrics show`` prints."""
+        return self.data / "headline"
+
+    @property
+    def plots(self) -> Path:
+        """``dvc plots`` tables (``<methodology>/<name>.csv``)."""
+        return self.data / "plots"
+
+    @property
+    def report(self) -> Path:
+        """The study report (``index.html``)."""
+        return self.data / "report" / "index.html"
+
     def curated(self, name: str) -> Path:
         return self.data / "curated" / f"{name}.parquet"
 

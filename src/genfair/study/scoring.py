@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +85,14 @@ def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.Da
     return leaderboard(rows, method.ranking)
 
 
-def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """``model -> {name: value, ...}`` of the methodology's headline metrics (simulators
-    marked, a NaN or missing value as null), each name suffixed with the better direction."""
-    out: dict[str, dict[str, Any]] = {}
+def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per model and headline number of the methodology: ``model``, ``simulated``,
+    ``name``, ``better``, ``value`` (None for NaN) and ``rank`` (among real models; None for
+    simulators or an unranked row), in leaderboard order."""
+    out: list[dict[str, Any]] = []
     if board.empty:
         return out
     for model, rows in board.groupby("model", sort=False):
-        node: dict[str, Any] = {"simulated": bool(rows["simulated"].iloc[0])}
-        if "incomplete" in rows and rows["incomplete"].iloc[0]:
-            node["incomplete"] = True
         for item in method.headline:
             match = rows
             for column, value in item.where.items():
@@ -101,22 +100,85 @@ def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, An
             if match.empty or item.column not in match:
                 continue
             value = match[item.column].iloc[0]
-            node[f"{item.name} ({item.better} is better)"] = (
-                None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4))
-        out[str(model)] = node
+            rank = match["rank"].iloc[0] if "rank" in match else None
+            out.append({
+                "model": str(model), "simulated": bool(rows["simulated"].iloc[0]), "name": item.name,
+                "better": item.better,
+                "value": None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4),
+                "rank": None if rank is None or pd.isna(rank) else int(rank),
+            })
     return out
 
 
+def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """``model -> {name: value, ...}`` of the methodology's headline metrics (simulators
+    marked, a NaN or missing value as null), each name suffixed with the better direction."""
+    out: dict[str, dict[str, Any]] = {}
+    if board.empty:
+        return out
+    for model in dict.fromkeys(board["model"]):
+        rows = board[board["model"] == model]
+        out[str(model)] = {"simulated": bool(rows["simulated"].iloc[0])}
+        if "incomplete" in rows and rows["incomplete"].iloc[0]:
+            out[str(model)]["incomplete"] = True
+    for row in headline_rows(method, board):
+        out[row["model"]][f"{row['name']} ({row['better']} is better)"] = row["value"]
+    return out
+
+
+#: file-name suffix of a headline metric file: which way is better
+BETTER = {"lower": "lower_better", "higher": "higher_better", "closer to 0": "0_best"}
+
+
+def metric_files(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """``<model>/<name>.<better>.json`` -> ``{"value": value}`` (a simulator's folder is
+    ``<model>.SIMULATED``): one file per model and headline number, so ``dvc metrics show``
+    prints one row per number, named for what it is and which way is better, in two columns
+    (path, value) that fit 120 characters."""
+    files: dict[str, dict[str, Any]] = {}
+    for row in headline_rows(method, board):
+        folder = f"{row['model']}.SIMULATED" if row["simulated"] else row["model"]
+        files[f"{folder}/{row['name']}.{BETTER[row['better']]}.json"] = {"value": row["value"]}
+    return files
+
+
+def instrument_metric_files(layout: Layout) -> list[Path]:
+    """The validated instruments' accuracy per attribute
+    (``data/metrics/instruments/<name>.json``) as ``data/headline/instruments/<name>.<attribute>.accuracy.higher_better.json``
+    (``{"value": value}``): the instrument's headline numbers beside the models'."""
+    written = []
+    folder = layout.data / "metrics" / "instruments"
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        for attribute, entry in summary.items():
+            if isinstance(entry, dict) and entry.get("accuracy") is not None:
+                written.append(write_json({"value": entry["accuracy"]}, layout.headline_dir / "instruments"
+                                          / f"{path.stem}.{attribute}.accuracy.{BETTER['higher']}.json"))
+    return written
+
+
 def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
-    """``score``: one leaderboard per methodology of the study (``data/scores/``) and the
-    headline metrics (``data/headline.json``)."""
+    """``score``: one leaderboard per methodology of the study (``data/scores/``), the
+    headline metrics (``data/headline.json``, and one file per number under
+    ``data/headline/`` for ``dvc metrics``) and the ``dvc plots`` tables
+    (``data/plots/``)."""
     written, summary = [], {}
+    for folder in (layout.headline_dir, layout.plots):
+        shutil.rmtree(folder, ignore_errors=True)  # a methodology taken out leaves no stale file
     for name in params.methodologies:
         method = get_methodology(name)
         board = board_for(params, method, layout)
         written.append(write_parquet(board, layout.scores / f"{name}.parquet"))
         summary[name] = headline(method, board)
+        for file, values in metric_files(method, board).items():
+            written.append(write_json(values, layout.headline_dir / name / file))
+        for plot, frame in method.plot_tables(board).items():
+            path = layout.plots / name / f"{plot}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            frame.to_csv(path, index=False, float_format="%.6g")
+            written.append(path)
         if not board.empty:
             log.info("%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique())
+    written.extend(instrument_metric_files(layout))
     written.append(write_json(summary, layout.headline))
     return written

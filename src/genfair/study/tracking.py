@@ -1,4 +1,9 @@
-"""MLflow logging: one parent run per study run, one child run per model and methodology.
+"""MLflow logging: one parent run per study, one child run per model and methodology.
+
+The store, not ``dvc.lock``, decides what is logged: the ``track`` stage always runs and logs
+only the runs the configured store lacks, each keyed by a content hash of its inputs (tag
+``genfair.key``). A fresh clone, a new tracking server or a teammate's machine gets every run
+on its first ``dvc repro``; a rerun logs nothing twice.
 
 Tracking URI: ``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri`` from params, else a
 SQLite store ``mlflow.db`` in the repository root, with artifacts in ``mlartifacts/``.
@@ -10,6 +15,7 @@ without credentials.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -72,25 +78,123 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): data if isinstance(data, (int, float, str, bool)) or data is None else str(data)}
 
 
-def _experiment(mlflow: Any, name: str, root: Path) -> str:
-    found = mlflow.get_experiment_by_name(name)
-    if found:
-        return found.experiment_id
-    return mlflow.create_experiment(name, artifact_location=(root / "mlartifacts").as_uri())
+#: the experiment kind MLflow's UI reads (``mlflow.experimentKind``): a classic ML
+#: experiment opens on its runs table, not on the GenAI "Traces" overview
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+#: the tag that keys a run by the content hash of what it logs
+KEY_TAG = "genfair.key"
+
+
+def _experiment(client: Any, name: str, root: Path) -> str:
+    found = client.get_experiment_by_name(name)
+    experiment = found.experiment_id if found else client.create_experiment(
+        name, artifact_location=(root / "mlartifacts").as_uri())
+    if not found or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+        client.set_experiment_tag(experiment, *EXPERIMENT_KIND)
+    return experiment
+
+
+def content_key(*parts: Any) -> str:
+    """A SHA-256 over JSON-able parts and files (by their bytes): the same inputs give the
+    same key on any machine, so a store that holds the key holds the run."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            files = sorted(p for p in part.rglob("*") if p.is_file()) if part.is_dir() else [part] if part.exists() else []
+            for file in files:
+                digest.update(file.name.encode())
+                digest.update(hashlib.sha256(file.read_bytes()).digest())
+        else:
+            digest.update(json.dumps(part, sort_keys=True, default=str).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def display_uri(uri: str, root: Path) -> str:
+    """The tracking URI without credentials nor this machine's paths (for committed files)."""
+    uri = redact(uri)
+    prefix = "sqlite:///"
+    if uri.startswith(prefix):
+        path = Path(uri[len(prefix):])
+        try:
+            return f"{prefix}{path.resolve().relative_to(root.resolve())}"
+        except ValueError:
+            return f"{prefix}<outside the repository>/{path.name}"
+    return uri
+
+
+def _existing(client: Any, experiment: str) -> dict[str, Any]:
+    """``genfair.key`` -> finished run of the experiment; unfinished ones (a killed
+    ``track``) are deleted so that they are logged again, never twice."""
+    found: dict[str, Any] = {}
+    token = None
+    while True:
+        page = client.search_runs([experiment], filter_string=f"tags.`{KEY_TAG}` != ''", max_results=1000,
+                                  page_token=token)
+        for run in page:
+            key = run.data.tags.get(KEY_TAG)
+            if run.info.status == "FINISHED" and key not in found:
+                found[key] = run
+            else:
+                client.delete_run(run.info.run_id)
+        token = page.token
+        if not token:
+            return found
 
 
 def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
+    """``track``: log to the configured MLflow store the runs it lacks. It always runs (the
+    store, not ``dvc.lock``, says what is logged): each run is keyed by a content hash of
+    what it logs (``genfair.key`` tag), so a fresh clone's store gets every run and a rerun
+    duplicates none. ``data/tracking/runs.json`` lists the keys (deterministic, no machine
+    path)."""
     import mlflow
+    from mlflow.tracking import MlflowClient
 
     root = workspace_root()
     uri = tracking_uri(params, root)
     mlflow.set_tracking_uri(uri)
-    experiment = _experiment(mlflow, params.tracking.experiment, root)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = _experiment(client, params.tracking.experiment, root)
     commit = git_commit(root)
-    children: dict[str, str] = {}
     studies = {name: read_study(name, layout) for name in params.methodologies}
+    children = {f"{model}/{name}": _child_key(params, model, name, layout)
+                for model in params.models for name in methodologies_for(params, model)}
+    parent_key = content_key("study", params.scale, params.seed, sorted(children.values()),
+                             *[layout.scores / f"{n}.parquet" for n in params.methodologies],
+                             *[layout.study(n) for n in params.methodologies])
+    existing = _existing(client, experiment)
+    logged = 0
+    if parent_key in existing:
+        parent_id = existing[parent_key].info.run_id
+    else:
+        parent_id = _log_parent(mlflow, params, layout, experiment, commit, studies, parent_key)
+        logged += 1
+    for model in params.models:
+        for name in methodologies_for(params, model):
+            key = children[f"{model}/{name}"]
+            if key in existing:
+                continue
+            _log_child(mlflow, params, layout, experiment, commit, studies, model, name, key, parent_id)
+            logged += 1
+    log.info("MLflow %s, experiment %s: %d runs logged, %d already there", redact(uri),
+             params.tracking.experiment, logged, 1 + len(children) - logged)
+    return write_json({"tracking_uri": display_uri(uri, root), "experiment": params.tracking.experiment,
+                       "parent_run": parent_key, "child_runs": children}, layout.tracking)
+
+
+def _child_key(params: StudyParams, model: str, name: str, layout: Layout) -> str:
+    return content_key("model", model, name, params.scale, params.seed,
+                       params.model(model).model_dump(mode="json"),
+                       methodology_config(params, name).model_dump(mode="json"),
+                       layout.metrics(model, name), layout.study(name))
+
+
+def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
+                studies: dict[str, Any], key: str) -> str:
     with mlflow.start_run(experiment_id=experiment, run_name=f"study-{params.scale}") as parent:
-        mlflow.set_tags({"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit})
+        mlflow.set_tags({"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit,
+                         KEY_TAG: key})
         mlflow.log_params({"seed": params.seed, "scale": params.scale, "git_commit": commit,
                            "models": ",".join(params.models), "methodologies": ",".join(params.methodologies)})
         for name in params.methodologies:
@@ -107,43 +211,41 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                 mlflow.log_params({f"{name}.{k}": v for k, v in study.params.items()})
                 for table, frame in study.tables.items():
                     _log_table(mlflow, frame, f"{name}_study_{table}.csv")
-        for model, config in params.models.items():
-            info = model_info(params, model)
-            for name in methodologies_for(params, model):
-                method = get_methodology(name)
-                run_name = f"{model}/{name}"
-                with mlflow.start_run(experiment_id=experiment, run_name=run_name, nested=True) as child:
-                    mlflow.set_tags({
-                        "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
-                        "genfair.backend": config.backend, "genfair.modality": config.modality,
-                        "genfair.simulated": str(info.simulated).lower(),
-                        **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
-                    })
-                    method_config = methodology_config(params, name)
-                    model_params = flatten(config.model_dump(mode="json"), "model.")
-                    method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
-                    mlflow.log_params({**model_params, **method_params, "scale": params.scale,
-                                       "seed": params.seed, "git_commit": commit})
-                    folder = layout.metrics(model, name)
-                    summary_path = folder / "summary.json"
-                    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
-                    scores = read_parquet(folder / "scores.parquet")
-                    rows = method.model_rows(model, scores, studies[name])
-                    extra_params, extra_metrics = method.run_record(model, method_config, rows, summary, studies[name])
-                    mlflow.log_params(extra_params)
-                    mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics})
-                    for table in sorted(folder.glob("*.parquet")):
-                        _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
-                    if len(rows) > len(scores):
-                        _log_table(mlflow, rows.iloc[len(scores):], "study_scores.csv")
-                    shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
-                    for figure, file in method.figures(shown, model):
-                        _log_figure(mlflow, figure, file)
-                    children[run_name] = child.info.run_id
-    log.info("MLflow: experiment %s, parent run %s, %d child runs at %s", params.tracking.experiment,
-             parent.info.run_id, len(children), redact(uri))
-    return write_json({"tracking_uri": redact(uri), "experiment_id": experiment,
-                       "parent_run_id": parent.info.run_id, "child_runs": children}, layout.tracking)
+        return parent.info.run_id
+
+
+def _log_child(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
+               studies: dict[str, Any], model: str, name: str, key: str, parent_id: str) -> None:
+    config = params.model(model)
+    info = model_info(params, model)
+    method = get_methodology(name)
+    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id):
+        mlflow.set_tags({
+            "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
+            "genfair.backend": config.backend, "genfair.modality": config.modality,
+            "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
+            **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
+        })
+        method_config = methodology_config(params, name)
+        model_params = flatten(config.model_dump(mode="json"), "model.")
+        method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
+        mlflow.log_params({**model_params, **method_params, "scale": params.scale,
+                           "seed": params.seed, "git_commit": commit})
+        folder = layout.metrics(model, name)
+        summary_path = folder / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+        scores = read_parquet(folder / "scores.parquet")
+        rows = method.model_rows(model, scores, studies[name])
+        extra_params, extra_metrics = method.run_record(model, method_config, rows, summary, studies[name])
+        mlflow.log_params(extra_params)
+        mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics})
+        for table in sorted(folder.glob("*.parquet")):
+            _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
+        if len(rows) > len(scores):
+            _log_table(mlflow, rows.iloc[len(scores):], "study_scores.csv")
+        shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
+        for figure, file in method.figures(shown, model):
+            _log_figure(mlflow, figure, file)
 
 
 def _score_metrics(scores: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, float]:

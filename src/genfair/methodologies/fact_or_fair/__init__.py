@@ -16,7 +16,15 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Ranking,
+    ReportContext,
+    ReportSection,
+    StepContext,
+)
 from genfair.methodologies.fact_or_fair import t2i
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import load_statistics
@@ -132,6 +140,17 @@ class FactOrFair(Methodology):
                 else:
                     out.append((tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png"))
         return out
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The trade-off plots per modality and context (paper Fig. 4-9) and the leaderboard."""
+        from genfair.methodologies.fact_or_fair.report import report_section
+
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        from genfair.methodologies.fact_or_fair.report import plot_tables
+
+        return plot_tables(board)
 
     def _llm_metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
         statistics = load_statistics(config.statistics, config.ground_truth_overrides)

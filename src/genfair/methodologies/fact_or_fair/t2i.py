@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from genfair.logs import progress
 from genfair.methodologies.base import MetricsResult
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
@@ -146,7 +147,7 @@ def label(probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfi
     merged = probes.merge(responses[["probe_id", "status", "attempts", "image", "true_attributes"]],
                           on="probe_id", how="inner", validate="one_to_one")
     records = []
-    for row in merged.to_dict("records"):
+    for row in progress(merged.to_dict("records"), desc="fact_or_fair t2i: faces", unit="image"):
         base = {c: row[c] for c in ("probe_id", "kind", "context", "statistic", "direction", "attribute",
                                     "scenario_id", "sample_index", "attempts")}
         base.update(image=row["image"], source=None, instrument=None, n_faces=0, face=None)

@@ -49,10 +49,13 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.logs import progress
 from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    ReportContext,
+    ReportSection,
     StepContext,
     StudyContext,
     StudyResult,
@@ -369,7 +372,7 @@ class Iris(Methodology):
         instrument (SIMULATORS) reads the recorded ``true_attributes``."""
         simulated = instrument.config.mode == "oracle"
         rows = []
-        for r in images.to_dict("records"):
+        for r in progress(images.to_dict("records"), desc="iris: faces", unit="image"):
             if r["status"] != "ok" or r.get("image") is None:
                 rows.append({"face_status": None, **{c: None for c in ATTRIBUTE_COLUMNS}})
                 continue
@@ -565,12 +568,6 @@ class Iris(Methodology):
         """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
         return scores
 
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """Fig. 4(c): the sector-score correlation matrix, for a leaderboard of >= 3 models."""
-        from genfair.methodologies.iris.figures import study_figures
-
-        return study_figures(scores, title)
-
     def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
                    study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
         """The S and K used (and the mode), per-sector magnitudes and scores, the overall
@@ -583,6 +580,30 @@ class Iris(Methodology):
         record = tracking_record(board[board["model"] == model].drop(columns="simulated"),
                                  config.scoring)[model]
         return record["params"], record["metrics"]
+
+
+    # ---- figures and report
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """For the leaderboard (the study's IRIS scores; a model's granular metrics have
+        none): the sector chart with the codes, and Fig. 4(c), the sector-score correlation
+        matrix, for >= 3 models."""
+        if scores.empty or "score" not in scores or "sector" not in scores:
+            return []
+        from genfair.methodologies.iris.figures import sector_figure, study_figures
+
+        return [(sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png"), *study_figures(scores, title)]
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The sector chart with the codes, the scores per sector, the validation table."""
+        from genfair.methodologies.iris.report import report_section
+
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        from genfair.methodologies.iris.report import plot_tables
+
+        return plot_tables(board)
 
 
 class _LazyMiniLM:

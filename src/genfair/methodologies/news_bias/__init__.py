@@ -52,6 +52,8 @@ from genfair.methodologies.base import (
     Methodology,
     MetricsResult,
     Ranking,
+    ReportContext,
+    ReportSection,
     StepContext,
     StudyContext,
     StudyResult,
@@ -296,6 +298,17 @@ class NewsBias(Methodology):
         from genfair.methodologies.news_bias.figures import bias_bars
 
         return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level tests."""
+        from genfair.methodologies.news_bias.report import report_section
+
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        from genfair.methodologies.news_bias.report import plot_tables
+
+        return plot_tables(board)
 
     def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
                    study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:

@@ -1,0 +1,325 @@
+"""The study report: one self-contained HTML file, ``data/report/index.html``.
+
+It opens offline from disk: CSS is inline, figures are PNGs inside the page (``data:`` URLs),
+there is no script, and a Content-Security-Policy forbids any script or request, so a model's
+text can neither run nor call home. Every string that a model wrote or a dataset supplied goes
+through Jinja2's autoescaping. Sections:
+
+- the study: models (backend, modality, SIMULATED or not), methodologies, scale, seed, git
+  commit, date;
+- headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
+  model, with the model's rank among real models (simulators are never ranked);
+- one section per methodology, from its :meth:`~genfair.methodologies.base.Methodology.report_section`
+  (the generic code names no methodology);
+- instruments: the face instrument's validation, the instruments each methodology used (the
+  ``instruments`` entry of its metrics summaries) and the answer mapper's tiers (``tiers``).
+
+Why matplotlib and static PNGs rather than Vega-Altair or Plotly: docs/report.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from genfair.config import StudyParams
+from genfair.io import read_parquet
+from genfair.logs import progress
+from genfair.methodologies import get_methodology
+from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.study.context import configured, model_info, models_for
+from genfair.study.layout import Layout
+from genfair.study.scoring import headline_rows
+from genfair.study.steps import read_study
+from genfair.study.tracking import git_commit, workspace_root
+
+log = logging.getLogger(__name__)
+
+#: rows of a table shown in the report (the full tables are in data/)
+MAX_ROWS = 60
+SIMULATED = "SIMULATED"
+
+
+def figure_png(figure: Any, dpi: int = 96) -> str:
+    """A matplotlib figure as a base64 PNG (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _cell(value: Any, column: str, simulated: set[str]) -> dict[str, Any]:
+    """A table cell: its text and whether it carries the SIMULATED badge."""
+    if column == "simulated":
+        return {"text": "", "sim": bool(value) if not _missing(value) else False}
+    if _missing(value):
+        return {"text": "–", "sim": False}
+    if isinstance(value, bool):
+        return {"text": "yes" if value else "no", "sim": False}
+    if isinstance(value, float):
+        return {"text": f"{value:.4g}", "sim": False}
+    text = str(value)
+    return {"text": text, "sim": column == "model" and text in simulated}
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def table_view(table: ReportTable, simulated: set[str], max_rows: int = MAX_ROWS) -> dict[str, Any]:
+    """A :class:`ReportTable` as the template's rows of escaped-later cells."""
+    frame = table.frame
+    shown = frame.head(max_rows)
+    rows = [[_cell(v, str(c), simulated) for c, v in zip(shown.columns, row, strict=True)]
+            for row in shown.itertuples(index=False, name=None)]
+    return {"title": table.title, "caption": table.caption, "columns": [str(c) for c in frame.columns],
+            "rows": rows, "more": max(0, len(frame) - max_rows)}
+
+
+def section_view(section: ReportSection, anchor: str, simulated: set[str]) -> dict[str, Any]:
+    return {
+        "anchor": anchor, "title": section.title, "intro": section.intro, "notes": section.notes,
+        "figures": [{"png": figure_png(f.figure), "caption": f.caption, "name": f.name or f"figure-{i + 1}"}
+                    for i, f in enumerate(section.figures)],
+        "tables": [table_view(t, simulated) for t in section.tables],
+    }
+
+
+def headline_view(params: StudyParams, layout: Layout) -> dict[str, Any]:
+    """Rows (methodology, headline name, better) x columns (models): value and rank."""
+    models = list(params.models)
+    rows = []
+    for name in params.methodologies:
+        board_path = layout.scores / f"{name}.parquet"
+        board = read_parquet(board_path) if board_path.exists() else pd.DataFrame()
+        by_name: dict[str, dict[str, Any]] = {}
+        for row in headline_rows(get_methodology(name), board):
+            entry = by_name.setdefault(row["name"], {"methodology": name, "name": row["name"],
+                                                     "better": row["better"], "cells": {}})
+            entry["cells"][row["model"]] = row
+        rows.extend(by_name.values())
+    for row in rows:
+        row["cells"] = [row["cells"].get(m) for m in models]
+    return {"models": models, "rows": rows}
+
+
+def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any]:
+    """The face instrument's validation, what each methodology used, and answer-mapper tiers."""
+    validation = []
+    folder = layout.data / "metrics" / "instruments"
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        per_attribute = folder / path.stem / "per_attribute.parquet"
+        frame = read_parquet(per_attribute) if per_attribute.exists() else pd.DataFrame(
+            [{"attribute": k, **{f: v.get(f) for f in ("status", "n", "accuracy", "accuracy_disparity")}}
+             for k, v in summary.items() if isinstance(v, dict)])
+        per_group = folder / path.stem / "per_group.parquet"
+        tables = [table_view(ReportTable(f"{path.stem}: accuracy per attribute", frame,
+                                         f"{summary.get('instrument', path.stem)} on {summary.get('images', '?')} "
+                                         "labelled package photos (model mode: what real models' images get)."),
+                             simulated)]
+        if per_group.exists():
+            tables.append(table_view(ReportTable(f"{path.stem}: recall per group", read_parquet(per_group),
+                                                 "A gap between groups is the instrument's own bias."), simulated))
+        validation.append({"name": path.stem, "tables": tables})
+    used, tiers = [], []
+    for model in params.models:
+        for name in params.methodologies:
+            summary_path = layout.metrics(model, name) / "summary.json"
+            if not summary_path.exists():
+                continue
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            for instrument, value in (summary.get("instruments") or {}).items():
+                used.append({"model": model, "methodology": name, "instrument": instrument, "value": str(value)})
+            for where, counts in _find(summary, "tiers"):
+                tiers.extend({"model": model, "methodology": name, "where": where, "tier": str(t), "count": c}
+                             for t, c in counts.items())
+    out = {"validation": validation, "used": None, "tiers": None}
+    if used:
+        out["used"] = table_view(ReportTable("Instruments used", pd.DataFrame(used),
+                                             "Named in each model's metrics summary (oracle = a simulator's planted truth)."),
+                                 simulated)
+    if tiers:
+        out["tiers"] = table_view(ReportTable("Answer mapper tiers", pd.DataFrame(tiers),
+                                              "How free-text answers were mapped onto the label set "
+                                              "(exact, alias, embedding, unmappable...)."), simulated)
+    return out
+
+
+def _find(node: Any, key: str, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every ``key: {...}`` entry in a nested summary, with where it was found."""
+    found = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key and isinstance(v, dict):
+                found.append((path or "-", v))
+            else:
+                found.extend(_find(v, key, f"{path}.{k}" if path else str(k)))
+    return found
+
+
+def report_context(params: StudyParams, name: str, layout: Layout) -> ReportContext:
+    method, config = configured(params, name)
+    board_path = layout.scores / f"{name}.parquet"
+
+    def summary(model: str) -> dict[str, Any]:
+        path = layout.metrics(model, name) / "summary.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def table(model: str, table_name: str) -> pd.DataFrame:
+        path = layout.metrics(model, name) / f"{table_name}.parquet"
+        return read_parquet(path) if path.exists() else pd.DataFrame()
+
+    return ReportContext(board=read_parquet(board_path) if board_path.exists() else pd.DataFrame(),
+                         study=read_study(name, layout), models=tuple(model_info(params, m) for m in models_for(params, name)),
+                         config=config, summary=summary, table=table)
+
+
+def build_report(params: StudyParams, layout: Layout = Layout(), now: datetime | None = None) -> Path:
+    """``report``: write ``data/report/index.html`` from the study's outputs."""
+    from jinja2 import Environment
+
+    infos: list[ModelInfo] = [model_info(params, m) for m in params.models]
+    simulated = {m.name for m in infos if m.simulated}
+    sections = []
+    for name in progress(list(params.methodologies), desc="report sections", unit="section", every=5):
+        section = get_methodology(name).report_section(report_context(params, name, layout))
+        sections.append(section_view(section, f"m-{name}", simulated))
+    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    html = env.from_string(TEMPLATE).render(
+        models=infos, methodologies=list(params.methodologies), scale=params.scale, seed=params.seed,
+        commit=git_commit(workspace_root()), date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        headline=headline_view(params, layout), sections=sections,
+        instruments=instruments_view(params, layout, simulated), any_simulated=bool(simulated),
+        simulated_names=simulated,
+    )
+    out = layout.report
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    log.info("report: %s (%d sections, %.0f kB)", out, len(sections), out.stat().st_size / 1024)
+    return out
+
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>genfair study report ({{ scale }})</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d232b; background: #fafbfc; }
+header, main { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 20px; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { border-bottom: 2px solid #d0d7de; padding-bottom: 4px; margin-top: 2.2em; }
+h3 { margin-top: 1.6em; }
+nav a { margin-right: 14px; }
+section { margin-bottom: 2em; }
+table { border-collapse: collapse; margin: 8px 0 4px; font-size: 0.86em; background: #fff; }
+th, td { border: 1px solid #d0d7de; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #eef1f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.sim { display: inline-block; background: #b3261e; color: #fff; font-size: 0.72em; font-weight: 600;
+       padding: 1px 5px; border-radius: 3px; margin-left: 5px; letter-spacing: 0.04em; }
+.caption, .note { color: #454f5b; font-size: 0.9em; max-width: 960px; }
+.more { color: #6a737d; font-size: 0.85em; }
+figure { margin: 14px 0 22px; background: #fff; border: 1px solid #d0d7de; padding: 10px; }
+figure img { max-width: 100%; height: auto; }
+figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px; }
+.tablewrap { overflow-x: auto; }
+.banner { background: #fff4e5; border: 1px solid #f0b37e; padding: 8px 12px; margin: 12px 0; }
+</style>
+</head>
+<body>
+<header>
+<h1>genfair study report</h1>
+<nav><a href="#study">Study</a><a href="#headline">Headline numbers</a>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}<a href="#instruments">Instruments</a></nav>
+</header>
+<main>
+<section id="study">
+<h2>The study</h2>
+<p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, git commit <code>{{ commit }}</code>, rendered {{ date }}.
+Methodologies: {{ methodologies | join(", ") }}.</p>
+{% if any_simulated %}
+<p class="banner"><span class="sim">SIMULATED</span> marks a planted-bias simulator: it checks the chain from
+responses to scores against a known truth, it is not a real model, and it is never ranked.</p>
+{% endif %}
+<table id="models">
+<tr><th>model</th><th>backend</th><th>modality</th><th>kind</th></tr>
+{% for m in models %}
+<tr><td>{{ m.name }}{% if m.simulated %}<span class="sim">SIMULATED</span>{% endif %}</td><td>{{ m.backend }}</td>
+<td>{{ m.modality }}</td><td>{{ "simulator (planted biases)" if m.simulated else "real model" }}</td></tr>
+{% endfor %}
+</table>
+</section>
+
+<section id="headline">
+<h2>Headline numbers</h2>
+<p class="caption">One fairness profile per model: each methodology's few headline numbers (its name says the
+measure, the next column which way is better). "#n" is the model's rank among real models of its modality;
+simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers: <code>dvc metrics show</code>.</p>
+<div class="tablewrap">
+<table id="headline-table">
+<tr><th>methodology</th><th>headline</th><th>better</th>
+{% for m in headline.models %}<th>{{ m }}{% if m in simulated_names %}<span class="sim">SIMULATED</span>{% endif %}</th>{% endfor %}</tr>
+{% for row in headline.rows %}
+<tr><td>{{ row.methodology }}</td><td>{{ row.name }}</td><td>{{ row.better }}</td>
+{% for cell in row.cells %}<td class="num">{% if cell is none %}–{% elif cell.value is none %}n/a{% else %}{{ "%.4g" | format(cell.value) }}{% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+</div>
+</section>
+
+{% for s in sections %}
+<section id="{{ s.anchor }}" class="methodology">
+<h2>{{ s.title }}</h2>
+{% if s.intro %}<p>{{ s.intro }}</p>{% endif %}
+{% for n in s.notes %}<p class="note">{{ n }}</p>{% endfor %}
+{% for f in s.figures %}
+<figure id="{{ s.anchor }}-{{ f.name }}"><img src="data:image/png;base64,{{ f.png }}" alt="{{ f.name }}">
+<figcaption>{{ f.caption }}</figcaption></figure>
+{% endfor %}
+{% for t in s.tables %}{{ table(t) }}{% endfor %}
+{% if not s.figures and not s.tables %}<p class="note">No scores: no model of this study runs it.</p>{% endif %}
+</section>
+{% endfor %}
+
+<section id="instruments">
+<h2>Instruments</h2>
+<p class="caption">What labelled the responses, and how well. A biased instrument biases every score it feeds.</p>
+{% for v in instruments.validation %}<h3>Validation: {{ v.name }}</h3>{% for t in v.tables %}{{ table(t) }}{% endfor %}{% endfor %}
+{% if instruments.used %}{{ table(instruments.used) }}{% endif %}
+{% if instruments.tiers %}{{ table(instruments.tiers) }}{% endif %}
+</section>
+</main>
+</body>
+</html>
+"""
+
+_TABLE = """{% macro table(t) %}
+<h3>{{ t.title }}</h3>
+{% if t.caption %}<p class="caption">{{ t.caption }}</p>{% endif %}
+<div class="tablewrap"><table>
+<tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell.text }}{% if cell.sim %}<span class="sim">SIMULATED</span>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}
+</table></div>
+{% if t.more %}<p class="more">… {{ t.more }} more rows in the study's tables.</p>{% endif %}
+{% endmacro %}"""
+
+TEMPLATE = TEMPLATE.replace("<!DOCTYPE html>", _TABLE + "<!DOCTYPE html>", 1)

@@ -1,0 +1,257 @@
+"""The study report and MLflow tracking over a small study built in-process: FACT-OR-FAIR on
+the simulated LLM and T2I models, plus a toy methodology (default report hook) whose probes,
+answers, notes and headline carry markup that must never run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from genfair.cli import compose
+from genfair.config import StudyParams, load_params
+from genfair.io import write_parquet
+from genfair.methodologies import register
+from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.study.curation import occupations_table
+from genfair.study.layout import Layout
+from genfair.study.report import build_report
+from genfair.study.scoring import score_study
+from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
+from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
+from tests.study.toy_methodology import Quiz, QuizConfig
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(2)>'
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic"]
+
+
+class EvilQuiz(Quiz):
+    """A toy quiz whose dataset and model text is hostile markup."""
+
+    name: ClassVar[str] = "toy_evil"
+    headline = (Headline(f"accuracy {IMG}", "mean", {"measure": "accuracy"}, "higher"),)
+
+    def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
+        probes = super().build_probes(config, seed)
+        probes["prompt"] = probes["prompt"] + f" {SCRIPT}"
+        return probes
+
+    def metrics(self, labels: pd.DataFrame, config: QuizConfig, ctx: StepContext) -> MetricsResult:
+        result = super().metrics(labels, config, ctx)
+        result.scores["note"] = IMG
+        result.summary["instruments"] = {"judge": SCRIPT}
+        return result
+
+
+def _params(tmp_path: Path) -> StudyParams:
+    drop = ["smollm2", "simulated_vlm"]
+    raw = load_params(compose(["scale=smoke", *[f"~model@models.{m}" for m in drop]],
+                              tmp_path / "params.yaml")).model_dump(mode="json")
+    iris = raw["methodologies"]["iris"]
+    iris["occupations_table"] = str(tmp_path / "data/curated/occupations/occupations.parquet")
+    iris["ifs_und"]["persons"] = None  # no FACET crops (and no VLM) in this small study
+    iris["bis_und"]["dataset"] = None
+    raw["methodologies"] = {"fact_or_fair": raw["methodologies"]["fact_or_fair"], "iris": iris,
+                            "toy_evil": {"questions": 30}}
+    return StudyParams.model_validate(raw)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout, Path]:
+    tmp = tmp_path_factory.mktemp("report-study")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GENFAIR_CACHE_DIR", str(tmp / "cache"))
+    patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+    register(EvilQuiz)
+    params = _params(tmp)
+    layout = Layout(tmp)
+    occupations_table(params, layout)
+    for name in params.methodologies:
+        make_probes(params, name, layout)
+        for model in params.models:
+            generate(params, model, name, layout)
+            if name == "toy_evil" and model == "simulated_llm":  # the model "writes" markup
+                path = layout.responses(model, name)
+                responses = pd.read_parquet(path)
+                responses.loc[responses.index[:3], "text"] = IMG + SCRIPT
+                write_parquet(responses, path)
+            label(params, model, name, layout)
+            compute_metrics(params, model, name, layout)
+        study_step(params, name, layout)
+    score_study(params, layout)
+    yield params, layout, tmp
+    patch.undo()
+
+
+def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout, Path]) -> None:
+    params, layout, _ = study
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    assert "<script" not in html.lower() and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
+    assert "onerror=alert(2)" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
+    for section in ('id="study"', 'id="headline"', 'id="m-fact_or_fair"', 'id="m-iris"', 'id="m-toy_evil"',
+                    'id="instruments"'):
+        assert section in html
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+    assert html.count("SIMULATED") >= 4
+    # the headline table: both simulators, never ranked
+    assert "(#" not in html.split('id="headline-table"')[1].split("</table>")[0]
+
+
+def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, Layout, Path]) -> None:
+    _, layout, _ = study
+    files = sorted((layout.headline_dir / "fact_or_fair").rglob("*.json"))
+    assert [str(f.relative_to(layout.headline_dir / "fact_or_fair")) for f in files] == sorted(
+        f"{m}.SIMULATED/{c}.{a}.distance.lower_better.json"
+        for m in ("simulated_llm", "simulated_t2i") for c in ("objective", "baseline") for a in ("gender", "race"))
+    values = [json.loads(f.read_text()) for f in files]
+    assert all(set(v) == {"value"} and isinstance(v["value"], float) for v in values)
+    plot = pd.read_csv(layout.plots / "fact_or_fair" / "tradeoff_objective_gender.csv")
+    assert {"model", "s_fact", "s_e"} <= set(plot) and plot["model"].str.contains("SIMULATED").all()
+
+
+def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[StudyParams, Layout, Path]) -> None:
+    params, layout, tmp = study
+    store = f"sqlite:///{tmp / 'mlflow.db'}"
+    runs = json.loads(track_study(params, layout).read_text())
+    assert str(tmp) not in json.dumps(runs)  # no machine path in the committed file
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.get_experiment_by_name(params.tracking.experiment)
+    assert experiment.tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
+    first = client.search_runs([experiment.experiment_id])
+    assert len(first) == 1 + len(runs["child_runs"]) == 6  # parent + 2 models on fact_or_fair and iris + 1 on the toy
+    again = json.loads(track_study(params, layout).read_text())
+    assert again == runs
+    second = client.search_runs([experiment.experiment_id])
+    assert sorted(r.info.run_id for r in second) == sorted(r.info.run_id for r in first)
+    child = next(r for r in second if r.data.tags.get(KEY_TAG) == runs["child_runs"]["simulated_llm/fact_or_fair"])
+    assert child.data.tags["genfair.simulated"] == "true" and child.data.metrics
+    # a fresh store gets every run again
+    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'fresh.db'}"
+    try:
+        track_study(params, layout)
+    finally:
+        os.environ["MLFLOW_TRACKING_URI"] = store
+    fresh = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'fresh.db'}")
+    assert len(fresh.search_runs([fresh.get_experiment_by_name(params.tracking.experiment).experiment_id])) == 6
+
+
+@pytest.mark.browser
+def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Path], tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (make setup)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root "
+                    "(apt-get install chromium chromium-driver)")
+    params, layout, _ = study
+    report = build_report(params, layout)
+    requests, errors, dialogs = [], [], []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(report.as_uri(), wait_until="load")
+            for section in ("#study", "#headline", "#m-fact_or_fair", "#m-iris", "#m-toy_evil", "#instruments"):
+                assert page.locator(section).is_visible(), section
+            figures = page.locator("section.methodology figure img")
+            assert figures.count() >= 4  # LLM and T2I trade-off plots, IRIS sectors
+            sizes = figures.evaluate_all("imgs => imgs.map(i => [i.complete, i.naturalWidth])")
+            assert all(done and width > 100 for done, width in sizes), sizes
+            assert page.locator("#models .sim").count() == 2
+            assert IMG in page.locator("#m-toy_evil").inner_text()  # shown as text
+            assert SCRIPT in page.locator("#instruments").inner_text()
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert not dialogs and not errors, (dialogs, errors)
+    assert all(u.startswith(("file://", "data:")) for u in requests), requests
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.browser
+def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyParams, Layout, Path]) -> None:
+    """The real MLflow server on the study's store, checked through Chromium."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (make setup)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root")
+    params, layout, tmp = study
+    runs = json.loads(track_study(params, layout).read_text())
+    store = f"sqlite:///{tmp / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    by_key = {r.data.tags.get(KEY_TAG): r for r in client.search_runs([experiment])}
+    iris_t2i = by_key[runs["child_runs"]["simulated_t2i/iris"]].info.run_id
+    fof_llm = by_key[runs["child_runs"]["simulated_llm/fact_or_fair"]].info.run_id
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
+                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "mlflow server did not start"
+            time.sleep(0.5)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 1000})
+                # the link `make ui` prints: the experiment's runs table (classic ML view)
+                page.goto(f"{base}/#/experiments/{experiment}?workflowType=machine_learning")
+                page.wait_for_url(re.compile(r".*/runs.*"), timeout=60_000)
+                page.get_by_text("study-smoke").first.wait_for(timeout=60_000)
+                # every model x methodology run: expand the study run's children
+                page.wait_for_timeout(1000)
+                toggles = page.locator('[role="gridcell"] button[data-component-id*="runnamecellrenderer"]')
+                for i in range(toggles.count()):
+                    toggles.nth(i).click()
+                for name in runs["child_runs"]:
+                    page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+                # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
+                page.goto(f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning")
+                page.get_by_text("iris.S.IFS-Gen").first.wait_for(timeout=60_000)
+                text = page.locator("body").inner_text()
+                assert "iris.K.IFS-Gen" in text and "iris.score.IFS-Gen" in text
+                assert "genfair.simulated" in text or "SIMULATED" in text
+                page.goto(f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning")
+                page.get_by_text("tradeoff_objective.png").first.wait_for(timeout=60_000)
+                # comparing two runs
+                page.goto(f"{base}/#/compare-runs?runs=" + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
+                          + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}")
+                page.get_by_text("simulated_t2i/iris").first.wait_for(timeout=60_000)
+                assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
