@@ -58,7 +58,10 @@ def recall_estimate(
     hits: int, n: int, confidence: float = 0.95, empty_value: float | None = None
 ) -> dict[str, float]:
     """``{"recall", "ci_low", "ci_high", "hits", "n"}``: ``hits / n`` with its Wilson
-    interval; ``n = 0`` gives ``empty_value`` (NaN when None) and a NaN interval."""
+    interval; ``n = 0`` gives ``empty_value`` (NaN when None) and a NaN interval.
+
+    Paper 004 §2.2's recall of one cell, with a Wilson interval.
+    """
     if n < 0 or not 0 <= hits <= n:
         raise ValueError(f"need 0 <= hits <= n, got {hits} hits of {n}")
     if n == 0:
@@ -72,7 +75,10 @@ def recall_estimate(
 def newcombe_interval(
     hits_a: int, n_a: int, hits_b: int, n_b: int, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Newcombe's hybrid score interval for ``hits_a/n_a - hits_b/n_b`` (method 10)."""
+    """Newcombe's hybrid score interval for ``hits_a/n_a - hits_b/n_b`` (method 10).
+
+    Used for paper 004's disparities (Table 2 reports none; Newcombe 1998, method 10).
+    """
     a = recall_estimate(hits_a, n_a, confidence)
     b = recall_estimate(hits_b, n_b, confidence)
     if n_a == 0 or n_b == 0:
@@ -88,7 +94,10 @@ def recall_difference(
     confidence: float = 0.95, empty_value: float | None = None,
 ) -> dict[str, float]:  # fmt: skip
     """``{"difference", "ci_low", "ci_high"}`` for recall(a) - recall(b); an empty side is
-    ``empty_value`` (NaN difference when None) and the interval is NaN."""
+    ``empty_value`` (NaN difference when None) and the interval is NaN.
+
+    Paper 004 Table 2's disparity of one pair, with a Newcombe interval.
+    """
     ra = recall_estimate(hits_a, n_a, confidence, empty_value)["recall"]
     rb = recall_estimate(hits_b, n_b, confidence, empty_value)["recall"]
     low, high = newcombe_interval(hits_a, n_a, hits_b, n_b, confidence)
@@ -111,7 +120,10 @@ def group_recalls(
     ``class, group, hits, n, recall, ci_low, ci_high`` with per-class rows in
     ``class_order`` (default: sorted), then ``POOLED`` rows (all hits / all images of the
     group over the classes) and ``MACRO`` rows (mean of the group's per-class recalls over
-    the classes where it is defined; no interval)."""
+    the classes where it is defined; no interval).
+
+    Paper 004 §2.2: recall per class and group; Table 2 reports the pooled (micro) rows.
+    """
     frame = pd.DataFrame({"class": np.asarray(classes, dtype=object),
                           "group": np.asarray(groups, dtype=object),
                           "hit": np.asarray(hits, dtype=bool)})  # fmt: skip
@@ -148,7 +160,10 @@ def disparity_table(
     """recall(a) - recall(b) for each class (and the pooled rows) of a
     :func:`group_recalls` table, for ``pairs`` (default: every pair of groups in table
     order). Columns ``class, group_a, group_b, difference, ci_low, ci_high, n_a, n_b``;
-    the ``MACRO`` rows have the difference of the macro means and no interval."""
+    the ``MACRO`` rows have the difference of the macro means and no interval.
+
+    Paper 004 §2.2 and Table 2: the disparity male − female, light − dark, younger − older.
+    """
     groups = list(dict.fromkeys(recalls["group"]))
     pairs = list(pairs) if pairs is not None else list(combinations(groups, 2))
     unknown = sorted({g for p in pairs for g in p} - set(groups))
@@ -172,7 +187,10 @@ def disparity_table(
 def recall_range(recalls: pd.DataFrame) -> pd.DataFrame:
     """max - min of the groups' recalls per class (and pooled / macro rows), with the
     groups that attain them; groups with no recall (n/a) are left out, and a class with
-    fewer than two defined groups has NaN. A point estimate: no interval."""
+    fewer than two defined groups has NaN. A point estimate: no interval.
+
+    An extra beside paper 004's pair disparities: the spread over every group.
+    """
     rows = []
     for cls, cells in recalls.groupby("class", sort=False):
         defined = cells.dropna(subset=["recall"])
