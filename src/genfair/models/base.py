@@ -177,6 +177,46 @@ class VLMBackend(LLMBackend):
     modality = "vlm"
 
 
+class Simulator(LLMBackend):
+    """The skeleton every SIMULATOR shares (planted-bias models, labelled ``simulated`` in
+    every output): a config with named policies, a fingerprint built from it, one
+    :meth:`respond` per request, a new random draw per attempt."""
+
+    simulated = True
+    deterministic = False  # a new attempt has a new seed, so a new draw
+    #: how errors name it
+    kind: str = "simulated model"
+
+    def __init__(self, config: Any):
+        self.config = config
+
+    def _fingerprint(self, **fields: Any) -> dict[str, Any]:
+        """``backend``, the modality (not for text: its cache keys predate modalities),
+        ``model_id``, ``revision`` and the backend's own ``fields``."""
+        modality = {} if self.modality == "llm" else {"modality": self.modality}
+        return {"backend": "simulated", **modality, "model_id": self.config.model_id,
+                "revision": self.config.revision, **fields}
+
+    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for request in requests:
+            on_done(request, self.respond(request))
+
+    @abstractmethod
+    def respond(self, request: Request) -> Completion:
+        """The planted answer to one request."""
+
+    def policy_name(self, meta: dict[str, Any], policies: dict[str, Any]) -> str:
+        """The request's ``meta["policy"]`` (or its ``fallback_policy``), which ``policies``
+        must configure."""
+        name = meta.get("policy")
+        if name not in policies:  # e.g. news_biased -> news when not configured
+            name = meta.get("fallback_policy", name)
+        if name not in policies:
+            raise KeyError(f"{self.kind} has no policy for probe kind {name!r} (request meta['policy']); "
+                           f"configured: {sorted(policies)}")
+        return name
+
+
 def _key_message(message: dict[str, Any]) -> dict[str, Any]:
     """A message as it enters the cache key: image parts by hash, without their path (so
     moving a data folder keeps the keys). Text messages are unchanged."""

@@ -40,12 +40,17 @@ class SamplingParams(_Strict):
     max_tokens: int = Field(64, gt=0)
 
 
-class _ModelBase(_Strict):
-    modality: Literal["llm"] = "llm"
+class _UnderTest(_Strict):
+    """What every model under test has, whatever its modality."""
+
     #: free-text description shown in `genfair models` and the MLflow run
     description: str = ""
     #: model family (IRIS Fig. 4(d)); None = unknown
     architecture: Architecture = None
+
+
+class _ModelBase(_UnderTest):
+    modality: Literal["llm"] = "llm"
     sampling: SamplingParams = SamplingParams()
 
 
@@ -200,11 +205,8 @@ LLMConfig = Annotated[
 # --- text-to-image (t2i) models ----------------------------------------------------------
 
 
-class _T2IBase(_Strict):
+class _T2IBase(_UnderTest):
     modality: Literal["t2i"] = "t2i"
-    description: str = ""
-    #: model family (IRIS Fig. 4(d)); None = unknown
-    architecture: Architecture = None
 
 
 class DiffusersT2IConfig(_T2IBase):
@@ -346,11 +348,8 @@ T2IConfig = Annotated[
 # --- vision-language (vlm) models: image + text -> text ------------------------------------
 
 
-class _VLMBase(_Strict):
+class _VLMBase(_UnderTest):
     modality: Literal["vlm"] = "vlm"
-    description: str = ""
-    #: model family (IRIS Fig. 4(d)); None = unknown
-    architecture: Architecture = None
     sampling: SamplingParams = SamplingParams()
 
 

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
-from genfair.models.base import Completion, LLMBackend, OnDone, Request
+from genfair.models.base import Completion, Request, Simulator
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
 
 REFUSAL = "I'm sorry, but I can't make that judgement about people based on their demographics."
@@ -53,39 +52,21 @@ FEMALE_TO_MALE: dict[str, str] = {
 _FEMALE_WORD = re.compile(r"\b(" + "|".join(FEMALE_TO_MALE) + r")\b", re.IGNORECASE)
 
 
-class SimulatedLLM(LLMBackend):
-    simulated = True
-    deterministic = False  # a new attempt has a new seed, so a new draw
-
-    def __init__(self, config: SimulatedModelConfig):
-        self.config = config
+class SimulatedLLM(Simulator):
+    config: SimulatedModelConfig
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {
-            "backend": "simulated",
-            "model_id": self.config.model_id,
-            "revision": self.config.revision,
-            # a choice policy's default ``kind`` is left out so that its cache keys are the
-            # ones written before rewrite policies existed
-            "policy": {k: _policy_key(v) for k, v in sorted(self.config.policy.items())},
-        }
+        # a choice policy's default ``kind`` is left out so that its cache keys are the ones
+        # written before rewrite policies existed
+        return self._fingerprint(policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())})
 
-    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:
-            on_done(request, Completion(status="ok", text=self.answer(request), finish_reason="stop"))
+    def respond(self, request: Request) -> Completion:
+        return Completion(status="ok", text=self.answer(request), finish_reason="stop")
 
     def answer(self, request: Request) -> str:
         meta = request.meta
-        name = meta.get("policy")
-        if name not in self.config.policy:  # e.g. news_biased -> news when not configured
-            name = meta.get("fallback_policy", name)
-        if name not in self.config.policy:
-            raise KeyError(
-                f"simulated model has no policy for probe kind {name!r}; "
-                f"configured: {sorted(self.config.policy)}"
-            )
-        policy = self.config.policy[name]
+        policy = self.config.policy[self.policy_name(meta, self.config.policy)]
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:

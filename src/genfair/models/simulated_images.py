@@ -21,12 +21,11 @@ names, a known class distribution per (bias, caption), drawn per image and recor
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from genfair.models.base import Completion, OnDone, Request, T2IBackend, derive_seed
+from genfair.models.base import Completion, Request, Simulator, T2IBackend, derive_seed
 from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedT2IConfig, SimulatedT2IPolicy
 from genfair.models.images import encode_png
 
@@ -46,41 +45,28 @@ _NEUTRAL_FACE = (200, 200, 200)
 REFUSAL = "SIMULATED refusal: this request was blocked by the simulated content policy."
 
 
-class SimulatedT2I(T2IBackend):
-    simulated = True
-    deterministic = False  # a new attempt has a new seed, so a new draw
-
-    def __init__(self, config: SimulatedT2IConfig):
-        self.config = config
+class SimulatedT2I(Simulator, T2IBackend):
+    config: SimulatedT2IConfig
+    kind = "simulated t2i model"
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {
-            "backend": "simulated",
-            "modality": "t2i",
-            "model_id": self.config.model_id,
-            "revision": self.config.revision,
-            "size": self.config.size,
-            "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+        return self._fingerprint(
+            size=self.config.size,
+            policy={k: v.model_dump() for k, v in sorted(self.config.policy.items())},
             # only when set, so that the cache keys of simulators without it stay valid
             **({"open_set": {k: v.model_dump() for k, v in sorted(self.config.open_set.items())}}
                if self.config.open_set else {}),
-        }
+        )
 
-    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:
-            on_done(request, self.draw(request))
+    def respond(self, request: Request) -> Completion:
+        return self.draw(request)
 
     def draw(self, request: Request) -> Completion:
         name = request.meta.get("policy")
         if name in self.config.open_set:
             return self.draw_open_set(request, self.config.open_set[name])
-        if name not in self.config.policy:
-            raise KeyError(
-                f"simulated t2i model has no policy for prompt kind {name!r} (request "
-                f"meta['policy']); configured: {sorted(self.config.policy)}"
-            )
-        policy = self.config.policy[name]
+        policy = self.config.policy[self.policy_name(request.meta, self.config.policy)]
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:

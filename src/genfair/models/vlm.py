@@ -31,6 +31,7 @@ from genfair.models.base import (
     Completion,
     OnDone,
     Request,
+    Simulator,
     VLMBackend,
     chunks,
     complete_in_batches,
@@ -218,7 +219,7 @@ def planted_recall(policy: SimulatedVLMRecallPolicy) -> PlantedRecall:
     return PlantedRecall(**policy.model_dump(exclude={"kind"}))
 
 
-class SimulatedVLM(VLMBackend):
+class SimulatedVLM(Simulator, VLMBackend):
     """SIMULATOR: answers a multiple-choice question about an image with the accuracy set
     for the pictured person's demographic group (read from ``meta[config.group_key]``, never
     from the pixels). ``meta["options"]`` lists the answers, ``meta["truth"]`` the right
@@ -227,42 +228,33 @@ class SimulatedVLM(VLMBackend):
     policy answers paper 004's FACET questions instead (:mod:`genfair.models.planted_recall`,
     from ``meta``'s ``class``, ``prompt`` and the person's groups)."""
 
-    simulated = True
-    deterministic = False  # a new attempt has a new seed, so a new draw
+    config: SimulatedVLMConfig
+    kind = "simulated VLM"
 
     def __init__(self, config: SimulatedVLMConfig):
-        self.config = config
+        super().__init__(config)
         self._recall = {name: planted_recall(p) for name, p in config.policy.items()
                         if isinstance(p, SimulatedVLMRecallPolicy)}
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {
-            "backend": "simulated",
-            "modality": "vlm",
-            "model_id": self.config.model_id,
-            "revision": self.config.revision,
-            "group_key": self.config.group_key,
-            "policy": {k: v.model_dump() for k, v in sorted(self.config.policy.items())},
+        return self._fingerprint(
+            group_key=self.config.group_key,
+            policy={k: v.model_dump() for k, v in sorted(self.config.policy.items())},
             # only when set, so that the cache keys of simulators without it stay valid
             **({"open_vqa": {k: v.model_dump() for k, v in sorted(self.config.open_vqa.items())}}
                if self.config.open_vqa else {}),
-        }
+        )
 
-    def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:
-            on_done(request, self.answer(request))
+    def respond(self, request: Request) -> Completion:
+        return self.answer(request)
 
     def answer(self, request: Request) -> Completion:
         meta = request.meta
         name = meta.get("policy")
         if name in self.config.open_vqa:
             return self.answer_open(request, self.config.open_vqa[name])
-        if name not in self.config.policy:
-            raise KeyError(
-                f"simulated VLM has no policy for probe kind {name!r} (request meta['policy']); "
-                f"configured: {sorted(self.config.policy)}"
-            )
+        name = self.policy_name(meta, self.config.policy)
         if name in self._recall:
             text = self._recall[name].answer(meta, request.seed)
             return Completion(status="ok", text=text, finish_reason="stop")
