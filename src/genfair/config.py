@@ -59,6 +59,9 @@ class StudyParams(_Strict):
     curation: dict[str, dict[str, Any]] = {}
     #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
     instruments: dict[str, dict[str, Any]] = {}
+    #: every (model, methodology) pair the study measures, ``<model>-<methodology>`` -> both
+    #: names; composed from ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
+    runs: dict[str, dict[str, str]] | None = None
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.models:

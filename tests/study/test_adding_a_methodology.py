@@ -20,6 +20,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
+from tests.support.conf import with_runs
 
 MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
 
@@ -28,7 +29,7 @@ def _params(tmp_path: Path) -> StudyParams:
     overrides = ["scale=smoke", *[f"~model@models.{m}" for m in MODELS]]
     raw = load_params(compose(overrides, tmp_path / "params.yaml")).model_dump(mode="json")
     raw["methodologies"] = {"toy_quiz": {"questions": 60}}
-    return StudyParams.model_validate(raw)
+    return StudyParams.model_validate(with_runs(raw))
 
 
 def test_a_registered_methodology_runs_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import IncompleteGeneration, compute_metrics, generate, label, make_probes
 from tests.study.toy_methodology import Quiz
 from tests.support.mock_openai import Fault
+from tests.support.conf import with_runs
 
 REPLY = '{"answer": "A"}'
 
@@ -32,7 +33,7 @@ def _params(tmp_path: Path, base_url: str, max_error_rate: float = 0.0) -> Study
     raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
                                  "api_key_env": None, "max_retries": 1, "timeout_s": 5,
                                  "backoff_initial_s": 0.0, "backoff_max_s": 0.0}
-    return StudyParams.model_validate(raw)
+    return StudyParams.model_validate(with_runs(raw))
 
 
 def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(

@@ -27,6 +27,7 @@ from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
+from tests.support.conf import with_runs
 from tests.support.mock_openai import MockOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def _params(folder: Path, base_url: str) -> dict:
     raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
                                  "api_key_env": None, "concurrency": CONCURRENCY, "max_retries": 0,
                                  "timeout_s": 10}
-    return raw
+    return with_runs(raw)
 
 
 def _cached_prompts(cache: Path) -> set[str]:

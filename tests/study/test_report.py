@@ -26,6 +26,7 @@ from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
@@ -33,6 +34,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from tests.study.toy_methodology import Quiz, QuizConfig
+from tests.support.conf import with_runs
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(2)>'
@@ -69,7 +71,7 @@ def _params(tmp_path: Path) -> StudyParams:
     iris["bis_und"]["dataset"] = None
     raw["methodologies"] = {"fact_or_fair": raw["methodologies"]["fact_or_fair"], "iris": iris,
                             "toy_evil": {"questions": 30}}
-    return StudyParams.model_validate(raw)
+    return StudyParams.model_validate(with_runs(raw))
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +86,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout
     occupations_table(params, layout)
     for name in params.methodologies:
         make_probes(params, name, layout)
-        for model in params.models:
+        for model in models_for(params, name):
             generate(params, model, name, layout)
             if name == "toy_evil" and model == "simulated_llm":  # the model "writes" markup
                 path = layout.responses(model, name)

@@ -22,6 +22,7 @@ from genfair.study.steps import compute_metrics, generate, label, make_probes, s
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
 from tests.support.mock_openai import Fault
+from tests.support.conf import with_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "GENFAIR_SCAN_TEST_KEY"
@@ -40,7 +41,7 @@ def _params(tmp_path: Path, base_url: str) -> StudyParams:
     raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
                                  "api_key_env": KEY_ENV, "max_retries": 1, "timeout_s": 5,
                                  "backoff_initial_s": 0.0, "backoff_max_s": 0.0}
-    return StudyParams.model_validate(raw)
+    return StudyParams.model_validate(with_runs(raw))
 
 
 def _traces(folder: Path) -> list[str]:

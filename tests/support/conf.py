@@ -15,3 +15,11 @@ def read_conf(relative: str) -> dict[str, Any]:
     data = yaml.safe_load((ROOT / "conf" / relative).read_text(encoding="utf-8")) or {}
     data.pop("defaults", None)
     return data
+
+
+def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
+    """Composed params edited by hand (models or methodologies swapped), with ``runs`` made
+    again from them as composing would (``score`` checks it)."""
+    from genfair.study.runs import compose_runs
+
+    return {**raw, "runs": compose_runs(raw["models"], raw["methodologies"])}

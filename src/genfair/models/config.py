@@ -497,15 +497,18 @@ VLMConfig = Annotated[
 _LLM_BACKENDS = ("hf", "embedded", "openai", "simulated")
 
 
+def modality_of(value: Any) -> Any:
+    """A model config's modality, raw (a dict) or validated: ``llm`` when absent (configs
+    written before other modalities existed have none)."""
+    return value.get("modality", "llm") if isinstance(value, dict) else getattr(value, "modality", "llm")
+
+
 def _model_kind(value: Any) -> str | None:
-    """The union tag of a model config: its ``backend`` for an llm (``modality`` absent or
-    ``llm``: the tags configs had before other modalities existed), else its modality,
+    """The union tag of a model config: its ``backend`` for an llm, else its modality,
     whose own union is tagged by backend. Tags equal to a field's value are dropped from
     error paths by :func:`genfair.config.format_errors`."""
-    if isinstance(value, dict):
-        modality, backend = value.get("modality", "llm"), value.get("backend")
-    else:
-        modality, backend = getattr(value, "modality", "llm"), getattr(value, "backend", None)
+    backend = value.get("backend") if isinstance(value, dict) else getattr(value, "backend", None)
+    modality = modality_of(value)
     return backend if modality == "llm" else modality
 
 

@@ -22,6 +22,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
 from genfair.study.context import model_info, models_for
 from genfair.study.layout import Layout
+from genfair.study.runs import check_runs
 from genfair.study.steps import read_study
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,7 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     headline metrics (``data/headline.json``, and one file per number under
     ``data/headline/`` for ``dvc metrics``) and the ``dvc plots`` tables
     (``data/plots/``)."""
+    check_runs(params)
     written, summary = [], {}
     for folder in (layout.headline_dir, layout.plots):
         shutil.rmtree(folder, ignore_errors=True)  # a methodology taken out leaves no stale file

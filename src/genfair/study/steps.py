@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.config import StudyParams
+from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
@@ -34,12 +34,12 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
     return write_parquet(probes, layout.probes(methodology))
 
 
-def _not_run(params: StudyParams, model: str, methodology: str) -> bool:
-    if runs_methodology(params, model, methodology):
-        return False
-    log.info("%s does not run %s (a %s model; it measures %s): empty outputs", model, methodology,
-             params.model(model).modality, ", ".join(configured(params, methodology)[0].modalities))
-    return True
+def _check_run(params: StudyParams, model: str, methodology: str) -> None:
+    """A pair the study does not measure has no stage; run by hand, it is an error that says why."""
+    if not runs_methodology(params, model, methodology):
+        raise ConfigError(f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
+                          f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
+                          "(params.yaml: runs lists the pairs the study measures)")
 
 
 class IncompleteGeneration(RuntimeError):
@@ -66,8 +66,7 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
     """Ask the model the methodology's probes (of its modality), through the response cache.
     Fails (:class:`IncompleteGeneration`) when too many calls end in ``error``."""
     out = layout.responses(model, methodology)
-    if _not_run(params, model, methodology):
-        return write_parquet(pd.DataFrame(), out)
+    _check_run(params, model, methodology)
     method, config = configured(params, methodology)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
@@ -86,8 +85,7 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
 
 def label(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
     out = layout.labels(model, methodology)
-    if _not_run(params, model, methodology):
-        return write_parquet(pd.DataFrame(), out)
+    _check_run(params, model, methodology)
     method, config = configured(params, methodology)
     probes = read_parquet(layout.probes(methodology))
     responses = read_parquet(layout.responses(model, methodology))
@@ -99,9 +97,7 @@ def label(params: StudyParams, model: str, methodology: str, layout: Layout = La
 def compute_metrics(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
     """The model's scores, detail tables and ``summary.json`` in its metrics folder."""
     folder = layout.metrics(model, methodology)
-    if _not_run(params, model, methodology):
-        write_parquet(pd.DataFrame(), folder / "scores.parquet")
-        return write_json({"runs": False}, folder / "summary.json")
+    _check_run(params, model, methodology)
     method, config = configured(params, methodology)
     labels = read_parquet(layout.labels(model, methodology))
     result = method.metrics(labels, config, step_context(params, model, methodology, layout))

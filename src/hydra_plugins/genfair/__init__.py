@@ -1,0 +1,21 @@
+"""genfair's OmegaConf resolver, registered when Hydra scans its plugins.
+
+DVC (``dvc exp run``) and ``genfair compose`` both compose ``conf/`` with Hydra, which first
+imports every module of the ``hydra_plugins`` namespace: registering here makes
+``${genfair_runs:${models},${methodologies}}`` in ``conf/config.yaml`` resolve in either.
+Only the registration happens at import; genfair itself is imported when the resolver runs.
+"""
+
+from typing import Any
+
+from omegaconf import OmegaConf
+
+
+def _runs(models: Any, methodologies: Any) -> Any:
+    from genfair.study.runs import compose_runs
+
+    # a node, not a dict: OmegaConf.resolve (which DVC calls) only writes nodes back
+    return OmegaConf.create(compose_runs(models, methodologies))
+
+
+OmegaConf.register_new_resolver("genfair_runs", _runs, replace=True)

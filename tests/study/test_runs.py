@@ -1,0 +1,55 @@
+"""The study's runs: the (model, methodology) pairs composed into params.yaml, over which
+dvc.yaml's generate/label/metrics stages fan out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from genfair.cli import compose
+from genfair.config import ConfigError, load_params
+from genfair.study import steps
+from genfair.study.runs import check_runs, runs_for
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
+
+
+def test_a_model_runs_the_methodologies_of_its_modality() -> None:
+    runs = runs_for({"a": "llm", "b": "t2i", "c": "vlm"}, STUDY)
+    assert list(runs) == ["a-fact_or_fair", "a-news_bias", "a-iris", "b-fact_or_fair", "b-iris", "b-open_bias",
+                          "c-iris", "c-lvlm_facet"]
+    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias"}
+
+
+def test_the_committed_params_list_the_runs_their_models_give() -> None:
+    params = load_params(ROOT / "params.yaml")
+    check_runs(params)  # raises when stale
+    assert params.runs is not None and "simulated_vlm-lvlm_facet" in params.runs
+    assert "smollm2-lvlm_facet" not in params.runs  # a text model has no stage for an image benchmark
+
+
+def test_composing_with_an_added_model_adds_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    out = compose(["scale=smoke", "+model@models.extra=simulated_vlm", "~model@models.smollm2"], tmp_path / "p.yaml")
+    runs = yaml.safe_load(out.read_text())["runs"]
+    assert {"extra-iris", "extra-lvlm_facet"} <= set(runs)
+    assert not any(key.startswith("smollm2-") for key in runs)
+    check_runs(load_params(out))
+
+
+def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data["models"]["extra"] = data["models"]["simulated_llm"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"missing: extra-fact_or_fair, extra-iris, extra-news_bias.*genfair compose"):
+        check_runs(load_params(path))
+
+
+def test_a_pair_the_study_does_not_measure_is_an_error_not_empty_outputs(tmp_path: Path) -> None:
+    params = load_params(ROOT / "params.yaml")
+    with pytest.raises(ConfigError, match="smollm2 does not run lvlm_facet: it is a llm model"):
+        steps.generate(params, "smollm2", "lvlm_facet")
