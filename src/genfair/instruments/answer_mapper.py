@@ -47,6 +47,7 @@ __all__ = [
     "EmbeddingCache",
     "MiniLMEmbedder",
     "clean_answer",
+    "nearest_labels",
     "normalize_rows",
 ]
 
@@ -105,6 +106,21 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
         )
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0.0, 1.0, norms)
+
+
+def nearest_labels(
+    scores: np.ndarray, labels: Sequence[str], threshold: float | None
+) -> list[tuple[str, float, bool]]:
+    """Per row of cosine ``scores`` (texts x labels): the nearest label (the first on a tie),
+    its similarity, and whether it is accepted (``similarity >= threshold``; always when
+    ``threshold`` is None). The one decision of every embedding match: this mapper's tier 2,
+    LVLM-FACET's encoder matching and OpenBias's answer-to-class mapping."""
+    out = []
+    for row in scores:
+        best = int(np.argmax(row))
+        similarity = float(row[best])
+        out.append((labels[best], similarity, threshold is None or similarity >= threshold))
+    return out
 
 
 class MiniLMEmbedder:
@@ -283,11 +299,8 @@ class AnswerMapper:
             else:
                 pending.append(text)
         scores = self.similarities(pending)
-        for text, row in zip(pending, scores, strict=True):
-            best = int(np.argmax(row))
-            similarity = float(row[best])
-            nearest = self.occupations[best]
-            accepted = similarity >= self.threshold
+        matches = nearest_labels(scores, self.occupations, self.threshold)
+        for text, (nearest, similarity, accepted) in zip(pending, matches, strict=True):
             decided[text] = (
                 nearest if accepted else None,
                 "embedding" if accepted else "unmappable",
