@@ -54,24 +54,34 @@ class _ModelBase(_UnderTest):
     sampling: SamplingParams = SamplingParams()
 
 
-class HFModelConfig(_ModelBase):
-    """Any transformers causal LM: a hub id or a local directory."""
+class _Local(_Strict):
+    """A model run in this process (torch)."""
+
+    device: str = "cpu"
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
+
+
+class _Transformers(_Local):
+    """A transformers checkpoint (llm or vlm): a hub id or a local directory."""
 
     backend: Literal["hf"]
     model_id: str
     revision: str = "main"
-    device: str = "cpu"
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
-    batch_size: int = Field(8, gt=0)
     trust_remote_code: bool = False
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
     #: prepended as a system message when set
     system_prompt: str | None = None
 
 
-class EmbeddedModelConfig(_ModelBase):
+class HFModelConfig(_ModelBase, _Transformers):
+    """Any transformers causal LM: a hub id or a local directory."""
+
+    batch_size: int = Field(8, gt=0)
+
+
+class EmbeddedModelConfig(_ModelBase, _Local):
     """A model shipped inside a PyPI package as a GGUF file (the offline default)."""
 
     backend: Literal["embedded"]
@@ -80,12 +90,8 @@ class EmbeddedModelConfig(_ModelBase):
     gguf_file: str
     #: pinned distribution version; part of the cache key
     revision: str
-    device: str = "cpu"
     batch_size: int = Field(16, gt=0)
     system_prompt: str | None = None
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
 
 
 class _OpenAIEndpoint(_Strict):
@@ -209,7 +215,7 @@ class _T2IBase(_UnderTest):
     modality: Literal["t2i"] = "t2i"
 
 
-class DiffusersT2IConfig(_T2IBase):
+class DiffusersT2IConfig(_T2IBase, _Local):
     """Any diffusers pipeline (``DiffusionPipeline.from_pretrained``): hub id or local dir."""
 
     backend: Literal["diffusers"]
@@ -217,13 +223,9 @@ class DiffusersT2IConfig(_T2IBase):
     revision: str = "main"
     #: weight variant on the hub (e.g. ``fp16``); None = the default weights
     variant: str | None = None
-    device: str = "cpu"
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(4, gt=0)
     steps: int = Field(30, gt=0)
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
     guidance_scale: float = Field(7.5, ge=0.0)
     #: output size in pixels; None = the pipeline's default
     height: int | None = Field(None, gt=0)
@@ -353,21 +355,11 @@ class _VLMBase(_UnderTest):
     sampling: SamplingParams = SamplingParams()
 
 
-class HFVLMConfig(_VLMBase):
+class HFVLMConfig(_VLMBase, _Transformers):
     """Any transformers image-text-to-text model (``AutoModelForImageTextToText``) with its
     processor's chat template: a hub id or a local directory."""
 
-    backend: Literal["hf"]
-    model_id: str
-    revision: str = "main"
-    device: str = "cpu"
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(4, gt=0)
-    trust_remote_code: bool = False
-    system_prompt: str | None = None
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
 
 
 class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
