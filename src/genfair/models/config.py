@@ -20,6 +20,10 @@ from genfair.models.redaction import key_env_problem
 Architecture = Annotated[str | None, Field(min_length=1, pattern=r"^\S(.*\S)?$")]
 
 
+#: a probability or a rate: a float in [0, 1]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -152,13 +156,13 @@ class SimulatedPolicy(_Strict):
     """
 
     kind: Literal["choice"] = "choice"
-    accuracy: float = Field(ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
-    invalid_rate: float = Field(0.0, ge=0.0, le=1.0)
+    accuracy: Probability
+    refusal_rate: Probability = 0.0
+    invalid_rate: Probability = 0.0
     #: FACT-OR-FAIR attribution / in-group probes: with this probability it picks an
     #: individual of the primed ``prime_attribute`` group (``meta["primed_letters"]``)
     #: before the accuracy rule; probes without a prime are unaffected
-    prime_following: float = Field(0.0, ge=0.0, le=1.0)
+    prime_following: Probability = 0.0
     prime_attribute: Literal["race", "gender"] = "race"
 
 
@@ -174,9 +178,9 @@ class SimulatedRewritePolicy(_Strict):
     """
 
     kind: Literal["rewrite"]
-    female_to_male: float = Field(ge=0.0, le=1.0)
-    black_to_white: float = Field(0.0, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    female_to_male: Probability
+    black_to_white: Probability = 0.0
+    refusal_rate: Probability = 0.0
 
 
 def _policy_kind(value: Any) -> str:
@@ -267,8 +271,8 @@ class SimulatedT2IPolicy(_Strict):
     ``no_person_rate`` the image shows nobody (``true_attributes`` is empty)."""
 
     attributes: dict[T2IAttribute, dict[str, float]] = Field(min_length=1)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
-    no_person_rate: float = Field(0.0, ge=0.0, le=1.0)
+    refusal_rate: Probability = 0.0
+    no_person_rate: Probability = 0.0
 
     @field_validator("attributes")
     @classmethod
@@ -298,7 +302,7 @@ class SimulatedOpenSetBias(_Strict):
     pattern: Literal["everywhere", "within_caption", "unbiased"]
     weights: dict[str, float] = {}
     other_weight: float = Field(0.0, ge=0.0)
-    share: float = Field(1.0, ge=0.0, le=1.0)
+    share: Probability = 1.0
 
     @field_validator("weights")
     @classmethod
@@ -320,7 +324,7 @@ class SimulatedOpenSetPolicy(_Strict):
     biases: dict[str, SimulatedOpenSetBias] = {}
     default: SimulatedOpenSetBias = SimulatedOpenSetBias(pattern="unbiased")
     sampling: Literal["stratified", "random"] = "random"
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    refusal_rate: Probability = 0.0
 
     @field_validator("biases")
     @classmethod
@@ -377,8 +381,8 @@ class SimulatedVLMPolicy(_Strict):
     ``default_accuracy``, and is an error when that is unset."""
 
     accuracy: dict[str, float] = Field(min_length=1)
-    default_accuracy: float | None = Field(None, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    default_accuracy: Probability | None = None
+    refusal_rate: Probability = 0.0
 
     @field_validator("accuracy")
     @classmethod
@@ -398,12 +402,12 @@ class SimulatedVLMRecallPolicy(_Strict):
 
     kind: Literal["planted_recall"]
     base: dict[str, dict[str, float]] = {}
-    default_base: float = Field(0.6, ge=0.0, le=1.0)
+    default_base: Probability = 0.6
     effects: dict[str, dict[str, dict[str, float]]] = {}
     class_effects: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-    floor: float = Field(0.02, ge=0.0, le=1.0)
-    ceiling: float = Field(0.98, ge=0.0, le=1.0)
-    refusal_share: float = Field(0.1, ge=0.0, le=1.0)
+    floor: Probability = 0.02
+    ceiling: Probability = 0.98
+    refusal_share: Probability = 0.1
 
     @field_validator("base")
     @classmethod
@@ -432,9 +436,9 @@ class SimulatedOpenVQAPolicy(_Strict):
     the truth; the answer is written in one of ``phrasings`` (free text, mapped to a class
     by the methodology's real answer mapper), or refused with ``refusal_rate``."""
 
-    confusion: float = Field(0.0, ge=0.0, le=1.0)
-    unknown_rate: float = Field(0.0, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    confusion: Probability = 0.0
+    unknown_rate: Probability = 0.0
+    refusal_rate: Probability = 0.0
     phrasings: list[str] = Field(["{answer}"], min_length=1)
     unknown_text: str = "unknown"
 
