@@ -109,17 +109,21 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def nearest_labels(
-    scores: np.ndarray, labels: Sequence[str], threshold: float | None
-) -> list[tuple[str, float, bool]]:
-    """Per row of cosine ``scores`` (texts x labels): the nearest label (the first on a tie),
-    its similarity, and whether it is accepted (``similarity >= threshold``; always when
-    ``threshold`` is None). The one decision of every embedding match: this mapper's tier 2,
-    LVLM-FACET's encoder matching and OpenBias's answer-to-class mapping."""
-    out = []
-    for row in scores:
+    texts: Sequence[str], scores: np.ndarray, labels: Sequence[str], threshold: float | None,
+    tiers: tuple[str, str],
+) -> dict[str, tuple[str | None, str, float, str]]:
+    """The one decision of every embedding match (this mapper's tier 2, LVLM-FACET's encoder
+    matching, OpenBias's answer-to-class mapping): per text and its row of cosine ``scores``
+    (texts x labels), ``(label, tier, similarity, nearest)``. ``nearest`` is the most similar
+    label (the first on a tie); it is accepted, ``label = nearest`` and ``tier = tiers[0]``,
+    when ``similarity >= threshold`` (always when ``threshold`` is None), else ``label`` is
+    None and ``tier = tiers[1]``."""
+    out = {}
+    for text, row in zip(texts, scores, strict=True):
         best = int(np.argmax(row))
-        similarity = float(row[best])
-        out.append((labels[best], similarity, threshold is None or similarity >= threshold))
+        similarity, nearest = float(row[best]), labels[best]
+        accepted = threshold is None or similarity >= threshold
+        out[text] = (nearest if accepted else None, tiers[0] if accepted else tiers[1], similarity, nearest)
     return out
 
 
@@ -299,14 +303,8 @@ class AnswerMapper:
             else:
                 pending.append(text)
         scores = self.similarities(pending)
-        matches = nearest_labels(scores, self.occupations, self.threshold)
-        for text, (nearest, similarity, accepted) in zip(pending, matches, strict=True):
-            decided[text] = (
-                nearest if accepted else None,
-                "embedding" if accepted else "unmappable",
-                similarity,
-                nearest,
-            )
+        decided |= nearest_labels(pending, scores, self.occupations, self.threshold,
+                                  ("embedding", "unmappable"))
         self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]]) for a in (str(x) for x in answers)]
         frame = pd.DataFrame(

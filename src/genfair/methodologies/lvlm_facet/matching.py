@@ -246,14 +246,8 @@ class AnswerMatcher:
                 pending[text] = self.answer_template.format(cleaned)
         if pending:
             scores = self.cache.embed(list(pending.values())) @ self._targets.T
-            matches = nearest_labels(scores, self.labels, self.min_similarity)
-            for text, (nearest, similarity, accepted) in zip(pending, matches, strict=True):
-                decided[text] = (
-                    nearest if accepted else None,
-                    "encoder" if accepted else "below_min_similarity",
-                    similarity,
-                    nearest,
-                )
+            decided |= nearest_labels(list(pending), scores, self.labels, self.min_similarity,
+                                      ("encoder", "below_min_similarity"))
         self.cache.save()
         rows = [(t, *decided[t], self.encoder_name) for t in texts]
         frame = pd.DataFrame(rows, columns=MATCH_COLUMNS)

@@ -124,10 +124,10 @@ class AnswerToClass:
         if pending:
             targets = self.cache.embed(list(by_clean))
             scores = self.cache.embed(pending) @ targets.T
-            matches = nearest_labels(scores, list(by_clean), self.threshold)
-            for text, (nearest, similarity, accepted) in zip(pending, matches, strict=True):
-                decided[text] = (by_clean[nearest], "embedding", similarity) if accepted else (
-                    unknown, "below_threshold", similarity)
+            matches = nearest_labels(pending, scores, list(by_clean), self.threshold,
+                                     ("embedding", "below_threshold"))
+            for text, (label, tier, similarity, _) in matches.items():
+                decided[text] = (unknown if label is None else by_clean[label], tier, similarity)
             self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]], self.encoder_name) for a in answers]
         return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
