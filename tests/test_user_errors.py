@@ -199,6 +199,22 @@ def test_a_truncated_parquet_under_data_names_the_file_and_the_fix(tmp_path: Pat
         read_parquet(path)
 
 
+def test_a_missing_or_broken_json_input_names_the_file_and_the_hint(tmp_path: Path) -> None:
+    from genfair.io import read_json
+
+    class InputError(ValueError):
+        pass
+
+    path = tmp_path / "answers.json"
+    with pytest.raises(InputError, match=rf"^{path}: not found; a JSON object of answers$"):
+        read_json(path, InputError, "a JSON object of answers")
+    path.write_text('{"a": 1,')
+    with pytest.raises(ValueError, match=rf"^{path}: not valid JSON \(Expecting .*\)$"):
+        read_json(path)
+    path.write_text('{"a": [1, "é"]}', encoding="utf-8")
+    assert read_json(path) == {"a": [1, "é"]}
+
+
 def test_a_deleted_output_names_the_stage_to_rerun(tmp_path: Path) -> None:
     from genfair.io import read_parquet
 

@@ -1,4 +1,4 @@
-"""Atomic, deterministic writes of stage outputs."""
+"""Atomic, deterministic writes of stage outputs, and reads that say what is wrong."""
 
 from __future__ import annotations
 
@@ -83,6 +83,19 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
             f"{path}: not a readable parquet file ({type(exc).__name__}: {_first_line(exc)}); it was cut "
             f"short or damaged: delete it and rerun `dvc repro` (or `dvc checkout {path}` if DVC cached "
             "it)") from None
+
+
+def read_json(path: str | Path, error: type[Exception] = ValueError, hint: str = "") -> Any:
+    """The parsed JSON file at ``path``; ``error`` naming the path when the file is missing or
+    not JSON, followed by ``hint`` (what the file should be, where to get it)."""
+    path = Path(path)
+    hint = f"; {hint}" if hint else ""
+    if not path.is_file():
+        raise error(f"{path}: not found{hint}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON ({exc}){hint}") from exc
 
 
 def _first_line(exc: BaseException) -> str:

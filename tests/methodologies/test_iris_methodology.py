@@ -11,15 +11,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from genfair.curation.occupations import OccupationsConfig, map_occupations
 from genfair.instruments.face_demographics import FaceDemographics, FaceDemographicsConfig
-from genfair.methodologies import get_methodology
 from genfair.methodologies.iris.granular import GranularConfig, granular_metrics, reference_shares
 from genfair.methodologies.iris.methodology import IrisConfig, reference_from_occupations
 from genfair.metrics import js_divergence, representation_disparity
-from genfair.models import ResponseCache, build_backend
+from genfair.models import build_backend
 from genfair.models.config import SimulatedModelConfig, SimulatedT2IConfig, SimulatedVLMConfig
-from tests.support.contexts import step_context
+from tests.support.contexts import run_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 11
@@ -28,29 +26,13 @@ PLANTED = {"gender": {"male": 0.7, "female": 0.3},
            "skin": {"light": 0.7, "middle": 0.2, "dark": 0.1}}
 
 
-@pytest.fixture(scope="module")
-def occupations_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = OccupationsConfig(occupations=ROOT / "data/reference/facet_occupations.csv",
-                               us_statistics=ROOT / "data/reference/iris_real_world_us.csv",
-                               eu_statistics=ROOT / "data/reference/iris_real_world_eu.csv")
-    path = tmp_path_factory.mktemp("occ") / "occupations.parquet"
-    map_occupations(config).to_parquet(path)
-    return path
-
-
 def _model_config(name: str, cls):
     raw = yaml.safe_load((ROOT / f"conf/model/{name}.yaml").read_text())
     return cls.model_validate(raw)
 
 
 def _run(config: IrisConfig, backend, modality: str, tmp_path: Path, instrument=None):
-    iris = get_methodology("iris")
-    probes = iris.build_probes(config, SEED)
-    with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
-        ctx = step_context(modality, SEED, tmp=tmp_path, instrument=instrument, backend=backend, cache=cache)
-        responses = iris.generate(probes, config, ctx)
-    labels = iris.label(probes, responses, config, ctx)
-    return probes, responses, labels, iris.metrics(labels, config, ctx)
+    return run_steps("iris", config, modality, SEED, tmp_path, backend, instrument)
 
 
 @pytest.fixture(scope="module")

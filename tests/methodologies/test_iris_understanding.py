@@ -14,18 +14,16 @@ import pytest
 import yaml
 from PIL import Image
 
-from genfair.curation.occupations import OccupationsConfig, map_occupations
-from genfair.methodologies import get_methodology
 from genfair.methodologies.iris.methodology import IrisConfig
 from genfair.methodologies.iris.understanding import (
     counterfactual_fixture,
     ifs_und_probes,
     objective_choice,
 )
-from genfair.models import ResponseCache, build_backend
+from genfair.models import build_backend
 from genfair.models.config import SimulatedVLMConfig
 from genfair.models.images import sha256_file
-from tests.support.contexts import step_context
+from tests.support.contexts import run_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 5
@@ -34,16 +32,6 @@ IFS = SIM["policy"]["iris_ifs_und"]
 BIS = SIM["policy"]["iris_bis_und"]
 OCCUPATIONS = ["doctor", "nurse", "teacher", "carpenter"]
 AGES = ["young", "middle", "older"]
-
-
-@pytest.fixture(scope="module")
-def occupations_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = OccupationsConfig(occupations=ROOT / "data/reference/facet_occupations.csv",
-                               us_statistics=ROOT / "data/reference/iris_real_world_us.csv",
-                               eu_statistics=ROOT / "data/reference/iris_real_world_eu.csv")
-    path = tmp_path_factory.mktemp("occ") / "occupations.parquet"
-    map_occupations(config).to_parquet(path)
-    return path
 
 
 def _png(path: Path, i: int) -> None:
@@ -69,14 +57,7 @@ def _persons(folder: Path, n: int) -> Path:
 
 
 def _run(config: IrisConfig, tmp: Path):
-    iris = get_methodology("iris")
-    backend = build_backend(SimulatedVLMConfig.model_validate(SIM))
-    probes = iris.build_probes(config, SEED)
-    with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        ctx = step_context("vlm", SEED, tmp=tmp, backend=backend, cache=cache)
-        responses = iris.generate(probes, config, ctx)
-    labels = iris.label(probes, responses, config, ctx)
-    return probes, responses, labels, iris.metrics(labels, config, ctx)
+    return run_steps("iris", config, "vlm", SEED, tmp, build_backend(SimulatedVLMConfig.model_validate(SIM)))
 
 
 def _value(scores: pd.DataFrame, metric: str) -> float:

@@ -28,7 +28,7 @@ from genfair.models.config import SimulatedVLMConfig
 from genfair.models.vlm import planted_recall
 from genfair.study.scoring import headline, leaderboard
 from tests.support.conf import ROOT, read_conf
-from tests.support.contexts import step_context
+from tests.support.contexts import run_steps, step_context
 
 SEED = 5
 SIM = yaml.safe_load((ROOT / "conf/model/simulated_vlm.yaml").read_text())
@@ -36,14 +36,7 @@ PROMPTS = ("direct", "is_there", "person_is")
 
 
 def _run(config: LvlmFacetConfig, tmp: Path, backend=None):
-    method = get_methodology("lvlm_facet")
-    backend = backend or build_backend(SimulatedVLMConfig.model_validate(SIM))
-    probes = method.build_probes(config, SEED)
-    with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        ctx = step_context("vlm", SEED, tmp=tmp, backend=backend, cache=cache)
-        responses = method.generate(probes, config, ctx)
-    labels = method.label(probes, responses, config, ctx)
-    return probes, responses, labels, method.metrics(labels, config, ctx)
+    return run_steps("lvlm_facet", config, "vlm", SEED, tmp, backend or build_backend(SimulatedVLMConfig.model_validate(SIM)))
 
 
 @pytest.fixture(scope="module")

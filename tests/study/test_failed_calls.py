@@ -36,12 +36,18 @@ def _params(tmp_path: Path, base_url: str, max_error_rate: float = 0.0) -> Study
     return StudyParams.model_validate(with_runs(raw))
 
 
-def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mock_openai) -> None:
+@pytest.fixture
+def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
+    """A study folder holding the toy quiz's probes (the endpoint's URL plays no part in them)."""
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     register(Quiz)
     layout = Layout(tmp_path)
     make_probes(_params(tmp_path, "http://127.0.0.1:9/v1"), "toy_quiz", layout)
+    return layout
+
+
+def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(
+        tmp_path: Path, layout: Layout, mock_openai) -> None:
     prompts = pd.read_parquet(layout.probes("toy_quiz"))["prompt"]
     # three questions fail on every try of the first run (2 tries: max_retries 1): down for them
     server = mock_openai(reply=REPLY, prompt_faults={p: [Fault.server_error(503)] * 2 for p in prompts[:3]})
@@ -57,12 +63,7 @@ def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(
     assert (responses["status"] == "ok").all() and len(responses) == 12
 
 
-def test_an_allowed_error_share_marks_the_scores_incomplete(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mock_openai) -> None:
-    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
-    register(Quiz)
-    layout = Layout(tmp_path)
-    make_probes(_params(tmp_path, "http://127.0.0.1:9/v1"), "toy_quiz", layout)
+def test_an_allowed_error_share_marks_the_scores_incomplete(tmp_path: Path, layout: Layout, mock_openai) -> None:
     prompt = pd.read_parquet(layout.probes("toy_quiz"))["prompt"].iloc[0]
     down = mock_openai(reply=REPLY, prompt_faults={prompt: [Fault.server_error(500)] * 10})
     params = _params(tmp_path, down.url, max_error_rate=0.2)

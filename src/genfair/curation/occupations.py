@@ -59,7 +59,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -92,14 +92,15 @@ AGE_BUCKETS: dict[str, tuple[str, str, str]] = {
 
 _SKIN = ("light", "middle", "dark")
 _AGE = ("young", "middle", "older")
+#: the percentage groups each region's table gives, besides ``female_pct``
+_US_GROUPS = (("skin", _SKIN), ("age", _AGE))
+_EU_GROUPS = (("age", _AGE),)
 _US_COLUMNS = [
-    "occupation",
-    "official_occupation",
-    "female_pct",
-    *(f"skin_{s}_pct" for s in _SKIN),
-    *(f"age_{a}_pct" for a in _AGE),
+    "occupation", "official_occupation", "female_pct", *(f"{p}_{g}_pct" for p, gs in _US_GROUPS for g in gs)
 ]
-_EU_COLUMNS = ["occupation", "official_occupation", "female_pct", *(f"age_{a}_pct" for a in _AGE)]
+_EU_COLUMNS = [
+    "occupation", "official_occupation", "female_pct", *(f"{p}_{g}_pct" for p, gs in _EU_GROUPS for g in gs)
+]
 # a group of percentages must add up to 100 within this (rounding in the published tables,
 # and the 96.6 % of astronaut's skin-tone proxies)
 _SUM_TOLERANCE_PCT = 4.0
@@ -482,23 +483,9 @@ def build_occupation_tables(config: OccupationsConfig, wordnet=None) -> Occupati
             "wordnet_senses": senses_used[occupation],
             "forms": sorted(forms[occupation]),
             "aliases": sorted(aliases[occupation]),
-            "has_us": u is not None,
-            "soc_code": u["code"] if u else None,
-            "soc_title": u["title"] if u else None,
-            "us_female_pct": u["female_pct"] if u else np.nan,
         }
-        for s in _SKIN:
-            row[f"us_skin_{s}_pct"] = u[f"skin_{s}_pct"] if u else np.nan
-        for a in _AGE:
-            row[f"us_age_{a}_pct"] = u[f"age_{a}_pct"] if u else np.nan
-        row |= {
-            "has_eu": e is not None,
-            "isco_code": e["code"] if e else None,
-            "isco_title": e["title"] if e else None,
-            "eu_female_pct": e["female_pct"] if e else np.nan,
-        }
-        for a in _AGE:
-            row[f"eu_age_{a}_pct"] = e[f"age_{a}_pct"] if e else np.nan
+        row |= _region_columns("us", "soc", u, _US_GROUPS)
+        row |= _region_columns("eu", "isco", e, _EU_GROUPS)
         # proportions for divergence measures: each group normalised to sum to 1
         for region, stats in (("us", u), ("eu", e)):
             female = stats["female_pct"] / 100.0 if stats else np.nan
@@ -515,6 +502,25 @@ def build_occupation_tables(config: OccupationsConfig, wordnet=None) -> Occupati
         }
         rows.append(row)
     return OccupationTables(pd.DataFrame(rows), collisions)
+
+
+def _region_columns(
+    region: str, code: str, stats: Mapping[str, Any] | None,
+    groups: tuple[tuple[str, tuple[str, ...]], ...],
+) -> dict[str, object]:
+    """One region's columns of an occupation row: ``has_<region>``, ``<code>_code``,
+    ``<code>_title``, ``<region>_female_pct`` and ``<region>_<prefix>_<group>_pct`` for each of
+    its percentage ``groups``; None (code, title) or NaN (percentages) without ``stats``."""
+    columns: dict[str, object] = {
+        f"has_{region}": stats is not None,
+        f"{code}_code": stats["code"] if stats else None,
+        f"{code}_title": stats["title"] if stats else None,
+        f"{region}_female_pct": stats["female_pct"] if stats else np.nan,
+    }
+    for prefix, names in groups:
+        for name in names:
+            columns[f"{region}_{prefix}_{name}_pct"] = stats[f"{prefix}_{name}_pct"] if stats else np.nan
+    return columns
 
 
 def _normalised(

@@ -47,6 +47,7 @@ __all__ = [
     "EmbeddingCache",
     "MiniLMEmbedder",
     "clean_answer",
+    "nearest_labels",
     "normalize_rows",
 ]
 
@@ -105,6 +106,25 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
         )
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0.0, 1.0, norms)
+
+
+def nearest_labels(
+    texts: Sequence[str], scores: np.ndarray, labels: Sequence[str], threshold: float | None,
+    tiers: tuple[str, str],
+) -> dict[str, tuple[str | None, str, float, str]]:
+    """The one decision of every embedding match (this mapper's tier 2, LVLM-FACET's encoder
+    matching, OpenBias's answer-to-class mapping): per text and its row of cosine ``scores``
+    (texts x labels), ``(label, tier, similarity, nearest)``. ``nearest`` is the most similar
+    label (the first on a tie); it is accepted, ``label = nearest`` and ``tier = tiers[0]``,
+    when ``similarity >= threshold`` (always when ``threshold`` is None), else ``label`` is
+    None and ``tier = tiers[1]``."""
+    out = {}
+    for text, row in zip(texts, scores, strict=True):
+        best = int(np.argmax(row))
+        similarity, nearest = float(row[best]), labels[best]
+        accepted = threshold is None or similarity >= threshold
+        out[text] = (nearest if accepted else None, tiers[0] if accepted else tiers[1], similarity, nearest)
+    return out
 
 
 class MiniLMEmbedder:
@@ -283,17 +303,8 @@ class AnswerMapper:
             else:
                 pending.append(text)
         scores = self.similarities(pending)
-        for text, row in zip(pending, scores, strict=True):
-            best = int(np.argmax(row))
-            similarity = float(row[best])
-            nearest = self.occupations[best]
-            accepted = similarity >= self.threshold
-            decided[text] = (
-                nearest if accepted else None,
-                "embedding" if accepted else "unmappable",
-                similarity,
-                nearest,
-            )
+        decided |= nearest_labels(pending, scores, self.occupations, self.threshold,
+                                  ("embedding", "unmappable"))
         self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]]) for a in (str(x) for x in answers)]
         frame = pd.DataFrame(

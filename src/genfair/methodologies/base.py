@@ -217,6 +217,16 @@ class ReportContext:
     #: (model, table) -> the detail table ``data/metrics/<model>/<methodology>/<table>.parquet``
     table: Callable[[str, str], pd.DataFrame] = field(default=lambda model, name: pd.DataFrame())
 
+    def study_table(self, name: str) -> pd.DataFrame | None:
+        """The study step's table ``name``; None without a study result or when it lacks the
+        table or the table is empty (a report shows no empty table)."""
+        frame = self.study.tables.get(name) if self.study is not None else None
+        return frame if frame is not None and len(frame) else None
+
+    def leaderboard(self, columns: Sequence[str], caption: str, title: str = "Leaderboard") -> ReportTable:
+        """The leaderboard as a report table: ``columns`` in that order, those it has."""
+        return ReportTable(title, self.board[[c for c in columns if c in self.board.columns]], caption)
+
 
 class Methodology(ABC):
     """Base class of every methodology (see the module docstring for the lifecycle)."""

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -190,12 +190,19 @@ class Simulator(LLMBackend):
     def __init__(self, config: Any):
         self.config = config
 
-    def _fingerprint(self, **fields: Any) -> dict[str, Any]:
+    def _fingerprint(
+        self, tables: Mapping[str, Mapping[str, Any]] | None = None, **fields: Any
+    ) -> dict[str, Any]:
         """``backend``, the modality (not for text: its cache keys predate modalities),
-        ``model_id``, ``revision`` and the backend's own ``fields``."""
+        ``model_id``, ``revision``, the backend's own ``fields``, then its policy ``tables``
+        (name -> {probe kind: pydantic policy}), each policy dumped, in kind order. An empty
+        table is left out, so that the cache keys of simulators configured before the table
+        existed stay valid."""
         modality = {} if self.modality == "llm" else {"modality": self.modality}
+        dumped = {name: {kind: policy.model_dump() for kind, policy in sorted(table.items())}
+                  for name, table in (tables or {}).items() if table}
         return {"backend": "simulated", **modality, "model_id": self.config.model_id,
-                "revision": self.config.revision, **fields}
+                "revision": self.config.revision, **fields, **dumped}
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for request in requests:

@@ -20,6 +20,10 @@ from genfair.models.redaction import key_env_problem
 Architecture = Annotated[str | None, Field(min_length=1, pattern=r"^\S(.*\S)?$")]
 
 
+#: a probability or a rate: a float in [0, 1]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -54,24 +58,34 @@ class _ModelBase(_UnderTest):
     sampling: SamplingParams = SamplingParams()
 
 
-class HFModelConfig(_ModelBase):
-    """Any transformers causal LM: a hub id or a local directory."""
+class _Local(_Strict):
+    """A model run in this process (torch)."""
+
+    device: str = "cpu"
+    #: torch / BLAS threads for generation; None = every core this process may run on
+    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
+    threads: int | None = Field(None, gt=0)
+
+
+class _Transformers(_Local):
+    """A transformers checkpoint (llm or vlm): a hub id or a local directory."""
 
     backend: Literal["hf"]
     model_id: str
     revision: str = "main"
-    device: str = "cpu"
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
-    batch_size: int = Field(8, gt=0)
     trust_remote_code: bool = False
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
     #: prepended as a system message when set
     system_prompt: str | None = None
 
 
-class EmbeddedModelConfig(_ModelBase):
+class HFModelConfig(_ModelBase, _Transformers):
+    """Any transformers causal LM: a hub id or a local directory."""
+
+    batch_size: int = Field(8, gt=0)
+
+
+class EmbeddedModelConfig(_ModelBase, _Local):
     """A model shipped inside a PyPI package as a GGUF file (the offline default)."""
 
     backend: Literal["embedded"]
@@ -80,12 +94,8 @@ class EmbeddedModelConfig(_ModelBase):
     gguf_file: str
     #: pinned distribution version; part of the cache key
     revision: str
-    device: str = "cpu"
     batch_size: int = Field(16, gt=0)
     system_prompt: str | None = None
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
 
 
 class _OpenAIEndpoint(_Strict):
@@ -146,13 +156,13 @@ class SimulatedPolicy(_Strict):
     """
 
     kind: Literal["choice"] = "choice"
-    accuracy: float = Field(ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
-    invalid_rate: float = Field(0.0, ge=0.0, le=1.0)
+    accuracy: Probability
+    refusal_rate: Probability = 0.0
+    invalid_rate: Probability = 0.0
     #: FACT-OR-FAIR attribution / in-group probes: with this probability it picks an
     #: individual of the primed ``prime_attribute`` group (``meta["primed_letters"]``)
     #: before the accuracy rule; probes without a prime are unaffected
-    prime_following: float = Field(0.0, ge=0.0, le=1.0)
+    prime_following: Probability = 0.0
     prime_attribute: Literal["race", "gender"] = "race"
 
 
@@ -168,9 +178,9 @@ class SimulatedRewritePolicy(_Strict):
     """
 
     kind: Literal["rewrite"]
-    female_to_male: float = Field(ge=0.0, le=1.0)
-    black_to_white: float = Field(0.0, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    female_to_male: Probability
+    black_to_white: Probability = 0.0
+    refusal_rate: Probability = 0.0
 
 
 def _policy_kind(value: Any) -> str:
@@ -209,7 +219,7 @@ class _T2IBase(_UnderTest):
     modality: Literal["t2i"] = "t2i"
 
 
-class DiffusersT2IConfig(_T2IBase):
+class DiffusersT2IConfig(_T2IBase, _Local):
     """Any diffusers pipeline (``DiffusionPipeline.from_pretrained``): hub id or local dir."""
 
     backend: Literal["diffusers"]
@@ -217,13 +227,9 @@ class DiffusersT2IConfig(_T2IBase):
     revision: str = "main"
     #: weight variant on the hub (e.g. ``fp16``); None = the default weights
     variant: str | None = None
-    device: str = "cpu"
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(4, gt=0)
     steps: int = Field(30, gt=0)
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
     guidance_scale: float = Field(7.5, ge=0.0)
     #: output size in pixels; None = the pipeline's default
     height: int | None = Field(None, gt=0)
@@ -265,8 +271,8 @@ class SimulatedT2IPolicy(_Strict):
     ``no_person_rate`` the image shows nobody (``true_attributes`` is empty)."""
 
     attributes: dict[T2IAttribute, dict[str, float]] = Field(min_length=1)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
-    no_person_rate: float = Field(0.0, ge=0.0, le=1.0)
+    refusal_rate: Probability = 0.0
+    no_person_rate: Probability = 0.0
 
     @field_validator("attributes")
     @classmethod
@@ -296,7 +302,7 @@ class SimulatedOpenSetBias(_Strict):
     pattern: Literal["everywhere", "within_caption", "unbiased"]
     weights: dict[str, float] = {}
     other_weight: float = Field(0.0, ge=0.0)
-    share: float = Field(1.0, ge=0.0, le=1.0)
+    share: Probability = 1.0
 
     @field_validator("weights")
     @classmethod
@@ -318,7 +324,7 @@ class SimulatedOpenSetPolicy(_Strict):
     biases: dict[str, SimulatedOpenSetBias] = {}
     default: SimulatedOpenSetBias = SimulatedOpenSetBias(pattern="unbiased")
     sampling: Literal["stratified", "random"] = "random"
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    refusal_rate: Probability = 0.0
 
     @field_validator("biases")
     @classmethod
@@ -353,21 +359,11 @@ class _VLMBase(_UnderTest):
     sampling: SamplingParams = SamplingParams()
 
 
-class HFVLMConfig(_VLMBase):
+class HFVLMConfig(_VLMBase, _Transformers):
     """Any transformers image-text-to-text model (``AutoModelForImageTextToText``) with its
     processor's chat template: a hub id or a local directory."""
 
-    backend: Literal["hf"]
-    model_id: str
-    revision: str = "main"
-    device: str = "cpu"
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     batch_size: int = Field(4, gt=0)
-    trust_remote_code: bool = False
-    system_prompt: str | None = None
-    #: torch / BLAS threads for generation; None = every core this process may run on
-    #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
 
 
 class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
@@ -385,8 +381,8 @@ class SimulatedVLMPolicy(_Strict):
     ``default_accuracy``, and is an error when that is unset."""
 
     accuracy: dict[str, float] = Field(min_length=1)
-    default_accuracy: float | None = Field(None, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    default_accuracy: Probability | None = None
+    refusal_rate: Probability = 0.0
 
     @field_validator("accuracy")
     @classmethod
@@ -406,12 +402,12 @@ class SimulatedVLMRecallPolicy(_Strict):
 
     kind: Literal["planted_recall"]
     base: dict[str, dict[str, float]] = {}
-    default_base: float = Field(0.6, ge=0.0, le=1.0)
+    default_base: Probability = 0.6
     effects: dict[str, dict[str, dict[str, float]]] = {}
     class_effects: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-    floor: float = Field(0.02, ge=0.0, le=1.0)
-    ceiling: float = Field(0.98, ge=0.0, le=1.0)
-    refusal_share: float = Field(0.1, ge=0.0, le=1.0)
+    floor: Probability = 0.02
+    ceiling: Probability = 0.98
+    refusal_share: Probability = 0.1
 
     @field_validator("base")
     @classmethod
@@ -440,9 +436,9 @@ class SimulatedOpenVQAPolicy(_Strict):
     the truth; the answer is written in one of ``phrasings`` (free text, mapped to a class
     by the methodology's real answer mapper), or refused with ``refusal_rate``."""
 
-    confusion: float = Field(0.0, ge=0.0, le=1.0)
-    unknown_rate: float = Field(0.0, ge=0.0, le=1.0)
-    refusal_rate: float = Field(0.0, ge=0.0, le=1.0)
+    confusion: Probability = 0.0
+    unknown_rate: Probability = 0.0
+    refusal_rate: Probability = 0.0
     phrasings: list[str] = Field(["{answer}"], min_length=1)
     unknown_text: str = "unknown"
 

@@ -94,7 +94,7 @@ class OpenAIChatBackend(LLMBackend):
 
     def __repr__(self) -> str:
         config = self.config
-        return f"OpenAIChatBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
+        return f"{type(self).__name__}(model_id={config.model_id!r}, base_url={config.base_url!r})"
 
     @property
     def fingerprint(self) -> dict[str, Any]:

@@ -31,10 +31,6 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
         super().__init__(config)  # type: ignore[arg-type]
         self.config: OpenAIT2IConfig = config  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        config = self.config
-        return f"OpenAIImageBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
-
     @property
     def fingerprint(self) -> dict[str, Any]:
         c = self.config

@@ -175,10 +175,6 @@ class OpenAIVisionBackend(OpenAIChatBackend, VLMBackend):
         super().__init__(config)  # type: ignore[arg-type]
         self.config: OpenAIVLMConfig = config  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        config = self.config
-        return f"OpenAIVisionBackend(model_id={config.model_id!r}, base_url={config.base_url!r})"
-
     @property
     def fingerprint(self) -> dict[str, Any]:
         return {**super().fingerprint, "modality": "vlm", "image_detail": self.config.image_detail}
@@ -238,13 +234,8 @@ class SimulatedVLM(Simulator, VLMBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint(
-            group_key=self.config.group_key,
-            policy={k: v.model_dump() for k, v in sorted(self.config.policy.items())},
-            # only when set, so that the cache keys of simulators without it stay valid
-            **({"open_vqa": {k: v.model_dump() for k, v in sorted(self.config.open_vqa.items())}}
-               if self.config.open_vqa else {}),
-        )
+        return self._fingerprint({"policy": self.config.policy, "open_vqa": self.config.open_vqa},
+                                 group_key=self.config.group_key)
 
     def respond(self, request: Request) -> Completion:
         return self.answer(request)

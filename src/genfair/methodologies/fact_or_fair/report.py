@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
+from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection
 
 #: what each context's trade-off plot is in the paper
 _PAPER = {
@@ -45,9 +45,8 @@ def report_section(ctx: ReportContext) -> ReportSection:
             "(factual and balanced); a point far below the curve picks groups more unevenly than its accuracy "
             "requires. Hollow red points are SIMULATED models with planted biases.",
             f"tradeoff_{modality}_{context}"))
-    shown = board[[c for c in _SHOWN if c in board.columns]]
-    section.tables.append(ReportTable("Leaderboard", shown, "Per context and attribute; rank among real models of "
-                                      "the same modality by distance (lower is better); simulators are never ranked."))
+    section.tables.append(ctx.leaderboard(_SHOWN, "Per context and attribute; rank among real models of the same "
+                                          "modality by distance (lower is better); simulators are never ranked."))
     return section
 
 

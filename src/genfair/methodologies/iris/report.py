@@ -32,13 +32,12 @@ def report_section(ctx: ReportContext) -> ReportSection:
         "sectors far below τ, and for whether generation and understanding agree. S is calibrated on this "
         "study's models unless fixed in the config, so scores compare models within a study. Hatched bars "
         "are SIMULATED models with planted biases. IRIS scores are not ranked.", "sectors"))
-    section.tables.append(ReportTable("Scores per sector", board[[c for c in _SHOWN if c in board.columns]],
-                                      "Magnitude M, the S and K used, the score and the codes, per model and sector."))
-    if ctx.study is not None:
-        validation = ctx.study.tables.get("validation")
-        if validation is not None and len(validation):
-            section.tables.append(ReportTable("Validation", validation,
-                                              "The paper's checks that the scores move as the metrics do."))
+    section.tables.append(ctx.leaderboard(_SHOWN, "Magnitude M, the S and K used, the score and the codes, per "
+                                          "model and sector.", title="Scores per sector"))
+    validation = ctx.study_table("validation")
+    if validation is not None:
+        section.tables.append(ReportTable("Validation", validation,
+                                          "The paper's checks that the scores move as the metrics do."))
     return section
 
 

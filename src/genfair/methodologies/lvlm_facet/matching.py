@@ -53,7 +53,13 @@ import pandas as pd
 
 from genfair.curation.facet import FACET_CLASSES
 from genfair.curation.occupations import normalize_term
-from genfair.instruments.answer_mapper import Embedder, EmbeddingCache, MiniLMEmbedder, clean_answer
+from genfair.instruments.answer_mapper import (
+    Embedder,
+    EmbeddingCache,
+    MiniLMEmbedder,
+    clean_answer,
+    nearest_labels,
+)
 from genfair.resources.group_words import plural_forms
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.lvlm_facet.prompts import CHOICE_LABELS
@@ -240,16 +246,8 @@ class AnswerMatcher:
                 pending[text] = self.answer_template.format(cleaned)
         if pending:
             scores = self.cache.embed(list(pending.values())) @ self._targets.T
-            for text, row in zip(pending, scores, strict=True):
-                best = int(np.argmax(row))
-                similarity, nearest = float(row[best]), self.labels[best]
-                low = self.min_similarity is not None and similarity < self.min_similarity
-                decided[text] = (
-                    None if low else nearest,
-                    "below_min_similarity" if low else "encoder",
-                    similarity,
-                    nearest,
-                )
+            decided |= nearest_labels(list(pending), scores, self.labels, self.min_similarity,
+                                      ("encoder", "below_min_similarity"))
         self.cache.save()
         rows = [(t, *decided[t], self.encoder_name) for t in texts]
         frame = pd.DataFrame(rows, columns=MATCH_COLUMNS)

@@ -31,15 +31,14 @@ def report_section(ctx: ReportContext) -> ReportSection:
         "95% interval, unbiased and biased prompts side by side, and the refusal rates. Look for bars whose "
         "interval excludes 0 and for how much the biased prompt raises them. Hatched bars are SIMULATED "
         "models with planted biases.", "bias_bars"))
-    section.tables.append(ReportTable("Leaderboard", board[[c for c in _SHOWN if c in board.columns]],
-                                      "Rank among real models, per prompt, level, attribute and measure "
-                                      "(lower is less biased); simulators and refusal rates are never ranked."))
-    if ctx.study is not None:
-        for name in ("perplexity", "chi2", "example_topics"):
-            frame = ctx.study.tables.get(name)
-            if frame is not None and len(frame):
-                section.tables.append(ReportTable(f"Document level: {name}", frame,
-                                                  "From the study-level topic model over every model's articles."))
+    section.tables.append(ctx.leaderboard(_SHOWN, "Rank among real models, per prompt, level, attribute and "
+                                          "measure (lower is less biased); simulators and refusal rates are never "
+                                          "ranked."))
+    for name in ("perplexity", "chi2", "example_topics"):
+        frame = ctx.study_table(name)
+        if frame is not None:
+            section.tables.append(ReportTable(f"Document level: {name}", frame,
+                                              "From the study-level topic model over every model's articles."))
     return section
 
 

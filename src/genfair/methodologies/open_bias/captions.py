@@ -21,12 +21,13 @@ A wrong layout raises :class:`CaptionDataError` naming the file and the expected
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
+
+from genfair.io import read_json
 
 __all__ = [
     "CAPTION_COLUMNS",
@@ -91,12 +92,7 @@ def load_caption_set(path: str | Path = DEFAULT_CAPTION_SET) -> pd.DataFrame:
 
 
 def _read_json(path: Path, keys: list[str], what: str) -> dict:
-    if not path.is_file():
-        raise CaptionDataError(f"{path}: not found; expected the COCO 2017 {what} file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise CaptionDataError(f"{path}: not valid JSON ({error}); expected the COCO 2017 {what} file") from error
+    data = read_json(path, CaptionDataError, f"expected the COCO 2017 {what} file")
     if not isinstance(data, dict) or any(k not in data for k in keys):
         raise CaptionDataError(
             f"{path}: expected a JSON object with keys {keys} (the COCO 2017 {what} file, "

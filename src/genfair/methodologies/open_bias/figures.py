@@ -3,6 +3,8 @@ context-free severity side by side. One panel per model when the scores hold sev
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import matplotlib
 
 matplotlib.use("Agg")  # headless: files only
@@ -10,6 +12,7 @@ matplotlib.use("Agg")  # headless: files only
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 __all__ = ["aware_vs_free_figure", "ranking_figure"]
@@ -30,39 +33,45 @@ def _names(part: pd.DataFrame) -> list[str]:
     return [str(v) for v in (part["label"] if "label" in part else part["bias_id"])]
 
 
-def ranking_figure(scores: pd.DataFrame, title: str) -> Figure:
-    """Biases by context-aware severity (most severe on top) with their intervals."""
+def _severity_figure(
+    scores: pd.DataFrame, title: str, row_height: float, xlabel: str,
+    draw: Callable[[Axes, np.ndarray, pd.DataFrame], None],
+) -> Figure:
+    """One panel per model (:func:`_panels`), a bar row per bias sorted by context-aware
+    severity (most severe on top); ``draw(ax, y, part)`` draws a panel's bars."""
     panels = _panels(scores)
-    height = max(2.5, 0.35 * max((len(p) for _, p in panels), default=1) + 1.2)
+    height = max(2.5, row_height * max((len(p) for _, p in panels), default=1) + 1.2)
     fig, axes = plt.subplots(1, len(panels) or 1, figsize=(6 * max(1, len(panels)), height), squeeze=False)
     for ax, (name, part) in zip(axes[0], panels, strict=False):
         part = part.sort_values("severity_context_aware")
         y = np.arange(len(part))
-        value = part["severity_context_aware"].to_numpy(float)
-        err = np.vstack([value - part["context_aware_ci_low"].to_numpy(float),
-                         part["context_aware_ci_high"].to_numpy(float) - value])
-        ax.barh(y, value, xerr=np.clip(err, 0, None), color="C0", capsize=2)
-        ax.set(yticks=y, yticklabels=_names(part), xlim=(0, 1.05), xlabel="context-aware severity", title=name)
+        draw(ax, y, part)
+        ax.set(yticks=y, yticklabels=_names(part), xlim=(0, 1.05), xlabel=xlabel, title=name)
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def ranking_figure(scores: pd.DataFrame, title: str) -> Figure:
+    """Biases by context-aware severity (most severe on top) with their intervals."""
+
+    def draw(ax: Axes, y: np.ndarray, part: pd.DataFrame) -> None:
+        value = part["severity_context_aware"].to_numpy(float)
+        err = np.vstack([value - part["context_aware_ci_low"].to_numpy(float),
+                         part["context_aware_ci_high"].to_numpy(float) - value])
+        ax.barh(y, value, xerr=np.clip(err, 0, None), color="C0", capsize=2)
+
+    return _severity_figure(scores, title, 0.35, "context-aware severity", draw)
 
 
 def aware_vs_free_figure(scores: pd.DataFrame, title: str) -> Figure:
     """Paired bars per bias: context-aware and context-free severity (a bias high in the first
     and low in the second is biased within captions only, the paper's Fig. 9)."""
-    panels = _panels(scores)
-    height = max(2.5, 0.45 * max((len(p) for _, p in panels), default=1) + 1.2)
-    fig, axes = plt.subplots(1, len(panels) or 1, figsize=(6 * max(1, len(panels)), height), squeeze=False)
-    for ax, (name, part) in zip(axes[0], panels, strict=False):
-        part = part.sort_values("severity_context_aware")
-        y = np.arange(len(part))
+
+    def draw(ax: Axes, y: np.ndarray, part: pd.DataFrame) -> None:
         ax.barh(y + 0.2, part["severity_context_aware"], height=0.4, color="C0", label="context-aware")
         ax.barh(y - 0.2, part["severity_context_free"], height=0.4, color="C1", label="context-free")
-        ax.set(yticks=y, yticklabels=_names(part), xlim=(0, 1.05), xlabel="severity", title=name)
-        ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+
+    return _severity_figure(scores, title, 0.45, "severity", draw)

@@ -27,12 +27,12 @@ removed (as the authors' post-processing does).
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pandas as pd
 
+from genfair.io import read_json
 from genfair.methodologies.open_bias.captions import (
     CAPTION_COLUMNS,
     CaptionDataError,
@@ -50,15 +50,8 @@ def load_published_proposals(
 ) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]], pd.DataFrame]:
     """(captions, proposals, statuses) from one of the authors' bias-proposal files."""
     path = Path(path)
-    if not path.is_file():
-        raise CaptionDataError(
-            f"{path}: not found; download the authors' proposals (OpenBias README, 'We make "
-            "available the proposed biases') and give the JSON file's path"
-        )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise CaptionDataError(f"{path}: not valid JSON ({error})") from error
+    data = read_json(path, CaptionDataError, "download the authors' proposals (OpenBias README, 'We make "
+                     "available the proposed biases') and give the JSON file's path")
     if not isinstance(data, dict) or not isinstance(data.get("bias_proposal"), list):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise CaptionDataError(f"{path}: expected an object with a 'bias_proposal' list (the authors' format), got {keys}")

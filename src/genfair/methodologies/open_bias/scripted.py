@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from genfair.io import read_json
 from genfair.models.base import Completion, LLMBackend, OnDone, Request, stable_hash
 
 __all__ = ["ScriptedProposer", "load_scripted"]
@@ -25,13 +25,8 @@ def load_scripted(source: str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"methodologies.open_bias.scripted_proposals: {path} not found")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from error
+        data = read_json(source, hint="methodologies.open_bias.scripted_proposals: a JSON file of "
+                         "caption_id -> {\"bias\": [...]}")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError("scripted_proposals must map caption_id -> an answer object ({\"bias\": [...]})")
     return {str(k): v for k, v in data.items()}

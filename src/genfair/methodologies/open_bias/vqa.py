@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.answer_mapper import Embedder, EmbeddingCache, MiniLMEmbedder, clean_answer
+from genfair.instruments.answer_mapper import (
+    Embedder,
+    EmbeddingCache,
+    MiniLMEmbedder,
+    clean_answer,
+    nearest_labels,
+)
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -118,13 +124,10 @@ class AnswerToClass:
         if pending:
             targets = self.cache.embed(list(by_clean))
             scores = self.cache.embed(pending) @ targets.T
-            for text, row in zip(pending, scores, strict=True):
-                best = int(np.argmax(row))
-                similarity = float(row[best])
-                if self.threshold is not None and similarity < self.threshold:
-                    decided[text] = (unknown, "below_threshold", similarity)
-                else:
-                    decided[text] = (by_clean[list(by_clean)[best]], "embedding", similarity)
+            matches = nearest_labels(pending, scores, list(by_clean), self.threshold,
+                                     ("embedding", "below_threshold"))
+            for text, (label, tier, similarity, _) in matches.items():
+                decided[text] = (unknown if label is None else by_clean[label], tier, similarity)
             self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]], self.encoder_name) for a in answers]
         return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
