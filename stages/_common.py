@@ -9,8 +9,8 @@ from pathlib import Path
 
 from genfair.config import PARAMS_FILE, ConfigError, load_params
 from genfair.logs import setup
+from genfair.models.base import IncompleteGeneration
 from genfair.models.cache import CacheError
-from genfair.study.steps import IncompleteGeneration
 
 #: bad input or an incomplete run: the message says what to fix
 EXPECTED = (ConfigError, FileNotFoundError, ValueError, KeyError, IncompleteGeneration, CacheError)
@@ -27,7 +27,10 @@ def message(exc: BaseException, model: str | None) -> str:
     return str(exc)
 
 
-def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None) -> None:
+def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
+        sections: bool = True) -> None:
+    """Run ``step(params, *model/methodology)`` as the stage; ``sections=False`` validates only
+    the blocks the step reads (see :func:`genfair.config.load_params`)."""
     log = setup(stage, model=model, methodology=methodology)
     try:
         cwd = Path.cwd().resolve()
@@ -36,7 +39,7 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
         try:
-            params = load_params()
+            params = load_params(sections=sections)
         except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
             raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
                               f"params with `git checkout {PARAMS_FILE}`)") from None

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from genfair.config import load_params
-from genfair.study.tracking import flatten, redact, tracking_uri, workspace_root
+from genfair.study.store import redact, tracking_uri, workspace_root
+from genfair.study.tracking import flatten
 
 
 def test_workspace_root_escapes_dvc_temporary_experiment_copies(tmp_path: Path) -> None:

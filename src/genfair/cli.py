@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _expected() -> tuple[type[BaseException], ...]:
     """Exception types that carry a user-facing message (bad input, config, environment)."""
+    from genfair.models.base import IncompleteGeneration
     from genfair.models.cache import CacheError
-    from genfair.study.steps import IncompleteGeneration
 
     return (ConfigError, FileNotFoundError, KeyError, ValueError, CacheError, IncompleteGeneration,
             PermissionError, IsADirectoryError, NotADirectoryError)

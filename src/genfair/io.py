@@ -9,10 +9,10 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: the always-running stages start without pandas
+    import pandas as pd
 
 
 def plain_file_mode() -> int:
@@ -74,6 +74,7 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
+    import pandas as pd
     import pyarrow
 
     try:
@@ -105,6 +106,8 @@ def _first_line(exc: BaseException) -> str:
 
 def jsonable(value: Any) -> Any:
     """Nested dicts/lists of plain Python values; NaN -> None, floats rounded to 6 places."""
+    import numpy as np
+
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

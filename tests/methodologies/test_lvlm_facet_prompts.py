@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 from genfair.methodologies.lvlm_facet.prompts import direct_prompt, single_choice_prompt
 
 LIST = ", ".join(FACET_CLASSES)

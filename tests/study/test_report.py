@@ -32,6 +32,7 @@ from genfair.study.layout import Layout
 from genfair.study.report import build_report
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
+from genfair.study.store import listed_keys, missing_runs, sync_store
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.conf import with_runs
@@ -152,6 +153,26 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[Study
         os.environ["MLFLOW_TRACKING_URI"] = store
     fresh = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'fresh.db'}")
     assert len(fresh.search_runs([fresh.get_experiment_by_name(params.tracking.experiment).experiment_id])) == 6
+
+
+def test_mlflow_sync_asks_the_store_without_mlflow_and_logs_what_it_lacks(
+        study: tuple[StudyParams, Layout, Path]) -> None:
+    params, layout, tmp = study
+    store, experiment = f"sqlite:///{tmp / 'mlflow.db'}", params.tracking.experiment
+    track_study(params, layout)
+    keys = listed_keys(layout.tracking)
+    assert len(keys) == 6 and missing_runs(keys, store, experiment) == []
+    assert missing_runs(keys, f"sqlite:///{tmp / 'none.db'}", experiment) == keys  # no store yet
+    assert missing_runs(keys, "http://127.0.0.1:5000", experiment) is None  # a server: MLflow must tell
+    client = MlflowClient(tracking_uri=store)
+    lost = next(r for r in client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+                if r.data.tags[KEY_TAG] == keys[1])
+    client.delete_run(lost.info.run_id)
+    assert missing_runs(keys, store, experiment) == [keys[1]]
+    written = json.loads(sync_store(params, layout).read_text())  # logs the lost run again
+    assert missing_runs(keys, store, experiment) == []
+    assert written == {"tracking_uri": written["tracking_uri"], "experiment": experiment, "runs": 6}
+    assert str(tmp) not in written["tracking_uri"]  # no machine path in the committed file
 
 
 @pytest.mark.browser

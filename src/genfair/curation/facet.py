@@ -51,30 +51,18 @@ import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from genfair.curation.config import DetectorConfig, FacetConfig
 from genfair.io import _atomic, file_sha256, write_json, write_parquet
 from genfair.logs import progress as show_progress
 
 log = logging.getLogger(__name__)
-
-#: FACET's 52 person classes (``class1`` values), as in the release and paper 002's Table 20.
-FACET_CLASSES: tuple[str, ...] = (
-    "astronaut", "backpacker", "ballplayer", "bartender", "basketball_player", "boatman",
-    "carpenter", "cheerleader", "climber", "computer_user", "craftsman", "dancer",
-    "disk_jockey", "doctor", "drummer", "electrician", "farmer", "fireman", "flutist",
-    "gardener", "guard", "guitarist", "gymnast", "hairdresser", "horseman", "judge",
-    "laborer", "lawman", "lifeguard", "machinist", "motorcyclist", "nurse", "painter",
-    "patient", "prayer", "referee", "repairman", "reporter", "retailer", "runner",
-    "sculptor", "seller", "singer", "skateboarder", "soccer_player", "soldier", "speaker",
-    "student", "teacher", "tennis_player", "trumpeter", "waiter",
-)  # fmt: skip
 
 GENDER_COLUMNS = {
     "male": "gender_presentation_masc",
@@ -126,84 +114,6 @@ IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 _KEY_CHUNK = "genfair:crop_key"
 _CROP_FIELDS = {"crop_size", "margin", "crop_side", "pad_mode", "pad_value"}
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DetectorConfig(_Strict):
-    """OpenCV's HOG + linear SVM pedestrian detector (Dalal & Triggs), for unannotated images.
-
-    HOG looks for upright people about 64x128 px, so the image is searched at a few working
-    sizes (longer side), with a border so people cut by the frame still fit the window;
-    overlapping hits are merged by non-max suppression."""
-
-    enabled: bool = False
-    #: 128 suits photos of one or a few people filling the frame (FACET's usual); add 256
-    #: or 512 to find smaller people, at the cost of more false alarms
-    work_sides: tuple[int, ...] = Field(default=(128,), min_length=1)
-    #: border added on each side, as a fraction of the resized image's longer side
-    border_frac: float = Field(default=0.5, ge=0, le=2)
-    #: SVM margin a hit needs (OpenCV's weights; 0 is the decision boundary)
-    min_score: float = 0.7
-    nms_iou: float = Field(default=0.3, gt=0, le=1)
-    max_persons: int = Field(default=10, gt=0)
-
-    @field_validator("work_sides")
-    @classmethod
-    def _big_enough(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if any(side < 128 for side in value):
-            raise ValueError("every work side must be >= 128 (the HOG window is 64x128)")
-        return value
-
-
-class FacetConfig(_Strict):
-    """Where the FACET release is and how to turn its annotations into person crops."""
-
-    release_dir: Path
-    #: relative to ``release_dir`` (or absolute)
-    annotations_file: Path = Path("annotations.csv")
-    images_dir: Path = Path("images")
-    crop_size: int = Field(default=384, ge=16)
-    #: crop side = max(box w, box h) * margin (the context around the person)
-    margin: float = Field(default=1.2, ge=1.0)
-    #: ``box``: the square around the box, resized to crop_size; ``fixed``: a crop_size
-    #: window at the image's own resolution (the literal reading of paper 002)
-    crop_side: Literal["box", "fixed"] = "box"
-    #: how the crop is filled where it leaves the image
-    pad_mode: Literal["constant", "edge"] = "constant"
-    pad_value: int = Field(default=0, ge=0, le=255)
-    single_person_only: bool = False
-    #: keep only these FACET classes; None keeps all
-    classes: list[str] | None = None
-    #: boxes whose width or height is smaller are dropped
-    min_box_px: int = Field(default=0, ge=0)
-    skin_groups: Literal["iris", "lvlm_facet"] = "lvlm_facet"
-    monk_rule: Literal["median", "majority"] = "median"
-    detector: DetectorConfig = DetectorConfig()
-    #: an image with more pixels (as its header declares) is not decoded: its rows are bad
-    #: rows. Bounds memory per image (3 bytes a pixel); PIL itself refuses images above
-    #: 2 * PIL.Image.MAX_IMAGE_PIXELS (about 179 million pixels) whatever this says.
-    max_image_pixels: int = Field(default=40_000_000, gt=0)
-    #: a box whose square (side max(w, h)) covers more than this multiple of the image's area
-    #: is a bad row (a person's box lies in the image: about 1 at most)
-    max_box_area_ratio: float = Field(default=2.0, gt=0)
-
-    @field_validator("classes")
-    @classmethod
-    def _known_classes(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            unknown = sorted(set(value) - set(FACET_CLASSES))
-            if unknown:
-                raise ValueError(f"unknown FACET class(es) {unknown}; use names from FACET_CLASSES")
-        return value
-
-    def annotations_path(self) -> Path:
-        return self.release_dir / self.annotations_file
-
-    def images_path(self) -> Path:
-        return self.release_dir / self.images_dir
 
 
 class FacetAnnotationError(ValueError):

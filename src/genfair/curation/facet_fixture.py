@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from genfair.curation.config import FACET_CLASSES
 from genfair.curation.facet import (
     AGE_COLUMNS,
-    FACET_CLASSES,
     GENDER_COLUMNS,
     SKIN_COLUMNS,
 )

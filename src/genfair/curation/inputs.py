@@ -43,9 +43,7 @@ def curation_inputs(section: str, config: BaseModel) -> list[Path]:
     ``news``: the file sources' paths (web sources are fetched, the embedded corpus ships in
     a pinned package); ``facet``: the annotations file and the images folder;
     ``occupations``: the three reference tables."""
-    from genfair.curation.facet import FacetConfig
-    from genfair.curation.news import FileSource, NewsCollectionConfig
-    from genfair.curation.occupations import OccupationsConfig
+    from genfair.curation.config import FacetConfig, FileSource, NewsCollectionConfig, OccupationsConfig
 
     if section == "news" and isinstance(config, NewsCollectionConfig):
         return [s.path for s in config.sources if isinstance(s, FileSource)]

@@ -45,14 +45,14 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import nupunkt
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tqdm import tqdm
 
+from genfair.curation.config import EmbeddedSource, FileSource, NewsCollectionConfig, WebSource
 from genfair.curation.news_web import (
     Candidate,
     FetchedArticle,
@@ -79,88 +79,6 @@ COLUMNS = [
     "headline_derived",
 ]
 EMBEDDED_SOURCE = "abc-lee-background (gensim)"
-_FILE_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".parquet"}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class WebSource(_Strict):
-    """A news site's RSS/Atom feed or XML sitemap (sitemap indexes are followed)."""
-
-    kind: Literal["feed", "sitemap"]
-    url: str
-    #: overrides the section found in the listing or the page, e.g. for a per-section feed
-    section: str | None = None
-    #: at most this many articles of this source are used (after robots and date checks)
-    max_articles: int | None = Field(default=None, gt=0)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if urlsplit(value).scheme not in {"http", "https"} or not urlsplit(value).netloc:
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value
-
-
-class FileSource(_Strict):
-    """A JSONL/CSV/parquet file with ``headline`` and ``body`` columns (``source``,
-    ``published`` or ``date``, ``section``, ``url`` optional). Errors name the 1-based
-    record (data row; CSV header and blank JSONL lines not counted)."""
-
-    kind: Literal["file"]
-    path: Path
-
-    @field_validator("path")
-    @classmethod
-    def _known_suffix(cls, value: Path) -> Path:
-        if value.suffix.lower() not in _FILE_SUFFIXES:
-            raise ValueError(f"{value}: use one of {sorted(_FILE_SUFFIXES)}")
-        return value
-
-
-class EmbeddedSource(_Strict):
-    """A corpus shipped with an installed package; works offline."""
-
-    kind: Literal["embedded"]
-    name: Literal["lee_background"] = "lee_background"
-
-
-NewsSource = Annotated[WebSource | FileSource | EmbeddedSource, Field(discriminator="kind")]
-
-
-class NewsCollectionConfig(_Strict):
-    """What to collect and how politely; dates are inclusive publication-date bounds."""
-
-    sources: list[NewsSource] = Field(min_length=1)
-    date_from: date | None = None
-    date_to: date | None = None
-    #: keep only these sections (case-insensitive); None keeps all
-    sections: list[str] | None = None
-    rate_limit_per_host_s: float = Field(default=1.0, ge=0)
-    user_agent: str = "genfair-news-collector/0.1 (+research)"
-    timeout_s: float = Field(default=20, gt=0)
-    #: web pages whose extracted body is shorter are skipped (navigation, paywall stubs)
-    min_body_chars: int = Field(default=200, ge=0)
-    #: retries of a request answered 429/5xx or failing at the network level
-    max_retries: int = Field(default=3, ge=0)
-    #: first backoff between retries; it doubles each time
-    retry_backoff_s: float = Field(default=1.0, ge=0)
-    #: cap on the final table, taken in its deterministic order
-    max_articles: int | None = Field(default=None, gt=0)
-    #: longer bodies / headlines are rejected (a whole file or page glued into one record)
-    max_body_chars: int = Field(default=200_000, gt=0)
-    max_headline_chars: int = Field(default=1_000, gt=0)
-    #: a bad record of a file source: ``report`` skips it (listed in the report's
-    #: ``rejected``), ``fail`` stops with an error naming the file and line
-    bad_rows: Literal["report", "fail"] = "report"
-
-    @model_validator(mode="after")
-    def _window_order(self) -> NewsCollectionConfig:
-        if self.date_from and self.date_to and self.date_from > self.date_to:
-            raise ValueError(f"date_from {self.date_from} is after date_to {self.date_to}")
-        return self
 
 
 class NewsSourceError(ValueError):

@@ -59,14 +59,14 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genfair.resources.group_words import plural_forms
+from genfair.curation.config import OccupationsConfig
 from genfair.io import write_parquet
+from genfair.resources.group_words import plural_forms
 
 __all__ = [
     "AGE_BUCKETS",
@@ -106,86 +106,6 @@ _EU_COLUMNS = [
 _SUM_TOLERANCE_PCT = 4.0
 
 _RANKS = {"form": 0, "synonym": 1, "hyponym": 2}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# §C.5 names student, patient and backpacker; the others meet the same test (an activity or
-# circumstance, not a job) and have no row in the authors' tables either.
-DEFAULT_NON_OCCUPATIONAL: dict[str, str] = {
-    "backpacker": "leisure activity (named in paper 002 §C.5)",
-    "patient": "receiving care, not employment (named in paper 002 §C.5)",
-    "student": "enrolment, not employment (named in paper 002 §C.5)",
-    "prayer": "religious activity (a person praying), not a job; §C.5's test",
-    "computer_user": "activity shared by most occupations; §C.5's test",
-    "motorcyclist": "mode of travel, not a job; §C.5's test",
-    "skateboarder": "leisure/sport activity, not a job; §C.5's test",
-    "climber": "leisure/sport activity, not a job; §C.5's test",
-    "runner": "leisure/sport activity, not a job; §C.5's test",
-}
-
-# Curated WordNet 3.0 senses where the first noun.person sense is not FACET's class, or where
-# two senses are both meant. Occupations not listed take their first noun.person sense.
-DEFAULT_SENSES: dict[str, tuple[str, ...]] = {
-    "cheerleader": ("cheerleader.n.02",),
-    "climber": ("climber.n.04",),
-    "craftsman": ("craftsman.n.03",),
-    "dancer": ("dancer.n.01",),
-    "doctor": ("doctor.n.01",),
-    "fireman": ("fireman.n.04",),
-    "gardener": ("gardener.n.01", "gardener.n.02"),
-    "horseman": ("horseman.n.01",),
-    "judge": ("judge.n.01",),
-    "nurse": ("nurse.n.01",),
-    "painter": ("painter.n.01", "painter.n.02"),
-    "referee": ("referee.n.01",),
-    "runner": ("runner.n.02", "runner.n.06"),
-    "singer": ("singer.n.01",),
-    "speaker": ("speaker.n.01",),
-    "student": ("student.n.01",),
-    "trumpeter": ("trumpeter.n.01",),
-    "waiter": ("waiter.n.01",),
-}
-
-DEFAULT_NO_HYPONYMS: tuple[str, ...] = ("patient", "speaker", "student")
-
-# WordNet lemmas that would send a common answer to the wrong class
-DEFAULT_DROP_ALIASES: tuple[str, ...] = (
-    "jack",  # laborer.n.01: a name / a card / a tool
-    "packer",  # backpacker.n.01: usually a packing worker
-    "trafficker",  # seller.n.01: an illegal trade
-    "fire-eater",  # fireman.n.04: also a circus performer
-    "linesman",  # electrician.n.01: also a sports official
-)
-
-
-class OccupationsConfig(_Strict):
-    """``conf/curation/occupations.yaml``."""
-
-    occupations: Path = Path("data/reference/facet_occupations.csv")
-    us_statistics: Path = Path("data/reference/iris_real_world_us.csv")
-    eu_statistics: Path = Path("data/reference/iris_real_world_eu.csv")
-    #: occupation -> why it is not an occupation (§C.5): excluded from real-world comparisons
-    non_occupational: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_NON_OCCUPATIONAL))
-    #: which age boundaries the statistics are recorded under (see module docstring)
-    age_buckets: Literal["paper", "release"] = "paper"
-    #: occupation -> WordNet synset names (noun.person, with the occupation as a lemma)
-    senses: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_SENSES))
-    #: occupations whose direct hyponyms are not used as aliases
-    no_hyponyms: tuple[str, ...] = DEFAULT_NO_HYPONYMS
-    #: occupation -> curated aliases, ranked as synonyms
-    extra_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    #: aliases never used (matched after normalisation)
-    drop_aliases: tuple[str, ...] = DEFAULT_DROP_ALIASES
-
-    @model_validator(mode="after")
-    def _senses_nonempty(self) -> OccupationsConfig:
-        for occupation, names in self.senses.items():
-            if not names:
-                raise ValueError(f"senses.{occupation}: give at least one synset or remove the key")
-        return self
 
 
 class ReferenceDataError(ValueError):

@@ -279,3 +279,8 @@ def complete_in_batches(
 def chunks(requests: Sequence[Request], size: int) -> list[Sequence[Request]]:
     """``requests`` in consecutive batches of at most ``size``."""
     return [requests[start : start + size] for start in range(0, len(requests), size)]
+
+
+class IncompleteGeneration(RuntimeError):
+    """More calls ended in ``error`` than ``generation.max_error_rate`` allows (the stage
+    fails; failed calls are never cached, so a rerun asks only them)."""

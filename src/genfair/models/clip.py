@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 from genfair.models.base import Completion, OnDone, Request, VLMBackend, chunks, complete_in_batches
 from genfair.models.images import image_parts, read_image_part
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 
 __all__ = ["PERSON_ATTRIBUTES", "SYNONYMS", "PlantedRecall", "simulated_answer"]
 

@@ -20,8 +20,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from genfair.config import StudyParams, curation_config, instrument_class, instrument_config
 from genfair.io import write_json, write_parquet
 from genfair.models.cache import cache_dir
@@ -101,6 +99,8 @@ def validate_instruments(params: StudyParams, layout: Layout = Layout(), name: s
     # groups mix types across attributes (has_face: bool, n_faces: int, gender: str)
     write_parquet(report.per_group.astype({"group": str}), folder / "per_group.parquet")
     write_parquet(report.predictions.map(lambda v: None if v is None else str(v)), folder / "predictions.parquet")
+    import pandas as pd  # here: curation_inputs runs on every dvc repro and needs no pandas
+
     sources = pd.DataFrame([{"image_id": p.image_id, "label_source": p.label_source} for p in photos])
     write_parquet(sources, folder / "label_sources.parquet")
 

@@ -75,3 +75,7 @@ class Layout:
     @property
     def tracking(self) -> Path:
         return self.data / "tracking" / "runs.json"
+
+    @property
+    def tracking_store(self) -> Path:
+        return self.data / "tracking" / "store.json"

@@ -38,7 +38,8 @@ from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.scoring import headline_rows
 from genfair.study.steps import read_study
-from genfair.study.tracking import git_commit, workspace_root
+from genfair.study.store import workspace_root
+from genfair.study.tracking import git_commit
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def build_report(params: StudyParams, layout: Layout = Layout(), now: datetime |
         commit=git_commit(workspace_root()), date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         headline=headline_view(params, layout), sections=sections,
         instruments=instruments_view(params, layout, simulated), any_simulated=bool(simulated),
-        simulated_names=simulated,
+        simulated_names=simulated, tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
     )
     out = layout.report
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -254,6 +255,7 @@ figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px
 <section id="study">
 <h2>The study</h2>
 <p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, git commit <code>{{ commit }}</code>, rendered {{ date }}.
+{% if tracking %}MLflow: {{ tracking.runs }} runs in experiment <b>{{ tracking.experiment }}</b> of <code>{{ tracking.tracking_uri }}</code>.{% endif %}
 Methodologies: {{ methodologies | join(", ") }}.</p>
 {% if any_simulated %}
 <p class="banner"><span class="sim">SIMULATED</span> marks a planted-bias simulator: it checks the chain from

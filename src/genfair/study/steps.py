@@ -18,6 +18,7 @@ from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
+from genfair.models.base import IncompleteGeneration
 from genfair.models.cache import cache_dir
 from genfair.study.context import configured, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
@@ -40,10 +41,6 @@ def _check_run(params: StudyParams, model: str, methodology: str) -> None:
         raise ConfigError(f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
                           f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
                           "(params.yaml: runs lists the pairs the study measures)")
-
-
-class IncompleteGeneration(RuntimeError):
-    """More calls ended in ``error`` than ``generation.max_error_rate`` allows."""
 
 
 def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> int:

@@ -1,9 +1,10 @@
 """MLflow logging: one parent run per study, one child run per model and methodology.
 
-The store, not ``dvc.lock``, decides what is logged: the ``track`` stage always runs and logs
-only the runs the configured store lacks, each keyed by a content hash of its inputs (tag
-``genfair.key``). A fresh clone, a new tracking server or a teammate's machine gets every run
-on its first ``dvc repro``; a rerun logs nothing twice.
+The store, not ``dvc.lock``, decides what is logged: ``track`` (when its inputs change) and
+``mlflow_sync`` (on every ``dvc repro``, :mod:`genfair.study.store`) log only the runs the
+configured store lacks, each keyed by a content hash of its inputs (tag ``genfair.key``). A
+fresh clone, a new tracking server or a teammate's machine gets every run on its first
+``dvc repro``; a rerun logs nothing twice.
 
 Tracking URI: ``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri`` from params, else a
 SQLite store ``mlflow.db`` in the repository root, with artifacts in ``mlartifacts/``.
@@ -18,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -33,29 +32,9 @@ from genfair.methodologies import get_methodology
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
+from genfair.study.store import KEY_TAG, display_uri, redact, tracking_uri, workspace_root
 
 log = logging.getLogger(__name__)
-
-
-def workspace_root(cwd: Path | None = None) -> Path:
-    """The main workspace, also from inside a DVC temporary experiment copy."""
-    cwd = (cwd or Path.cwd()).resolve()
-    parts = cwd.parts
-    for i in range(len(parts) - 2):
-        if parts[i : i + 3] == (".dvc", "tmp", "exps"):
-            return Path(*parts[:i])
-    return cwd
-
-
-def tracking_uri(params: StudyParams, root: Path | None = None) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking.uri or (
-        f"sqlite:///{(root or workspace_root()) / 'mlflow.db'}"
-    )
-
-
-def redact(uri: str) -> str:
-    """Drop ``user:password@`` from a URI."""
-    return re.sub(r"//[^/@]+@", "//", uri)
 
 
 def git_commit(root: Path) -> str:
@@ -81,8 +60,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 #: the experiment kind MLflow's UI reads (``mlflow.experimentKind``): a classic ML
 #: experiment opens on its runs table, not on the GenAI "Traces" overview
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-#: the tag that keys a run by the content hash of what it logs
-KEY_TAG = "genfair.key"
 
 
 def _experiment(client: Any, name: str, root: Path) -> str:
@@ -108,19 +85,6 @@ def content_key(*parts: Any) -> str:
             digest.update(json.dumps(part, sort_keys=True, default=str).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:32]
-
-
-def display_uri(uri: str, root: Path) -> str:
-    """The tracking URI without credentials nor this machine's paths (for committed files)."""
-    uri = redact(uri)
-    prefix = "sqlite:///"
-    if uri.startswith(prefix):
-        path = Path(uri[len(prefix):])
-        try:
-            return f"{prefix}{path.resolve().relative_to(root.resolve())}"
-        except ValueError:
-            return f"{prefix}<outside the repository>/{path.name}"
-    return uri
 
 
 def _existing(client: Any, experiment: str) -> dict[str, Any]:

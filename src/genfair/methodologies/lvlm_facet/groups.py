@@ -36,7 +36,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from genfair.curation.facet import FACET_CLASSES, SKIN_COLUMNS, monk_level, skin_group
+from genfair.curation.config import FACET_CLASSES
+from genfair.curation.facet import SKIN_COLUMNS, monk_level, skin_group
 
 __all__ = [
     "ATTRIBUTES",
@@ -93,7 +94,7 @@ def resolve_classes(classes: str | Sequence[str]) -> tuple[str, ...]:
     if unknown or not chosen:
         raise ValueError(
             f"classes: unknown FACET class(es) {unknown} (or an empty list); use names from "
-            "genfair.curation.facet.FACET_CLASSES"
+            "genfair.curation.config.FACET_CLASSES"
         )
     return chosen
 

@@ -51,7 +51,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 from genfair.curation.occupations import normalize_term
 from genfair.instruments.answer_mapper import (
     Embedder,

@@ -189,7 +189,7 @@ def label_answers(probes: pd.DataFrame, responses: pd.DataFrame, config: LvlmFac
                   cache_dir: Path | None = None, encoder: Any = None) -> pd.DataFrame:
     """:meth:`LvlmFacet.label` (``cache_dir``: where the embeddings are kept, None = in
     memory; ``encoder``: instead of ``config.encoder``, e.g. a test's)."""
-    from genfair.curation.facet import FACET_CLASSES
+    from genfair.curation.config import FACET_CLASSES
     from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, LazyEncoder
 
     rows = probes[["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture"]]

@@ -14,7 +14,7 @@ from typing import Literal
 
 import pandas as pd
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_IDS, PROMPT_KINDS, direct_prompt, single_choice_prompt
 

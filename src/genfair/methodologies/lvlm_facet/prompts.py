@@ -26,7 +26,7 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from genfair.curation.facet import FACET_CLASSES
+from genfair.curation.config import FACET_CLASSES
 
 __all__ = [
     "CHOICE_LABELS",
@@ -87,5 +87,5 @@ def single_choice_prompt(
     if kind not in SINGLE_CHOICE_TEMPLATES:
         raise ValueError(f"single-choice kind {kind!r}: use one of {sorted(SINGLE_CHOICE_TEMPLATES)}")
     if cls not in FACET_CLASSES:
-        raise ValueError(f"{cls!r} is not a FACET class (genfair.curation.facet.FACET_CLASSES)")
+        raise ValueError(f"{cls!r} is not a FACET class (genfair.curation.config.FACET_CLASSES)")
     return SINGLE_CHOICE_TEMPLATES[kind].format(cls=display_class(cls, class_display))

@@ -1,0 +1,114 @@
+"""Where the study's MLflow runs go, and whether the store still holds them: without MLflow.
+
+``mlflow_sync`` runs on every ``dvc repro`` (MLflow follows the store, not ``dvc.lock``), so
+its common case must cost almost nothing: it reads the run keys of ``data/tracking/runs.json``
+and asks a SQLite store for them with ``sqlite3`` (importing MLflow alone takes seconds). Only
+when the store lacks a run, or cannot be read this way (a tracking server, an unknown schema),
+does it hand over to :func:`genfair.study.tracking.track_study`, which logs what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+from genfair.config import StudyParams
+from genfair.io import write_json
+from genfair.study.layout import Layout
+
+log = logging.getLogger(__name__)
+
+#: the tag that keys a run by the content hash of what it logs
+KEY_TAG = "genfair.key"
+
+_SQLITE = "sqlite:///"
+# MLflow's SQLite schema (stable since MLflow 1.x: experiments, runs, tags)
+_FINISHED_KEYS = """
+    SELECT t.value FROM tags t
+    JOIN runs r ON r.run_uuid = t.run_uuid
+    JOIN experiments e ON e.experiment_id = r.experiment_id
+    WHERE t.key = ? AND e.name = ? AND r.status = 'FINISHED'
+      AND r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active'
+"""
+
+
+def workspace_root(cwd: Path | None = None) -> Path:
+    """The main workspace, also from inside a DVC temporary experiment copy."""
+    cwd = (cwd or Path.cwd()).resolve()
+    parts = cwd.parts
+    for i in range(len(parts) - 2):
+        if parts[i : i + 3] == (".dvc", "tmp", "exps"):
+            return Path(*parts[:i])
+    return cwd
+
+
+def tracking_uri(params: StudyParams, root: Path | None = None) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking.uri or (
+        f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}"
+    )
+
+
+def redact(uri: str) -> str:
+    """Drop ``user:password@`` from a URI."""
+    return re.sub(r"//[^/@]+@", "//", uri)
+
+
+def display_uri(uri: str, root: Path) -> str:
+    """The tracking URI without credentials nor this machine's paths (for committed files)."""
+    uri = redact(uri)
+    if uri.startswith(_SQLITE):
+        path = Path(uri[len(_SQLITE):])
+        try:
+            return f"{_SQLITE}{path.resolve().relative_to(root.resolve())}"
+        except ValueError:
+            return f"{_SQLITE}<outside the repository>/{path.name}"
+    return uri
+
+
+def listed_keys(runs_file: Path) -> list[str]:
+    """The run keys ``track`` wrote (parent first); none when it has not run yet."""
+    if not runs_file.is_file():
+        return []
+    runs = json.loads(runs_file.read_text(encoding="utf-8"))
+    return [runs["parent_run"], *runs["child_runs"].values()]
+
+
+def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None:
+    """The keys without a finished run in ``experiment`` of the store at ``uri``; ``None``
+    when only MLflow can tell (not a SQLite store, or a schema this query does not know)."""
+    if not uri.startswith(_SQLITE):
+        return None
+    path = Path(uri[len(_SQLITE):])
+    if not path.is_file():
+        return list(keys)  # no store yet: every run is missing
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as db:
+            found = {value for (value,) in db.execute(_FINISHED_KEYS, (KEY_TAG, experiment))}
+    except sqlite3.Error:
+        return None
+    return [key for key in keys if key not in found]
+
+
+def sync_store(params: StudyParams, layout: Layout = Layout()) -> Path:
+    """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
+    log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
+    the runs are (``data/tracking/store.json``, shown in the report), changed only when that
+    changes."""
+    keys = listed_keys(layout.tracking)
+    root = workspace_root()
+    uri = tracking_uri(params, root)
+    missing = missing_runs(keys, uri, params.tracking.experiment)
+    if missing == []:
+        log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
+    else:
+        from genfair.study.tracking import track_study
+
+        log.info("MLflow %s: %s; logging what it lacks", redact(uri),
+                 f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow")
+        track_study(params, layout)
+    return write_json({"tracking_uri": display_uri(uri, root), "experiment": params.tracking.experiment,
+                       "runs": len(keys)}, layout.tracking_store)
