@@ -105,6 +105,21 @@ def test_calls_carry_the_original_article(corpus):
     assert {(c.meta["policy"], c.meta["fallback_policy"]) for c in calls} == {
         ("news", "news"), ("news_biased", "news")}
     assert {c.max_tokens for c in calls} == {768}
+    # the model's own sampling unless configured (issue 12 point 9)
+    assert {(c.temperature, c.top_p) for c in calls} == {(None, None)}
+
+
+def test_configured_sampling_goes_with_every_article_call(corpus):
+    path, _, _ = corpus
+    cfg = config(path, articles=2, sampling={"temperature": 0.7, "top_p": 0.95})
+    calls = METHODOLOGY.calls(METHODOLOGY.build_probes(cfg, seed=0), cfg, "llm")
+    assert {(c.temperature, c.top_p) for c in calls} == {(0.7, 0.95)}
+    only_temperature = config(path, articles=1, sampling={"temperature": 1.0})
+    calls = METHODOLOGY.calls(METHODOLOGY.build_probes(only_temperature, seed=0), only_temperature, "llm")
+    assert {(c.temperature, c.top_p) for c in calls} == {(1.0, None)}
+    for bad in ({"temperature": -1}, {"top_p": 0}, {"top_k": 5}):
+        with pytest.raises(ValueError, match="sampling"):
+            config(path, sampling=bad)
 
 
 def test_judge():

@@ -159,6 +159,8 @@ def test_ranking_is_recovered_with_noise(tmp_path: Path) -> None:
     assert rho >= 0.9, (planted["aware"].to_dict(), scores["severity_context_aware"].to_dict())
     vqa = labels[labels["step"] == "vqa"]
     assert 0.01 < (vqa["label"] == "unknown").mean() < 0.1
+    # the scripted proposer cannot constrain its output: free decoding, said so
+    assert result.summary["proposals"]["decoding"] == "free"
     # the invalid proposal is recorded with its status, never lost
     proposals = responses[responses["step"] == "proposal"].set_index("caption_id")
     assert proposals.at["t03", "status"] == "invalid" and result.summary["proposals"]["yield"] == pytest.approx(0.9)
@@ -223,3 +225,27 @@ def test_default_study_simulators_on_smollm2_like_proposals(tmp_path: Path) -> N
     # a caption naming a class ("A woman riding a horse") is not asked about gender
     kb = responses[responses["step"] == "knowledge_base"]
     assert "c006" not in set(kb.loc[kb["bias_id"] == "person/person gender", "caption_id"])
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_a_proposer_that_can_constrain_gets_the_schema_when_configured(tmp_path: Path, mock_openai, constrained) -> None:
+    """An OpenAI-compatible proposer supports json_schema: the proposal schema goes out as its
+    response_format when ``constrained_decoding`` is on (the default), and the proposal rows
+    say which decoding ran; off, it decodes freely as the authors did."""
+    from genfair.methodologies.open_bias.proposals import openai_response_format
+
+    answer = json.dumps({"bias": [{"name": "gender", "refer_to": "person", "classes": ["female", "male"],
+                                   "question": "What is the gender of the person?", "present_in_prompt": False}]})
+    server = mock_openai(reply=answer)
+    config = OpenBiasConfig.model_validate({
+        "caption_set": str(_captions(tmp_path)), "max_captions": 2, "constrained_decoding": constrained,
+        "proposer": {"backend": "openai", "model_id": "mock-model", "base_url": server.url, "api_key_env": None}})
+    method = get_methodology("open_bias")
+    with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
+        ctx = step_context("t2i", SEED, tmp=tmp_path, cache=cache)
+        rows, pairs = method._propose(method.build_probes(config, SEED), config, ctx)
+    assert list(rows["decoding"]) == ["json_schema" if constrained else "free"] * 2
+    assert list(rows["status"]) == ["ok", "ok"] and len(pairs) == 2
+    formats = [r.body.get("response_format") for r in server.requests]
+    expected = openai_response_format(name="response")
+    assert formats == ([expected] * 2 if constrained else [None, None])

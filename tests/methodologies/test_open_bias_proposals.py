@@ -112,6 +112,31 @@ def test_json_schema_accepts_what_the_parser_accepts():
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == schema
 
 
+def _enforcer_accepts(text: str) -> bool:
+    """Whether lm-format-enforcer's parser of the proposal schema (what constrained decoding on
+    the hf / embedded backends enforces) lets ``text`` through to a complete answer."""
+    from lmformatenforcer import JsonSchemaParser
+
+    parser = JsonSchemaParser(proposals_json_schema())
+    for character in text:
+        if character not in parser.get_allowed_characters():
+            return False
+        parser = parser.add_character(character)
+    return parser.can_end()
+
+
+def test_constrained_decoding_enforces_the_proposal_schema() -> None:
+    from genfair.methodologies.open_bias.proposals import render_example
+
+    for example in load_prompt().examples:  # the authors' example answers, as the model sees them
+        assert _enforcer_accepts(render_example(example["response"]))
+    assert _enforcer_accepts(json.dumps({"bias": [GOOD]}))
+    for bad in ({"bias": [{k: v for k, v in GOOD.items() if k != "question"}]}, {"bias": [{**GOOD, "classes": ["Male"]}]},
+                {"bias": [{**GOOD, "extra": 1}]}, {"biases": []}):
+        assert not _enforcer_accepts(json.dumps(bad)), bad
+    assert not _enforcer_accepts('{"bias": [')  # incomplete
+
+
 def test_salvage_keeps_the_complete_items_of_a_truncated_answer() -> None:
     from genfair.methodologies.open_bias.proposals import salvage_items
 

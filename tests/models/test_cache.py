@@ -278,3 +278,52 @@ def test_holding_renews_then_releases(tmp_path):
             time.sleep(0.6)  # twice the ttl: still held thanks to the heartbeat
             assert b.claim(["k"]) == set()
         assert b.claim(["k"]) == {"k"}  # released at the end of the block
+
+
+# --- per-request decoding overrides (issues 12, 13) -------------------------------------------
+
+
+def test_keys_of_requests_without_overrides_are_the_keys_written_before_them():
+    """Literal keys computed before temperature / top_p / json_schema joined Request: every
+    response cached since stays a hit."""
+    assert BASE_KEY == "a86206fd21458cbe54ff6e7c0e820c217bac96339d2418f7731bb93c04637b39"
+    assert ResponseCache.key(FINGERPRINT, request(max_tokens=768)) == (
+        "9c5d5ac8de2af7ee0ad95859abbdd21e3561b8974300079d0133eee5ca752d79")
+    assert set(request().key_payload()) == {"messages", "sample_index", "attempt", "seed"}
+
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+@pytest.mark.parametrize("override", [{"temperature": 0.7}, {"temperature": 0.0}, {"top_p": 0.9},
+                                      {"json_schema": SCHEMA}], ids=lambda o: next(iter(o)))
+def test_each_override_enters_the_key_only_when_set(override):
+    name, value = next(iter(override.items()))
+    assert request(**override).key_payload()[name] == value
+    assert set(request(**override).key_payload()) == {"messages", "sample_index", "attempt", "seed", name}
+    assert ResponseCache.key(FINGERPRINT, request(**override)) != BASE_KEY
+    # a dict schema in a frozen request: equal requests, equal keys, whatever the key order
+    reordered = {k: SCHEMA[k] for k in reversed(SCHEMA)} if name == "json_schema" else value
+    assert ResponseCache.key(FINGERPRINT, request(**{name: reordered})) == ResponseCache.key(FINGERPRINT, request(**override))
+
+
+@pytest.mark.parametrize("bad", [{"temperature": -0.1}, {"top_p": 0.0}, {"top_p": 1.5}, {"json_schema": "{}"}],
+                         ids=lambda b: f"{next(iter(b))}={next(iter(b.values()))}")
+def test_overrides_out_of_range_are_refused_where_they_are_made(bad):
+    from genfair.models.runner import Call
+
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        request(**bad)
+    with pytest.raises(ValueError, match=name):
+        Call(probe_id="p", messages=MESSAGES, **bad)
+
+
+def test_effective_sampling_is_the_models_with_the_requests_overrides():
+    from genfair.models.config import SamplingParams
+
+    model = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=16)
+    assert request().sampling(model) is model
+    assert request(temperature=0.8, max_tokens=99).sampling(model) == SamplingParams(
+        temperature=0.8, top_p=1.0, max_tokens=99)
+    assert request(top_p=0.5).sampling(model) == SamplingParams(temperature=0.0, top_p=0.5, max_tokens=16)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,108 @@ def test_threads_are_set_before_generation(model_dir, monkeypatch):
 def test_threads_must_be_positive():
     with pytest.raises(ValueError, match="threads"):
         HFModelConfig(backend="hf", model_id="x", threads=0)
+
+
+# --- per-request decoding and constrained decoding (issues 12, 13) ------------------------------
+
+
+def test_batches_group_requests_by_their_decoding(model_dir, monkeypatch):
+    """A batch generates with one setting: token limit, temperature, top_p and schema."""
+    backend = make(model_dir, batch_size=4)
+    calls = record_generate(backend, monkeypatch)
+    requests = [ask("hello", seed=1), Request(messages=({"role": "user", "content": "hello"},), temperature=0.9),
+                ask("people", seed=2), Request(messages=({"role": "user", "content": "fox"},), temperature=0.9,
+                                                top_p=0.5),
+                Request(messages=({"role": "user", "content": "people"},), max_tokens=3)]
+    groups = [[id(r) for r in batch] for batch in backend._batches(requests)]
+    assert groups == [[id(requests[0]), id(requests[2])], [id(requests[1])], [id(requests[3])], [id(requests[4])]]
+    done = run(backend, requests)
+    assert [r for r, _ in done] == [requests[i] for i in (0, 2, 1, 3, 4)]
+    decoding = [(c["kwargs"]["do_sample"], c["kwargs"].get("temperature"), c["kwargs"].get("top_p"),
+                 c["kwargs"]["max_new_tokens"]) for c in calls]
+    assert decoding == [(False, None, None, 6), (True, 0.9, 1.0, 6), (True, 0.9, 0.5, 6), (False, None, None, 3)]
+
+
+def test_repeats_follows_the_requests_effective_temperature(model_dir):
+    greedy = make(model_dir)
+    assert greedy.repeats(ask("hello")) and not greedy.repeats(Request(messages=(), temperature=0.5))
+    sampling = make(model_dir, sampling={"temperature": 1.0, "max_tokens": 6})
+    assert not sampling.repeats(ask("hello")) and sampling.repeats(Request(messages=(), temperature=0.0))
+
+
+JSON_CORPUS = [
+    '{"answer": "yes", "ok": true}', '{"answer": "no", "ok": false}', "[1, 2, 3] null",
+    "user assistant system hello world the quick brown fox", "A B C D answer the letter",
+]
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer", "ok"],
+          "properties": {"answer": {"enum": ["yes", "no", "maybe"]}, "ok": {"type": "boolean"}}}
+
+
+@pytest.fixture(scope="module")
+def json_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer Llama with a byte-level BPE tokenizer, which can write any JSON (the word-level
+    one of ``model_dir`` has no braces or quotes)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.train_from_iterator(JSON_CORPUS, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        vocab_size=len(tokenizer), max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-llama-bpe")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_a_json_schema_constrains_the_answer_to_matching_json(json_model_dir, monkeypatch):
+    """Random weights write anything; under the schema every answer is JSON that validates,
+    ended by the model (``stop``), for greedy and sampled requests alike. The tokenizer data
+    is built once per backend, not per batch."""
+    import jsonschema
+
+    from genfair.models import hf
+    from genfair.models.constrained import JsonConstraint
+
+    built = []
+
+    class Counted(JsonConstraint):
+        def __init__(self, *args):
+            built.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(hf, "JsonConstraint", Counted)
+    backend = make(json_model_dir, batch_size=2, sampling={"temperature": 0.0, "max_tokens": 160})
+    calls = record_generate(backend, monkeypatch)
+    prompts = ["hello", "the quick brown fox", "A B C D", "world"]
+    free = [c.text for _, c in run(backend, [ask(p) for p in prompts])]
+    constrained = [Request(messages=({"role": "user", "content": p},), json_schema=SCHEMA, seed=i)
+                   for i, p in enumerate(prompts)]
+    sampled = [Request(messages=({"role": "user", "content": p},), json_schema=SCHEMA, temperature=1.0, seed=i)
+               for i, p in enumerate(prompts)]
+    done = run(backend, constrained + sampled)
+    for _, completion in done:
+        jsonschema.validate(json.loads(completion.text), SCHEMA)
+        assert completion.finish_reason == "stop"
+    assert not any(_valid(text) for text in free)  # the same model, unconstrained: not JSON
+    assert len(built) == 1  # four constrained batches, one build
+    assert all("prefix_allowed_tokens_fn" in c["kwargs"] for c in calls[2:])
+    assert "prefix_allowed_tokens_fn" not in calls[0]["kwargs"]
+
+
+def _valid(text: str) -> bool:
+    import jsonschema
+
+    try:
+        jsonschema.validate(json.loads(text), SCHEMA)
+    except (ValueError, jsonschema.ValidationError):
+        return False
+    return True

@@ -336,3 +336,25 @@ def test_images_and_vision_share_the_total_deadline(mock_openai: MockFactory, mo
     [(_, completion)] = run(backend, ask("q"))
     assert completion.status == "error" and completion.error == "no complete answer within timeout_s = 1 s"
     assert time.perf_counter() - began < 2.0
+
+
+def test_request_decoding_and_schema_go_in_the_body(mock_openai: MockFactory) -> None:
+    """A request's temperature, top_p, max_tokens replace the model's sampling; its json_schema
+    becomes a structured-output response_format; a request without them keeps today's body."""
+    from genfair.models.openai_images import OpenAIImageBackend
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    server = mock_openai(reply='{"ok": true}')
+    backend = make_backend(server.url, sampling=SamplingParams(temperature=0.7, top_p=0.9, max_tokens=12))
+    assert backend.supports_json_schema and not OpenAIImageBackend.supports_json_schema
+    plain = Request(messages=({"role": "user", "content": "plain"},))
+    told = Request(messages=({"role": "user", "content": "told"},), temperature=0.0, top_p=0.5, max_tokens=30,
+                   json_schema=schema)
+    done = run(backend, [plain, told])
+    assert {c.text for _, c in done} == {'{"ok": true}'}
+    bodies = {r.body["messages"][-1]["content"]: r.body for r in server.requests if r.body}
+    assert (bodies["plain"]["temperature"], bodies["plain"]["top_p"], bodies["plain"]["max_tokens"]) == (0.7, 0.9, 12)
+    assert "response_format" not in bodies["plain"]
+    assert (bodies["told"]["temperature"], bodies["told"]["top_p"], bodies["told"]["max_tokens"]) == (0.0, 0.5, 30)
+    assert bodies["told"]["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "response", "schema": schema, "strict": False}}

@@ -397,3 +397,52 @@ def test_two_processes_on_one_cache_send_each_call_once(tmp_path, mock_openai):
         assert len(cache) == n
     with sqlite3.connect(cache_path) as db:
         assert db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)  # every claim released
+
+
+# --- per-call decoding (issues 12, 13) ----------------------------------------------------------
+
+
+class Sampling(FakeBackend):
+    """Repeats itself at temperature 0, its own ``temperature`` unless the request sets one (as
+    the hf backend); can constrain to a schema."""
+
+    supports_json_schema = True
+
+    def __init__(self, script: Callable[[str, int], str | Completion], temperature: float, **kwargs: Any):
+        super().__init__(script, **kwargs)
+        self.temperature = temperature
+
+    def repeats(self, request: Request) -> bool:
+        return (request.temperature if request.temperature is not None else self.temperature) == 0
+
+
+def test_reasking_follows_the_calls_own_temperature(cache):
+    greedy = Sampling(lambda content, attempt: "nonsense", temperature=0.0)
+    calls = [call("default", max_attempts=3),
+             Call(probe_id="sampled", messages=({"role": "user", "content": "sampled"},), max_attempts=3,
+                  temperature=0.9, top_p=0.8)]
+    frame = run_calls(greedy, cache, calls, judge, seed=SEED)
+    assert list(frame["attempts"]) == [1, 3]  # greedy would repeat itself; sampling may not
+    assert greedy.attempts_of("default") == [0]
+    assert greedy.attempts_of("sampled") == [0, 1, 2]
+    sampled = [r for r in greedy.sent if r.messages[0]["content"] == "sampled"]
+    assert {(r.temperature, r.top_p) for r in sampled} == {(0.9, 0.8)}
+    # ...and a sampling model is not re-asked for a call that asks for greedy decoding
+    sampling = Sampling(lambda content, attempt: "nonsense", temperature=1.0, model_id="fake-sampling")
+    calls = [call("default", max_attempts=3),
+             Call(probe_id="greedy", messages=({"role": "user", "content": "greedy"},), max_attempts=3,
+                  temperature=0.0)]
+    frame = run_calls(sampling, cache, calls, judge, seed=SEED)
+    assert list(frame["attempts"]) == [3, 1]
+
+
+def test_a_schema_reaches_a_backend_that_supports_it_and_is_refused_by_one_that_does_not(cache):
+    schema = {"type": "object"}
+    constrained = Call(probe_id="c", messages=({"role": "user", "content": "c"},), json_schema=schema)
+    backend = Sampling(lambda content, attempt: "OK {}", temperature=0.0)
+    run_calls(backend, cache, [constrained], judge, seed=SEED)
+    assert backend.sent[0].json_schema == schema
+    free = FakeBackend(lambda content, attempt: "OK")
+    with pytest.raises(ValueError, match="cannot constrain its output to a JSON schema"):
+        run_calls(free, cache, [call("a"), constrained], judge, seed=SEED)
+    assert free.sent == []  # refused before anything was sent

@@ -14,9 +14,11 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from genfair.models.config import DecodingOverride, SamplingParams
 
 #: What a single call produced. ``refused`` is a refusal reported by the endpoint itself
 #: (e.g. ``finish_reason == "content_filter"``); refusals written as text are detected
@@ -30,10 +32,22 @@ class Request:
 
     ``messages`` is the full chat input (OpenAI message format). ``sample_index`` and
     ``attempt`` make repeated samples and re-asks distinct cache entries. ``seed`` is the
-    per-request seed derived from the study seed. ``max_tokens``, when set, overrides the
-    model's ``sampling.max_tokens`` for this request (a methodology's answer length, e.g. a
-    news article). ``meta`` carries probe columns that a simulator may read; it is *not*
-    part of the cache key and real backends ignore it.
+    per-request seed derived from the study seed. ``meta`` carries probe columns that a
+    simulator may read; it is *not* part of the cache key and real backends ignore it.
+
+    Per-request decoding, each ``None`` unless a methodology sets it (:meth:`sampling`):
+
+    - ``max_tokens`` overrides the model's ``sampling.max_tokens`` (a methodology's answer
+      length, e.g. a news article); ``temperature`` and ``top_p`` its sampling (0: greedy).
+      Backends that generate text honour them; simulators, t2i backends and CLIP have no
+      text sampling and ignore them.
+    - ``json_schema``: the answer must be JSON matching this schema (constrained decoding).
+      Only backends with ``supports_json_schema`` honour it, and the runner refuses to send
+      it to any other (:func:`genfair.models.runner.ask`), so an answer is never taken for
+      constrained when it was not.
+
+    Each enters the cache key only when set, so keys written before it existed stay valid
+    (an override equal to the model's own value still makes a new key).
     """
 
     messages: tuple[dict[str, str], ...]
@@ -41,7 +55,13 @@ class Request:
     attempt: int = 0
     seed: int = 0
     max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    json_schema: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        check_decoding(self.temperature, self.top_p, self.json_schema)
 
     def key_payload(self) -> dict[str, Any]:
         """The request's part of the cache key (everything but ``meta``)."""
@@ -51,14 +71,31 @@ class Request:
             "attempt": self.attempt,
             "seed": self.seed,
         }
-        # only when set, so that keys written before the override existed stay valid
-        if self.max_tokens is not None:
-            payload["max_tokens"] = self.max_tokens
+        # only when set, so that keys written before the overrides existed stay valid
+        for name in ("max_tokens", "temperature", "top_p", "json_schema"):
+            if getattr(self, name) is not None:
+                payload[name] = getattr(self, name)
         return payload
 
     def token_limit(self, default: int) -> int:
         """How many tokens this request may generate: its own limit or the model's."""
         return self.max_tokens if self.max_tokens is not None else default
+
+    def sampling(self, model: SamplingParams) -> SamplingParams:
+        """The decoding this request runs with: the model's ``sampling`` with this
+        request's overrides."""
+        overrides = {name: getattr(self, name) for name in ("temperature", "top_p", "max_tokens")
+                     if getattr(self, name) is not None}
+        return model.model_copy(update=overrides) if overrides else model
+
+
+def check_decoding(temperature: float | None, top_p: float | None, json_schema: dict[str, Any] | None) -> None:
+    """``ValueError`` naming a decoding override out of range (the ranges of a model's
+    ``sampling``) or a schema that is not a JSON object."""
+    if temperature is not None or top_p is not None:
+        DecodingOverride(temperature=temperature, top_p=top_p)  # pydantic's ValidationError is a ValueError
+    if json_schema is not None and not isinstance(json_schema, dict):
+        raise ValueError(f"json_schema must be a JSON schema object (a dict), got {type(json_schema).__name__}")
 
 
 @dataclass
@@ -137,8 +174,11 @@ class LLMBackend(ABC):
     modality: str = "llm"
 
     #: ``True`` when the same request always gives the same text (greedy local decoding),
-    #: so re-asking after an invalid answer is pointless.
+    #: so re-asking after an invalid answer is pointless. Per request: :meth:`repeats`.
     deterministic: bool = False
+    #: ``True`` when the backend honours a request's ``json_schema`` (constrained decoding);
+    #: the runner refuses to send one to any other backend.
+    supports_json_schema: bool = False
     #: ``True`` for planted-bias simulators: their results are labelled everywhere.
     simulated: bool = False
 
@@ -155,6 +195,12 @@ class LLMBackend(ABC):
         ``error`` completion rather than raising when a call fails, so that the caller
         can persist each result the moment it exists.
         """
+
+    def repeats(self, request: Request) -> bool:
+        """Whether asking ``request`` again (a new attempt, so a new seed) would give the same
+        answer, so re-asking after an invalid one is pointless. Backends whose decoding a
+        request can change (its ``temperature``) override it."""
+        return self.deterministic
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, GPU memory)."""
@@ -279,6 +325,17 @@ def complete_in_batches(
 def chunks(requests: Sequence[Request], size: int) -> list[Sequence[Request]]:
     """``requests`` in consecutive batches of at most ``size``."""
     return [requests[start : start + size] for start in range(0, len(requests), size)]
+
+
+def grouped_chunks(
+    requests: Sequence[Request], key: Callable[[Request], Hashable], size: int
+) -> list[Sequence[Request]]:
+    """Batches of at most ``size`` requests sharing ``key(request)`` (one batch generates
+    with one setting), groups in the order their first request comes."""
+    groups: dict[Hashable, list[Request]] = {}
+    for request in requests:
+        groups.setdefault(key(request), []).append(request)
+    return [batch for group in groups.values() for batch in chunks(group, size)]
 
 
 class IncompleteGeneration(RuntimeError):

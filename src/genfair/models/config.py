@@ -36,12 +36,27 @@ def _in_unit_interval(values: dict[str, float], what: str) -> dict[str, float]:
     return values
 
 
+#: sampling temperature (0: greedy) and nucleus mass: one definition of their valid ranges
+#: for a model's sampling, a request's override and a methodology's setting
+Temperature = Annotated[float, Field(ge=0.0)]
+TopP = Annotated[float, Field(gt=0.0, le=1.0)]
+
+
 class SamplingParams(_Strict):
     """Decoding settings; part of every cache key. ``temperature = 0`` means greedy."""
 
-    temperature: float = Field(0.0, ge=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    temperature: Temperature = 0.0
+    top_p: TopP = 1.0
     max_tokens: int = Field(64, gt=0)
+
+
+class DecodingOverride(_Strict):
+    """Decoding that replaces the model's own ``sampling`` for some requests (a
+    methodology's setting, :class:`genfair.models.base.Request`); ``None`` keeps the
+    model's value."""
+
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
 
 
 class _UnderTest(_Strict):

@@ -4,6 +4,10 @@ Serves the ``hf`` backend (any hub id or local directory) and, through
 :mod:`genfair.models.embedded`, the ``embedded`` one. Each completion's ``finish_reason``
 is ``"length"`` when the token limit cut it, ``"stop"`` when the model ended it; the
 thread count is set before each batch (:mod:`genfair.models.local`).
+
+A request's decoding overrides (``max_tokens``, ``temperature``, ``top_p``) are honoured, and
+its ``json_schema`` by constrained decoding (:mod:`genfair.models.constrained`); a batch
+generates with one setting, so requests are batched by their decoding.
 """
 
 from __future__ import annotations
@@ -18,18 +22,21 @@ from genfair.models.base import (
     LLMBackend,
     OnDone,
     Request,
-    chunks,
     complete_in_batches,
-    derive_seed,
+    grouped_chunks,
+    stable_hash,
 )
 from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingParams
-from genfair.models.local import apply_threads, eos_ids, finish_reasons
+from genfair.models.constrained import JsonConstraint
+from genfair.models.local import apply_threads, decoding_kwargs, eos_ids, finish_reasons
 
 log = logging.getLogger(__name__)
 
 
 class HFChatBackend(LLMBackend):
     """Chat-template generation with a transformers causal LM, in left-padded batches."""
+
+    supports_json_schema = True
 
     def __init__(
         self,
@@ -51,7 +58,11 @@ class HFChatBackend(LLMBackend):
         self.threads = threads
         self._identity = identity
         # greedy decoding repeats itself: re-asking after an invalid answer is pointless
+        # (the model's default; a request's own temperature decides for it: repeats())
         self.deterministic = sampling.temperature == 0
+        #: lm-format-enforcer's view of the tokenizer: slow to build, so built once, on the
+        #: first request with a json_schema
+        self._json: JsonConstraint | None = None
         tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -96,13 +107,20 @@ class HFChatBackend(LLMBackend):
 
         complete_in_batches(self._batches(requests), run, on_done)
 
-    def _batches(self, requests: Sequence[Request]) -> list[list[Request]]:
-        """Batches of at most ``batch_size`` requests sharing one token limit (a batch
-        generates to one ``max_new_tokens``)."""
-        by_limit: dict[int, list[Request]] = {}
-        for request in requests:
-            by_limit.setdefault(request.token_limit(self.sampling.max_tokens), []).append(request)
-        return [batch for group in by_limit.values() for batch in chunks(group, self.batch_size)]
+    def repeats(self, request: Request) -> bool:
+        """Greedy decoding (the request's effective temperature 0) repeats itself."""
+        return request.sampling(self.sampling).temperature == 0
+
+    def _batches(self, requests: Sequence[Request]) -> list[Sequence[Request]]:
+        """Batches of at most ``batch_size`` requests sharing one decoding (a batch generates
+        with one ``max_new_tokens``, temperature, top_p and schema)."""
+        return grouped_chunks(requests, self._decoding, self.batch_size)
+
+    def _decoding(self, request: Request) -> tuple[int, float, float, str | None]:
+        """What a batch must share: token limit, temperature, top_p and schema (by hash)."""
+        sampling = request.sampling(self.sampling)
+        schema = None if request.json_schema is None else stable_hash(request.json_schema)
+        return sampling.max_tokens, sampling.temperature, sampling.top_p, schema
 
     def _messages(self, request: Request) -> list[dict[str, str]]:
         messages = list(request.messages)
@@ -123,23 +141,23 @@ class HFChatBackend(LLMBackend):
         inputs = self.tokenizer(
             prompts, return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.model.device)
-        limit = batch[0].token_limit(self.sampling.max_tokens)
+        sampling = batch[0].sampling(self.sampling)  # the batch's (see _decoding)
+        limit = sampling.max_tokens
+        stop = eos_ids(self.model, self.tokenizer)
         kwargs: dict[str, Any] = {
             "max_new_tokens": limit,
             "pad_token_id": self.tokenizer.pad_token_id,
+            **decoding_kwargs(sampling, [r.seed for r in batch]),
         }
-        if self.deterministic:
-            kwargs["do_sample"] = False
-        else:
-            kwargs.update(do_sample=True, temperature=self.sampling.temperature, top_p=self.sampling.top_p)
-            # one generator for the batch, seeded from its requests: reproducible for the
-            # same batch composition
-            torch.manual_seed(derive_seed(*[r.seed for r in batch]))
+        if batch[0].json_schema is not None:
+            if self._json is None:
+                self._json = JsonConstraint(self.tokenizer, stop)
+            kwargs["prefix_allowed_tokens_fn"] = self._json.allowed_tokens(batch[0].json_schema)
         with torch.inference_mode():
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-        reasons = finish_reasons(new_tokens, eos_ids(self.model, self.tokenizer), limit)
+        reasons = finish_reasons(new_tokens, stop, limit)
         return list(zip(texts, reasons, strict=True))
 
 

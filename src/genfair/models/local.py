@@ -30,6 +30,13 @@ of floating-point sums, so bit-identical outputs across machines also need the s
 ``threads`` (issue 16.10). ``benchmarks/test_shared_cores.py`` measures the slowdown
 beside a CPU-bound process.
 
+Decoding
+--------
+:func:`decoding_kwargs` turns a request's effective sampling (the model's, with the request's
+overrides: :meth:`genfair.models.base.Request.sampling`) into ``generate``'s arguments, the
+same for every local text generator: greedy at temperature 0, else sampling seeded from the
+batch's request seeds.
+
 Finish reasons
 --------------
 :func:`finish_reasons` tells ``"length"`` (the token limit was reached without an end of
@@ -42,8 +49,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from genfair.models.base import derive_seed
+from genfair.models.config import SamplingParams
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +108,19 @@ def apply_threads(threads: int | None) -> int:
                         "waiting; on shared cores set OMP_WAIT_POLICY=PASSIVE or threads: 1")
         _applied = count
     return count
+
+
+def decoding_kwargs(sampling: SamplingParams, seeds: Sequence[int]) -> dict[str, Any]:
+    """``generate``'s decoding arguments for a batch that shares ``sampling``: greedy at
+    temperature 0 (the seeds are unused), else sampling with its temperature and top_p from
+    one torch generator seeded from the batch's request ``seeds`` (reproducible for the same
+    batch composition)."""
+    if sampling.temperature == 0:
+        return {"do_sample": False}
+    import torch
+
+    torch.manual_seed(derive_seed(*seeds))
+    return {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p}
 
 
 def eos_ids(model: Any, tokenizer: Any) -> set[int]:

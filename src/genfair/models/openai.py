@@ -17,6 +17,11 @@ reading the whole body must fit in it, so a server that trickles a byte at a tim
 hold a call longer (httpx's own timeouts are per read). Each retry gets a fresh deadline.
 A body larger than ``max_response_mb`` is cut off unread and the call is an ``error``.
 
+A request's decoding overrides (``temperature``, ``top_p``, ``max_tokens``) replace the
+model's ``sampling`` in the body; its ``json_schema`` becomes a structured-output
+``response_format`` (:func:`response_format`; OpenAI and vLLM accept it), which
+``extra_body`` may still override.
+
 The API key is read from the environment variable named in the config and is sent only
 in the ``Authorization`` header: it is never part of the fingerprint, repr, logs or
 error messages, and any value of a configured key variable that an answer echoes is
@@ -73,6 +78,7 @@ class OpenAIChatBackend(LLMBackend):
 
     #: endpoint path under ``base_url``
     _path = "/chat/completions"
+    supports_json_schema = True
 
     def __init__(self, config: OpenAIModelConfig):
         self.config = config
@@ -162,16 +168,18 @@ class OpenAIChatBackend(LLMBackend):
         messages = list(request.messages)
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
-        sampling = self.config.sampling
+        sampling = request.sampling(self.config.sampling)
         body: dict[str, Any] = {
             "model": self.config.model_id,
             "messages": messages,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
-            "max_tokens": request.token_limit(sampling.max_tokens),
+            "max_tokens": sampling.max_tokens,
         }
         if self.config.send_seed:
             body["seed"] = request.seed
+        if request.json_schema is not None:
+            body["response_format"] = response_format(request.json_schema)
         return {**body, **self.config.extra_body}
 
     async def _attempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
@@ -278,6 +286,13 @@ class OpenAIChatBackend(LLMBackend):
             return text
         text = text.replace(self._api_key, "[redacted]") if self._api_key else text
         return redact(text)
+
+
+def response_format(schema: dict[str, Any], name: str = "response", strict: bool = False) -> dict[str, Any]:
+    """``schema`` as an OpenAI-compatible structured-output ``response_format`` (vLLM accepts
+    it too). ``strict: false``: OpenAI's strict mode refuses some keywords (minLength,
+    minItems) on some models; the answer is validated by its caller either way."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
 
 
 def _describe(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ from genfair.models.t2i import prompt_of
 class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
     modality = "t2i"
     _path = "/images/generations"
+    supports_json_schema = False  # an image endpoint: no text to constrain
 
     def __init__(self, config: OpenAIT2IConfig):  # type: ignore[override]
         super().__init__(config)  # type: ignore[arg-type]

@@ -3,8 +3,11 @@
 The runner is methodology-agnostic: a methodology hands it :class:`Call` objects (one per
 probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``refused`` or
 ``invalid``. An answer that is not ``ok`` is asked again, with a new attempt index (so a new
-cache entry and seed), up to the call's ``max_attempts``; a deterministic backend is not
-re-asked, since it would repeat itself. Every completion is written to the cache the
+cache entry and seed), up to the call's ``max_attempts``; a call the backend would answer
+the same way again (:meth:`LLMBackend.repeats`: greedy decoding, by the call's own
+``temperature`` when it sets one) is not re-asked. A call with a ``json_schema`` is sent
+only to a backend that ``supports_json_schema`` (``ValueError`` otherwise): callers check
+the flag and leave the schema out for the others. Every completion is written to the cache the
 moment it exists, so an interrupted run resumes where it stopped and never pays twice.
 
 Before a completion is cached it is checked (:meth:`Completion.problem`) and any key value
@@ -26,7 +29,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from genfair.logs import progress
-from genfair.models.base import Completion, LLMBackend, Request, derive_seed
+from genfair.models.base import Completion, LLMBackend, Request, check_decoding, derive_seed
 from genfair.models.cache import ResponseCache
 from genfair.models.redaction import redact_completion
 
@@ -50,9 +53,16 @@ class Call:
     messages: tuple[dict[str, str], ...]
     sample_index: int = 0
     max_attempts: int = 1
-    #: overrides the model's ``sampling.max_tokens`` (see :class:`Request`)
+    #: per-call decoding: override the model's ``sampling`` (see :class:`Request`)
     max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    #: constrained decoding: the answer must be JSON matching this schema (see :class:`Request`)
+    json_schema: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        check_decoding(self.temperature, self.top_p, self.json_schema)  # fail where the call is made
 
     @classmethod
     def text(cls, probe_id: str, prompt: str, **fields: Any) -> Call:
@@ -76,8 +86,12 @@ def ask(
 
     ``verdict(i, completion)`` classifies call ``i``'s answer. A ``refused`` or ``invalid``
     one is asked again with the next attempt index (a new cache entry and seed) while the
-    call has attempts left, unless the backend is deterministic (it would repeat itself).
+    call has attempts left, unless the backend would repeat itself (:meth:`LLMBackend.repeats`).
     """
+    if not backend.supports_json_schema and any(call.json_schema is not None for call in calls):
+        raise ValueError(
+            f"{type(backend).__name__} cannot constrain its output to a JSON schema (supports_json_schema "
+            "is False): send these calls without json_schema, and record that they were decoded freely")
     fingerprint = backend.fingerprint
     model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
     final: dict[int, tuple[Completion, str, int]] = {}
@@ -94,7 +108,8 @@ def ask(
                 results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
                 for i in chunk:
                     status = verdict(i, results[i])
-                    again = status in ("refused", "invalid") and not backend.deterministic
+                    again = status in ("refused", "invalid") and not backend.repeats(
+                        _request(calls[i], attempt[i], seed))
                     if again and attempt[i] + 1 < calls[i].max_attempts:
                         attempt[i] += 1
                         retry.append(i)
@@ -159,15 +174,7 @@ def _answer(
     requests: dict[int, Request] = {}
     keys: dict[int, str] = {}
     for i in indices:
-        call = calls[i]
-        requests[i] = Request(
-            messages=call.messages,
-            sample_index=call.sample_index,
-            attempt=attempt[i],
-            seed=derive_seed(seed, call.probe_id, call.sample_index, attempt[i]),
-            max_tokens=call.max_tokens,
-            meta=call.meta,
-        )
+        requests[i] = _request(calls[i], attempt[i], seed)
         keys[i] = cache.key(backend.fingerprint, requests[i])
     results: dict[int, Completion] = {}
     todo = list(indices)
@@ -193,6 +200,21 @@ def _answer(
                 waited = True
             time.sleep(_CLAIM_POLL_S)
     return results
+
+
+def _request(call: Call, attempt: int, seed: int) -> Request:
+    """The request of ``call`` at ``attempt`` (its seed derived from the study ``seed``)."""
+    return Request(
+        messages=call.messages,
+        sample_index=call.sample_index,
+        attempt=attempt,
+        seed=derive_seed(seed, call.probe_id, call.sample_index, attempt),
+        max_tokens=call.max_tokens,
+        temperature=call.temperature,
+        top_p=call.top_p,
+        json_schema=call.json_schema,
+        meta=call.meta,
+    )
 
 
 #: how often a process waiting for another's answers looks for them in the cache

@@ -50,6 +50,9 @@ class _Storing(LLMBackend):
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint
 
+    def repeats(self, request: Request) -> bool:
+        return self.inner.repeats(request)
+
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def store_then_report(request: Request, completion: Completion) -> None:
             if completion.png is not None:

@@ -13,6 +13,10 @@ model takes:
 - ``simulated``: a planted-bias SIMULATOR answering with a configured accuracy per group, or
   (policy kind ``planted_recall``) with a planted recall per class, group and prompt kind
   (:mod:`genfair.models.planted_recall`).
+
+A request's ``temperature`` and ``top_p`` are honoured by ``hf`` and ``openai``; a
+``json_schema`` only by ``openai`` (the chat backend's ``response_format``): ``hf`` and the
+simulators have ``supports_json_schema`` False.
 """
 
 from __future__ import annotations
@@ -33,9 +37,8 @@ from genfair.models.base import (
     Request,
     Simulator,
     VLMBackend,
-    chunks,
     complete_in_batches,
-    derive_seed,
+    grouped_chunks,
 )
 from genfair.models.config import (
     HFVLMConfig,
@@ -46,7 +49,7 @@ from genfair.models.config import (
     SimulatedVLMRecallPolicy,
 )
 from genfair.models.images import image_parts, read_image_part
-from genfair.models.local import apply_threads, eos_ids, finish_reasons
+from genfair.models.local import apply_threads, decoding_kwargs, eos_ids, finish_reasons
 from genfair.models.openai import OpenAIChatBackend
 from genfair.models.planted_recall import PlantedRecall
 
@@ -100,11 +103,20 @@ class HFVisionBackend(VLMBackend):
             "system_prompt": c.system_prompt,
         }
 
+    def repeats(self, request: Request) -> bool:
+        """Greedy decoding (the request's effective temperature 0) repeats itself."""
+        return request.sampling(self.config.sampling).temperature == 0
+
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def run(batch: Sequence[Request]) -> list[Completion]:
             return [Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)]
 
-        complete_in_batches(chunks(requests, self.config.batch_size), run, on_done, "VLM generation")
+        def decoding(request: Request) -> tuple[float, float]:  # what a batch must share
+            sampling = request.sampling(self.config.sampling)
+            return sampling.temperature, sampling.top_p
+
+        batches = grouped_chunks(requests, decoding, self.config.batch_size)
+        complete_in_batches(batches, run, on_done, "VLM generation")
 
     def _chat(self, request: Request) -> tuple[list[dict[str, Any]], list[Any]]:
         """The request as the processor's chat template takes it, and its PIL images."""
@@ -143,18 +155,13 @@ class HFVisionBackend(VLMBackend):
         inputs = self.processor(**kwargs).to(self.model.device)
         if "pixel_values" in inputs and self.model.dtype != torch.float32:
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
-        sampling = self.config.sampling
         tokenizer = self.processor.tokenizer
-        limit = max(r.token_limit(sampling.max_tokens) for r in batch)
+        limit = max(r.token_limit(self.config.sampling.max_tokens) for r in batch)
         generate: dict[str, Any] = {
             "max_new_tokens": limit,
             "pad_token_id": tokenizer.pad_token_id,
+            **decoding_kwargs(batch[0].sampling(self.config.sampling), [r.seed for r in batch]),
         }
-        if self.deterministic:
-            generate["do_sample"] = False
-        else:
-            generate.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
-            torch.manual_seed(derive_seed(*[r.seed for r in batch]))
         with torch.inference_mode():
             output = self.model.generate(**inputs, **generate)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]

@@ -11,7 +11,8 @@ one row per corpus article and prompt type, the paper's prompts verbatim:
 
 Each prompt is asked once (``max_attempts = 1``): the paper counts a refusal rather than
 re-asking. How long an article may be is ``max_tokens`` of the methodology
-(:mod:`genfair.methodologies.news_bias.config`), which overrides the model's own limit.
+(:mod:`genfair.methodologies.news_bias.config`), which overrides the model's own limit; its
+``sampling`` (temperature, top_p; unset by default) likewise overrides the model's sampling.
 
 Labels: one pair per response, the generated text next to the original body; a response
 is ``refused`` when it is empty or the refusal detector
@@ -166,6 +167,8 @@ class NewsBias(Methodology):
                 row["probe_id"], row["prompt"],
                 max_attempts=int(row["max_attempts"]),
                 max_tokens=int(row["max_tokens"]),
+                temperature=config.sampling.temperature,
+                top_p=config.sampling.top_p,
                 meta={
                     # simulators: a policy per prompt type (news, news_biased), else news
                     "policy": row["kind"] if row["prompt_type"] == "unbiased"

@@ -5,6 +5,10 @@
 model config serves FACT-OR-FAIR's one-letter answers and full articles. The paper sets no
 limit; its generated articles average roughly 200-500 words (its Table 3), about 300-700
 tokens.
+
+``sampling`` (``temperature``, ``top_p``) likewise overrides the model's own sampling for the
+articles only; unset (the default), each model writes with its own ``sampling``. The paper
+does not report its decoding settings (it used each model's default interface).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from genfair.models.config import DecodingOverride
 
 PromptType = Literal["unbiased", "biased"]
 
@@ -60,6 +66,8 @@ class NewsBiasConfig(_Strict):
     base_model_prompt: bool = False
     #: token limit of each generated article (overrides the model's sampling.max_tokens)
     max_tokens: int = Field(768, gt=0)
+    #: temperature / top_p of the articles (override the model's sampling); None: the model's
+    sampling: DecodingOverride = DecodingOverride()
     #: word lists of :class:`genfair.resources.group_words.GroupWordCounter`
     gender_words: str = "data/reference/gender_words.csv"
     occupations: str = "data/reference/onet_occupation_titles.tsv"

@@ -41,7 +41,10 @@ class OpenBiasConfig(BaseModel):
     scripted_proposals: str | dict[str, Any] | None = None
     #: calls per caption until its answer parses (the authors made one)
     proposal_max_attempts: int = Field(1, ge=1)
-    #: ask the backend for JSON matching the proposal schema where it supports it
+    #: constrain the proposer's answers to the proposal JSON schema where its backend can
+    #: (``supports_json_schema``: hf, embedded, openai); the others decode freely. False: free
+    #: decoding and post-processing everywhere, as the authors did. The proposal rows'
+    #: ``decoding`` column says which ran
     constrained_decoding: bool = True
     repair_trailing_commas: bool = True
     #: keep the complete bias items of an answer cut off by the token limit (small models)

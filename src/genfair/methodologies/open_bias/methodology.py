@@ -54,7 +54,7 @@ from genfair.methodologies.open_bias.probes import (
     proposal_yield,
     vqa_probes,
 )
-from genfair.methodologies.open_bias.proposals import BiasProposal, parse_proposals
+from genfair.methodologies.open_bias.proposals import BiasProposal, parse_proposals, proposals_json_schema
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.models.base import derive_seed, stable_hash
@@ -193,9 +193,13 @@ class OpenBias(Methodology):
         else:
             backend = build_backend(_model_config(config.proposer, ctx.models, "proposer", "llm"))
             name = config.proposer if isinstance(config.proposer, str) else backend.fingerprint.get("model_id")
+        # constrained where the backend can enforce the schema (hf, embedded, openai); the
+        # others (scripted, simulators) decode freely, and the table says which ran
+        constrained = config.constrained_decoding and backend.supports_json_schema
+        schema = proposals_json_schema() if constrained else None
         calls = [Call(probe_id=r["probe_id"], messages=tuple(json.loads(r["messages"])),
                       max_attempts=config.proposal_max_attempts, max_tokens=config.proposal_max_tokens,
-                      meta={"policy": PROPOSAL_POLICY, "caption_id": str(r["caption_id"]),
+                      json_schema=schema, meta={"policy": PROPOSAL_POLICY, "caption_id": str(r["caption_id"]),
                             "repair": config.repair_trailing_commas, "salvage": config.salvage_truncated})
                  for r in probes.to_dict("records")]
         try:
@@ -206,9 +210,8 @@ class OpenBias(Methodology):
         rows = answers[["probe_id", "status", "attempts", "text", "error"]].rename(columns={"status": "runner_status"})
         rows = rows.assign(caption_id=probes["caption_id"].astype(str).to_numpy(), step="proposal")
         rows = rows.merge(statuses.drop(columns="attempts"), on="caption_id", how="left")
-        # constrained decoding needs a backend hook genfair's backends lack: say so in the table
         return rows.assign(proposer=name, proposer_simulated=bool(getattr(backend, "simulated", False)),
-                           decoding="free"), pairs
+                           decoding="json_schema" if constrained else "free"), pairs
 
     def _draw(self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
         """Stage 2: ``images_per_caption`` images of every caption of the knowledge base."""

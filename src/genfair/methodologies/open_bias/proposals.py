@@ -15,8 +15,8 @@
   object with a ``bias`` list; a bias item that breaks the schema is rejected with its reason
   while the valid items of the same answer are kept.
 - :func:`proposals_json_schema` / :func:`openai_response_format`: the answer's JSON schema,
-  for constrained decoding (an OpenAI-compatible ``response_format``, vLLM/TGI guided JSON,
-  or a grammar library such as ``outlines`` / ``lm-format-enforcer``).
+  for constrained decoding (a request's ``json_schema``: the hf / embedded backends enforce it
+  with ``lm-format-enforcer``, the openai backend sends it as ``response_format``).
 """
 
 from __future__ import annotations
@@ -287,6 +287,10 @@ def proposals_json_schema() -> dict[str, Any]:
 
 def openai_response_format(name: str = "open_bias_proposals", strict: bool = False) -> dict[str, Any]:
     """The schema as an OpenAI-compatible ``response_format`` (structured outputs; vLLM
-    accepts it too). ``strict=True`` asks OpenAI to enforce it exactly; its strict mode
-    refuses some keywords (minLength, minItems) on some models, hence off by default."""
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": proposals_json_schema(), "strict": strict}}
+    accepts it too), as the openai backend sends a request's ``json_schema``
+    (:func:`genfair.models.openai.response_format`). ``strict=True`` asks OpenAI to enforce it
+    exactly; its strict mode refuses some keywords (minLength, minItems) on some models, hence
+    off by default."""
+    from genfair.models.openai import response_format
+
+    return response_format(proposals_json_schema(), name, strict)
