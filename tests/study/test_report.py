@@ -173,6 +173,8 @@ def test_mlflow_sync_asks_the_store_without_mlflow_and_logs_what_it_lacks(
     assert missing_runs(keys, store, experiment) == []
     assert written == {"tracking_uri": written["tracking_uri"], "experiment": experiment, "runs": 6}
     assert str(tmp) not in written["tracking_uri"]  # no machine path in the committed file
+    html = build_report(params, layout).read_text(encoding="utf-8")  # the report says where the runs are
+    assert f"MLflow: 6 runs in experiment <b>{experiment}</b>" in html
 
 
 @pytest.mark.browser

@@ -88,7 +88,7 @@ def ask(
     one is asked again with the next attempt index (a new cache entry and seed) while the
     call has attempts left, unless the backend would repeat itself (:meth:`LLMBackend.repeats`).
     """
-    if not backend.supports_json_schema and any(call.json_schema is not None for call in calls):
+    if any(call.json_schema is not None for call in calls) and not backend.supports_json_schema:
         raise ValueError(
             f"{type(backend).__name__} cannot constrain its output to a JSON schema (supports_json_schema "
             "is False): send these calls without json_schema, and record that they were decoded freely")

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from genfair.config import StudyParams
-from genfair.io import read_parquet
+from genfair.io import read_json, read_parquet
 from genfair.logs import progress
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
