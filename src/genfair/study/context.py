@@ -11,6 +11,7 @@ from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
 from genfair.models.cache import cache_dir
 from genfair.study.layout import Layout
+from genfair.study.runs import measures
 
 
 def model_info(params: StudyParams, model: str) -> ModelInfo:
@@ -22,8 +23,7 @@ def model_info(params: StudyParams, model: str) -> ModelInfo:
 def runs_methodology(params: StudyParams, model: str, methodology: str) -> bool:
     """Whether ``model`` runs ``methodology`` in this study (it is in the study and
     measures the model's modality)."""
-    return methodology in params.methodologies and get_methodology(methodology).applies_to(
-        params.model(model).modality)
+    return methodology in params.methodologies and measures(methodology, params.model(model).modality)
 
 
 def methodologies_for(params: StudyParams, model: str) -> list[str]:

@@ -18,7 +18,13 @@ from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
 from genfair.models.config import modality_of
 
-__all__ = ["check_runs", "compose_runs", "run_key", "runs_for"]
+__all__ = ["check_runs", "compose_runs", "measures", "run_key", "runs_for"]
+
+
+def measures(methodology: str, modality: str) -> bool:
+    """Whether a model of ``modality`` runs ``methodology`` (a registered one that measures
+    the modality): the one rule behind ``runs`` and every step's choice of models."""
+    return methodology in names() and get_methodology(methodology).applies_to(modality)
 
 
 def run_key(model: str, methodology: str) -> str:
@@ -29,9 +35,8 @@ def run_key(model: str, methodology: str) -> str:
 def runs_for(modalities: Mapping[str, str], methodologies: Iterable[str]) -> dict[str, dict[str, str]]:
     """Every pair, in study order (model, then methodology), of a model (name -> modality)
     and a methodology that measures its modality."""
-    applies = {name: get_methodology(name).applies_to for name in methodologies if name in names()}
     return {run_key(model, name): {"model": model, "methodology": name}
-            for model, modality in modalities.items() for name, measures in applies.items() if measures(modality)}
+            for model, modality in modalities.items() for name in methodologies if measures(name, modality)}
 
 
 def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, str]]:
