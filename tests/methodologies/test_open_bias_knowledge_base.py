@@ -244,3 +244,14 @@ def test_methodology_config():
     assert OpenBiasConfig(captions="flickr30k", flickr30k="/data/flickr").flickr30k == "/data/flickr"
     nested = OpenBiasConfig.model_validate({"knowledge_base": {"caption_sample": "first"}, "severity": {"ci_method": "BCa"}})
     assert nested.knowledge_base.caption_sample == "first" and nested.severity.ci_method == "BCa"
+
+
+def test_the_default_config_names_no_machine_path() -> None:
+    """Config dumps key the MLflow runs and are logged as params: a path resolved on this
+    machine would make every clone's keys differ (the synonym table's default once did)."""
+    import json
+    from pathlib import Path
+
+    dumped = json.dumps(OpenBiasConfig().model_dump(mode="json"))
+    assert str(Path(__file__).resolve().parents[2]) not in dumped
+    assert OpenBiasConfig().knowledge_base.synonyms == "data/reference/open_bias_synonyms.csv"

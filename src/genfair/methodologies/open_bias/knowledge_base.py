@@ -92,7 +92,7 @@ class KnowledgeBaseConfig(BaseModel):
     #: the "caption already names a class" filter (paper §3.1, stage 2)
     filter_named_classes: bool = True
     #: the synonym table of that filter (``term,synonym``)
-    synonyms: str = str(DEFAULT_SYNONYMS)
+    synonyms: str = "data/reference/open_bias_synonyms.csv"
     #: add regular English plural/singular forms of every class and synonym
     inflect: bool = True
     #: classes that never count as named in a caption ("other people" names no class)
