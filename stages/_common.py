@@ -7,13 +7,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from genfair.config import PARAMS_FILE, ConfigError, load_params
+from genfair.errors import EXPECTED, ConfigError
 from genfair.logs import setup
-from genfair.models.base import IncompleteGeneration
-from genfair.models.cache import CacheError
+from genfair.params import PARAMS_FILE
 
-#: bad input or an incomplete run: the message says what to fix
-EXPECTED = (ConfigError, FileNotFoundError, ValueError, KeyError, IncompleteGeneration, CacheError)
 #: the repository these scripts belong to (DVC runs them from there)
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +25,10 @@ def message(exc: BaseException, model: str | None) -> str:
 
 
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
-        sections: bool = True) -> None:
-    """Run ``step(params, *model/methodology)`` as the stage; ``sections=False`` validates only
-    the blocks the step reads (see :func:`genfair.config.load_params`)."""
+        frame: bool = False) -> None:
+    """Run ``step(params, *model/methodology)`` as the stage. ``frame``: the step reads only the
+    study's frame (:func:`genfair.params.load_frame`), so the stage starts without importing
+    the model layer: for the stages that run on every ``dvc repro``."""
     log = setup(stage, model=model, methodology=methodology)
     try:
         cwd = Path.cwd().resolve()
@@ -39,7 +37,11 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
         try:
-            params = load_params(sections=sections)
+            if frame:
+                from genfair.params import load_frame as load
+            else:
+                from genfair.config import load_params as load
+            params = load()
         except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
             raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
                               f"params with `git checkout {PARAMS_FILE}`)") from None

@@ -6,4 +6,4 @@ from _common import run
 from genfair.study.curation import curation_inputs
 
 if __name__ == "__main__":
-    run("curation_inputs", curation_inputs, sections=False)
+    run("curation_inputs", curation_inputs, frame=True)

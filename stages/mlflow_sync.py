@@ -6,4 +6,4 @@ from _common import run
 from genfair.study.store import sync_store
 
 if __name__ == "__main__":
-    run("mlflow_sync", sync_store, sections=False)
+    run("mlflow_sync", sync_store, frame=True)

@@ -15,8 +15,9 @@ import pytest
 
 from genfair import cli
 from genfair.cli import main
+from genfair.errors import CacheError
 from genfair.io import write_json, write_parquet
-from genfair.models.cache import CacheError, ResponseCache
+from genfair.models.cache import ResponseCache
 from genfair.models.config import HFModelConfig
 from genfair.models.hf import HFChatBackend, ModelNotFound
 

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
+from genfair.errors import EXPECTED
 
 #: files that mark the repository root (where `dvc repro` and `genfair` run)
 ROOT_MARKERS = ("conf/config.yaml", "dvc.yaml")
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - every error is one line; the traceback on demand
-        expected = isinstance(exc, _expected())
+        expected = isinstance(exc, EXPECTED)
         what = "error" if expected else f"unexpected {type(exc).__name__}"
         hint = "" if expected or debug else " (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
         key = getattr(exc, "config_key", None)  # a model config key at fault: name it in full
@@ -178,15 +179,6 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return 2 if expected else 1
     return 0
-
-
-def _expected() -> tuple[type[BaseException], ...]:
-    """Exception types that carry a user-facing message (bad input, config, environment)."""
-    from genfair.models.base import IncompleteGeneration
-    from genfair.models.cache import CacheError
-
-    return (ConfigError, FileNotFoundError, KeyError, ValueError, CacheError, IncompleteGeneration,
-            PermissionError, IsADirectoryError, NotADirectoryError)
 
 
 def _to_root(args: argparse.Namespace) -> None:

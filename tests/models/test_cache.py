@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from genfair.models.base import Completion, Request
-from genfair.models.cache import ResponseCache, cache_dir
+from genfair.models.cache import ResponseCache
+from genfair.params import cache_dir
 
 FINGERPRINT = {
     "backend": "hf",

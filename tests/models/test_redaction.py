@@ -76,6 +76,7 @@ def test_log_records_of_any_logger_are_redacted(monkeypatch, caplog):
     monkeypatch.setenv("GENFAIR_TEST_KEY_LOG", secret)
     register_key_env("GENFAIR_TEST_KEY_LOG")
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # the stage logging quiets httpx to WARNING
     logging.getLogger("httpx").debug("sent header Authorization: Bearer %s", secret)
     try:
         raise RuntimeError(f"server said {secret}")

@@ -336,8 +336,3 @@ def grouped_chunks(
     for request in requests:
         groups.setdefault(key(request), []).append(request)
     return [batch for group in groups.values() for batch in chunks(group, size)]
-
-
-class IncompleteGeneration(RuntimeError):
-    """More calls ended in ``error`` than ``generation.max_error_rate`` allows (the stage
-    fails; failed calls are never cached, so a rerun asks only them)."""

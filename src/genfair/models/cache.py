@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from genfair.errors import CacheError
 from genfair.models.base import Completion, Request, stable_hash
 from genfair.models.redaction import redact_completion
 
@@ -62,15 +63,6 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 #: seconds a claim lives without a heartbeat; the heartbeat renews it every third of that
 CLAIM_TTL_S = 60.0
-
-
-class CacheError(RuntimeError):
-    """The response cache file cannot be used (corrupt, not a database, unwritable)."""
-
-
-def cache_dir(configured: str | os.PathLike[str]) -> Path:
-    """The cache folder: ``GENFAIR_CACHE_DIR`` if set, else the configured one."""
-    return Path(os.environ.get("GENFAIR_CACHE_DIR") or configured)
 
 
 class ResponseCache:

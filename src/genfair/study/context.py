@@ -9,7 +9,7 @@ from genfair.config import ConfigError, StudyParams, instrument_config, instrume
 from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
-from genfair.models.cache import cache_dir
+from genfair.params import cache_dir
 from genfair.study.layout import Layout
 from genfair.study.runs import measures
 

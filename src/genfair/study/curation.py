@@ -20,15 +20,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from genfair.config import StudyParams, curation_config, instrument_class, instrument_config
 from genfair.io import write_json, write_parquet
-from genfair.models.cache import cache_dir
+from genfair.params import StudyFrame, cache_dir, curation_config, instrument_class, instrument_config
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
 
 
-def curation_inputs(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
     (rewritten only when the inputs change, so DVC reruns only what they feed)."""
     from genfair.curation.inputs import write_inputs_fingerprint
@@ -40,7 +39,7 @@ def curation_inputs(params: StudyParams, layout: Layout = Layout()) -> list[Path
             for section in params.curation]
 
 
-def collect_news_corpus(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+def collect_news_corpus(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
     """``collect_news``. Web sources keep their resumable fetch state beside the response
     cache, so a rerun (or an interrupted run) never fetches an article twice."""
     from genfair.curation.news import collect_news
@@ -51,7 +50,7 @@ def collect_news_corpus(params: StudyParams, layout: Layout = Layout()) -> list[
     return [write_parquet(corpus, out), write_json(report, out.with_name("news_report.json"))]
 
 
-def occupations_table(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
+def occupations_table(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
     """``map_occupations``: the occupation table, ``data/curated/occupations/``."""
     from genfair.curation.occupations import write_occupations
 
@@ -59,7 +58,7 @@ def occupations_table(params: StudyParams, layout: Layout = Layout()) -> list[Pa
     return list(written.values())
 
 
-def facet_fixture(params: StudyParams, layout: Layout = Layout()) -> Path:
+def facet_fixture(params: StudyFrame, layout: Layout = Layout()) -> Path:
     """``facet_fixture``: the small FACET-format FIXTURE built from package-shipped photos."""
     from genfair.curation.facet_fixture import build_facet_fixture
 
@@ -69,7 +68,7 @@ def facet_fixture(params: StudyParams, layout: Layout = Layout()) -> Path:
     return out
 
 
-def curate_facet_crops(params: StudyParams, layout: Layout = Layout()) -> Path:
+def curate_facet_crops(params: StudyFrame, layout: Layout = Layout()) -> Path:
     """``curate_facet``: person crops and labels from ``curation.facet``'s release."""
     from genfair.curation.facet import curate_facet
 
@@ -84,7 +83,7 @@ def curate_facet_crops(params: StudyParams, layout: Layout = Layout()) -> Path:
     return out
 
 
-def validate_instruments(params: StudyParams, layout: Layout = Layout(), name: str = "face_demographics") -> Path:
+def validate_instruments(params: StudyFrame, layout: Layout = Layout(), name: str = "face_demographics") -> Path:
     """``validate_instruments``: the face instrument (model mode: what real images get) on
     :func:`~genfair.instruments.validation.package_photo_set`; tables per attribute, per
     group and per image, plus a metrics JSON for ``dvc metrics show``."""

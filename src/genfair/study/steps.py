@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from genfair.config import ConfigError, StudyParams
+from genfair.errors import IncompleteGeneration
 from genfair.io import read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
-from genfair.models.base import IncompleteGeneration
-from genfair.models.cache import cache_dir
+from genfair.params import cache_dir
 from genfair.study.context import configured, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
 

@@ -16,8 +16,8 @@ import re
 import sqlite3
 from pathlib import Path
 
-from genfair.config import StudyParams
 from genfair.io import write_json
+from genfair.params import StudyFrame
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def workspace_root(cwd: Path | None = None) -> Path:
     return cwd
 
 
-def tracking_uri(params: StudyParams, root: Path | None = None) -> str:
+def tracking_uri(params: StudyFrame, root: Path | None = None) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking.uri or (
         f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}"
     )
@@ -93,7 +93,7 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     return [key for key in keys if key not in found]
 
 
-def sync_store(params: StudyParams, layout: Layout = Layout()) -> Path:
+def sync_store(params: StudyFrame, layout: Layout = Layout()) -> Path:
     """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
     log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
     the runs are (``data/tracking/store.json``, shown in the report), changed only when that
@@ -105,10 +105,11 @@ def sync_store(params: StudyParams, layout: Layout = Layout()) -> Path:
     if missing == []:
         log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
     else:
+        from genfair.config import study_params
         from genfair.study.tracking import track_study
 
         log.info("MLflow %s: %s; logging what it lacks", redact(uri),
                  f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow")
-        track_study(params, layout)
+        track_study(study_params(params), layout)
     return write_json({"tracking_uri": display_uri(uri, root), "experiment": params.tracking.experiment,
                        "runs": len(keys)}, layout.tracking_store)

@@ -1,0 +1,202 @@
+"""``params.yaml``: reading it, and the study's frame.
+
+The frame is every block of the study validated but the model configs, which it keeps as
+written: the stages that run on every ``dvc repro`` (curation input fingerprints, the MLflow
+store check) read only the frame, so they start without importing the model layer (a third
+of a second each, every repro). :mod:`genfair.config` adds the validated model configs and
+the methodologies' own configs on top of it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from genfair.errors import ConfigError
+
+__all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
+           "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
+           "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
+
+PARAMS_FILE = "params.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CacheConfig(_Strict):
+    dir: str = ".genfair/cache"
+
+
+class TrackingConfig(_Strict):
+    experiment: str = "genfair"
+    #: MLFLOW_TRACKING_URI overrides; None = SQLite store in the repository root
+    uri: str | None = None
+
+
+class GenerationConfig(_Strict):
+    """``generation``: when a ``generate`` stage counts as done."""
+
+    #: the share of calls that may end in ``error`` (transport failures after retries) before
+    #: the stage fails; errors are never cached, so a rerun asks only them again
+    max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+
+def cache_dir(configured: str | os.PathLike[str]) -> Path:
+    """The cache folder: ``GENFAIR_CACHE_DIR`` if set, else the configured one."""
+    return Path(os.environ.get("GENFAIR_CACHE_DIR") or configured)
+
+
+class StudyFrame(_Strict):
+    """The study's blocks; ``models`` as written (:class:`genfair.config.StudyParams` validates
+    each model config)."""
+
+    # a key pasted where a variable name belongs must never be echoed in an error
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    seed: int
+    scale: str
+    generation: GenerationConfig = GenerationConfig()
+    cache: CacheConfig = CacheConfig()
+    tracking: TrackingConfig = TrackingConfig()
+    models: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: validated per methodology by :func:`genfair.config.methodology_config`
+    methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: dataset curation steps (``news``...), validated by :func:`curation_config`
+    curation: dict[str, dict[str, Any]] = {}
+    #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
+    instruments: dict[str, dict[str, Any]] = {}
+    #: every (model, methodology) pair the study measures, ``<model>-<methodology>`` -> both
+    #: names; composed from ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
+    runs: dict[str, dict[str, str]] | None = None
+
+
+#: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent
+#: (a simulator policy without ``kind`` is a multiple-choice policy)
+_TAG_FIELDS: dict[str, str | None] = {"modality": "llm", "backend": None, "kind": "choice"}
+
+
+def _key_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
+    """``loc`` without the tags pydantic inserts for tagged unions (``models.x.embedded.y``
+    -> ``models.x.y``): a part that is not a key of the input dict but is the value of one
+    of its :data:`_TAG_FIELDS` (or that field's default) is a tag, not a key the user
+    wrote."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if (
+            isinstance(node, dict)
+            and part not in node
+            and any(node.get(f, default) == part for f, default in _TAG_FIELDS.items())
+        ):
+            continue
+        path.append(part)
+        try:
+            node = node[part]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return path
+
+
+def format_errors(
+    error: ValidationError, source: str, prefix: tuple[str | int, ...] = (), data: Any = None
+) -> str:
+    """One line per problem: ``<source>: <key.path>: <message>``.
+
+    ``data`` is the validated input; when given, union tags are dropped from key paths.
+    """
+    lines = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in (*prefix, *_key_path(item["loc"], data)))
+        message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
+        lines.append(f"{source}: {loc}: {message}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+#: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
+    """The parsed YAML of ``path``; :class:`ConfigError` when it is missing or not YAML."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path} not found: run from the repository root, or `genfair compose`")
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+
+
+def validate(model: type[Any], raw: dict[str, Any], source: str = PARAMS_FILE) -> Any:
+    """``raw`` validated as ``model``; :class:`ConfigError` names every bad key."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, source, data=raw)) from None
+
+
+def load_frame(path: str | Path = PARAMS_FILE) -> StudyFrame:
+    """The study's frame from ``path`` (model configs not validated)."""
+    return validate(StudyFrame, read_params(path), str(path))
+
+
+#: curation step -> "module:Config class" of its configuration
+CURATION = {
+    "news": "genfair.curation.config:NewsCollectionConfig",
+    "facet": "genfair.curation.config:FacetConfig",
+    "occupations": "genfair.curation.config:OccupationsConfig",
+}
+
+#: instrument -> "module:Config class" of its configuration; the instrument is the class
+#: named in :data:`INSTRUMENT_CLASSES`
+INSTRUMENTS = {
+    "face_demographics": "genfair.instruments.face_demographics:FaceDemographicsConfig",
+}
+INSTRUMENT_CLASSES = {
+    "face_demographics": "genfair.instruments.face_demographics:FaceDemographics",
+}
+
+
+def curation_config(params: StudyFrame, name: str, source: str = PARAMS_FILE) -> Any:
+    """The validated config object of curation step ``name`` (``curation.<name>``)."""
+    return _section_config(params.curation, CURATION, "curation", "curation step", name, source)
+
+
+def instrument_config(params: StudyFrame, name: str, source: str = PARAMS_FILE) -> Any:
+    """The validated config object of instrument ``name`` (``instruments.<name>``)."""
+    return _section_config(params.instruments, INSTRUMENTS, "instruments", "instrument", name, source)
+
+
+def instrument_class(name: str) -> Any:
+    """The class of instrument ``name`` (built with its validated config)."""
+    from importlib import import_module
+
+    module, cls = INSTRUMENT_CLASSES[name].split(":")
+    return getattr(import_module(module), cls)
+
+
+def _section_config(
+    blocks: dict[str, dict[str, Any]], registry: dict[str, str], section: str, what: str, name: str,
+    source: str,
+) -> Any:
+    """Validate ``<section>.<name>`` with the config class ``registry[name]`` names; errors
+    name the key and the fix (the conf/ group that composes it)."""
+    from importlib import import_module
+
+    group = {"curation": "curation", "instruments": "instrument"}[section]
+    if name not in registry:
+        raise ConfigError(f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}")
+    if name not in blocks:
+        raise ConfigError(f"{source}: {section}.{name}: not configured (add "
+                          f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)")
+    module, cls = registry[name].split(":")
+    try:
+        return getattr(import_module(module), cls).model_validate(blocks[name])
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, source, (section, name))) from None
