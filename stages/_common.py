@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from genfair.errors import EXPECTED, ConfigError
 from genfair.logs import setup
@@ -24,11 +25,20 @@ def message(exc: BaseException, model: str | None) -> str:
     return str(exc)
 
 
+def _study_params() -> Any:
+    from genfair.config import load_params
+
+    try:
+        return load_params()
+    except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
+        raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
+                          f"params with `git checkout {PARAMS_FILE}`)") from None
+
+
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
-        frame: bool = False) -> None:
-    """Run ``step(params, *model/methodology)`` as the stage. ``frame``: the step reads only the
-    study's frame (:func:`genfair.params.load_frame`), so the stage starts without importing
-    the model layer: for the stages that run on every ``dvc repro``."""
+        load: Callable[[], Any] | None = None) -> None:
+    """Run ``step(params, *model/methodology)`` as the stage, with the params ``load`` returns
+    (default :func:`genfair.config.load_params`: all of ``params.yaml``, validated)."""
     log = setup(stage, model=model, methodology=methodology)
     try:
         cwd = Path.cwd().resolve()
@@ -36,15 +46,7 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             # run by hand from a subdirectory: every path in params is relative to the root
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
-        try:
-            if frame:
-                from genfair.params import load_frame as load
-            else:
-                from genfair.config import load_params as load
-            params = load()
-        except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
-            raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
-                              f"params with `git checkout {PARAMS_FILE}`)") from None
+        params = (load or _study_params)()
         args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except EXPECTED as exc:

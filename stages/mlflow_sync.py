@@ -3,7 +3,8 @@ or gets the ones it lacks."""
 
 from _common import run
 
+from genfair.params import load_frame
 from genfair.study.store import sync_store
 
 if __name__ == "__main__":
-    run("mlflow_sync", sync_store, frame=True)
+    run("mlflow_sync", sync_store, load=load_frame)

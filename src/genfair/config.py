@@ -27,7 +27,7 @@ from genfair.params import (
 )
 
 __all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "curation_config", "format_errors", "instrument_class",
-           "instrument_config", "load_params", "methodology_config", "study_params"]  # fmt: skip
+           "instrument_config", "load_params", "methodology_config", "params_from", "study_params"]  # fmt: skip
 
 
 class StudyParams(StudyFrame):
@@ -45,13 +45,18 @@ def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
     """Read and validate the study parameters; raise :class:`ConfigError` naming each bad key.
     Every methodology, curation and instrument block is validated now, so a typo fails before
     any work starts."""
-    params = _keys_redacted(validate(StudyParams, read_params(path), str(path)))
+    return params_from(read_params(path), str(path))
+
+
+def params_from(raw: dict[str, Any], source: str) -> StudyParams:
+    """:func:`load_params` of parsed ``raw`` params; errors name ``source``."""
+    params = _keys_redacted(validate(StudyParams, raw, source))
     for name in params.methodologies:
-        methodology_config(params, name, source=str(path))
+        methodology_config(params, name, source=source)
     for name in params.curation:
-        curation_config(params, name, source=str(path))
+        curation_config(params, name, source=source)
     for name in params.instruments:
-        instrument_config(params, name, source=str(path))
+        instrument_config(params, name, source=source)
     return params
 
 

@@ -72,8 +72,9 @@ class StudyFrame(_Strict):
     #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
     instruments: dict[str, dict[str, Any]] = {}
     #: every (model, methodology) pair the study measures, ``<model>-<methodology>`` -> both
-    #: names; composed from ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
-    runs: dict[str, dict[str, str]] | None = None
+    #: names and ``reads`` (hashes of the other models the run reads); composed from
+    #: ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
+    runs: dict[str, dict[str, Any]] | None = None
 
 
 #: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent

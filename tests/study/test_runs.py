@@ -11,17 +11,45 @@ import yaml
 from genfair.cli import compose
 from genfair.config import ConfigError, load_params
 from genfair.study import steps
-from genfair.study.runs import check_runs, runs_for
+from genfair.study.context import step_context
+from genfair.study.layout import Layout
+from genfair.study.runs import check_runs, model_hash, runs_for
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
 
 
 def test_a_model_runs_the_methodologies_of_its_modality() -> None:
-    runs = runs_for({"a": "llm", "b": "t2i", "c": "vlm"}, STUDY)
+    models = {"a": {"modality": "llm"}, "b": {"modality": "t2i"}, "c": {"modality": "vlm"}}
+    runs = runs_for(models, {name: {} for name in STUDY})
     assert list(runs) == ["a-fact_or_fair", "a-news_bias", "a-iris", "b-fact_or_fair", "b-iris", "b-open_bias",
                           "c-iris", "c-lvlm_facet"]
-    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias"}
+    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias", "reads": {}}
+
+
+def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:
+    """OpenBias drives the study's proposer LLM and VQA model: its run carries their hashes, so
+    generate@ reruns when one changes, and not when an unrelated model is added."""
+    params = load_params(ROOT / "params.yaml")
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    runs = runs_for(params.models, params.methodologies)
+    reads = runs["simulated_t2i-open_bias"]["reads"]
+    assert set(reads) == {"smollm2", "simulated_vlm"} and reads["smollm2"] == model_hash(params.models["smollm2"])
+    assert all(run["reads"] == {} for key, run in runs.items() if key != "simulated_t2i-open_bias")
+    # the raw and the validated config hash alike (the resolver sees raw, check_runs validated)
+    assert model_hash(raw["models"]["smollm2"]) == reads["smollm2"]
+    sampled = {**raw["models"], "smollm2": {**raw["models"]["smollm2"],
+                                            "sampling": {**raw["models"]["smollm2"]["sampling"], "max_tokens": 17}}}
+    assert runs_for(sampled, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]["smollm2"] != reads["smollm2"]
+    added = {**raw["models"], "extra": raw["models"]["simulated_llm"]}
+    assert runs_for(added, raw["methodologies"])["simulated_t2i-open_bias"] == runs["simulated_t2i-open_bias"]
+
+
+def test_a_step_sees_only_the_models_its_run_depends_on() -> None:
+    params = load_params(ROOT / "params.yaml")
+    assert set(step_context(params, "simulated_t2i", "open_bias", Layout()).models) == {
+        "simulated_t2i", "smollm2", "simulated_vlm"}
+    assert set(step_context(params, "smollm2", "news_bias", Layout()).models) == {"smollm2"}
 
 
 def test_the_committed_params_list_the_runs_their_models_give() -> None:
@@ -46,6 +74,15 @@ def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=r"missing: extra-fact_or_fair, extra-iris, extra-news_bias.*genfair compose"):
+        check_runs(load_params(path))
+
+
+def test_a_read_model_edited_by_hand_names_the_run_and_the_fix(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data["models"]["smollm2"]["sampling"]["max_tokens"] = 17  # OpenBias's proposer
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"models read changed: simulated_t2i-open_bias\).*genfair compose"):
         check_runs(load_params(path))
 
 

@@ -124,9 +124,9 @@ class StepContext:
     backend: Any = None
     cache: Any = None
     instrument: Callable[[str], Any] = field(default=lambda name: _no_instrument(name))
-    #: every model config of the study by name (``ModelConfig``), for a methodology that
-    #: drives other models besides the one under test (e.g. an LLM proposer or a VQA judge:
-    #: it builds their backends with :func:`genfair.models.build_backend`)
+    #: the model configs (``ModelConfig``) by name of the model under test and of the study's
+    #: models the methodology reads (:meth:`Methodology.models_read`, e.g. an LLM proposer or
+    #: a VQA judge: it builds their backends with :func:`genfair.models.build_backend`)
     models: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -245,6 +245,13 @@ class Methodology(ABC):
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
+
+    def models_read(self, config: Any) -> tuple[str, ...]:
+        """The study's models, by name, that a run's steps drive besides the model under
+        test (e.g. an LLM proposer, a VQA judge). Only these reach :attr:`StepContext.models`,
+        and ``runs`` records a hash of each, so ``generate`` reruns when one changes.
+        Default: none."""
+        return ()
 
     # ---- probes@<methodology>
 

@@ -58,10 +58,13 @@ def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
 
 
 def step_context(params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any) -> StepContext:
+    method, config = configured(params, methodology)
+    # only the models the run depends on (dvc.yaml: generate reads them through `runs`)
+    models = {name: params.models[name] for name in (model, *method.models_read(config)) if name in params.models}
     return StepContext(
         model=model_info(params, model), seed=params.seed, cache_dir=cache_dir(params.cache.dir),
         image_dir=layout.images(model, methodology), desc=f"{model} · {methodology}",
-        instrument=instruments(params, model), models=dict(params.models), **extra,
+        instrument=instruments(params, model), models=models, **extra,
     )
 
 

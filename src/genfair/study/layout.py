@@ -27,6 +27,11 @@ class Layout:
     def responses(self, model: str, methodology: str) -> Path:
         return self.responses_dir(model, methodology) / "responses.parquet"
 
+    def run_params(self, model: str, methodology: str) -> Path:
+        """The study's params that ``generate@<model>-<methodology>`` ran with; its label and
+        metrics steps read them (:func:`genfair.study.steps.recorded_params`)."""
+        return self.responses_dir(model, methodology) / "run_params.json"
+
     def images(self, model: str, methodology: str) -> Path:
         """A t2i model's images (``<sha256>.png``), indexed by :meth:`responses`."""
         return self.responses_dir(model, methodology) / "images"

@@ -1,24 +1,32 @@
 """The study's runs: every (model, methodology) pair it measures.
 
 A model runs a methodology when the methodology measures the model's modality. The pairs are
-written into ``params.yaml`` as ``runs`` (``<model>-<methodology>`` -> its two names) when
-``conf/`` is composed, by the OmegaConf resolver ``genfair_runs`` (registered through
-``hydra_plugins.genfair``, which Hydra imports before ``dvc exp run`` and ``genfair compose``
-compose): ``dvc.yaml``'s generate/label/metrics stages fan out over them, so a pair a
-methodology cannot measure has no stage at all (``dvc status`` parses ``params.yaml`` once
-per stage: fewer stages keep a no-op ``dvc repro`` fast).
+written into ``params.yaml`` as ``runs`` (``<model>-<methodology>`` -> the two names, and
+``reads``) when ``conf/`` is composed, by the OmegaConf resolver ``genfair_runs`` (registered
+through ``hydra_plugins.genfair``, which Hydra imports before ``dvc exp run`` and
+``genfair compose`` compose): ``dvc.yaml``'s generate/label/metrics stages fan out over them,
+so a pair a methodology cannot measure has no stage at all (``dvc status`` parses
+``params.yaml`` once per stage: fewer stages keep a no-op ``dvc repro`` fast).
+
+``reads`` holds a content hash of each other model of the study that the run's steps read
+(:meth:`~genfair.methodologies.base.Methodology.models_read`, e.g. OpenBias's proposer LLM
+and VQA model): ``generate`` depends on its ``runs`` entry, so it reruns when one of those
+models changes, and not when an unrelated model is added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
-from genfair.models.config import modality_of
+from genfair.models.base import stable_hash
+from genfair.models.config import ModelConfig, modality_of
 
-__all__ = ["check_runs", "compose_runs", "measures", "run_key", "runs_for"]
+__all__ = ["check_runs", "compose_runs", "measures", "model_hash", "run_key", "runs_for"]
 
 
 def measures(methodology: str, modality: str) -> bool:
@@ -32,18 +40,42 @@ def run_key(model: str, methodology: str) -> str:
     return f"{model}-{methodology}"
 
 
-def runs_for(modalities: Mapping[str, str], methodologies: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Every pair, in study order (model, then methodology), of a model (name -> modality)
-    and a methodology that measures its modality."""
-    return {run_key(model, name): {"model": model, "methodology": name}
-            for model, modality in modalities.items() for name in methodologies if measures(name, modality)}
+def model_hash(config: Any) -> str | None:
+    """A content hash of a model config (validated, so spelling out a default changes
+    nothing); None when it does not validate (``load_params`` names the key)."""
+    try:
+        valid = config if isinstance(config, BaseModel) else TypeAdapter(ModelConfig).validate_python(config)
+    except ValidationError:
+        return None
+    return stable_hash(valid.model_dump(mode="json"), 16)
 
 
-def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+def runs_for(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every pair, in study order (model, then methodology), of a model (name -> config) and
+    a methodology (name -> config) that measures its modality, with the hashes of the other
+    models its steps read."""
+    reads = {name: _reads(name, config, models) for name, config in methodologies.items() if name in names()}
+    return {run_key(model, name): {"model": model, "methodology": name, "reads": reads[name]}
+            for model, model_config in models.items() for name in methodologies
+            if measures(name, str(modality_of(model_config)))}
+
+
+def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str, str]:
+    """The hashes of the study's models that ``methodology`` (with ``config``) reads."""
+    try:
+        valid = TypeAdapter(get_methodology(methodology).Config).validate_python(config)
+    except ValidationError:
+        return {}  # load_params names the bad key
+    hashes = {name: model_hash(models[name]) for name in get_methodology(methodology).models_read(valid)
+              if name in models}
+    return {name: digest for name, digest in hashes.items() if digest is not None}
+
+
+def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``genfair_runs`` resolver: ``runs`` from the composed ``models`` and
-    ``methodologies`` sections. Nothing is validated here: ``load_params`` does, naming the key."""
-    models = _plain(models)
-    return runs_for({name: str(modality_of(config)) for name, config in models.items()}, _plain(methodologies))
+    ``methodologies`` sections. Nothing fails here (a config that does not validate reads no
+    models): ``load_params`` names the bad key."""
+    return runs_for(_plain(models), _plain(methodologies))
 
 
 def check_runs(params: StudyParams) -> None:
@@ -51,14 +83,15 @@ def check_runs(params: StudyParams) -> None:
     (``params.yaml`` edited by hand: the stages would miss or invent runs)."""
     if params.runs is None:
         return
-    expected = runs_for({name: config.modality for name, config in params.models.items()}, params.methodologies)
+    expected = runs_for(params.models, params.methodologies)
     if params.runs != expected:
         missing = sorted(set(expected) - set(params.runs))
         extra = sorted(set(params.runs) - set(expected))
+        stale = sorted(k for k in set(expected) & set(params.runs) if expected[k] != params.runs[k])
         raise ConfigError(
             f"params.yaml: runs does not follow models x methodologies (missing: {', '.join(missing) or '-'}; "
-            f"not measured: {', '.join(extra) or '-'}): params.yaml was edited by hand; edit conf/ and "
-            "recompose it with `genfair compose` (or `make compose`)")
+            f"not measured: {', '.join(extra) or '-'}; models read changed: {', '.join(stale) or '-'}): "
+            "params.yaml was edited by hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)")
 
 
 def _plain(node: Any) -> Any:

@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from genfair.config import ConfigError, StudyParams
+from genfair.config import ConfigError, StudyParams, params_from
 from genfair.errors import IncompleteGeneration
-from genfair.io import read_parquet, write_json, write_parquet
+from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
-from genfair.params import cache_dir
+from genfair.params import PARAMS_FILE, cache_dir, read_params
 from genfair.study.context import configured, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
+from genfair.study.runs import run_key
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,37 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
         backend.close()
     _log_status(responses["status"])
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
+    write_json(run_params(params, model, methodology), layout.run_params(model, methodology))
     return write_parquet(responses, out)
+
+
+#: the blocks of params.yaml besides the run's models and methodology that its steps read;
+#: generate@ depends on them all (dvc.yaml) and records them for label@ and metrics@
+RUN_BLOCKS = ("seed", "generation", "instruments")
+#: settings no result depends on: label@ and metrics@ take them from params.yaml
+SETTINGS = ("scale", "cache", "tracking")
+
+
+def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, Any]:
+    """What a run's steps read of the study's params: :data:`RUN_BLOCKS`, the model under
+    test and the models the methodology reads, the methodology's config. ``generate``
+    records it beside the responses, so the run's labels and metrics are computed under
+    the parameters its responses were generated with, and their stages need not parse
+    ``params.yaml`` (DVC parses it once per stage that lists params)."""
+    method, config = configured(params, methodology)
+    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"})
+    return {**{k: v for k, v in written.items() if k in RUN_BLOCKS},
+            "models": {m: written["models"][m] for m in (model, *method.models_read(config)) if m in written["models"]},
+            "methodologies": {methodology: written["methodologies"][methodology]}}
+
+
+def recorded_params(model: str, methodology: str, layout: Layout = Layout(), path: str = PARAMS_FILE) -> StudyParams:
+    """The params ``generate@<model>-<methodology>`` recorded (:func:`run_params`), with
+    :data:`SETTINGS` from ``path``: the params of the run's label and metrics steps."""
+    recorded = layout.run_params(model, methodology)
+    written = read_json(recorded, ConfigError, f"generate@{run_key(model, methodology)} writes it (`dvc repro`)")
+    raw = read_params(path)
+    return params_from({**{k: raw[k] for k in SETTINGS if k in raw}, **written}, str(recorded))
 
 
 def label(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:

@@ -138,6 +138,11 @@ class OpenBias(Methodology):
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
     )
 
+    def models_read(self, config: OpenBiasConfig) -> tuple[str, ...]:
+        """The proposer LLM and the VQA model, where the config names a model of the study."""
+        named = (config.proposer if config.proposer != "scripted" else None, config.vqa_model)
+        return tuple(name for name in named if isinstance(name, str))
+
     # ---- probes
 
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:

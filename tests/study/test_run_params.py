@@ -1,0 +1,83 @@
+"""A run's label and metrics steps read the params its generate step ran with (recorded beside
+the responses), so they list no params in dvc.yaml and never mix two configurations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from genfair.cli import compose
+from genfair.config import ConfigError, StudyParams, load_params, methodology_config, params_from
+from genfair.methodologies import register
+from genfair.study.layout import Layout
+from genfair.study.steps import generate, make_probes, recorded_params, run_params
+from tests.study.toy_methodology import Quiz
+from tests.support.conf import with_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _study(tmp_path: Path, questions: int) -> Path:
+    """A params.yaml with the toy quiz on the simulated LLM (and smollm2, which it never reads)."""
+    out = compose(["scale=smoke", "~model@models.simulated_t2i", "~model@models.simulated_vlm"], tmp_path / "p.yaml")
+    raw = load_params(out).model_dump(mode="json", exclude_unset=True)
+    raw["methodologies"] = {"toy_quiz": {"questions": questions}}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(with_runs(raw)))
+    return path
+
+
+def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    register(Quiz)
+    path = _study(tmp_path, questions=12)
+    params, layout = load_params(path), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+
+    written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
+    assert written == run_params(params, "simulated_llm", "toy_quiz")
+    # what generate@ lists in dvc.yaml: seed, generation, instruments, its model, its methodology
+    assert set(written) <= {"seed", "generation", "instruments", "models", "methodologies"}
+    assert list(written["models"]) == ["simulated_llm"] and list(written["methodologies"]) == ["toy_quiz"]
+
+    # params.yaml changes after generate ran: label and metrics still see what generate ran with
+    edited = yaml.safe_load(path.read_text())
+    edited["methodologies"]["toy_quiz"]["questions"] = 99
+    edited["cache"] = {"dir": "elsewhere"}
+    path.write_text(yaml.safe_dump(edited))
+    recorded = recorded_params("simulated_llm", "toy_quiz", layout, str(path))
+    assert isinstance(recorded, StudyParams)
+    assert recorded.methodologies == {"toy_quiz": {"questions": 12}}
+    assert recorded.models["simulated_llm"] == params.models["simulated_llm"] and recorded.seed == params.seed
+    assert recorded.cache.dir == "elsewhere"  # settings no result depends on come from params.yaml
+
+
+def test_a_run_that_reads_other_models_records_them(tmp_path: Path) -> None:
+    params = load_params(ROOT / "params.yaml")
+    written = run_params(params, "simulated_t2i", "open_bias")
+    assert set(written["models"]) == {"simulated_t2i", "smollm2", "simulated_vlm"}
+    assert StudyParams.model_validate({**written, "scale": "default"}).models == {
+        name: params.models[name] for name in written["models"]}  # the recorded configs validate back
+
+
+def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
+    """Through JSON and back (keys become strings, floats keep every digit): each run's
+    methodology config, models and instruments validate to what params.yaml gives."""
+    params = load_params(ROOT / "params.yaml")
+    assert params.runs
+    for run in params.runs.values():
+        model, methodology = run["model"], run["methodology"]
+        written = json.loads(json.dumps(run_params(params, model, methodology)))
+        back = params_from({"scale": params.scale, **written}, "run_params.json")
+        assert methodology_config(back, methodology) == methodology_config(params, methodology), run
+        assert back.models == {m: params.models[m] for m in back.models} and model in back.models
+        assert back.instruments == params.instruments and back.seed == params.seed
+
+
+def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"run_params.json: not found; generate@simulated_llm-toy_quiz writes it"):
+        recorded_params("simulated_llm", "toy_quiz", Layout(tmp_path), str(ROOT / "params.yaml"))
