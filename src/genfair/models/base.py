@@ -15,7 +15,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from genfair.models.config import DecodingOverride, SamplingParams
@@ -26,16 +26,12 @@ from genfair.models.config import DecodingOverride, SamplingParams
 CompletionStatus = Literal["ok", "refused", "error"]
 
 
-@dataclass(frozen=True)
-class Request:
-    """One sample of one probe row sent to a model.
-
-    ``messages`` is the full chat input (OpenAI message format). ``sample_index`` and
-    ``attempt`` make repeated samples and re-asks distinct cache entries. ``seed`` is the
-    per-request seed derived from the study seed. ``meta`` carries probe columns that a
-    simulator may read; it is *not* part of the cache key and real backends ignore it.
-
-    Per-request decoding, each ``None`` unless a methodology sets it (:meth:`sampling`):
+@dataclass(frozen=True, kw_only=True)
+class PerCall:
+    """What a methodology's :class:`~genfair.models.runner.Call` hands on to each of its
+    :class:`Request`: ``meta``, probe columns that a simulator may read (*not* part of the
+    cache key; real backends ignore it), and per-request decoding, each ``None`` unless a
+    methodology sets it (:meth:`Request.sampling`):
 
     - ``max_tokens`` overrides the model's ``sampling.max_tokens`` (a methodology's answer
       length, e.g. a news article); ``temperature`` and ``top_p`` its sampling (0: greedy).
@@ -50,10 +46,6 @@ class Request:
     (an override equal to the model's own value still makes a new key).
     """
 
-    messages: tuple[dict[str, str], ...]
-    sample_index: int = 0
-    attempt: int = 0
-    seed: int = 0
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -61,7 +53,26 @@ class Request:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        check_decoding(self.temperature, self.top_p, self.json_schema)
+        check_decoding(self.temperature, self.top_p, self.json_schema)  # fail where the call is made
+
+    def per_call(self) -> dict[str, Any]:
+        """These fields by name (a call's, for its requests)."""
+        return {f.name: getattr(self, f.name) for f in fields(PerCall)}
+
+
+@dataclass(frozen=True)
+class Request(PerCall):
+    """One sample of one probe row sent to a model.
+
+    ``messages`` is the full chat input (OpenAI message format). ``sample_index`` and
+    ``attempt`` make repeated samples and re-asks distinct cache entries. ``seed`` is the
+    per-request seed derived from the study seed. Decoding and ``meta``: :class:`PerCall`.
+    """
+
+    messages: tuple[dict[str, str], ...]
+    sample_index: int = 0
+    attempt: int = 0
+    seed: int = 0
 
     def key_payload(self) -> dict[str, Any]:
         """The request's part of the cache key (everything but ``meta``)."""

@@ -23,13 +23,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
 from genfair.logs import progress
-from genfair.models.base import Completion, LLMBackend, Request, check_decoding, derive_seed
+from genfair.models.base import Completion, LLMBackend, PerCall, Request, derive_seed
 from genfair.models.cache import ResponseCache
 from genfair.models.redaction import redact_completion
 
@@ -46,23 +46,13 @@ RESPONSE_COLUMNS = [
 
 
 @dataclass(frozen=True)
-class Call:
-    """One sample of one probe row."""
+class Call(PerCall):
+    """One sample of one probe row; decoding overrides and ``meta``: :class:`PerCall`."""
 
     probe_id: str
     messages: tuple[dict[str, str], ...]
     sample_index: int = 0
     max_attempts: int = 1
-    #: per-call decoding: override the model's ``sampling`` (see :class:`Request`)
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    #: constrained decoding: the answer must be JSON matching this schema (see :class:`Request`)
-    json_schema: dict[str, Any] | None = field(default=None, hash=False)
-    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        check_decoding(self.temperature, self.top_p, self.json_schema)  # fail where the call is made
 
     @classmethod
     def text(cls, probe_id: str, prompt: str, **fields: Any) -> Call:
@@ -204,17 +194,8 @@ def _answer(
 
 def _request(call: Call, attempt: int, seed: int) -> Request:
     """The request of ``call`` at ``attempt`` (its seed derived from the study ``seed``)."""
-    return Request(
-        messages=call.messages,
-        sample_index=call.sample_index,
-        attempt=attempt,
-        seed=derive_seed(seed, call.probe_id, call.sample_index, attempt),
-        max_tokens=call.max_tokens,
-        temperature=call.temperature,
-        top_p=call.top_p,
-        json_schema=call.json_schema,
-        meta=call.meta,
-    )
+    return Request(messages=call.messages, sample_index=call.sample_index, attempt=attempt,
+                   seed=derive_seed(seed, call.probe_id, call.sample_index, attempt), **call.per_call())
 
 
 #: how often a process waiting for another's answers looks for them in the cache
