@@ -340,8 +340,12 @@ def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, s
     work, env, _ = study
     _run(["git", "add", "-A"], work, env)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "with b"], work, env)
+    # without SmolLM2, OpenBias's proposer: its stage 1 comes from the authors' published proposals
+    # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing model)
+    published = ROOT / "tests/support/open_bias_published_flickr.json"
     _run(["dvc", "exp", "run", "-S", "scale=smoke", "-S", "methodologies.fact_or_fair.bootstrap_resamples=20",
-          "-S", "~model@models.smollm2"], work, env)
+          "-S", "~model@models.smollm2", "-S", "methodologies.open_bias.captions=published",
+          "-S", f"methodologies.open_bias.published_proposals={published}"], work, env)
     import yaml
 
     params = yaml.safe_load((work / "params.yaml").read_text())

@@ -43,6 +43,10 @@ def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:
     assert runs_for(sampled, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]["smollm2"] != reads["smollm2"]
     added = {**raw["models"], "extra": raw["models"]["simulated_llm"]}
     assert runs_for(added, raw["methodologies"])["simulated_t2i-open_bias"] == runs["simulated_t2i-open_bias"]
+    # the proposer taken out of the study: the entry changes, so generate reruns (and names the
+    # missing model) instead of keeping proposals from a model the study no longer has
+    without = {name: config for name, config in raw["models"].items() if name != "smollm2"}
+    assert set(runs_for(without, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]) == {"simulated_vlm"}
 
 
 def test_a_step_sees_only_the_models_its_run_depends_on() -> None:

@@ -9,8 +9,8 @@ so a pair a methodology cannot measure has no stage at all (``dvc status`` parse
 ``params.yaml`` once per stage: fewer stages keep a no-op ``dvc repro`` fast).
 
 ``reads`` holds a content hash of each other model of the study that the run's steps read
-(:meth:`~genfair.methodologies.base.Methodology.models_read`, e.g. OpenBias's proposer LLM
-and VQA model): ``generate`` depends on its ``runs`` entry, so it reruns when one of those
+(:meth:`~genfair.methodologies.base.Methodology.models_read`, e.g. a proposer LLM or a
+VQA judge): ``generate`` depends on its ``runs`` entry, so it reruns when one of those
 models changes, and not when an unrelated model is added.
 """
 
