@@ -63,9 +63,7 @@ def params_from(raw: dict[str, Any], source: str) -> StudyParams:
 def study_params(frame: StudyFrame) -> StudyParams:
     """``frame`` (:func:`genfair.params.load_frame`) with its model configs validated, for a
     step that read only the frame and now needs the models."""
-    if isinstance(frame, StudyParams):
-        return frame
-    return _keys_redacted(validate(StudyParams, frame.model_dump(), PARAMS_FILE))
+    return frame if isinstance(frame, StudyParams) else params_from(frame.model_dump(), PARAMS_FILE)
 
 
 def _keys_redacted(params: StudyParams) -> StudyParams:

@@ -57,10 +57,15 @@ def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
     return build
 
 
-def step_context(params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any) -> StepContext:
+def run_models(params: StudyParams, model: str, methodology: str) -> list[str]:
+    """The models a run's steps read: the model under test and those of the methodology's
+    ``models_read`` that the study has (generate@ depends on them through ``runs``)."""
     method, config = configured(params, methodology)
-    # only the models the run depends on (dvc.yaml: generate reads them through `runs`)
-    models = {name: params.models[name] for name in (model, *method.models_read(config)) if name in params.models}
+    return [name for name in (model, *method.models_read(config)) if name in params.models]
+
+
+def step_context(params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any) -> StepContext:
+    models = {name: params.models[name] for name in run_models(params, model, methodology)}
     return StepContext(
         model=model_info(params, model), seed=params.seed, cache_dir=cache_dir(params.cache.dir),
         image_dir=layout.images(model, methodology), desc=f"{model} · {methodology}",
@@ -88,5 +93,5 @@ def configured(params: StudyParams, name: str) -> tuple[Methodology, Any]:
     return get_methodology(name), methodology_config(params, name)
 
 
-__all__ = ["configured", "instruments", "methodologies_for", "model_info", "models_for", "runs_methodology",
-           "step_context", "study_context"]
+__all__ = ["configured", "instruments", "methodologies_for", "model_info", "models_for", "run_models",
+           "runs_methodology", "step_context", "study_context"]

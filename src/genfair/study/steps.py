@@ -21,7 +21,7 @@ from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
 from genfair.params import PARAMS_FILE, cache_dir, read_params
-from genfair.study.context import configured, runs_methodology, step_context, study_context
+from genfair.study.context import configured, run_models, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
 
@@ -96,10 +96,9 @@ def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, A
     records it beside the responses, so the run's labels and metrics are computed under
     the parameters its responses were generated with, and their stages need not parse
     ``params.yaml`` (DVC parses it once per stage that lists params)."""
-    method, config = configured(params, methodology)
     written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"})
     return {**{k: v for k, v in written.items() if k in RUN_BLOCKS},
-            "models": {m: written["models"][m] for m in (model, *method.models_read(config)) if m in written["models"]},
+            "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
             "methodologies": {methodology: written["methodologies"][methodology]}}
 
 
