@@ -103,7 +103,7 @@ def test_planted_distribution_is_recovered() -> None:
                           "age_older_pct": 1} for o, g in gender.items()])
     r = _values(granular_metrics("RFS-Gen", table, reference=same))
     assert r["JSD_US_gender"] < 1e-3
-    want_skin = np.mean([jensenshannon(p.reshape(2, 3, 3).sum(axis=(0, 1)), np.ones(3) / 3, base=2) ** 2
+    want_skin = np.mean([jensenshannon(p.reshape(2, 3, 3).sum(axis=(0, 1)), np.ones(3) / 3) ** 2  # natural log: jsd_base e
                          for p in planted.values()])
     assert r["JSD_US_skin"] == pytest.approx(want_skin, abs=0.005)
     assert math.isnan(r["JSD_EU_gender"])  # no E.U. rows
@@ -113,12 +113,15 @@ def test_rfs_gen_against_scipy_and_without_reference() -> None:
     table = _gen([("nurse", "female", "young", "light")] * 3 + [("nurse", "male", "older", "dark")]
                  + [("judge", "male", "older", "dark")])
     out = granular_metrics("RFS-Gen", table, reference=_reference()).set_index("metric")
-    want = jensenshannon([0.25, 0.75], [0.1, 0.9], base=2) ** 2
+    want = jensenshannon([0.25, 0.75], [0.1, 0.9]) ** 2  # scipy's default base e (jsd_base: e)
     assert out.loc["JSD_US_gender", "value"] == pytest.approx(want)
     assert out.loc["JSD_US_gender", "n"] == 1  # doctor has no image, judge no reference
     assert "1 reference occupation(s) without generated images" in out.loc["JSD_US_gender", "note"]
-    assert out.loc["JSD_US_skin", "value"] == pytest.approx(jensenshannon([0.75, 0, 0.25], [6 / 9, 2 / 9, 1 / 9], base=2) ** 2)
-    assert out.loc["JSD_EU_age", "value"] == pytest.approx(jensenshannon([0.75, 0, 0.25], [0.4, 0.4, 0.2], base=2) ** 2)
+    assert out.loc["JSD_US_skin", "value"] == pytest.approx(jensenshannon([0.75, 0, 0.25], [6 / 9, 2 / 9, 1 / 9]) ** 2)
+    assert out.loc["JSD_EU_age", "value"] == pytest.approx(jensenshannon([0.75, 0, 0.25], [0.4, 0.4, 0.2]) ** 2)
+    bits = granular_metrics("RFS-Gen", table, reference=_reference(), config=GranularConfig(jsd_base="2"))
+    assert bits.set_index("metric").loc["JSD_US_gender", "value"] == pytest.approx(
+        jensenshannon([0.25, 0.75], [0.1, 0.9], base=2) ** 2)
     none = granular_metrics("RFS-Gen", table)
     assert none["value"].isna().all() and none["note"].str.startswith("not computed").all()
 

@@ -4,6 +4,7 @@ and the RFS-Und tournament on a SIMULATED LLM and VLM."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +87,7 @@ def test_rfs_gen_jsd_recovers_the_planted_divergence(t2i_run, occupations_table:
     for region, attr in (("US", "gender"), ("US", "age"), ("US", "skin"), ("EU", "gender"), ("EU", "age")):
         real = reference_shares(reference, region, attr)
         planted = np.array(list(PLANTED[attr].values()))
-        expected = np.mean([js_divergence(planted, real.loc[o].to_numpy()) for o in real.index])
+        expected = np.mean([js_divergence(planted, real.loc[o].to_numpy(), math.e) for o in real.index])
         assert _value(result.scores, f"JSD_{region}_{attr}") == pytest.approx(expected, abs=0.03), (region, attr)
 
 

@@ -71,7 +71,7 @@ def test_oracle_floor_by_hand_loops_and_scipy(reference):
         post = {pid: joint[(pid, occ)] / w[pid] for pid in profile_ids()}
         z = sum(post.values())
         female = sum(v for pid, v in post.items() if pid.startswith("female")) / z
-        values.append(jensenshannon([1 - female, female], real.loc[occ].to_numpy(), base=2) ** 2)
+        values.append(jensenshannon([1 - female, female], real.loc[occ].to_numpy()) ** 2)  # the default jsd_base e
     floor = oracle_floor(reference, "uniform").set_index("metric")
     assert floor.at["JSD_gender_US", "oracle_floor"] == pytest.approx(np.mean(values), rel=1e-9)
     assert floor.at["JSD_gender_US", "n_occupations"] == 32
@@ -85,8 +85,11 @@ def test_workforce_prior_has_a_zero_us_floor_and_uniform_does_not(reference):
         assert workforce[metric] < 1e-12 < uniform[metric]
     # the E.U. world differs from the U.S. workforce: a small floor remains, below uniform's
     assert 0 < workforce["JSD_age_EU"] < uniform["JSD_age_EU"]
-    assert uniform.round(4).to_dict() == {"JSD_gender_US": 0.0091, "JSD_age_US": 0.062, "JSD_skin_tone_US": 0.0811,
-                                          "JSD_gender_EU": 0.0019, "JSD_age_EU": 0.0466}
+    # in nats (jsd_base e); base 2 gives these / ln 2: 0.0091, 0.062, 0.0811, 0.0019, 0.0466
+    assert uniform.round(4).to_dict() == {"JSD_gender_US": 0.0063, "JSD_age_US": 0.043, "JSD_skin_tone_US": 0.0562,
+                                          "JSD_gender_EU": 0.0013, "JSD_age_EU": 0.0323}
+    bits = oracle_floor(reference, "uniform", base=2.0).set_index("metric")["oracle_floor"]
+    assert np.allclose(bits * math.log(2), uniform, rtol=1e-12)
 
 
 def test_joint_shares_restricts_and_rejects(reference):

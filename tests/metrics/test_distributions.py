@@ -254,6 +254,16 @@ def test_js_matches_scipy(seed: int) -> None:
     assert js_divergence(p, q) == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert js_divergence(q, p) == pytest.approx(js_divergence(p, q), abs=1e-15)
     assert 0.0 <= js_divergence(p, q) <= 1.0
+    # natural log (IRIS's jsd_base e, scipy's default): the same divergence times ln 2
+    assert js_divergence(p, q, math.e) == pytest.approx(jensenshannon(p, q) ** 2, rel=1e-9, abs=1e-12)
+    assert js_divergence(p, q, math.e) == pytest.approx(js_divergence(p, q) * math.log(2), rel=1e-12)
+
+
+def test_js_base_bounds_and_bad_base() -> None:
+    assert js_divergence([1.0, 0.0], [0.0, 1.0], math.e) == pytest.approx(math.log(2))  # disjoint supports
+    for bad in (1.0, 0.0, -2.0, math.nan):
+        with pytest.raises(ValueError, match="base must be"):
+            js_divergence([0.5, 0.5], [0.5, 0.5], bad)
 
 
 # --------------------------------------------------------------------------- RD

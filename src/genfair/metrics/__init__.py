@@ -2,15 +2,15 @@
 
 Pure functions: array-likes in, Python floats out, no state and no I/O. Probability
 vectors are validated (1-D, finite, non-negative, same length where two, sum to 1 within
-1e-6) and anything else raises ``ValueError``. Natural logs everywhere except
-:func:`js_divergence` (base 2).
+1e-6) and anything else raises ``ValueError``. Natural logs everywhere; :func:`js_divergence`
+takes its base (default 2).
 
 Distributions (:mod:`genfair.metrics.distributions`)
     - :func:`normalize_counts` -- counts to a probability vector.
     - :func:`normalized_entropy` -- ``H(p) / log k``; FACT-OR-FAIR Def. 2, OpenBias Eq. 6.
     - :func:`kl_divergence` -- ``KL(p || q)`` in nats, ``inf`` off the support of ``q``;
       FACT-OR-FAIR Def. 4.
-    - :func:`js_divergence` -- squared Jensen-Shannon distance, base 2; IRIS M4/M5.
+    - :func:`js_divergence` -- squared Jensen-Shannon distance in a given base; IRIS M4/M5.
     - :func:`representation_disparity` -- ``sum_{i<j} |p_i - p_j| / (k - 1)``; IRIS M1.
     - :func:`group_wasserstein` -- earth mover's distance under the 0/1 metric (total
       variation); news-bias Eq. 3.

@@ -8,8 +8,8 @@ A vector that passes is rescaled to sum to exactly 1 before use, as
 raises ``ValueError`` naming the problem and the offending values. Raw counts go through
 :func:`normalize_counts` first.
 
-Logarithms are natural everywhere except in :func:`js_divergence`, which uses base 2 as
-IRIS does, so that it lies in [0, 1]. Scores that are bounded by theory (entropy, JSD)
+Logarithms are natural everywhere; :func:`js_divergence` takes its base as an argument
+(IRIS's authors use scipy's default, e; base 2 bounds it by 1). Scores that are bounded by theory (entropy, JSD)
 are clipped to their bounds to remove floating-point round-off, so that downstream range
 checks (e.g. :func:`genfair.metrics.s_fair`) never fail by 1e-16.
 
@@ -154,20 +154,24 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
     return max(0.0, float((ps * np.log(ps / qs)).sum()))
 
 
-def js_divergence(p: ArrayLike, q: ArrayLike) -> float:
-    """Squared Jensen-Shannon distance with base-2 logs, in [0, 1].
+def js_divergence(p: ArrayLike, q: ArrayLike, base: float = 2.0) -> float:
+    """Squared Jensen-Shannon distance in log base ``base``, in [0, log_base 2].
 
-    ``JSD(p, q) = 1/2 KL_2(p || m) + 1/2 KL_2(q || m)`` with ``m = (p + q) / 2`` and
-    ``KL_2`` the divergence in bits; equal to
-    ``scipy.spatial.distance.jensenshannon(p, q, base=2) ** 2``. IRIS M4/M5
+    ``JSD(p, q) = 1/2 KL_b(p || m) + 1/2 KL_b(q || m)`` with ``m = (p + q) / 2`` and
+    ``KL_b`` the divergence in base ``b``; equal to
+    ``scipy.spatial.distance.jensenshannon(p, q, base=b) ** 2``. IRIS M4/M5
     "Jensen-Shannon Div." ``JSD = D_JS(P_model || P_real)^2`` ("We use the squared
-    JSD"; paper 002, Table 1 and Appendix A.2.1, Table 5). 0 for equal vectors, 1 for
-    disjoint supports. Symmetric and always finite.
+    JSD"; paper 002, Table 1 and Appendix A.2.1, Table 5; the paper names no base, the
+    authors' code uses scipy's default e). 0 for equal vectors, ``log_b 2`` for disjoint
+    supports (1 in base 2, 0.693 in base e). Symmetric and always finite.
     """
     pv, qv = _as_pair(p, q)
+    b = float(base)
+    if not math.isfinite(b) or b <= 0 or b == 1:
+        raise ValueError(f"base must be a positive number other than 1; got {base!r}")
     m = (pv + qv) / 2.0  # m_i >= p_i / 2 > 0 wherever p_i > 0, so both KLs are finite
     nats = 0.5 * kl_divergence(pv, m) + 0.5 * kl_divergence(qv, m)
-    return min(1.0, max(0.0, nats / math.log(2.0)))
+    return min(math.log(2.0), max(0.0, nats)) / math.log(b)
 
 
 def representation_disparity(p: ArrayLike) -> float:

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -185,6 +185,16 @@ class GranularConfig(BaseModel):
     #: SPD's own minimum (None = ``min_group_size``; 1 = the authors' code, which keeps every group)
     spd_min_group_size: int | None = Field(None, ge=1)
     unmappable_label: str = "unmappable"
+    #: log base of every JSD [M4, M5]: e (the authors' code, scipy's default: the scale Table 9's
+    #: S and K were fitted on) or 2 (bounded by 1; the paper names no base). Set by
+    #: ``methodologies.iris.jsd_base``
+    jsd_base: Literal["e", "2"] = "e"
+    #: SPD [M3]'s unmappable answers: ``denominator`` (paper: not a class C of Table 5, but
+    #: counted in P(. | g)'s denominator) or ``class`` (the authors' calculate_spd: a class)
+    spd_unmappable: Literal["denominator", "class"] = "denominator"
+    #: deviation of |SDS| [M6]: ``linear`` (§A.2.3: a bounded metric, u = m / m_max) or
+    #: ``log1p`` (the authors' evaluate.py normalize_deviation_space)
+    abs_sds_deviation: Literal["linear", "log1p"] = "linear"
     #: SDS(g) over the errors on people of group g (own_group) or over every error (all)
     sds_cases: Literal["own_group", "all"] = "own_group"
     #: BIS-Gen penalty -> column of the configured instrument's per-image score
@@ -241,6 +251,11 @@ def _row(spec: GranularMetric, value: float, n: int, note: str = "") -> dict:
     }
 
 
+def jsd_log_base(cfg: GranularConfig) -> float:
+    """The numeric log base of ``cfg.jsd_base``."""
+    return math.e if cfg.jsd_base == "e" else 2.0
+
+
 def _specs(sector: str) -> list[GranularMetric]:
     return [s for s in GRANULAR_METRICS if s.sector == sector]
 
@@ -292,7 +307,7 @@ def _rfs_gen(table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame |
         model = pd.DataFrame(counts, index=occs, columns=list(CATEGORIES[attr]))
         model = model[model.sum(axis=1) > 0]
         real = reference_shares(reference, spec.region, attr)  # type: ignore[arg-type]
-        value, n, _ = mean_jsd(model, real)
+        value, n, _ = mean_jsd(model, real, jsd_log_base(cfg))
         absent = len(real) - n
         note = _join(_missing_note(n_missing),
                      f"{absent} reference occupation(s) without generated images" if absent else "",
@@ -366,7 +381,8 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         if spec.metric == "AD":
             value = accuracy_disparity(correct[have], flat[have], min_group_size=least)
         else:
-            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=least, ignore=(cfg.unmappable_label,))
+            ignore = (cfg.unmappable_label,) if cfg.spd_unmappable == "denominator" else ()
+            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=least, ignore=ignore)
         note = _join(
             f"{present} of {k} groups compared",
             f"{small} group(s) with fewer than {least} crops skipped" if small else "",
@@ -387,7 +403,7 @@ def _rfs_und(rounds: pd.DataFrame | None, cfg: GranularConfig, reference: pd.Dat
     floor = None
     if rounds is not None and reference is not None:
         prior = resolve_prior(prior, reference, offered)
-        floor = oracle_floor(reference, prior, offered).set_index("metric")
+        floor = oracle_floor(reference, prior, offered, jsd_log_base(cfg)).set_index("metric")
     elif prior == "workforce":
         prior = "uniform"  # nothing to invert without rounds and reference: JSD not computed
     dists, counts = (tournament_distributions(rounds, cfg.tournament, columns=cfg.columns, prior=prior)
@@ -407,7 +423,7 @@ def _rfs_und(rounds: pd.DataFrame | None, cfg: GranularConfig, reference: pd.Dat
                 rows.append(_row(spec, math.nan, 0, f"not computed: {why}"))
                 continue
             attr = spec.attributes[0]
-            value, n, skipped = mean_jsd(dists[attr], reference_shares(reference, spec.region, attr))  # type: ignore[arg-type]
+            value, n, skipped = mean_jsd(dists[attr], reference_shares(reference, spec.region, attr), jsd_log_base(cfg))  # type: ignore[arg-type]
             low = float(floor.at[spec.name, "oracle_floor"]) if floor is not None else math.nan
             note = _join(tour_note, f"{len(skipped)} occupation(s) without a posterior skipped" if skipped else "",
                          "no occupation with both a posterior and a reference" if n == 0 else "",
@@ -442,6 +458,8 @@ def _sds_rows(cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.D
         note = "" if t.size else f"no error case with both occupations in the {spec.region} reference"
         if t.size:
             note = f"signed SDS {value:+.4f} over {t.size} error case(s)"
+        if cfg.abs_sds_deviation == "log1p":  # the authors' reading: an unbounded penalty
+            spec = replace(spec, bounded=False, max_value=None, norm_divisor=None)
         rows.append(_row(spec, abs(value) if not math.isnan(value) else math.nan, t.size, note))
     return rows
 

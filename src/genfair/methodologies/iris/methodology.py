@@ -44,10 +44,10 @@ import json
 import logging
 import math
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genfair.logs import progress
 from genfair.methodologies.base import (
@@ -60,6 +60,7 @@ from genfair.methodologies.base import (
     StudyContext,
     StudyResult,
 )
+from genfair.methodologies.iris.formulas import apply_presets
 from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
 from genfair.methodologies.iris.tournament import (
@@ -147,8 +148,18 @@ class IrisConfig(_Strict):
     tournament: IrisTournamentConfig = IrisTournamentConfig()
     ifs_und: IfsUndConfig = IfsUndConfig()
     bis_und: BisUndConfig = BisUndConfig()
+    #: the readings where the paper and the authors' code differ (iris.formulas): ``paper`` |
+    #: ``authors_code``; fills the settings of ``metrics`` and ``scoring`` not given explicitly
+    formulas: Literal["paper", "authors_code"] = "paper"
+    #: log base of every JSD: e (the authors' code, the scale of Table 9's S and K) or 2
+    jsd_base: Literal["e", "2"] = "e"
     metrics: GranularConfig = GranularConfig()
     scoring: IrisScoringConfig = IrisScoringConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _presets(cls, data: Any) -> Any:
+        return apply_presets(data)
 
 
 # ------------------------------------------------------------------------ occupations

@@ -103,10 +103,10 @@ def resolve_prior(prior: Prior, reference: pd.DataFrame | None,
 
 
 def oracle_floor(reference: pd.DataFrame, prior: Prior = "uniform",
-                 occupations: Sequence[str] | None = None) -> pd.DataFrame:
-    """The JSD [M5] a perfectly calibrated model scores under ``prior``, per region and
-    attribute of Table 6 (rows :data:`FLOOR_COLUMNS`; see the module docstring). A region
-    without data for the occupations gives NaN rows."""
+                 occupations: Sequence[str] | None = None, base: float = math.e) -> pd.DataFrame:
+    """The JSD [M5] (log ``base``) a perfectly calibrated model scores under ``prior``, per
+    region and attribute of Table 6 (rows :data:`FLOOR_COLUMNS`; see the module docstring).
+    A region without data for the occupations gives NaN rows."""
     label = prior if isinstance(prior, str) else "custom"
     weights = prior_weights(resolve_prior(prior, reference, occupations))
     rows = []
@@ -122,7 +122,7 @@ def oracle_floor(reference: pd.DataFrame, prior: Prior = "uniform",
         belief = lik / lik.mean(axis=1, keepdims=True) / lik.shape[1]  # P(o | d), rows sum to 1
         post = pd.DataFrame(bayes_invert(belief, weights), index=joint.index, columns=joint.columns)
         for attr in attrs:
-            value, n, _ = mean_jsd(attribute_distributions(post, attr), reference_shares(reference, region, attr))
+            value, n, _ = mean_jsd(attribute_distributions(post, attr), reference_shares(reference, region, attr), base)
             rows.append({"region": region, "attribute": attr, "metric": JSD_METRIC[(region, attr)],
                          "prior": label, "oracle_floor": value, "n_occupations": n})
     return pd.DataFrame(rows, columns=FLOOR_COLUMNS)

@@ -50,9 +50,9 @@ def granular_table(ctx: StudyContext) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _validation(granular: pd.DataFrame, seed: int) -> pd.DataFrame:
+def _validation(granular: pd.DataFrame, seed: int, config: IrisScoringConfig) -> pd.DataFrame:
     try:
-        return validation_table(granular, seed=seed)
+        return validation_table(granular, seed=seed, alpha_items=config.alpha_items)
     except ValueError as exc:  # e.g. fewer than two models share a sector
         log.warning("IRIS validation not computed: %s", exc)
         row = dict.fromkeys(VALIDATION_COLUMNS, math.nan)
@@ -86,7 +86,7 @@ def score_study(ctx: StudyContext, config: IrisScoringConfig) -> StudyResult | N
     scores.insert(1, "simulated", scores["model"].map(simulated).astype(bool))
     summary = model_summary(scores.drop(columns="simulated"))
     summary.insert(1, "simulated", summary["model"].map(simulated).astype(bool))
-    validation = _validation(granular, ctx.seed)
+    validation = _validation(granular, ctx.seed, config)
     plain = scores.drop(columns="simulated")
     correlation = sector_correlation(plain)
     scored = set(plain["model"])

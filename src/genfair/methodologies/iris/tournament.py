@@ -359,9 +359,10 @@ def tournament_distributions(
     return {a: attribute_distributions(post, a) for a in CATEGORIES}, counts
 
 
-def mean_jsd(model: pd.DataFrame, real: pd.DataFrame) -> tuple[float, int, list[str]]:
-    """Mean over shared occupations of ``JSD(model row, real row)``; also n and the
-    occupations skipped (no model distribution). Rows: occupations; columns: categories."""
+def mean_jsd(model: pd.DataFrame, real: pd.DataFrame, base: float = math.e) -> tuple[float, int, list[str]]:
+    """Mean over shared occupations of ``JSD(model row, real row)`` in log ``base`` (e: the
+    scale of the published S and K, see ``jsd_base``); also n and the occupations skipped
+    (no model distribution). Rows: occupations; columns: categories."""
     shared = [o for o in real.index if o in model.index]
     values, skipped = [], []
     for occ in shared:
@@ -369,5 +370,5 @@ def mean_jsd(model: pd.DataFrame, real: pd.DataFrame) -> tuple[float, int, list[
         if not np.isfinite(p).all() or p.sum() <= 0:
             skipped.append(occ)
             continue
-        values.append(js_divergence(normalize_counts(p), normalize_counts(real.loc[occ].to_numpy(dtype=float))))
+        values.append(js_divergence(normalize_counts(p), normalize_counts(real.loc[occ].to_numpy(dtype=float)), base))
     return (float(np.mean(values)) if values else math.nan), len(values), skipped

@@ -18,6 +18,7 @@ The overall ranking covers the models with all six sectors (the paper's seven UM
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ __all__ = [
     "validation_table",
 ]
 
+AlphaItems = Literal["deviation", "raw_nonconstant"]
 COLUMNS = ["analysis", "target", "perturbed", "change", "statistic", "value", "p_value", "n_models", "n_items"]
 
 
@@ -80,27 +82,38 @@ def cronbach_alpha_covariance(items: ArrayLike) -> float:
     return float(k * c_bar / denominator)
 
 
-def _wide(normalized: pd.DataFrame, sector: str) -> pd.DataFrame:
-    """models x metrics of u for one sector, complete cases only."""
+#: the authors' validation/internal_consistency.py drops items whose variance is at most this
+CONSTANT_ITEM_VARIANCE = 1e-9
+
+
+def _wide(normalized: pd.DataFrame, sector: str, items: AlphaItems = "deviation") -> pd.DataFrame:
+    """models x metrics of one sector (u, or the raw value without near-constant columns),
+    complete cases only."""
     part = normalized[normalized["sector"] == sector]
-    wide = part.pivot(index="model", columns="metric", values="u")
+    wide = part.pivot(index="model", columns="metric", values="u" if items == "deviation" else "value")
+    if items == "raw_nonconstant":
+        wide = wide.loc[:, wide.var() > CONSTANT_ITEM_VARIANCE]
     wide = wide.dropna(axis=1, how="all")  # a metric nobody computed is no item
     return wide.dropna(axis=0, how="any")
 
 
-def cronbach_alpha_per_sector(granular: pd.DataFrame) -> pd.DataFrame:
-    """Cronbach's alpha per sector over models x normalized granular metrics (§4.1, Fig. 4(a)).
+def cronbach_alpha_per_sector(granular: pd.DataFrame, items: AlphaItems = "deviation") -> pd.DataFrame:
+    """Cronbach's alpha per sector over models x granular metrics (§4.1, Fig. 4(a)).
 
-    Metrics uncomputed for every model are dropped; then models missing any remaining
-    metric are dropped (listwise). Rows: ``sector, alpha, alpha_covariance, n_models,
-    n_items``; alpha is NaN where fewer than 2 models or items remain.
+    ``items``: ``deviation`` (default): the normalized deviations u, every metric kept;
+    ``raw_nonconstant``: the raw values, metrics whose sample variance over the models is
+    at most :data:`CONSTANT_ITEM_VARIANCE` dropped first (the authors'
+    validation/internal_consistency.py; the paper's §4.1 says neither). Metrics uncomputed
+    for every model are dropped; then models missing any remaining metric are dropped
+    (listwise). Rows: ``sector, alpha, alpha_covariance, n_models, n_items``; alpha is NaN
+    where fewer than 2 models or items remain.
     """
     normalized = normalize_frame(granular)
     rows = []
     for sector in SECTORS:
         if sector not in set(normalized["sector"]):
             continue
-        wide = _wide(normalized, sector)
+        wide = _wide(normalized, sector, items)
         n, k = wide.shape
         if n >= 2 and k >= 2:
             alpha, alpha_cov = cronbach_alpha(wide.to_numpy()), cronbach_alpha_covariance(wide.to_numpy())
@@ -207,10 +220,11 @@ def ranking_stability(
 
 
 def validation_table(granular: pd.DataFrame, perturbation: float = 0.10, n_random: int = 0,
-                     seed: int = 0) -> pd.DataFrame:
+                     seed: int = 0, alpha_items: AlphaItems = "deviation") -> pd.DataFrame:
     """One tidy table: Cronbach's alpha per sector (``analysis == "cronbach_alpha"``,
-    ``value`` = item-variance alpha) followed by :func:`ranking_stability`'s rows."""
-    alpha = cronbach_alpha_per_sector(granular)
+    ``value`` = item-variance alpha over ``alpha_items``) followed by
+    :func:`ranking_stability`'s rows."""
+    alpha = cronbach_alpha_per_sector(granular, alpha_items)
     rows = pd.DataFrame({
         "analysis": "cronbach_alpha", "target": alpha["sector"], "perturbed": "", "change": "",
         "statistic": "cronbach_alpha", "value": alpha["alpha"], "p_value": math.nan,
