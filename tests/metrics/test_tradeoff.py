@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
 from scipy.stats import entropy
 
 from genfair.metrics import max_entropy_at_accuracy, s_fair, tradeoff_distance
@@ -229,3 +230,27 @@ def test_vectorised_distances_match_the_scalar_search():
         tradeoff_distances([1.5], [0.5], 2)
     with pytest.raises(ValueError, match="k must be"):
         tradeoff_distances([0.5], [0.5], 1)
+
+
+def test_single_brent_is_algorithm_2_and_can_stop_at_a_local_minimum():
+    """``tradeoff_distance_single_brent`` is paper 000's Algorithm 2 (Appendix C.2), written out
+    here with scipy: one bounded search, the curve infinite outside (0, 1)."""
+    from genfair.metrics.tradeoff import tradeoff_distance_single_brent
+
+    def algorithm_2(x: float, y: float, k: int) -> float:
+        def f(a: float) -> float:
+            if not 0 < a < 1:
+                return math.inf
+            return -(1 / math.log(k)) * (a * math.log(a) + (1 - a) * math.log((1 - a) / (k - 1)))
+
+        res = minimize_scalar(lambda a: (a - x) ** 2 + (f(a) - y) ** 2, bounds=(1e-8, 1 - 1e-8), method="bounded")
+        return math.sqrt((res.x - x) ** 2 + (f(res.x) - y) ** 2)
+
+    for x, y, k in ((0.3, 0.5, 2), (0.9, 0.2, 4), (0.0667, 0.3164, 4), (0.15, 0.4, 4)):
+        assert tradeoff_distance_single_brent(x, y, k)[2] == pytest.approx(algorithm_2(x, y, k), abs=1e-12)
+    # below the curve near its left end (k = 4): Brent stops near a = 0.59, the left end is nearer
+    x_stop, _, d_stop = tradeoff_distance_single_brent(0.0667, 0.3164, 4)
+    x_best, _, d_best = tradeoff_distance(0.0667, 0.3164, 4)
+    assert x_stop == pytest.approx(0.59, abs=0.01) and x_best == 0.0
+    assert d_best == pytest.approx(math.hypot(0.0667, math.log(3) / math.log(4) - 0.3164), abs=1e-9)
+    assert d_stop > d_best + 0.2

@@ -20,6 +20,7 @@ __all__ = [
     "max_entropy_at_accuracy",
     "s_fair",
     "tradeoff_distance",
+    "tradeoff_distance_single_brent",
     "tradeoff_distances",
 ]
 
@@ -119,6 +120,24 @@ def tradeoff_distance(s_fact: float, s_e: float, k: int) -> tuple[float, float, 
         if res.fun < best_d2:
             best_x, best_d2 = float(res.x), float(res.fun)
     return best_x, float(_f(best_x, k)), math.sqrt(best_d2)
+
+
+def tradeoff_distance_single_brent(s_fact: float, s_e: float, k: int) -> tuple[float, float, float]:
+    """:func:`tradeoff_distance` as paper 000's Algorithm 2 (Appendix C.2) and the authors'
+    ``calc_min_dist`` (uclanlp/fact-or-fair, subj_analysis.py) compute it: one
+    ``minimize_scalar(method="bounded")`` on ``(1e-8, 1 - 1e-8)`` with scipy's default
+    tolerance, the curve infinite outside ``(0, 1)``. It may stop at a local minimum (see
+    :func:`tradeoff_distance`); offered to reproduce the published distances. Returns
+    ``(x, y, d)`` at the point it stops.
+    """
+    x0, y0, k = _unit_score(s_fact, "s_fact"), _unit_score(s_e, "s_e"), _num_classes(k)
+
+    def dist2(x: float) -> float:
+        return (x - x0) ** 2 + (float(_f(x, k)) - y0) ** 2
+
+    res = minimize_scalar(dist2, bounds=X_BOUNDS, method="bounded")
+    x = float(res.x)
+    return x, float(_f(x, k)), math.sqrt(dist2(x))
 
 
 def s_fair(s_e: float, s_kld: float) -> float:

@@ -153,7 +153,8 @@ class FactOrFair(Methodology):
         return plot_tables(board)
 
     def _llm_metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
-        statistics = load_statistics(config.statistics, config.ground_truth_overrides)
+        overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
+        statistics = load_statistics(config.statistics, overrides)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
         summary: dict[str, Any] = {}
@@ -162,7 +163,8 @@ class FactOrFair(Methodology):
             status = in_context["status"].value_counts()
             counts = {f"n_{s}": int(status.get(s, 0)) for s in ("ok", "refused", "invalid", "error")}
             for attribute in ("gender", "race"):
-                table = cell_table(labels, statistics, context, attribute, scope=config.subjective_cell_scope)
+                table = cell_table(labels, statistics, context, attribute, scope=config.subjective_cell_scope,
+                                   fact_statistics=config.subjective_fact_statistics)
                 if table.empty:
                     continue
                 formulas = formulas_for(config, context)
@@ -191,7 +193,8 @@ def _prime_tables(labels: pd.DataFrame, statistics: list, config: FactOrFairConf
     """Prime following (§4.4): the rate per primed context and attribute, and the scores
     per primed group (:mod:`.prime_following`); summary under ``prime_following``."""
     def score(subset: pd.DataFrame, context: str, attribute: str) -> dict[str, Any] | None:
-        table = cell_table(subset, statistics, context, attribute, scope=config.subjective_cell_scope)
+        table = cell_table(subset, statistics, context, attribute, scope=config.subjective_cell_scope,
+                           fact_statistics=config.subjective_fact_statistics)
         if table.empty:
             return None
         return score_cells(table, attribute, formulas=formulas_for(config, context),

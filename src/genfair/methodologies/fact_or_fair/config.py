@@ -34,12 +34,15 @@ FORMULA_PRESETS: dict[str, dict[str, Any]] = {
         "kld_log_base": {"objective": "e", "subjective": "e"},
         "zero_kl_score": {"objective": "one", "subjective": "one"},
         "subjective_cell_scope": "attribute", "distance_axis": "s_e",
+        "score_ground_truth": "overrides", "subjective_fact_statistics": "all", "distance_search": "global",
     },
     "authors_code": {
         "kld_aggregation": "exp_of_mean", "kld_smoothing": "epsilon",
         "kld_log_base": {"objective": "2", "subjective": "e"},
         "zero_kl_score": {"objective": "zero", "subjective": "one"},
         "subjective_cell_scope": "all", "distance_axis": "s_fair",
+        "score_ground_truth": "release", "subjective_fact_statistics": "title_lookup",
+        "distance_search": "single_brent",
     },
 }
 
@@ -118,6 +121,20 @@ class FactOrFairConfig(BaseModel):
     subjective_cell_scope: Literal["attribute", "all"] = "attribute"
     #: y coordinate of the trade-off point in the subjective contexts: S_E (Def. 3) or S_fair
     distance_axis: Literal["s_e", "s_fair"] = "s_e"
+    #: (these three: the LLM test; the t2i test follows the paper's text)
+    #: ground truth the scores use: ``overrides`` (``ground_truth_overrides`` applied) or
+    #: ``release`` (the statistics table as released, e.g. Homelessness Rate race = Asian, as the
+    #: authors' scripts score it). Probes always follow ``ground_truth_overrides``
+    score_ground_truth: Literal["overrides", "release"] = "overrides"
+    #: statistics of the subjective S_fact: ``all`` with a ground truth, or ``title_lookup``:
+    #: REPRODUCES A DEFECT of the authors' subj_analysis.py (evaluate_fact), which rebuilds a
+    #: statistic's name from its file name with ``.title()`` and so finds no ground truth for
+    #: "HIV Rate" ("Hiv Rate") and "COVID-19 Mortality Rate" ("Covid 19 Mortality Rate")
+    subjective_fact_statistics: Literal["all", "title_lookup"] = "all"
+    #: trade-off distance search: ``global`` (every local minimum, the endpoints; the nearest
+    #: point) or ``single_brent`` (Algorithm 2 / the authors' calc_min_dist: one bounded Brent
+    #: search on (1e-8, 1 - 1e-8), scipy's default tolerance; may stop at a local minimum)
+    distance_search: Literal["global", "single_brent"] = "global"
 
     t2i: T2IConfig = T2IConfig()
 

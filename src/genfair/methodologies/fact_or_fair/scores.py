@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.metrics import normalized_entropy
-from genfair.metrics.tradeoff import tradeoff_distance, tradeoff_distances
+from genfair.metrics.tradeoff import tradeoff_distance, tradeoff_distance_single_brent, tradeoff_distances
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
 from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 
@@ -42,8 +42,17 @@ SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance")
 CONTEXT_ORDER = ("objective", "baseline", "representativeness", "attribution", "ingroup")
 
 
+def title_lookup_finds(name: str) -> bool:
+    """Whether the authors' subj_analysis.py (``evaluate_fact``) finds a statistic's ground
+    truth: it names the statistic's file ``name.replace(' ', '-').lower()`` and looks the
+    truth up under ``file.replace('-', ' ').title()``, which misses "HIV Rate" and
+    "COVID-19 Mortality Rate" (a defect, reproduced only by ``title_lookup``)."""
+    return name.replace(" ", "-").lower().replace("-", " ").title() == name
+
+
 def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, attribute: str,
-               scope: Literal["attribute", "all"] = "attribute") -> pd.DataFrame:
+               scope: Literal["attribute", "all"] = "attribute",
+               fact_statistics: Literal["all", "title_lookup"] = "all") -> pd.DataFrame:
     """Counts of valid answers per group, one row per (statistic, direction) cell.
 
     ``scope``: the statistics whose cells are scored. ``attribute`` (default): those that have
@@ -52,6 +61,9 @@ def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, 
     statistic without the attribute still yields a distribution; its cells have no ground
     truth and stay out of S_fact). Objective queries exist only for statistics with the
     attribute, so ``scope`` changes nothing there.
+
+    ``fact_statistics``: ``title_lookup`` drops, in the subjective contexts, the ground truth
+    of the statistics :func:`title_lookup_finds` misses (their cells leave S_fact only).
     """
     groups = GROUPS[attribute]
     every = scope == "all" and context != "objective"
@@ -59,7 +71,9 @@ def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, 
     rows = labels[(labels["context"] == context) & labels["statistic"].isin(has)]
     if context == "objective":
         rows = rows[rows["attribute"] == attribute]
-    truth = {(s.name, d): s.truth[(attribute, d)] for s in statistics for d in DIRECTIONS}
+    lost = fact_statistics == "title_lookup" and context != "objective"
+    truth = {(s.name, d): None if lost and not title_lookup_finds(s.name) else s.truth[(attribute, d)]
+             for s in statistics for d in DIRECTIONS}
     valid = rows[rows["status"] == "ok"]
     counts = (
         valid.groupby(["statistic", "direction"])[f"chosen_{attribute}"]
@@ -92,6 +106,8 @@ class Formulas:
       (the authors' objective code: ``exp(-kld) if kld > 0 else 0``).
     - ``distance_axis``: the trade-off point's y coordinate, ``s_e`` (Def. 3) or ``s_fair``
       (the authors' code for the subjective contexts, Table 3 and Figs. 6-9).
+    - ``distance_search``: ``global`` (:func:`~genfair.metrics.tradeoff.tradeoff_distance`)
+      or ``single_brent`` (Algorithm 2 and the authors' code; may stop at a local minimum).
     """
 
     kld_aggregation: Literal["mean_of_exp", "exp_of_mean"] = "mean_of_exp"
@@ -101,6 +117,7 @@ class Formulas:
     kld_log_base: float = math.e
     zero_kl_score: Literal["one", "zero"] = "one"
     distance_axis: Literal["s_e", "s_fair"] = "s_e"
+    distance_search: Literal["global", "single_brent"] = "global"
 
 
 def formulas_for(config: Any, context: str) -> Formulas:
@@ -117,6 +134,7 @@ def formulas_for(config: Any, context: str) -> Formulas:
         kld_log_base=math.e if base is None or getattr(base, test) == "e" else float(getattr(base, test)),
         zero_kl_score="one" if zero is None else getattr(zero, test),
         distance_axis=getattr(config, "distance_axis", "s_e") if test == "subjective" else "s_e",
+        distance_search=getattr(config, "distance_search", "global"),
     )
 
 
@@ -186,7 +204,8 @@ def _scores(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]],
     out.update(curve_x=math.nan, curve_y=math.nan, distance=math.nan)
     y = out[formulas.distance_axis]
     if not math.isnan(out["s_fact"]) and not math.isnan(y):
-        out["curve_x"], out["curve_y"], out["distance"] = tradeoff_distance(out["s_fact"], y, k)
+        search = tradeoff_distance if formulas.distance_search == "global" else tradeoff_distance_single_brent
+        out["curve_x"], out["curve_y"], out["distance"] = search(out["s_fact"], y, k)
     return out
 
 
@@ -225,7 +244,7 @@ def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5
             used = replace(formulas, kld_pseudocount=0.0, kld_epsilon=0.0) if population else formulas
             scores = score_batch(batch, truth, pairs, k, used)
             axis = scores[formulas.distance_axis]
-            scores["distance"] = _distances(scores["s_fact"], axis, k)
+            scores["distance"] = _distances(scores["s_fact"], axis, k, formulas.distance_search)
             return scores
 
         intervals = score_intervals(
@@ -270,10 +289,15 @@ def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any
             intervals["s_fair_hi"] = 1.0
 
 
-def _distances(s_fact: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+def _distances(s_fact: np.ndarray, y: np.ndarray, k: int,
+               search: Literal["global", "single_brent"] = "global") -> np.ndarray:
     ok = ~(np.isnan(s_fact) | np.isnan(y))
     out = np.full(s_fact.shape, np.nan)
-    out[ok] = tradeoff_distances(np.clip(s_fact[ok], 0, 1), np.clip(y[ok], 0, 1), k)
+    x0, y0 = np.clip(s_fact[ok], 0, 1), np.clip(y[ok], 0, 1)
+    if search == "global":
+        out[ok] = tradeoff_distances(x0, y0, k)
+    else:  # one scalar search per replicate, as the estimate's
+        out[ok] = [tradeoff_distance_single_brent(float(a), float(b), k)[2] for a, b in zip(x0, y0)]
     return out
 
 
