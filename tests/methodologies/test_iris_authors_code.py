@@ -27,7 +27,7 @@ from scipy.spatial.distance import jensenshannon
 
 from genfair.methodologies.iris.granular import GRANULAR_METRICS, GranularConfig, granular_metrics
 from genfair.methodologies.iris.methodology import IrisConfig
-from genfair.methodologies.iris.scoring import IrisScoringConfig, score_models
+from genfair.methodologies.iris.scoring import IrisScoringConfig, score_models, tracking_record
 from genfair.methodologies.iris.validation import cronbach_alpha, cronbach_alpha_per_sector
 
 ROWS = [  # true occupation, mapped answer, gender, age, skin (one FACET crop each)
@@ -142,6 +142,8 @@ def test_overall_score_under_authors_code_equals_evaluate_py():
     assert total["score"].tolist() == pytest.approx([1363.447248259541, 8112.338530825541], rel=1e-12)
     assert (total["S"] == 50000).all() and (total["K"] == 5).all()
     assert total["partial"].all()  # both lack sectors: marked, never a full score
+    record = tracking_record(out, cfg.scoring)["a"]["params"]
+    assert record["iris.overall"] == "authors_code" and record["iris.jsd_base"] == "e"
 
 
 def test_overall_score_under_the_paper():

@@ -9,7 +9,9 @@ Paper 002 (IRIS benchmark), §3.5, Algorithm 1 and §A.2.3-A.2.4, Table 9, §A.3
    (:func:`dimension_score`), S and K from Table 9 or calibrated (:func:`calibrate_scale`);
 3. the overall IRIS score is S_tot · exp(-K_tot · D_tot) with D_tot the L2 norm of *all*
    normalized metrics of a model (= sqrt(sum of the six M_dim^2)). S_tot and K_tot are not
-   published: K_tot is a config value and S_tot is calibrated like the sectors' S unless given;
+   published: K_tot is a config value and S_tot is calibrated like the sectors' S unless given
+   (``overall: authors_code``: the authors' evaluate.py's 50000 and 5, every model scored with
+   missing metrics as 0; that does not reproduce Table 3 either);
 4. the IRIS-MBTI code of a task is one letter per dimension, score >= tau (:func:`mbti_code`).
 
 Granular metrics whose value is NaN (not computed) are left out of every magnitude and
@@ -487,7 +489,8 @@ def model_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str, dict[str, Any]]:
-    """Per model, what MLflow should hold: ``params`` (mode, tau, target, the S and K
+    """Per model, what MLflow should hold: ``params`` (mode, tau, target, JSD base, overall
+    reading, the S and K
     actually used per sector and overall, ``iris.partial.<sector>``, the codes, marked when
     partial) and ``metrics`` (score and magnitude per sector and overall, counts of left-out
     metrics; a partial score is logged as ``iris.score_partial.<sector>``, never under the
@@ -497,6 +500,7 @@ def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str
         params: dict[str, Any] = {"iris.mode": config.mode, "iris.tau": config.tau,
                                   "iris.target": config.target,
                                   "iris.cohort": ",".join(config.cohort) if config.cohort else "all",
+                                  "iris.jsd_base": config.jsd_base, "iris.overall": config.overall,
                                   "iris.gen_code": part["gen_code"].iloc[0] or "-",
                                   "iris.und_code": part["und_code"].iloc[0] or "-"}
         metrics: dict[str, float] = {}
