@@ -19,6 +19,7 @@ from genfair.methodologies.iris.granular import GRANULAR_METRICS
 from genfair.methodologies.iris.scoring import (
     PARTIAL_MARK,
     RFS_UND_GENFAIR_S,
+    RFS_UND_GENFAIR_S_BY_BASE,
     SECTORS,
     TABLE9,
     IrisScoringConfig,
@@ -82,6 +83,18 @@ def test_recalibrated_s_is_the_a24_rule_on_genfairs_magnitude(table27):
     S = calibrate_scale(m, K=5.0, target=60.0)
     assert S == pytest.approx(213.3, abs=0.1)
     assert RFS_UND_GENFAIR_S == pytest.approx(S, rel=0.005)  # rounded to 3 digits like Table 9
+
+
+def test_recalibrated_s_follows_the_jsd_base(table27):
+    """Table 27's JSD norms are in nats (the authors' calculate_jsd): base e uses them as
+    printed (213), base 2 divides them by ln 2 before the same rule (265.5 -> 265)."""
+    umllm = table27[table27["umllm"]]
+    bits = np.hypot(umllm["Norm_JSD"] / math.log(2), umllm["Norm_ASDS"]).to_numpy()
+    S = calibrate_scale(bits, K=5.0, target=60.0)
+    assert S == pytest.approx(265.5, abs=0.1)
+    assert RFS_UND_GENFAIR_S_BY_BASE == {"e": RFS_UND_GENFAIR_S, "2": pytest.approx(S, rel=0.005)}
+    assert IrisScoringConfig(jsd_base="2").sectors["RFS-Und"].S == RFS_UND_GENFAIR_S_BY_BASE["2"]
+    assert IrisScoringConfig().sectors["RFS-Und"].S == RFS_UND_GENFAIR_S
 
 
 def test_scores_on_genfairs_magnitude_land_on_the_papers_scale(table27):
