@@ -146,6 +146,15 @@ def test_overall_score_under_authors_code_equals_evaluate_py():
     assert record["iris.overall"] == "authors_code" and record["iris.jsd_base"] == "e"
 
 
+def test_overall_reading_alone():
+    """``scoring.overall: authors_code`` alone: 50000 / 5 over every model, |SDS| as given."""
+    out = score_models(_granular("linear"), IrisScoringConfig(overall="authors_code"))
+    total = out[out["sector"] == "IRIS"].set_index("model")
+    a = math.sqrt(0.05**2 + 0.2**2 + 0.3**2 + 0.5**2 + math.log1p(0.5) ** 2)
+    assert total.at["a", "magnitude"] == pytest.approx(a, abs=1e-12)
+    assert total.at["a", "score"] == pytest.approx(50000 * math.exp(-5 * a), rel=1e-12)
+
+
 def test_overall_score_under_the_paper():
     """Paper reading: |SDS| linear; only models with all six sectors get an overall score."""
     out = score_models(_granular("linear"), IrisConfig().scoring)
