@@ -229,8 +229,11 @@ def s3_server() -> Iterator[S3Server]:
     reason = s3_missing()
     if reason:
         pytest.skip(reason)
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request on stderr
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     try:
