@@ -196,6 +196,7 @@ def test_cache_copy_seeds_a_team_store_idempotently_with_images_and_stats_counts
     from genfair.models.images import ImageStore
 
     monkeypatch.setenv("PGPASSWORD", postgres.password)
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "local"))  # the image stores' local copies
     for name, value in {**s3.env, "AWS_ENDPOINT_URL": s3.endpoint}.items():
         monkeypatch.setenv(name, value)
     laptop = tmp_path / "laptop" / "responses.sqlite"

@@ -312,11 +312,14 @@ class ResponseCache:
                 dead = [o for o in owners if o != self.owner and not self._alive(o)]
                 if dead:
                     conn.execute(CLAIMS.delete().where(CLAIMS.c.owner.in_(dead)))
-                # answered since the caller looked: read it, do not send it again
-                answered = set(conn.execute(sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_(chunk))).scalars())
-                todo = [{"key": k, "owner": self.owner, "expires": now + ttl_s} for k in chunk if k not in answered]
-                if todo:
-                    conn.execute(self._insert(CLAIMS), todo)
+                todo = [{"key": k, "owner": self.owner, "expires": now + ttl_s} for k in chunk]
+                conn.execute(self._insert(CLAIMS), todo)
+                # answered since the caller looked: read it, do not send it again. Checked after
+                # the insert: a key won there had no other claim, so its owner's put (one
+                # transaction with the claim's release) is committed and seen here
+                answered = list(conn.execute(sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_(chunk))).scalars())
+                if answered:
+                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(answered)))
                 mine.update(conn.execute(sa.select(CLAIMS.c.key).where(
                     CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(chunk))).scalars())
         return mine

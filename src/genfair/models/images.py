@@ -128,9 +128,9 @@ class ImageStore:
     def __contains__(self, sha256: object) -> bool:
         if not isinstance(sha256, str):
             return False
-        if self._local(sha256).is_file():
-            return True
-        return self.fs is not None and self.fs.exists(self._remote_path(sha256))
+        if self.fs is not None:  # the shared store, not this machine's copies, is what others read
+            return bool(self.fs.exists(self._remote_path(sha256)))
+        return self._local(sha256).is_file()
 
     def put(self, png: bytes) -> str:
         """Store ``png`` (atomically, once) and return its hash."""
