@@ -5,6 +5,8 @@
     genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
     genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
     genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
+    genfair cache stats [URL]           the response cache's entries per model
+    genfair cache copy SRC DST          copy entries (and their images) between caches
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 from genfair.errors import EXPECTED
@@ -132,6 +135,39 @@ def cmd_try(args: argparse.Namespace) -> None:
     print(f"\noutputs under {layout.data}; summary: {summary}")
 
 
+def _cache(target: str | None, images: str | None) -> Any:
+    """A response cache by URL or path (with its image store), or the study's cache."""
+    from genfair.models.cache import ResponseCache
+    from genfair.models.images import ImageStore
+    from genfair.params import CacheConfig, cache_dir
+
+    params = load_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else None
+    config = params.cache if params else CacheConfig()
+    if target is None:
+        return ResponseCache.configured(config)
+    store = ImageStore(images, mirror=cache_dir(config.dir) / "images") if images else None
+    return ResponseCache(target, images=store)
+
+
+def cmd_cache_stats(args: argparse.Namespace) -> None:
+    with _cache(args.url, None) as cache:
+        counts = cache.counts()
+        width = max([len("total"), *map(len, counts)])
+        print(f"response cache {cache.where}")
+        for model, count in counts.items():
+            print(f"  {model:<{width}}  {count:>9,}")
+        print(f"  {'total':<{width}}  {sum(counts.values()):>9,}\n  {cache.claims()} calls claimed now")
+
+
+def cmd_cache_copy(args: argparse.Namespace) -> None:
+    from genfair.models.cache import copy_entries
+
+    with _cache(args.src, args.images_from) as src, _cache(args.dst, args.images_to) as dst:
+        counts = copy_entries(src, dst)
+        print(f"copied {counts['copied']:,} of {counts['read']:,} entries ({counts['images']:,} images) from "
+              f"{src.where} to {dst.where}; {counts['skipped']:,} malformed skipped; rerun to resume")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="genfair", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -155,6 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="where outputs go (default .genfair/try in the repository root)")
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
     p.set_defaults(func=cmd_try)
+
+    cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
+        dest="action", required=True)
+    p = cache.add_parser("stats", help="entries per model")
+    p.add_argument("url", nargs="?", default=None,
+                   help="sqlite:///path, a file, or postgresql://host/db (default: the study's cache)")
+    p.set_defaults(func=cmd_cache_stats)
+    p = cache.add_parser("copy", help="copy entries missing in DST (idempotent: rerun to resume)")
+    p.add_argument("src", help="sqlite:///path, a file, or postgresql://host/db (password: PGPASSWORD / ~/.pgpass)")
+    p.add_argument("dst", help="the same kinds of store")
+    p.add_argument("--images-from", default=None, help="SRC's image store (default beside a SQLite file)")
+    p.add_argument("--images-to", default=None, help="DST's image store, e.g. s3://bucket/images")
+    p.set_defaults(func=cmd_cache_copy)
 
     args = parser.parse_args(argv)
     debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"
@@ -185,16 +234,16 @@ def _to_root(args: argparse.Namespace) -> None:
     """Run from the repository root: from a subdirectory, change to the root (paths the user
     gave keep their meaning); outside any study, say where to run."""
     root = find_root()
-    if root is None and args.command == "methodologies":
+    if root is None and args.command in ("methodologies", "cache"):
         return  # needs no study
     if root is None:
         raise ConfigError(f"{Path.cwd()} is not inside a genfair study (no {' and '.join(ROOT_MARKERS)} here or "
                           "above): run genfair from the repository root")
     if root == Path.cwd().resolve():
         return
-    for name in ("params", "out"):  # paths the user gave are relative to where the user is
-        value = getattr(args, name, None)
-        if value is not None:
+    for name in ("params", "out", "url", "src", "dst", "images_from", "images_to"):
+        value = getattr(args, name, None)  # paths the user gave are relative to where the user is
+        if value is not None and "://" not in value:
             setattr(args, name, str(Path(value).resolve()))
     print(f"genfair: running from the repository root {root}", file=sys.stderr)
     os.chdir(root)

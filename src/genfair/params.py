@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from genfair.errors import ConfigError
 
 __all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
-           "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
+           "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
@@ -30,7 +30,61 @@ class _Strict(BaseModel):
 
 
 class CacheConfig(_Strict):
+    """``cache``: where call results live. ``url`` names the response store (None: the SQLite
+    file ``<dir>/responses.sqlite``), ``images`` the blob store of generated images (None:
+    ``<dir>/images``; any fsspec URL, e.g. ``s3://bucket/images``); ``dir`` holds local caches
+    and a remote image store's local copies. No credentials here: they come from the
+    environment (``PGPASSWORD`` / ``~/.pgpass``, ``AWS_*``)."""
+
     dir: str = ".genfair/cache"
+    url: str | None = None
+    images: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _store(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if scheme not in CACHE_SCHEMES:
+            raise ValueError(f"{_shown(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
+                             "or postgresql://host/db")
+        return _no_credentials(value)
+
+    @field_validator("images")
+    @classmethod
+    def _blobs(cls, value: str | None) -> str | None:
+        return None if value is None else _no_credentials(value)
+
+
+#: the URL schemes of a response store (SQLAlchemy's names)
+CACHE_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
+
+
+def _shown(url: str) -> str:
+    """A URL with any userinfo dropped (for messages)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep and "@" in rest.split("/", 1)[0] else url
+
+
+def _no_credentials(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if sep and ":" in rest.split("/", 1)[0].rpartition("@")[0]:
+        raise ValueError(f"{_shown(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
+                         "MLflow; remove it and set PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead")
+    return url
+
+
+def cache_url(cache: CacheConfig) -> str:
+    """The response store's URL: ``GENFAIR_CACHE_URL`` if set, else ``cache.url``, else the
+    SQLite file in the cache folder."""
+    return os.environ.get("GENFAIR_CACHE_URL") or cache.url or f"sqlite:///{cache_dir(cache.dir) / 'responses.sqlite'}"
+
+
+def images_url(cache: CacheConfig) -> str:
+    """The image store: ``GENFAIR_IMAGES_URL`` if set, else ``cache.images``, else the
+    ``images`` folder in the cache folder."""
+    return os.environ.get("GENFAIR_IMAGES_URL") or cache.images or str(cache_dir(cache.dir) / "images")
 
 
 class TrackingConfig(_Strict):

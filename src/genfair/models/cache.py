@@ -4,11 +4,15 @@ Content-addressed: the key is the SHA-256 of the model's fingerprint (backend, m
 revision, sampling parameters) and the request (full chat input, seed, sample index,
 attempt). A value is the :class:`~genfair.models.base.Completion` as JSON.
 
-Stored in SQLite (WAL journal): each ``put`` is its own committed transaction, so a run
-killed at any moment keeps every call that completed before it and repeats none of them;
-a torn write cannot happen. Failed calls (``status == "error"``) are never stored, so
-they are retried on the next run. One file serves every stage, run and model, and
-several processes may share it.
+The store is named by a URL (``cache.url`` / ``GENFAIR_CACHE_URL``): a SQLite file by default
+(``sqlite:///.genfair/cache/responses.sqlite``, WAL journal), or a PostgreSQL database shared
+by a team (``postgresql://host/db``; the password from ``PGPASSWORD`` or ``~/.pgpass``, never
+the URL in params). Both go through SQLAlchemy Core with one schema and one code path (only
+"now" and the conflict-tolerant insert are spelled per dialect); a SQLite file written by
+earlier genfair has the same tables and is read as it is. Each ``put`` is its own committed
+transaction, so a run killed at any moment keeps every call that completed before it and
+repeats none of them. Failed calls (``status == "error"``) are never stored, so they are
+retried on the next run. One store serves every stage, run, model and machine.
 
 Nothing malformed is stored or served: ``put`` refuses a completion that fails
 :meth:`Completion.problem` (a number where a text belongs would crash every later run),
@@ -17,12 +21,14 @@ reported as a miss, so the call is asked again. Key values of the configured
 ``api_key_env`` variables are masked before a row is written
 (:mod:`genfair.models.redaction`).
 
-Concurrent processes never pay twice for one call: before sending, a process *claims* the
-keys it is missing (table ``claims``, one row per key, with its owner and an expiry that a
-heartbeat extends while the owner works). Another process that needs a claimed key waits
-for the owner's answer instead of sending it too. A claim is dropped when its answer is
-stored (or fails), when it expires, or at once when its owner process on this host is
-dead (a killed run), so a crash never blocks the next run.
+Concurrent processes, on one host or many, never pay twice for one call: before sending,
+a process *claims* the keys it is missing (table ``claims``: one row per key, inserted with
+``ON CONFLICT DO NOTHING``, with its owner ``host:pid:instance`` and an expiry that a
+heartbeat extends while the owner works; times come from the database's clock, so hosts
+need not agree on theirs). Another process that needs a claimed key waits for the owner's
+answer instead of sending it too. A claim is dropped when its answer is stored (or fails),
+when it expires (an owner on another machine that died stops its heartbeat), or at once
+when its owner process on this host is dead (a killed run).
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ import json
 import logging
 import os
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -40,55 +45,170 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
 from genfair.errors import CacheError
 from genfair.models.base import Completion, Request, stable_hash
 from genfair.models.redaction import redact_completion
+from genfair.params import CacheConfig, cache_dir, cache_url, images_url
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    completion TEXT NOT NULL,
-    created_at TEXT NOT NULL DEFAULT (datetime('now'))
+_META = sa.MetaData()
+# the tables earlier genfair created in SQLite (TEXT key, model, completion; claims' REAL
+# expiry): an existing file is used as it is. genfair sets created_at (UTC, as SQLite's
+# datetime('now') writes it); the default serves rows inserted by hand.
+RESPONSES = sa.Table(
+    "responses", _META,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("completion", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False, server_default=sa.text("CURRENT_TIMESTAMP")),
 )
-"""
-_CLAIMS = """
-CREATE TABLE IF NOT EXISTS claims (
-    key TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    expires REAL NOT NULL
+CLAIMS = sa.Table(
+    "claims", _META,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("owner", sa.Text, nullable=False),
+    sa.Column("expires", sa.Float, nullable=False),
 )
-"""
 #: seconds a claim lives without a heartbeat; the heartbeat renews it every third of that
 CLAIM_TTL_S = 60.0
+#: keys per statement (SQLite allows 32766 bound values; PostgreSQL 65535)
+_CHUNK = 500
+#: how often a claim transaction is retried when PostgreSQL picks it as a deadlock victim
+_RETRIES = 5
+_RETRY_STATES = ("40P01", "40001")  # deadlock detected, serialization failure
+
+
+def store_url(target: str | os.PathLike[str]) -> str:
+    """A cache URL: a URL as given, a plain path as ``sqlite:///<absolute path>``."""
+    text = os.fspath(target)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text).resolve()}"
+
+
+def display_url(url: str) -> str:
+    """The URL as logs and messages show it: never a password."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "<unparsable cache URL>"
+
+
+def host_id() -> str:
+    """This machine's name in claim owners: ``GENFAIR_CACHE_HOST`` if set (machines or
+    containers sharing a host name), else the host name."""
+    return os.environ.get("GENFAIR_CACHE_HOST") or socket.gethostname()
+
+
+def _engine(url: str) -> sa.Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            raise CacheError(f"response cache {url}: name a file (sqlite:///path/responses.sqlite)")
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        # check_same_thread=False: the OpenAI backend reports results from its event loop thread
+        engine = sa.create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
+
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi: Any, _record: Any) -> None:
+            dbapi.isolation_level = None  # genfair says when a transaction begins (below)
+            if dbapi.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # switching locks the file
+                dbapi.execute("PRAGMA journal_mode=WAL")
+            dbapi.execute("PRAGMA synchronous=NORMAL")
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: sa.Connection) -> None:
+            # IMMEDIATE: the claim transaction takes the write lock first, so one writer decides
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("immediate") else "BEGIN")
+
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return sa.create_engine(parsed, pool_pre_ping=True, pool_size=4, max_overflow=8)
+    raise CacheError(f"response cache {display_url(url)}: unsupported store (use sqlite:///path or "
+                     "postgresql://host/db in cache.url or GENFAIR_CACHE_URL)")
 
 
 class ResponseCache:
-    """A persistent map from (model fingerprint, request) to completion."""
+    """A persistent map from (model fingerprint, request) to completion, named by a URL (or
+    a SQLite file's path); ``images`` is the blob store its image completions point to."""
 
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        try:
-            # check_same_thread=False: the OpenAI backend reports results from its event loop
-            # thread; the lock serialises access.
-            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute(_CLAIMS)
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database", "disk I/O error"
-            raise CacheError(
-                f"response cache {self.path}: unusable ({exc}); move it aside (mv {self.path} "
-                f"{self.path}.broken) and rerun: calls not in a cache are asked again (set "
-                "GENFAIR_CACHE_DIR or cache.dir to use another folder)") from exc
-        self._host = socket.gethostname()
-        #: who holds this cache's claims: host, pid (checked for liveness), instance
+    def __init__(self, target: str | os.PathLike[str], images: Any = None, *, host: str | None = None):
+        self.url = store_url(target)
+        parsed = sa.make_url(self.url) if "://" in self.url else None
+        #: the SQLite file, or None for a server
+        self.path = Path(parsed.database) if parsed is not None and parsed.get_backend_name() == "sqlite" else None
+        self.where = str(self.path) if self.path else display_url(self.url)
+        self._engine = _engine(self.url)
+        self._dialect = self._engine.dialect.name
+        with self._tx(immediate=True) as conn:  # one process creates the tables, the others wait
+            _META.create_all(conn)
+        self._host = host or host_id()
+        #: who holds this cache's claims: host, pid (checked for liveness on this host), instance
         self.owner = f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        if images is None and self.path is not None:
+            from genfair.models.images import ImageStore
+
+            images = ImageStore(self.path.parent / "images")
+        self.images = images
+
+    @classmethod
+    def configured(cls, config: CacheConfig) -> ResponseCache:
+        """The study's cache (``params.cache`` and the ``GENFAIR_CACHE_*`` variables): its
+        store and image store, the image store's local copies in the cache folder."""
+        from genfair.models.images import ImageStore
+
+        images = ImageStore(images_url(config), mirror=cache_dir(config.dir) / "images")
+        cache = cls(cache_url(config), images=images)
+        log.info("response cache %s, images %s", cache.where, images.url)
+        return cache
+
+    # --- errors: one line naming the store and the fix -------------------------------------
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sa.exc.DBAPIError as exc:
+            if self.path is not None and isinstance(exc, sa.exc.DatabaseError):
+                # e.g. "file is not a database", "database disk image is malformed", "disk I/O error"
+                raise CacheError(
+                    f"response cache {self.path}: unusable ({_first_line(exc.orig)}); move it aside (mv "
+                    f"{self.path} {self.path}.broken) and rerun: calls not in a cache are asked again (set "
+                    "GENFAIR_CACHE_DIR or cache.dir to use another folder)") from exc
+            if self.path is None and isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) \
+                    and _sqlstate(exc) not in _RETRY_STATES:
+                raise CacheError(
+                    f"response cache {self.where}: unusable ({_first_line(exc.orig)}); check the server, "
+                    "PGPASSWORD or ~/.pgpass, and cache.url / GENFAIR_CACHE_URL") from exc
+            raise
+
+    @contextmanager
+    def _tx(self, immediate: bool = False) -> Iterator[sa.Connection]:
+        with self._guard(), self._engine.connect() as conn:
+            if immediate:
+                conn.execution_options(immediate=True)
+            with conn.begin():
+                yield conn
+
+    def _insert(self, table: sa.Table) -> Any:
+        """``INSERT ... ON CONFLICT DO NOTHING`` in this store's dialect."""
+        dialect = postgresql if self._dialect == "postgresql" else sqlite
+        return dialect.insert(table).on_conflict_do_nothing(index_elements=["key"])
+
+    def _now(self, conn: sa.Connection) -> float:
+        """Seconds since the epoch on the database's clock (one clock for every host)."""
+        if self._dialect == "postgresql":
+            expr = sa.func.extract("epoch", sa.func.clock_timestamp())
+        else:
+            expr = (sa.func.julianday("now") - 2440587.5) * 86400.0
+        return float(conn.execute(sa.select(expr)).scalar_one())
+
+    # --- responses -------------------------------------------------------------------------
 
     @staticmethod
     def key(fingerprint: dict[str, Any], request: Request) -> str:
@@ -100,101 +220,124 @@ class ResponseCache:
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
         found: dict[str, Completion] = {}
         bad: list[tuple[str, str, str]] = []
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, completion FROM responses WHERE key IN ({marks})", chunk
-                ).fetchall()
-                for key, blob in rows:
-                    completion, problem = _load(blob)
-                    if completion is None:
-                        bad.append((key, blob, problem or ""))
-                    else:  # masked on the way out too: rows written before a key was known
-                        found[key] = redact_completion(completion)
-            if bad:
-                # only the row as read: a valid answer stored meanwhile is kept
-                self._db.executemany(
-                    "DELETE FROM responses WHERE key = ? AND completion = ?", [(k, b) for k, b, _ in bad]
-                )
-                self._db.commit()
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            with self._tx() as conn:
+                rows = conn.execute(sa.select(RESPONSES.c.key, RESPONSES.c.completion)
+                                    .where(RESPONSES.c.key.in_(chunk))).all()
+            for key, blob in rows:
+                completion, problem = _load(blob)
+                if completion is None:
+                    bad.append((key, blob, problem or ""))
+                else:  # masked on the way out too: rows written before a key was known
+                    found[key] = redact_completion(completion)
+        if bad:
+            # only the row as read: a valid answer stored meanwhile is kept
+            with self._tx() as conn:
+                conn.execute(RESPONSES.delete().where(RESPONSES.c.key == sa.bindparam("k"),
+                                                      RESPONSES.c.completion == sa.bindparam("b")),
+                             [{"k": k, "b": b} for k, b, _ in bad])
         for key, _, problem in bad:
             log.warning("response cache %s: dropped malformed entry %s (%s); the call will be asked "
-                        "again", self.path, key[:12], problem)
+                        "again", self.where, key[:12], problem)
         return found
 
     def put(self, key: str, model: str, completion: Completion) -> bool:
         """Store one completion at once (committed) and drop this process's claim on the key.
         Errors and malformed completions are not stored."""
-        completion = redact_completion(completion)
-        problem = completion.problem()
-        store = completion.status != "error" and problem is None
-        if problem is not None:
-            log.warning("not caching a malformed completion for %s: %s", key[:12], problem)
-        blob = json.dumps(completion.to_dict(), sort_keys=True) if store else None
-        with self._lock:
+        blob = storable(completion, key)
+        with self._tx() as conn:
             if blob is not None:
-                self._db.execute(
-                    "INSERT OR IGNORE INTO responses (key, model, completion) VALUES (?, ?, ?)",
-                    (key, model, blob),
-                )
-            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
-            self._db.commit()
-        return store
+                conn.execute(self._insert(RESPONSES).values(key=key, model=model, completion=blob,
+                                                            created_at=_utc_now()))
+            conn.execute(CLAIMS.delete().where(CLAIMS.c.key == key, CLAIMS.c.owner == self.owner))
+        return blob is not None
+
+    def put_rows(self, rows: list[tuple[str, str, str, str]]) -> int:
+        """Store already-checked rows ``(key, model, completion JSON, created_at)`` in one
+        transaction, keeping any row the store has (``genfair cache copy``); returns how many
+        were new."""
+        if not rows:
+            return 0
+        with self._tx() as conn:
+            have = {k for (k,) in conn.execute(sa.select(RESPONSES.c.key)
+                                               .where(RESPONSES.c.key.in_([r[0] for r in rows])))}
+            new = [dict(zip(("key", "model", "completion", "created_at"), r, strict=True))
+                   for r in rows if r[0] not in have]
+            if new:
+                conn.execute(self._insert(RESPONSES), new)
+        return len(new)
+
+    def scan(self, after: str = "", limit: int = 1000) -> list[tuple[str, str, str, str]]:
+        """Up to ``limit`` rows ``(key, model, completion, created_at)`` with keys after
+        ``after``, in key order (a resumable walk over the whole store)."""
+        with self._tx() as conn:
+            return [tuple(r) for r in conn.execute(
+                sa.select(RESPONSES.c.key, RESPONSES.c.model, RESPONSES.c.completion, RESPONSES.c.created_at)
+                .where(RESPONSES.c.key > after).order_by(RESPONSES.c.key).limit(limit))]
+
+    def counts(self) -> dict[str, int]:
+        """Stored responses per model (``genfair cache stats``)."""
+        with self._tx() as conn:
+            return dict(conn.execute(sa.select(RESPONSES.c.model, sa.func.count())
+                                     .group_by(RESPONSES.c.model).order_by(RESPONSES.c.model)).all())
 
     # --- claims: one process answers each call -------------------------------------------
 
     def claim(self, keys: list[str], ttl_s: float = CLAIM_TTL_S) -> set[str]:
         """Claim every key of ``keys`` that no live process holds and no stored answer
         has; return the keys this cache now holds (claimed now or before). Stale claims
-        are dropped first. One transaction: two processes never both get a key."""
+        (expired, or of a dead process on this host) are dropped first. Keys are inserted
+        in sorted order with ``ON CONFLICT DO NOTHING``: two processes never both get a key."""
         if not keys:
             return set()
-        mine: set[str] = set()
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")  # one writer decides who gets each key
+        for attempt in range(_RETRIES):
             try:
-                now = time.time()
-                self._db.execute("DELETE FROM claims WHERE expires < ?", (now,))
-                for start in range(0, len(keys), 500):
-                    chunk = keys[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    owners = {o for (o,) in self._db.execute(
-                        f"SELECT DISTINCT owner FROM claims WHERE key IN ({marks})", chunk)}
-                    dead = [o for o in owners if o != self.owner and not self._alive(o)]
-                    self._db.executemany("DELETE FROM claims WHERE owner = ?", [(o,) for o in dead])
-                    # answered since the caller looked: read it, do not send it again
-                    answered = {k for (k,) in self._db.execute(
-                        f"SELECT key FROM responses WHERE key IN ({marks})", chunk)}
-                    self._db.executemany(
-                        "INSERT OR IGNORE INTO claims (key, owner, expires) VALUES (?, ?, ?)",
-                        [(k, self.owner, now + ttl_s) for k in chunk if k not in answered],
-                    )
-                    mine.update(k for (k,) in self._db.execute(
-                        f"SELECT key FROM claims WHERE owner = ? AND key IN ({marks})", [self.owner, *chunk]))
-                self._db.commit()
-            except BaseException:
-                self._db.rollback()
-                raise
+                return self._claim(sorted(set(keys)), ttl_s)
+            except sa.exc.OperationalError as exc:  # a deadlock victim (PostgreSQL): try again
+                if _sqlstate(exc) not in _RETRY_STATES or attempt == _RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _claim(self, keys: list[str], ttl_s: float) -> set[str]:
+        mine: set[str] = set()
+        with self._tx(immediate=True) as conn:
+            now = self._now(conn)
+            conn.execute(CLAIMS.delete().where(CLAIMS.c.expires < now))
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                owners = set(conn.execute(sa.select(CLAIMS.c.owner).distinct()
+                                          .where(CLAIMS.c.key.in_(chunk))).scalars())
+                dead = [o for o in owners if o != self.owner and not self._alive(o)]
+                if dead:
+                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner.in_(dead)))
+                todo = [{"key": k, "owner": self.owner, "expires": now + ttl_s} for k in chunk]
+                conn.execute(self._insert(CLAIMS), todo)
+                # answered since the caller looked: read it, do not send it again. Checked after
+                # the insert: a key won there had no other claim, so its owner's put (one
+                # transaction with the claim's release) is committed and seen here
+                answered = list(conn.execute(sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_(chunk))).scalars())
+                if answered:
+                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(answered)))
+                mine.update(conn.execute(sa.select(CLAIMS.c.key).where(
+                    CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(chunk))).scalars())
         return mine
 
     def release(self, keys: list[str] | None = None) -> None:
         """Drop this cache's claims on ``keys`` (all of them when ``None``)."""
-        with self._lock:
+        with self._tx() as conn:
             if keys is None:
-                self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+                conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner))
             else:
-                self._db.executemany(
-                    "DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys]
-                )
-            self._db.commit()
+                for start in range(0, len(keys), _CHUNK):
+                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner,
+                                                       CLAIMS.c.key.in_(keys[start : start + _CHUNK])))
 
     def renew(self, ttl_s: float = CLAIM_TTL_S) -> None:
         """Extend every claim this cache holds (the heartbeat of a long batch)."""
-        with self._lock:
-            self._db.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, self.owner))
-            self._db.commit()
+        with self._tx() as conn:
+            conn.execute(CLAIMS.update().where(CLAIMS.c.owner == self.owner).values(expires=self._now(conn) + ttl_s))
 
     @contextmanager
     def holding(self, keys: list[str], ttl_s: float = CLAIM_TTL_S) -> Iterator[None]:
@@ -206,7 +349,7 @@ class ResponseCache:
             while not stop.wait(ttl_s / 3):
                 try:
                     self.renew(ttl_s)
-                except sqlite3.Error as exc:  # a busy database: the next beat tries again
+                except (sa.exc.SQLAlchemyError, CacheError) as exc:  # busy or unreachable: next beat
                     log.debug("claim renewal failed: %s", exc)
 
         thread = threading.Thread(target=beat, name="cache-claims", daemon=True)
@@ -220,15 +363,17 @@ class ResponseCache:
 
     def claimed_by_others(self, keys: list[str]) -> int:
         """How many of ``keys`` another owner holds now (for progress messages)."""
-        with self._lock:
-            count = 0
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                count += self._db.execute(
-                    f"SELECT COUNT(*) FROM claims WHERE owner != ? AND key IN ({marks})", [self.owner, *chunk]
-                ).fetchone()[0]
+        count = 0
+        with self._tx() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                count += conn.execute(sa.select(sa.func.count()).select_from(CLAIMS).where(
+                    CLAIMS.c.owner != self.owner, CLAIMS.c.key.in_(keys[start : start + _CHUNK]))).scalar_one()
         return count
+
+    def claims(self) -> int:
+        """Claims held now, by anyone (``genfair cache stats``)."""
+        with self._tx() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(CLAIMS)).scalar_one()
 
     def _alive(self, owner: str) -> bool:
         """Whether a claim's owner may still answer: another host's owners are trusted
@@ -245,18 +390,64 @@ class ResponseCache:
         return True
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        with self._tx() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(RESPONSES)).scalar_one()
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._engine.dispose()
 
     def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def copy_entries(src: ResponseCache, dst: ResponseCache, batch: int = 1000) -> dict[str, int]:
+    """Copy every valid entry of ``src`` that ``dst`` lacks, with the images it points to
+    (``genfair cache copy``). Idempotent and resumable: entries ``dst`` has are kept, and a
+    copy stopped at any point is finished by running it again. An image is copied before
+    the row that names it, so ``dst`` never points to an image it lacks. Rows are checked
+    and key values masked as :meth:`ResponseCache.put` does; malformed ones are skipped."""
+    counts = {"read": 0, "copied": 0, "skipped": 0, "images": 0}
+    after = ""
+    while rows := src.scan(after, batch):
+        after = rows[-1][0]
+        counts["read"] += len(rows)
+        good: list[tuple[str, str, str, str]] = []
+        for key, model, blob, created in rows:
+            completion, _ = _load(blob)
+            stored = storable(completion, key) if completion is not None else None
+            if stored is None:
+                counts["skipped"] += 1
+                continue
+            if completion.image:
+                counts["images"] += _copy_image(completion.image, src, dst)
+            good.append((key, model, stored, created))
+        counts["copied"] += dst.put_rows(good)
+    return counts
+
+
+def _copy_image(sha256: str, src: ResponseCache, dst: ResponseCache) -> int:
+    if src.images is None or dst.images is None:
+        raise CacheError(f"response cache {src.where} holds images: name the image stores "
+                         "(--images-from / --images-to) of a PostgreSQL cache")
+    if sha256 in dst.images:
+        return 0
+    dst.images.put(src.images.read(sha256))
+    return 1
+
+
+def storable(completion: Completion, key: str = "") -> str | None:
+    """The JSON a completion is stored as (key values masked), or None when it must not
+    be stored: a failed call, or a malformed completion."""
+    completion = redact_completion(completion)
+    problem = completion.problem()
+    if problem is not None:
+        log.warning("not caching a malformed completion for %s: %s", key[:12], problem)
+    if completion.status == "error" or problem is not None:
+        return None
+    return json.dumps(completion.to_dict(), sort_keys=True)
 
 
 def _load(blob: str) -> tuple[Completion | None, str | None]:
@@ -267,3 +458,17 @@ def _load(blob: str) -> tuple[Completion | None, str | None]:
         return None, f"unreadable: {type(exc).__name__}"
     problem = completion.problem()
     return (None, problem) if problem else (completion, None)
+
+
+def _utc_now() -> str:
+    """UTC as SQLite's ``datetime('now')`` writes it (the format of earlier rows)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+
+
+def _sqlstate(exc: sa.exc.DBAPIError) -> str | None:
+    return getattr(exc.orig, "sqlstate", None)
+
+
+def _first_line(exc: BaseException | None) -> str:
+    text = str(exc or "").strip()
+    return text.splitlines()[0] if text else type(exc).__name__

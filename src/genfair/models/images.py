@@ -1,11 +1,16 @@
-"""The image store: generated images as content-addressed PNG files beside the response cache.
+"""The image store: generated images as content-addressed PNG files, named by a URL.
 
-A t2i response is an image. Its bytes live in ``<cache dir>/images/ab/abcdef....png`` (the
-SHA-256 of the PNG bytes, fanned out by its first two hex digits); the cache row holds only
-the hash and the metadata. A file is written to a temporary name in its final folder and
-renamed over the target (``os.replace``), so a reader never sees a half-written image and a
-run killed mid-write leaves at most an orphan temporary file. Writing the same bytes twice
-is a no-op.
+A t2i response is an image. Its bytes live in ``<store>/ab/abcdef....png`` (the SHA-256 of
+the PNG bytes, fanned out by its first two hex digits); the cache row holds only the hash
+and the metadata. The store is a local folder by default (``<cache dir>/images``, beside the
+response cache) or any fsspec URL for a team (``cache.images`` / ``GENFAIR_IMAGES_URL``, e.g.
+``s3://bucket/images`` on S3-compatible storage): then a local folder (``mirror``) keeps the
+copies this machine wrote or read, so a VLM on machine B reads, through the shared cache,
+the image a text-to-image model drew on machine A. A local file is written to a temporary
+name in its final folder and renamed over the target (``os.replace``), so a reader never
+sees a half-written image and a run killed mid-write leaves at most an orphan temporary
+file; a remote object is written whole (one PUT) after the local copy. Writing the same
+bytes twice is a no-op.
 
 VLM inputs are named the same way inside chat messages: an image content part
 ``{"type": "image", "sha256": ..., "path": ...}`` (:func:`image_part`). The cache key keeps
@@ -74,49 +79,74 @@ def _check_hash(sha256: str) -> str:
 
 
 class ImageStore:
-    """PNG files named by the SHA-256 of their bytes under ``root``."""
+    """PNG files named by the SHA-256 of their bytes under ``root`` (a folder or an fsspec
+    URL; a URL needs ``mirror``, the local folder of this machine's copies)."""
 
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike[str], mirror: str | os.PathLike[str] | None = None):
+        text = os.fspath(root)
+        if text.startswith("file://"):
+            text = text.removeprefix("file://")
+        self.url = text
+        self.fs: Any = None
+        if "://" in text:
+            import fsspec
+
+            if mirror is None:
+                raise ValueError(f"image store {text}: a remote store needs a local mirror folder")
+            self.fs, self._remote = fsspec.core.url_to_fs(text)
+            self.root = Path(mirror)
+        else:
+            self.root = Path(text)
 
     @classmethod
     def beside(cls, cache: Any) -> ImageStore:
-        """The store of a :class:`~genfair.models.cache.ResponseCache`: ``images/`` in the
-        cache's folder."""
-        return cls(Path(cache.path).parent / "images")
+        """The store of a :class:`~genfair.models.cache.ResponseCache` (its ``images``), or
+        ``images/`` in the folder of its SQLite file."""
+        return getattr(cache, "images", None) or cls(Path(cache.path).parent / "images")
 
-    def path(self, sha256: str) -> Path:
+    def _local(self, sha256: str) -> Path:
         _check_hash(sha256)
         return self.root / sha256[:2] / f"{sha256}.png"
 
+    def _remote_path(self, sha256: str) -> str:
+        return f"{self._remote.rstrip('/')}/{sha256[:2]}/{sha256}.png"
+
+    def path(self, sha256: str) -> Path:
+        """The image's local file; from a remote store it is fetched first (when there)."""
+        local = self._local(sha256)
+        if self.fs is not None and not local.is_file():
+            try:
+                data = self.fs.cat_file(self._remote_path(sha256))
+            except FileNotFoundError:
+                return local
+            if sha256_bytes(data) != sha256:
+                raise ValueError(f"image store {self.url}: {sha256[:12]}... holds other bytes "
+                                 f"(sha256 {sha256_bytes(data)[:12]}...): delete that object")
+            _write_atomic(local, data)
+        return local
+
     def __contains__(self, sha256: object) -> bool:
-        return isinstance(sha256, str) and self.path(sha256).is_file()
+        if not isinstance(sha256, str):
+            return False
+        if self.fs is not None:  # the shared store, not this machine's copies, is what others read
+            return bool(self.fs.exists(self._remote_path(sha256)))
+        return self._local(sha256).is_file()
 
     def put(self, png: bytes) -> str:
         """Store ``png`` (atomically, once) and return its hash."""
         sha256 = sha256_bytes(png)
-        target = self.path(sha256)
-        if target.is_file():
-            return sha256
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{sha256[:12]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(png)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, plain_file_mode())  # readable by others sharing the project, as any file
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        target = self._local(sha256)
+        if not target.is_file():
+            _write_atomic(target, png)
+        if self.fs is not None and not self.fs.exists(self._remote_path(sha256)):
+            self.fs.pipe_file(self._remote_path(sha256), png)
         return sha256
 
     def read(self, sha256: str) -> bytes:
         path = self.path(sha256)
         if not path.is_file():
             raise FileNotFoundError(
-                f"image {sha256} is not in the image store {self.root}: the store was moved or "
+                f"image {sha256} is not in the image store {self.url}: the store was moved or "
                 "pruned after the response cache recorded it. Restore the folder, or delete the "
                 "cache file (and the stage outputs) so that the images are generated again."
             )
@@ -129,6 +159,22 @@ class ImageStore:
         with Image.open(io.BytesIO(self.read(sha256))) as image:
             image.load()
             return image
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    """``data`` into ``target`` through a temporary name in its folder, then a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:12]}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, plain_file_mode())  # readable by others sharing the project, as any file
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def image_part(path: str | os.PathLike[str]) -> dict[str, str]:

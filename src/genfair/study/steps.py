@@ -20,7 +20,7 @@ from genfair.errors import IncompleteGeneration
 from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
-from genfair.params import PARAMS_FILE, cache_dir, read_params
+from genfair.params import PARAMS_FILE, read_params
 from genfair.study.context import configured, run_models, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
@@ -72,7 +72,7 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
         probes = probes.head(limit)
     backend = build_backend(params.model(model))
     try:
-        with ResponseCache(cache_dir(params.cache.dir) / "responses.sqlite") as cache:
+        with ResponseCache.configured(params.cache) as cache:
             ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
             responses = method.generate(probes, config, ctx)
     finally:
