@@ -32,7 +32,7 @@ from genfair.methodologies import get_methodology
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
-from genfair.study.store import KEY_TAG, display_uri, redact, tracking_uri, workspace_root
+from genfair.study.store import KEY_TAG, UNFINISHED, display_uri, redact, tracking_uri, workspace_root
 
 log = logging.getLogger(__name__)
 
@@ -88,19 +88,31 @@ def content_key(*parts: Any) -> str:
 
 
 def _existing(client: Any, experiment: str) -> dict[str, Any]:
-    """``genfair.key`` -> finished run of the experiment; unfinished ones (a killed
-    ``track``) are deleted so that they are logged again, never twice."""
+    """``genfair.key`` -> the finished run of the experiment. Every other run of genfair's
+    (found by the key tag, which a run gets when it is created) is a leftover of a killed
+    ``track`` or ``mlflow_sync``, or a duplicate: it is terminated (status KILLED) and
+    deleted, so the store never shows it as a live run and its key is logged again once."""
+    from mlflow.entities import ViewType
+
     found: dict[str, Any] = {}
     token = None
     while True:
         page = client.search_runs([experiment], filter_string=f"tags.`{KEY_TAG}` != ''", max_results=1000,
+                                  run_view_type=ViewType.ALL, order_by=["attributes.start_time ASC"],
                                   page_token=token)
         for run in page:
-            key = run.data.tags.get(KEY_TAG)
-            if run.info.status == "FINISHED" and key not in found:
+            key, info = run.data.tags.get(KEY_TAG), run.info
+            active = info.lifecycle_stage == "active"
+            if active and info.status == "FINISHED" and key not in found:
                 found[key] = run
-            else:
-                client.delete_run(run.info.run_id)
+                continue
+            if info.status in UNFINISHED:
+                if not active:  # deleted while running (an older genfair): MLflow edits only active runs
+                    client.restore_run(info.run_id)
+                client.set_terminated(info.run_id, "KILLED")
+                active = True
+            if active:
+                client.delete_run(info.run_id)
         token = page.token
         if not token:
             return found
@@ -156,9 +168,10 @@ def _child_key(params: StudyParams, model: str, name: str, layout: Layout) -> st
 
 def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
                 studies: dict[str, Any], key: str) -> str:
-    with mlflow.start_run(experiment_id=experiment, run_name=f"study-{params.scale}") as parent:
-        mlflow.set_tags({"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit,
-                         KEY_TAG: key})
+    # the key tag is set when the run is created: a kill at any later point leaves a run that
+    # the next `track` finds by its key and replaces (``_existing``)
+    tags = {"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit, KEY_TAG: key}
+    with mlflow.start_run(experiment_id=experiment, run_name=f"study-{params.scale}", tags=tags) as parent:
         mlflow.log_params({"seed": params.seed, "scale": params.scale, "git_commit": commit,
                            "models": ",".join(params.models), "methodologies": ",".join(params.methodologies)})
         for name in params.methodologies:
@@ -183,13 +196,13 @@ def _log_child(mlflow: Any, params: StudyParams, layout: Layout, experiment: str
     config = params.model(model)
     info = model_info(params, model)
     method = get_methodology(name)
-    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id):
-        mlflow.set_tags({
-            "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
-            "genfair.backend": config.backend, "genfair.modality": config.modality,
-            "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
-            **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
-        })
+    tags = {
+        "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
+        "genfair.backend": config.backend, "genfair.modality": config.modality,
+        "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
+        **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
+    }
+    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags):
         method_config = methodology_config(params, name)
         model_params = flatten(config.model_dump(mode="json"), "model.")
         method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
