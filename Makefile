@@ -36,6 +36,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m genfair.resources.wordnet
 	# Debian's Chromium for the browser tests (root: apt-get; otherwise they skip, saying why)
 	bash scripts/install_chromium.sh
+	# Debian's PostgreSQL for the shared-cache tests' throwaway clusters (root: apt-get; otherwise they skip)
+	bash scripts/install_postgresql.sh
 	touch $(STAMP)
 
 study: setup

@@ -7,6 +7,7 @@ import pytest
 from genfair.resources.group_words import GroupWordCounter
 from tests.support.conf import ROOT
 from tests.support.mock_openai import mock_openai  # noqa: F401 - a fixture, found by name
+from tests.support.servers import postgres, postgres_db, s3, s3_bucket  # noqa: F401 - fixtures
 
 
 @pytest.fixture(scope="session")
