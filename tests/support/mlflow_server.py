@@ -23,6 +23,7 @@ SCRIPT = ROOT / "scripts" / "mlflow_server.sh"
 @dataclass
 class MlflowServer:
     uri: str
+    backend: str
     artifacts: Path
     state: Path
 
@@ -32,8 +33,9 @@ def mlflow_server(postgres: PostgresServer, folder: Path) -> Iterator[MlflowServ
     """Start the server with ``scripts/mlflow_server.sh start``; ``stop`` on exit."""
     database = postgres.create_database()
     port = free_port()
+    backend = postgres.url(database, driver="psycopg")
     env = {**os.environ, **postgres.env,
-           "GENFAIR_MLFLOW_BACKEND": postgres.url(database, driver="psycopg"),
+           "GENFAIR_MLFLOW_BACKEND": backend,
            "GENFAIR_MLFLOW_ARTIFACTS": str(folder / "artifacts"),
            "GENFAIR_MLFLOW_PORT": str(port), "GENFAIR_MLFLOW_WORKERS": "1",
            "GENFAIR_MLFLOW_STATE": str(folder / "state"),
@@ -43,7 +45,7 @@ def mlflow_server(postgres: PostgresServer, folder: Path) -> Iterator[MlflowServ
     try:
         if started.returncode:
             pytest.fail(f"scripts/mlflow_server.sh start failed:\n{started.stdout}{started.stderr}")
-        yield MlflowServer(f"http://127.0.0.1:{port}", folder / "artifacts", folder / "state")
+        yield MlflowServer(f"http://127.0.0.1:{port}", backend, folder / "artifacts", folder / "state")
     finally:
         subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60)
         postgres.drop_database(database)
