@@ -28,6 +28,8 @@ from genfair.study.tracking import track_study
 from tests.support.conf import with_runs
 from tests.support.tracking_kill import POINTS, Quiz, QuizB
 
+pytestmark = pytest.mark.slow  # six kills, each a fresh Python with MLflow: about 2 minutes
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
 
