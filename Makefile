@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup study test benchmark compose ui clean
+.PHONY: setup study test benchmark compose ui mlflow-server mlflow-server-stop clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,14 @@ ui: setup
 	@echo "  in a fresh store; else click Model training at the top left, then genfair -> Runs;"
 	@echo "  expand a study-<scale> run for its model x methodology runs; tick two runs and Compare)"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --host 127.0.0.1 --port 5000 --workers 1
+
+# a team MLflow server (PostgreSQL backend, proxied artifacts): GENFAIR_MLFLOW_BACKEND and
+# GENFAIR_MLFLOW_ARTIFACTS set, see scripts/mlflow_server.sh and docs/scale-out.md
+mlflow-server: setup
+	bash scripts/mlflow_server.sh start
+
+mlflow-server-stop:
+	bash scripts/mlflow_server.sh stop
 
 clean:
 	rm -rf $(VENV)

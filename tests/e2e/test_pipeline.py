@@ -3,51 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference", "src"]
+from tests.support.project import ROOT, copy_study, study_env
+from tests.support.project import run as _run
 
 pytestmark = pytest.mark.e2e
-
-
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{output[-4000:]}"
-    return output
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
     """A git + DVC copy of the project, composed at smoke scale and reproduced once."""
     work = tmp_path_factory.mktemp("study")
-    for item in COPY:
-        source, target = ROOT / item, work / item
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-        "DVC_SITE_CACHE_DIR": str(work / ".site-cache"),
-        "GENFAIR_CACHE_DIR": str(work / ".genfair-cache"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    env.pop("MLFLOW_TRACKING_URI", None)
-    _run(["genfair", "compose", "-o", "scale=smoke"], work, env)
-    for args in (["git", "init", "-q"], ["git", "add", "-A"],
-                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "study"]):
-        _run(args, work, env)
+    env = study_env(work)
+    copy_study(work, env, "scale=smoke")
     output = _run(["dvc", "repro"], work, env)
     return work, env, output
 

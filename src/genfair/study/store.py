@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 #: the tag that keys a run by the content hash of what it logs
 KEY_TAG = "genfair.key"
+#: MLflow run statuses of a run still being logged, or left so by a kill
+UNFINISHED = ("RUNNING", "SCHEDULED")
 
 _SQLITE = "sqlite:///"
 # MLflow's SQLite schema (stable since MLflow 1.x: experiments, runs, tags)
@@ -33,6 +35,14 @@ _FINISHED_KEYS = """
     JOIN experiments e ON e.experiment_id = r.experiment_id
     WHERE t.key = ? AND e.name = ? AND r.status = 'FINISHED'
       AND r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active'
+"""
+# runs of genfair's left unfinished by a kill (deleted ones included: an older genfair deleted
+# them without ending them), which only MLflow's client can end
+_UNFINISHED_RUNS = f"""
+    SELECT count(*) FROM tags t
+    JOIN runs r ON r.run_uuid = t.run_uuid
+    JOIN experiments e ON e.experiment_id = r.experiment_id
+    WHERE t.key = ? AND e.name = ? AND r.status IN {UNFINISHED}
 """
 
 
@@ -79,7 +89,8 @@ def listed_keys(runs_file: Path) -> list[str]:
 
 def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None:
     """The keys without a finished run in ``experiment`` of the store at ``uri``; ``None``
-    when only MLflow can tell (not a SQLite store, or a schema this query does not know)."""
+    when only MLflow can tell (not a SQLite store, or a schema this query does not know) or
+    must act (a run of genfair's left unfinished by a kill, which ``track`` ends)."""
     if not uri.startswith(_SQLITE):
         return None
     path = Path(uri[len(_SQLITE):])
@@ -88,7 +99,10 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     try:
         with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as db:
             found = {value for (value,) in db.execute(_FINISHED_KEYS, (KEY_TAG, experiment))}
+            (unfinished,) = db.execute(_UNFINISHED_RUNS, (KEY_TAG, experiment)).fetchone()
     except sqlite3.Error:
+        return None
+    if unfinished:
         return None
     return [key for key in keys if key not in found]
 

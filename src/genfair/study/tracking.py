@@ -22,7 +22,7 @@ import logging
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,7 +32,11 @@ from genfair.methodologies import get_methodology
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
-from genfair.study.store import KEY_TAG, display_uri, redact, tracking_uri, workspace_root
+from genfair.params import PARAMS_FILE
+from genfair.study.store import KEY_TAG, UNFINISHED, display_uri, redact, tracking_uri, workspace_root
+
+if TYPE_CHECKING:
+    from genfair.study.lineage import DataFile, Experiment
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +66,13 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
-def _experiment(client: Any, name: str, root: Path) -> str:
+def _experiment(client: Any, name: str, root: Path, uri: str) -> str:
     found = client.get_experiment_by_name(name)
+    # a local store keeps artifacts in the repository (mlartifacts/); a tracking server
+    # chooses where (its --artifacts-destination, proxied to every client)
+    local = not uri.startswith(("http://", "https://"))
     experiment = found.experiment_id if found else client.create_experiment(
-        name, artifact_location=(root / "mlartifacts").as_uri())
+        name, artifact_location=(root / "mlartifacts").as_uri() if local else None)
     if not found or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
         client.set_experiment_tag(experiment, *EXPERIMENT_KIND)
     return experiment
@@ -88,19 +95,31 @@ def content_key(*parts: Any) -> str:
 
 
 def _existing(client: Any, experiment: str) -> dict[str, Any]:
-    """``genfair.key`` -> finished run of the experiment; unfinished ones (a killed
-    ``track``) are deleted so that they are logged again, never twice."""
+    """``genfair.key`` -> the finished run of the experiment. Every other run of genfair's
+    (found by the key tag, which a run gets when it is created) is a leftover of a killed
+    ``track`` or ``mlflow_sync``, or a duplicate: it is terminated (status KILLED) and
+    deleted, so the store never shows it as a live run and its key is logged again once."""
+    from mlflow.entities import ViewType
+
     found: dict[str, Any] = {}
     token = None
     while True:
         page = client.search_runs([experiment], filter_string=f"tags.`{KEY_TAG}` != ''", max_results=1000,
+                                  run_view_type=ViewType.ALL, order_by=["attributes.start_time ASC"],
                                   page_token=token)
         for run in page:
-            key = run.data.tags.get(KEY_TAG)
-            if run.info.status == "FINISHED" and key not in found:
+            key, info = run.data.tags.get(KEY_TAG), run.info
+            active = info.lifecycle_stage == "active"
+            if active and info.status == "FINISHED" and key not in found:
                 found[key] = run
-            else:
-                client.delete_run(run.info.run_id)
+                continue
+            if info.status in UNFINISHED:
+                if not active:  # deleted while running (an older genfair): MLflow edits only active runs
+                    client.restore_run(info.run_id)
+                client.set_terminated(info.run_id, "KILLED")
+                active = True
+            if active:
+                client.delete_run(info.run_id)
         token = page.token
         if not token:
             return found
@@ -115,11 +134,13 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    from genfair.study.lineage import current_experiment, locked_stages, stage_data
+
     root = workspace_root()
     uri = tracking_uri(params, root)
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(tracking_uri=uri)
-    experiment = _experiment(client, params.tracking.experiment, root)
+    experiment = _experiment(client, params.tracking.experiment, root, uri)
     commit = git_commit(root)
     studies = {name: read_study(name, layout) for name in params.methodologies}
     children = {f"{model}/{name}": _child_key(params, model, name, layout)
@@ -128,18 +149,22 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                              *[layout.scores / f"{n}.parquet" for n in params.methodologies],
                              *[layout.study(n) for n in params.methodologies])
     existing = _existing(client, experiment)
+    stages = locked_stages(layout.root)
     logged = 0
     if parent_key in existing:
         parent_id = existing[parent_key].info.run_id
     else:
-        parent_id = _log_parent(mlflow, params, layout, experiment, commit, studies, parent_key)
+        data = stage_data(stages, ["score", *[f"study@{n}" for n in params.methodologies]])
+        parent_id = _log_parent(mlflow, params, layout, experiment, commit, studies, parent_key, data,
+                                current_experiment(layout.root, layout.root / PARAMS_FILE))
         logged += 1
     for model in params.models:
         for name in methodologies_for(params, model):
             key = children[f"{model}/{name}"]
             if key in existing:
                 continue
-            _log_child(mlflow, params, layout, experiment, commit, studies, model, name, key, parent_id)
+            data = stage_data(stages, [f"{stage}@{model}-{name}" for stage in ("generate", "label", "metrics")])
+            _log_child(mlflow, params, layout, experiment, commit, studies, model, name, key, parent_id, data)
             logged += 1
     log.info("MLflow %s, experiment %s: %d runs logged, %d already there", redact(uri),
              params.tracking.experiment, logged, 1 + len(children) - logged)
@@ -155,10 +180,16 @@ def _child_key(params: StudyParams, model: str, name: str, layout: Layout) -> st
 
 
 def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
-                studies: dict[str, Any], key: str) -> str:
-    with mlflow.start_run(experiment_id=experiment, run_name=f"study-{params.scale}") as parent:
-        mlflow.set_tags({"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit,
-                         KEY_TAG: key})
+                studies: dict[str, Any], key: str, data: list[DataFile], exp: Experiment) -> str:
+    # the key tag is set when the run is created: a kill at any later point leaves a run that
+    # the next `track` finds by its key and replaces (``_existing``)
+    tags = {"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit, KEY_TAG: key,
+            **exp.tags()}
+    with mlflow.start_run(experiment_id=experiment, run_name=exp.run_name(f"study-{params.scale}"), tags=tags,
+                          description=exp.description()) as parent:
+        from genfair.study.lineage import log_data
+
+        log_data(mlflow, data, commit)
         mlflow.log_params({"seed": params.seed, "scale": params.scale, "git_commit": commit,
                            "models": ",".join(params.models), "methodologies": ",".join(params.methodologies)})
         for name in params.methodologies:
@@ -179,17 +210,21 @@ def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: st
 
 
 def _log_child(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
-               studies: dict[str, Any], model: str, name: str, key: str, parent_id: str) -> None:
+               studies: dict[str, Any], model: str, name: str, key: str, parent_id: str,
+               data: list[DataFile]) -> None:
     config = params.model(model)
     info = model_info(params, model)
     method = get_methodology(name)
-    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id):
-        mlflow.set_tags({
-            "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
-            "genfair.backend": config.backend, "genfair.modality": config.modality,
-            "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
-            **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
-        })
+    tags = {
+        "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
+        "genfair.backend": config.backend, "genfair.modality": config.modality,
+        "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
+        **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
+    }
+    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags):
+        from genfair.study.lineage import log_data
+
+        log_data(mlflow, data, commit)
         method_config = methodology_config(params, name)
         model_params = flatten(config.model_dump(mode="json"), "model.")
         method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")

@@ -1,0 +1,164 @@
+"""What an MLflow run came from: the versioned data (DVC) and the experiment (DVC ``exp run``).
+
+A run logs each data file or folder its stages read or wrote as an MLflow dataset input
+(``mlflow.log_input``): the digest is the DVC hash recorded in ``dvc.lock`` (``md5``, with
+``.dir`` for a folder), the source the DVC path at the git commit, so ``dvc get``,
+``dvc.api.open`` or :meth:`DvcDatasetSource.load` fetch exactly those bytes.
+
+A study run says which experiment it is: ``dvc exp run`` sets ``DVC_EXP_NAME`` and
+``DVC_EXP_BASELINE_REV`` for the stages it runs, and the params that differ from the
+committed study (``params.yaml`` at the baseline commit) go into tags and the description.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mlflow.data.dataset_source import DatasetSource
+
+#: libyaml's loader where PyYAML has it (a study's dvc.lock has thousands of lines)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+LOCK_FILES = ("dvc.lock", "always/dvc.lock")
+
+
+class DvcDatasetSource(DatasetSource):
+    """A path of a DVC repository at a git revision (``repo``: a URL, or ``""`` for the
+    repository the run was logged from)."""
+
+    def __init__(self, path: str, rev: str, repo: str = "") -> None:
+        self.path, self.rev, self.repo = path, rev, repo
+
+    @staticmethod
+    def _get_source_type() -> str:
+        return "dvc"
+
+    def load(self, dst_path: str | None = None) -> str:
+        """Fetch the data (from the DVC cache or remote) to ``dst_path``; returns its path."""
+        from dvc.api import DVCFileSystem
+
+        target = Path(dst_path or ".") / Path(self.path).name
+        rev = self.rev.removesuffix("-dirty") or None
+        DVCFileSystem(self.repo or None, rev=rev).get(self.path, str(target), recursive=True)
+        return str(target)
+
+    @staticmethod
+    def _can_resolve(raw_source: Any) -> bool:
+        return False  # made only from a dict (:meth:`from_dict`), never guessed from a string
+
+    @classmethod
+    def _resolve(cls, raw_source: Any) -> DvcDatasetSource:
+        raise NotImplementedError("a DVC source is made from its dict (from_dict)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "rev": self.rev, "repo": self.repo}
+
+    @classmethod
+    def from_dict(cls, source_dict: dict[Any, Any]) -> DvcDatasetSource:
+        return cls(source_dict["path"], source_dict["rev"], source_dict.get("repo", ""))
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A DVC-tracked path a run's stages read (``input``) or wrote (``output``)."""
+
+    path: str
+    md5: str
+    role: str
+
+
+def locked_stages(root: Path) -> dict[str, Any]:
+    """Every stage of the study's lock files (``dvc.lock``, ``always/dvc.lock``) by name;
+    empty where DVC has not run (e.g. the steps called from Python)."""
+    stages: dict[str, Any] = {}
+    for name in LOCK_FILES:
+        path = root / name
+        if path.is_file():
+            stages.update((yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or {}).get("stages", {}))
+    return stages
+
+
+def stage_data(stages: dict[str, Any], names: list[str]) -> list[DataFile]:
+    """The data paths (under ``data/``) of the named stages in ``dvc.lock``, each once:
+    ``output`` when one of them writes it, else ``input``. Stages not locked are skipped."""
+    outs: dict[str, str] = {}
+    deps: dict[str, str] = {}
+    for name in names:
+        entry = stages.get(name) or {}
+        for kind, found in (("outs", outs), ("deps", deps)):
+            for item in entry.get(kind, []):
+                if item.get("path", "").startswith("data/") and item.get("md5"):
+                    found[item["path"]] = item["md5"]
+    return [DataFile(path, md5, "output") for path, md5 in sorted(outs.items())] + [
+        DataFile(path, md5, "input") for path, md5 in sorted(deps.items()) if path not in outs]
+
+
+def log_data(mlflow: Any, files: list[DataFile], commit: str) -> None:
+    """Log ``files`` to the active run as dataset inputs (digest: the DVC hash; source: the
+    DVC path at ``commit``; context: ``input`` or ``output``)."""
+    from mlflow.data.meta_dataset import MetaDataset
+
+    for file in files:
+        dataset = MetaDataset(DvcDatasetSource(file.path, commit), name=file.path, digest=file.md5)
+        mlflow.log_input(dataset, context=file.role)
+
+
+def committed_params(root: Path, rev: str) -> dict[str, Any] | None:
+    """``params.yaml`` at git revision ``rev``; ``None`` outside git or where it has none."""
+    try:
+        text = subprocess.run(["git", "show", f"{rev}:params.yaml"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return yaml.load(text, Loader=_LOADER) or {}
+
+
+def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) -> dict[str, str]:
+    """``key -> "new (was old)"`` for each param that differs from the committed study (the
+    ``runs`` list is derived from the others and left out)."""
+    from genfair.study.tracking import flatten
+
+    if committed is None:
+        return {}
+    now = {k: v for k, v in flatten(current).items() if not k.startswith("runs.")}
+    before = {k: v for k, v in flatten(committed).items() if not k.startswith("runs.")}
+    return {key: f"{now.get(key, '<unset>')} (was {before.get(key, '<unset>')})"
+            for key in sorted(now.keys() | before.keys()) if now.get(key) != before.get(key)}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The DVC experiment a study run belongs to (``name`` empty outside ``dvc exp run``) and
+    the params it changed."""
+
+    name: str
+    changes: dict[str, str]
+
+    def tags(self) -> dict[str, str]:
+        tags = {f"genfair.changed.{key}": value[:5000] for key, value in self.changes.items()}
+        if self.name:
+            tags["genfair.experiment"] = self.name
+        return tags
+
+    def run_name(self, base: str) -> str:
+        """``base``, then the experiment's name, or the changed keys when it has none."""
+        if self.name:
+            return f"{base} {self.name}"
+        return f"{base} ({', '.join(self.changes)})" if self.changes else base
+
+    def description(self) -> str:
+        lines = [f"DVC experiment {self.name}" if self.name else "the committed study"]
+        lines += [f"- {key}: {value}" for key, value in self.changes.items()] or ["- no param changed"]
+        return "\n".join(lines)
+
+
+def current_experiment(root: Path, params_file: Path) -> Experiment:
+    """The experiment this process runs in (``DVC_EXP_NAME``), and the params of
+    ``params_file`` that differ from ``params.yaml`` at ``DVC_EXP_BASELINE_REV`` (else HEAD)."""
+    current = yaml.load(params_file.read_text(encoding="utf-8"), Loader=_LOADER) if params_file.is_file() else {}
+    rev = os.environ.get("DVC_EXP_BASELINE_REV") or "HEAD"
+    return Experiment(os.environ.get("DVC_EXP_NAME", ""), changed_params(current or {}, committed_params(root, rev)))
