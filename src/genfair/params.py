@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from genfair.errors import ConfigError
 
 __all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
-           "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
+           "EXECUTION", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
@@ -40,11 +40,22 @@ class TrackingConfig(_Strict):
 
 
 class GenerationConfig(_Strict):
-    """``generation``: when a ``generate`` stage counts as done."""
+    """``generation``: when a ``generate`` stage counts as done, and where its calls run."""
 
     #: the share of calls that may end in ``error`` (transport failures after retries) before
     #: the stage fails; errors are never cached, so a rerun asks only them again
     max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    #: where uncached calls run: ``local`` (this process) or ``dask`` (a Dask distributed
+    #: cluster, :mod:`genfair.models.dask_executor`). Where, not what: no output depends on it
+    #: (:data:`EXECUTION`), so switching it reruns nothing
+    executor: Literal["local", "dask"] = "local"
+    #: the Dask scheduler's address (``tcp://host:8786``); None: ``DASK_SCHEDULER_ADDRESS``
+    scheduler: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
+
+
+#: the keys of ``generation`` that say where calls run, not what they answer: outside
+#: ``generate``'s DVC params and its recorded ``run_params.json``
+EXECUTION = ("executor", "scheduler")
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from genfair.errors import IncompleteGeneration
 from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
-from genfair.params import PARAMS_FILE, cache_dir, read_params
+from genfair.models.executor import calls_executor
+from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, read_params
 from genfair.study.context import configured, run_models, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
@@ -71,8 +73,10 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
     if limit is not None:
         probes = probes.head(limit)
     backend = build_backend(params.model(model))
+    # absolute: a Dask worker opens the same cache from its own working directory
+    open_cache = partial(ResponseCache, (cache_dir(params.cache.dir) / "responses.sqlite").resolve())
     try:
-        with ResponseCache(cache_dir(params.cache.dir) / "responses.sqlite") as cache:
+        with open_cache() as cache, calls_executor(params.generation, open_cache):
             ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
             responses = method.generate(probes, config, ctx)
     finally:
@@ -96,7 +100,8 @@ def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, A
     records it beside the responses, so the run's labels and metrics are computed under
     the parameters its responses were generated with, and their stages need not parse
     ``params.yaml`` (DVC parses it once per stage that lists params)."""
-    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"})
+    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"},
+                                exclude={"generation": set(EXECUTION)})
     return {**{k: v for k, v in written.items() if k in RUN_BLOCKS},
             "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
             "methodologies": {methodology: written["methodologies"][methodology]}}
