@@ -5,6 +5,9 @@
     genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
     genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
     genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
+    genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
+                                        answer the study's calls into the response cache (on
+                                        the study's executor, e.g. a Dask cluster); then `dvc repro`
 """
 
 from __future__ import annotations
@@ -132,6 +135,25 @@ def cmd_try(args: argparse.Namespace) -> None:
     print(f"\noutputs under {layout.data}; summary: {summary}")
 
 
+def cmd_fill(args: argparse.Namespace) -> None:
+    from genfair.logs import setup
+    from genfair.study.fill import fill
+
+    setup("fill")
+    params = load_params(args.params or PARAMS_FILE)
+    outcome = fill(params, _names(args.models), _names(args.methodologies),
+                   jobs=args.jobs or (4 if params.generation.executor == "dask" else 1))
+    failed = {run: why for run, why in outcome.items() if why != "ok"}
+    print(f"filled {len(outcome) - len(failed)} of {len(outcome)} runs; `dvc repro` now replays them from the cache")
+    if failed:
+        raise ConfigError(f"{len(failed)} runs not filled (rerun to resume): "
+                          + "; ".join(f"{run}: {why}" for run, why in failed.items()))
+
+
+def _names(value: str | None) -> list[str] | None:
+    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="genfair", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -155,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="where outputs go (default .genfair/try in the repository root)")
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
     p.set_defaults(func=cmd_try)
+    p = sub.add_parser("fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)")
+    p.add_argument("--models", default=None, help="comma-separated models (default: all)")
+    p.add_argument("--methodologies", default=None, help="comma-separated methodologies (default: all)")
+    p.add_argument("--jobs", type=_positive, default=None, help="runs filled at once (default: 4 on dask, 1 local)")
+    p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
+    p.set_defaults(func=cmd_fill)
 
     args = parser.parse_args(argv)
     debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"

@@ -19,6 +19,7 @@ from genfair.config import StudyParams, load_params
 from genfair.errors import ConfigError
 from genfair.models.dask_executor import config_hash, worker_stats
 from genfair.study.layout import Layout
+from genfair.study.fill import fill, select_runs
 from genfair.study.steps import generate, make_probes
 from tests.support.conf import ROOT, with_runs
 
@@ -172,3 +173,30 @@ def test_a_missing_scheduler_is_one_clear_line(tmp_path: Path, mock_openai, monk
     with pytest.raises(ConfigError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9 "):
         monkeypatch.setattr("genfair.models.dask_executor.CONNECT_TIMEOUT_S", 1.0)
         connect("tcp://127.0.0.1:9")
+
+
+def test_fill_answers_the_study_on_the_cluster_and_the_stages_then_only_replay(
+        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = mock_openai(reply="A")
+    params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address)
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    assert fill(params, models=["endpoint"], jobs=2) == {"endpoint · fact_or_fair": "ok"}  # --models restricts
+    asked = server.calls
+    assert asked > 0
+
+    outcome = fill(params, jobs=3)
+    assert outcome == {f"{r['model']} · {r['methodology']}": "ok" for r in params.runs.values()}
+    assert server.calls == asked  # resumable: the endpoint's calls were in the cache
+
+    local = params.model_copy(update={"generation": params.generation.model_copy(update={"executor": "local"})})
+    _study(local, Layout(tmp_path / "repro"), tmp_path / "cache", monkeypatch)
+    assert server.calls == asked  # the stages (dvc repro) replay from the cache
+
+
+def test_fill_names_unknown_models_and_methodologies(tmp_path: Path) -> None:
+    params = _params(tmp_path, "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match=r"no model 'nope' in the study; known: .*endpoint"):
+        select_runs(params, ["nope"], None)
+    with pytest.raises(ConfigError, match=r"no methodology 'iris' in the study"):
+        select_runs(params, None, ["iris"])
+    assert [r["model"] for r in select_runs(params, None, ["open_bias"])] == ["simulated_t2i"]

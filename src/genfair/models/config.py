@@ -59,6 +59,11 @@ class DecodingOverride(_Strict):
     top_p: TopP | None = None
 
 
+#: model config keys that say where a model runs, not what it answers: outside the hashes
+#: and records that decide whether a stage reruns
+PLACEMENT_KEYS = frozenset({"worker_resources"})
+
+
 class _UnderTest(_Strict):
     """What every model under test has, whatever its modality."""
 
