@@ -99,10 +99,12 @@ def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
     params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, concurrency=2)
     victim = dask_cluster.workers[0]
     killed = threading.Event()
+    at_kill: list[int] = []
 
     def kill_when_busy() -> None:  # a state, not a delay: the endpoint has answered some calls
         while server.calls < 10 and not killed.is_set():
             threading.Event().wait(0.01)
+        at_kill.append(server.calls)
         dask_cluster.kill(victim)
         killed.set()
 
@@ -119,6 +121,7 @@ def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
     assert victim.poll() is not None, "the worker was killed mid-stage"
 
     first_run = server.calls
+    assert at_kill and at_kill[0] < first_run, "the worker died while the stage was sending calls"
     generate(params, "endpoint", "fact_or_fair", layout)  # the rerun completes from the cache (+ what failed)
     responses = pd.read_parquet(layout.responses("endpoint", "fact_or_fair"))
     assert (responses["status"] != "error").all(), outcome
@@ -200,3 +203,20 @@ def test_fill_names_unknown_models_and_methodologies(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"no methodology 'iris' in the study"):
         select_runs(params, None, ["iris"])
     assert [r["model"] for r in select_runs(params, None, ["open_bias"])] == ["simulated_t2i"]
+
+
+def test_worker_resources_place_a_model_on_the_workers_that_offer_them(
+        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = _params(tmp_path, "http://127.0.0.1:9/v1").model_dump(mode="json")
+    gpu_model = {**raw["models"]["simulated_llm"], "worker_resources": {"GPU": 1}}
+    params, layout = _on_cluster(tmp_path, dask_cluster, "http://127.0.0.1:9/v1", monkeypatch,
+                                 extra_models={"simulated_llm": gpu_model})
+    with pytest.raises(ConfigError, match=r"no Dask worker offers the resources \{'GPU': 1.0\} .* --resources GPU=1"):
+        generate(params, "simulated_llm", "fact_or_fair", layout)
+
+    gpu = dask_cluster.add_worker(resources="GPU=1")
+    dask_cluster.client.wait_for_workers(3, timeout=60)
+    generate(params, "simulated_llm", "fact_or_fair", layout)
+    tasks = {w: s["tasks"] for w, s in dask_cluster.client.run(worker_stats).items()}
+    placed = dask_cluster.worker_address(gpu)
+    assert tasks[placed] > 0 and all(n == 0 for w, n in tasks.items() if w != placed), tasks

@@ -72,11 +72,12 @@ class Cluster:
                                 start_new_session=True)
 
     def worker_address(self, process: subprocess.Popen[bytes]) -> str:
-        """The address of a worker process, as the scheduler knows it."""
-        for address, info in self.client.scheduler_info()["workers"].items():
-            if info.get("pid") == process.pid:
+        """The address of a worker process, as the scheduler knows it (by its ``--name``)."""
+        name = f"w{self.workers.index(process)}"
+        for address, info in self.client.scheduler_info(n_workers=-1)["workers"].items():
+            if info.get("name") == name:
                 return address
-        raise LookupError(f"no worker with pid {process.pid}")
+        raise LookupError(f"no worker named {name}")
 
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL one worker's process group: a machine lost mid-task."""

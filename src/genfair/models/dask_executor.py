@@ -52,10 +52,10 @@ log = logging.getLogger(__name__)
 
 #: how long to wait for the scheduler to answer, and for a first worker to join it
 CONNECT_TIMEOUT_S = 30.0
-#: at most this many calls per task: small enough to spread a stage over the workers and to
-#: lose little when one dies, large enough that a task's overhead (a few ms) is negligible
+#: a local model's calls per task at most: small enough to spread a stage over the workers
+#: and to lose little when one dies, large enough that a task's overhead (ms) is negligible
 MAX_SHARD = 64
-#: tasks per worker thread the calls are split into, so a fast worker takes more of them
+#: a local model's tasks per worker thread, so a fast worker takes more of them
 SHARDS_PER_THREAD = 4
 
 INSTALL_HINT = "pip install -e '.[dask]' (Dask distributed is an optional extra)"
@@ -103,17 +103,26 @@ class DaskExecutor:
                 self._declined.add(model_key)
                 log.info("%s has no model config to rebuild it on a worker: its calls run in this process", model_key)
             return False
-        threads = max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()))
+        resources = dict(getattr(config, "worker_resources", {}) or {})
+        workers = [w for w in self.client.scheduler_info()["workers"].values()
+                   if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items())]
+        if not workers:  # its tasks would wait forever
+            raise ConfigError(f"no Dask worker offers the resources {resources} that {model_key} needs "
+                              f"(its worker_resources): start workers with --resources "
+                              f"{','.join(f'{k}={v:g}' for k, v in resources.items())}")
+        threads = max(1, sum(w.get("nthreads", 1) for w in workers))
         limit = _http_limit(config)
-        # an HTTP task may hold up to its share of the model's concurrency
-        share = math.ceil(limit / threads) if limit else 1
-        size = max(share, min(MAX_SHARD, math.ceil(len(requests) / (threads * SHARDS_PER_THREAD))))
+        if limit:  # HTTP: a task per worker thread, holding up to its share of the model's concurrency
+            share = math.ceil(limit / threads)
+            size = max(share, math.ceil(len(requests) / threads))
+        else:  # local models: small shards, so a fast worker takes more of them
+            share = 1
+            size = min(MAX_SHARD, math.ceil(len(requests) / (threads * SHARDS_PER_THREAD)))
         starts = range(0, len(requests), size)
-        resources = dict(getattr(config, "worker_resources", {}) or {}) or None
         job = _Job(config, getattr(backend, "store", None), self.open_cache, model_key, share)
         futures = {
             self.client.submit(run_shard, job, list(requests[s : s + size]), list(keys[s : s + size]),
-                               key=f"genfair-shard-{uuid.uuid4().hex}", resources=resources, pure=False): s
+                               key=f"genfair-shard-{uuid.uuid4().hex}", resources=resources or None, pure=False): s
             for s in starts
         }
         from distributed import as_completed
