@@ -64,14 +64,14 @@ INSTALL_HINT = "pip install -e '.[dask]' (Dask distributed is an optional extra)
 def connect(address: str | None) -> Any:
     """A :class:`distributed.Client` of the scheduler at ``address`` (``None``:
     ``DASK_SCHEDULER_ADDRESS``), once at least one worker has joined it."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ConfigError(f"params.yaml: generation.executor: dask needs Dask distributed: {INSTALL_HINT}") from None
     address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if not address:
         raise ConfigError("params.yaml: generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS="
                           "tcp://HOST:8786 or generation.scheduler")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError(f"params.yaml: generation.executor: dask needs Dask distributed: {INSTALL_HINT}") from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except OSError as exc:
