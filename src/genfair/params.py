@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from genfair.errors import ConfigError
 
 __all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
-           "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config", "format_errors",
+           "EXECUTION", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
@@ -78,13 +78,13 @@ def _no_credentials(url: str) -> str:
 def cache_url(cache: CacheConfig) -> str:
     """The response store's URL: ``GENFAIR_CACHE_URL`` if set, else ``cache.url``, else the
     SQLite file in the cache folder."""
-    return os.environ.get("GENFAIR_CACHE_URL") or cache.url or f"sqlite:///{cache_dir(cache.dir) / 'responses.sqlite'}"
+    return os.environ.get("GENFAIR_CACHE_URL") or cache.url or f"sqlite:///{(cache_dir(cache.dir) / 'responses.sqlite').resolve()}"
 
 
 def images_url(cache: CacheConfig) -> str:
     """The image store: ``GENFAIR_IMAGES_URL`` if set, else ``cache.images``, else the
     ``images`` folder in the cache folder."""
-    return os.environ.get("GENFAIR_IMAGES_URL") or cache.images or str(cache_dir(cache.dir) / "images")
+    return os.environ.get("GENFAIR_IMAGES_URL") or cache.images or str((cache_dir(cache.dir) / "images").resolve())
 
 
 class TrackingConfig(_Strict):
@@ -94,11 +94,22 @@ class TrackingConfig(_Strict):
 
 
 class GenerationConfig(_Strict):
-    """``generation``: when a ``generate`` stage counts as done."""
+    """``generation``: when a ``generate`` stage counts as done, and where its calls run."""
 
     #: the share of calls that may end in ``error`` (transport failures after retries) before
     #: the stage fails; errors are never cached, so a rerun asks only them again
     max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    #: where uncached calls run: ``local`` (this process) or ``dask`` (a Dask distributed
+    #: cluster, :mod:`genfair.models.dask_executor`). Where, not what: no output depends on it
+    #: (:data:`EXECUTION`), so switching it reruns nothing
+    executor: Literal["local", "dask"] = "local"
+    #: the Dask scheduler's address (``tcp://host:8786``); None: ``DASK_SCHEDULER_ADDRESS``
+    scheduler: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
+
+
+#: the keys of ``generation`` that say where calls run, not what they answer: outside
+#: ``generate``'s DVC params and its recorded ``run_params.json``
+EXECUTION = ("executor", "scheduler")
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:

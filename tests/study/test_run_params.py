@@ -81,3 +81,20 @@ def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
 def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"run_params.json: not found; generate@simulated_llm-toy_quiz writes it"):
         recorded_params("simulated_llm", "toy_quiz", Layout(tmp_path), str(ROOT / "params.yaml"))
+
+
+def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
+    """``generation.executor``/``scheduler`` and a model's ``worker_resources`` change no
+    output: run_params.json and the runs' model hashes ignore them, so switching reruns nothing."""
+    from genfair.cli import compose
+    from genfair.config import StudyParams, load_params
+    from genfair.study.runs import model_hash
+    from genfair.study.steps import run_params
+
+    raw = load_params(compose(["scale=smoke"], tmp_path / "params.yaml")).model_dump(mode="json", exclude_unset=True)
+    before = StudyParams.model_validate(raw)
+    raw["generation"] = {**raw.get("generation", {}), "executor": "dask", "scheduler": "tcp://127.0.0.1:8786"}
+    raw["models"]["smollm2"]["worker_resources"] = {"GPU": 1}
+    after = StudyParams.model_validate(raw)
+    assert run_params(after, "smollm2", "fact_or_fair") == run_params(before, "smollm2", "fact_or_fair")
+    assert model_hash(after.model("smollm2")) == model_hash(before.model("smollm2"))

@@ -62,4 +62,6 @@ def build_backend(config: ModelConfig) -> LLMBackend:
     factory: object = import_module(module)
     for part in attribute.split("."):
         factory = getattr(factory, part)
-    return factory(config)  # type: ignore[operator]
+    backend: LLMBackend = factory(config)  # type: ignore[operator]
+    backend.model_config = config
+    return backend

@@ -192,6 +192,9 @@ class LLMBackend(ABC):
     supports_json_schema: bool = False
     #: ``True`` for planted-bias simulators: their results are labelled everywhere.
     simulated: bool = False
+    #: the validated model config it was built from (set by :func:`genfair.models.build_backend`;
+    #: ``None`` for a backend built in code): how an executor rebuilds it on another machine
+    model_config: Any = None
 
     @property
     @abstractmethod

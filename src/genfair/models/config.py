@@ -59,6 +59,11 @@ class DecodingOverride(_Strict):
     top_p: TopP | None = None
 
 
+#: model config keys that say where a model runs, not what it answers: outside the hashes
+#: and records that decide whether a stage reruns
+PLACEMENT_KEYS = frozenset({"worker_resources"})
+
+
 class _UnderTest(_Strict):
     """What every model under test has, whatever its modality."""
 
@@ -66,6 +71,18 @@ class _UnderTest(_Strict):
     description: str = ""
     #: model family (IRIS Fig. 4(d)); None = unknown
     architecture: Architecture = None
+    #: Dask worker resources one task of this model needs (``{GPU: 1}``): with
+    #: ``generation.executor: dask`` its calls run only on workers that declare them
+    #: (``dask worker --resources GPU=1``); ignored by the local executor
+    worker_resources: dict[str, float] = {}
+
+    @field_validator("worker_resources")
+    @classmethod
+    def _resources(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: v for k, v in value.items() if v <= 0 or not k.replace("_", "").isalnum()}
+        if bad:
+            raise ValueError(f"each resource needs a name (letters, digits, _) and an amount > 0, got {bad}")
+        return value
 
 
 class _ModelBase(_UnderTest):

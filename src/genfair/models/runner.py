@@ -31,7 +31,7 @@ import pandas as pd
 from genfair.logs import progress
 from genfair.models.base import Completion, LLMBackend, PerCall, Request, derive_seed
 from genfair.models.cache import ResponseCache
-from genfair.models.redaction import redact_completion
+from genfair.models.executor import active, store_completion
 
 log = logging.getLogger(__name__)
 
@@ -212,37 +212,29 @@ def _send(
     results: dict[int, Completion],
     progress: Callable[[int], object],
 ) -> None:
-    """Ask the backend for ``indices`` (claimed by this process); store each answer the
-    moment it exists, after checking it: a malformed completion becomes an ``error``
-    (not cached, asked again on the next run), never a cached success."""
-    by_request = {id(requests[i]): i for i in indices}
+    """Ask the backend for ``indices`` (claimed by this process), in this process or on the
+    active executor (:mod:`genfair.models.executor`); each answer is stored the moment it
+    exists, after checking it (:func:`store_completion`)."""
+    batch = [requests[i] for i in indices]
 
-    def on_done(request: Request, completion: Completion) -> None:
-        i = by_request[id(request)]
-        completion = redact_completion(completion)
-        problem = completion.problem()
-        if problem is not None:
-            log.warning("malformed completion from %s: %s; recorded as an error", model_key, problem)
-            completion = Completion(status="error", error=f"malformed completion: {problem}",
-                                    latency_s=_number(completion.latency_s), tries=_count(completion.tries))
-        cache.put(keys[i], model_key, completion)
-        results[i] = completion
+    def record(position: int, completion: Completion) -> None:
+        results[indices[position]] = completion
         progress(1)
 
     with cache.holding([keys[i] for i in indices]):
-        backend.complete([requests[i] for i in indices], on_done)
+        executor = active()
+        if executor is None or not executor.send(backend, batch, [keys[i] for i in indices], model_key, record):
+            position = {id(request): n for n, request in enumerate(batch)}
+
+            def on_done(request: Request, completion: Completion) -> None:
+                n = position[id(request)]
+                record(n, store_completion(cache, keys[indices[n]], model_key, completion))
+
+            backend.complete(batch, on_done)
     lost = [i for i in indices if i not in results]
     if lost:  # a backend broke its contract; record rather than crash
         for i in lost:
             results[i] = Completion(status="error", error="backend returned no completion")
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) else 1
 
 
 def _verdict(completion: Completion, judge: Judge, meta: dict[str, Any]) -> str:

@@ -37,12 +37,13 @@ IMAGE_RESPONSE_COLUMNS = [
 ]
 
 
-class _Storing(LLMBackend):
+class Storing(LLMBackend):
     """A t2i backend whose PNG bytes go to the image store before the caller sees them."""
 
     def __init__(self, backend: LLMBackend, store: ImageStore):
         self.inner = backend
         self.store = store
+        self.model_config = backend.model_config  # an executor rebuilds it, with this store, elsewhere
         self.deterministic = backend.deterministic
         self.simulated = backend.simulated
 
@@ -94,7 +95,7 @@ def generate_images(
             store.read(completion.image or "0" * 64)  # raises: cache and store disagree
         return completion.status
 
-    answers = ask(_Storing(backend, store), cache, calls, verdict, seed=seed, desc=desc or "draw",
+    answers = ask(Storing(backend, store), cache, calls, verdict, seed=seed, desc=desc or "draw",
                   chunk_size=chunk_size, unit="image")
     rows = [_row(call, completion, attempts, store)
             for call, (completion, _, attempts) in zip(calls, answers, strict=True)]

@@ -24,7 +24,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
 from genfair.models.base import stable_hash
-from genfair.models.config import ModelConfig, modality_of
+from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 
 __all__ = ["check_runs", "compose_runs", "measures", "model_hash", "run_key", "runs_for"]
 
@@ -47,7 +47,7 @@ def model_hash(config: Any) -> str | None:
         valid = config if isinstance(config, BaseModel) else TypeAdapter(ModelConfig).validate_python(config)
     except ValidationError:
         return None
-    return stable_hash(valid.model_dump(mode="json"), 16)
+    return stable_hash(valid.model_dump(mode="json", exclude=set(PLACEMENT_KEYS)), 16)
 
 
 def runs_for(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

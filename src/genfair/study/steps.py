@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ from genfair.errors import IncompleteGeneration
 from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
-from genfair.params import PARAMS_FILE, read_params
+from genfair.models.config import PLACEMENT_KEYS
+from genfair.models.executor import calls_executor
+from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, cache_url, images_url, read_params
 from genfair.study.context import configured, run_models, runs_methodology, step_context, study_context
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
@@ -62,25 +66,44 @@ def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> i
 
 def generate(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
              limit: int | None = None) -> Path:
-    """Ask the model the methodology's probes (of its modality), through the response cache.
-    Fails (:class:`IncompleteGeneration`) when too many calls end in ``error``."""
+    """Ask the model the methodology's probes (of its modality), through the response cache,
+    on the executor ``generation.executor`` names. Fails (:class:`IncompleteGeneration`)
+    when too many calls end in ``error``."""
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
-    method, config = configured(params, methodology)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
         probes = probes.head(limit)
-    backend = build_backend(params.model(model))
-    try:
-        with ResponseCache.configured(params.cache) as cache:
-            ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
-            responses = method.generate(probes, config, ctx)
-    finally:
-        backend.close()
+    open_cache = cache_opener(params)
+    with calls_executor(params.generation, open_cache):
+        responses = answer(params, model, methodology, probes, layout, open_cache)
     _log_status(responses["status"])
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
     write_json(run_params(params, model, methodology), layout.run_params(model, methodology))
     return write_parquet(responses, out)
+
+
+def cache_opener(params: StudyParams) -> Callable[[], ResponseCache]:
+    """Opens the study's response cache and image store: picklable, so a Dask worker opens
+    the same ones (their locations resolved here: a worker has its own working directory)."""
+    config = params.cache
+    resolved = config.model_copy(update={"url": cache_url(config), "images": images_url(config),
+                                         "dir": str(cache_dir(config.dir).resolve())})
+    return partial(ResponseCache.configured, resolved)
+
+
+def answer(params: StudyParams, model: str, methodology: str, probes: pd.DataFrame, layout: Layout,
+           open_cache: Callable[[], ResponseCache]) -> pd.DataFrame:
+    """The methodology's ``generate`` of ``probes`` on the model, through the cache (its
+    images exported under ``layout``): every call answered or recorded as failed."""
+    method, config = configured(params, methodology)
+    backend = build_backend(params.model(model))
+    try:
+        with open_cache() as cache:
+            ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
+            return method.generate(probes, config, ctx)
+    finally:
+        backend.close()
 
 
 #: the blocks of params.yaml besides the run's models and methodology that its steps read;
@@ -96,7 +119,8 @@ def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, A
     records it beside the responses, so the run's labels and metrics are computed under
     the parameters its responses were generated with, and their stages need not parse
     ``params.yaml`` (DVC parses it once per stage that lists params)."""
-    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"})
+    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"},
+                                exclude={"generation": set(EXECUTION), "models": {"__all__": set(PLACEMENT_KEYS)}})
     return {**{k: v for k, v in written.items() if k in RUN_BLOCKS},
             "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
             "methodologies": {methodology: written["methodologies"][methodology]}}

@@ -1,0 +1,261 @@
+"""Run a stage's uncached calls on a Dask distributed cluster (``generation.executor: dask``).
+
+The runner still decides which calls to send (cache first, claims, re-asks) and keeps its
+claims alive while the cluster works; this executor splits the calls it is handed into
+shards and submits one task per shard. A task, on a worker:
+
+1. takes the model from the worker's model cache (:func:`worker_model`, keyed by the model
+   config: weights load once per worker and serve every later task), wrapped to write
+   images into the image store for a text-to-image model;
+2. skips the calls an earlier try of the same task already stored (a worker that died
+   mid-shard), asks the model the rest and stores each answer in the shared response cache
+   the moment it exists (:func:`genfair.models.executor.store_completion`);
+3. returns the completions (without image bytes) to the client, whose progress line counts
+   the calls answered anywhere on the cluster.
+
+Where a task runs: a model's ``worker_resources`` (``{GPU: 1}``) go to Dask as task
+resources, so it runs only on workers started with them (``dask worker --resources GPU=1``);
+eight such workers hold eight replicas. HTTP models (a config with ``concurrency``) run as
+tasks that are clients of the endpoint, and their ``concurrency`` is a cluster-wide bound:
+each in-flight request holds a lease of a :class:`distributed.Semaphore` named after the
+endpoint and model, so ten workers never send ten times a provider's limit.
+
+A task whose workers all died (``KilledWorker``) or that raised is recorded as ``error``
+completions carrying the reason in one line (the lost worker's address), so the stage
+fails with the usual incomplete-generation error and a rerun asks only those calls. The
+scheduler reruns a task lost with one worker on another by itself.
+
+Everything a worker needs travels with the task (the model config, the image store, the
+cache opener); API keys do not: a worker reads a model's ``api_key_env`` from its own
+environment, and the response cache must be one the workers reach (the same file on one
+machine or a shared file system, or the team database).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from genfair.errors import ConfigError
+from genfair.models.base import Completion, LLMBackend, Request, stable_hash
+from genfair.models.cache import ResponseCache
+from genfair.models.executor import OnResult, store_completion
+
+log = logging.getLogger(__name__)
+
+#: how long to wait for the scheduler to answer, and for a first worker to join it
+CONNECT_TIMEOUT_S = 30.0
+#: a local model's calls per task at most: small enough to spread a stage over the workers
+#: and to lose little when one dies, large enough that a task's overhead (ms) is negligible
+MAX_SHARD = 64
+#: a local model's tasks per worker thread, so a fast worker takes more of them
+SHARDS_PER_THREAD = 4
+
+INSTALL_HINT = "pip install -e '.[dask]' (Dask distributed is an optional extra)"
+
+
+def connect(address: str | None) -> Any:
+    """A :class:`distributed.Client` of the scheduler at ``address`` (``None``:
+    ``DASK_SCHEDULER_ADDRESS``), once at least one worker has joined it."""
+    address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if not address:
+        raise ConfigError("params.yaml: generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS="
+                          "tcp://HOST:8786 or generation.scheduler")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError(f"params.yaml: generation.executor: dask needs Dask distributed: {INSTALL_HINT}") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Dask scheduler at {address} (generation.scheduler or "
+                          f"DASK_SCHEDULER_ADDRESS): {_first_line(exc)}") from None
+    try:
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+    except TimeoutError:
+        client.close()
+        raise ConfigError(f"no Dask worker joined the scheduler at {address} within {CONNECT_TIMEOUT_S:g} s: "
+                          f"start workers (dask worker {address})") from None
+    return client
+
+
+class DaskExecutor:
+    """Sends a stage's calls to the cluster of ``client``; workers open the response cache
+    with ``open_cache`` (a picklable callable, e.g. ``partial(ResponseCache, path)``)."""
+
+    def __init__(self, client: Any, open_cache: Callable[[], ResponseCache]):
+        self.client = client
+        self.open_cache = open_cache
+        self._declined: set[str] = set()
+
+    def send(self, backend: LLMBackend, requests: Sequence[Request], keys: Sequence[str], model_key: str,
+             on_result: OnResult) -> bool:
+        config = getattr(backend, "model_config", None)
+        if config is None:  # built in code: nothing to rebuild it from on a worker
+            if model_key not in self._declined:
+                self._declined.add(model_key)
+                log.info("%s has no model config to rebuild it on a worker: its calls run in this process", model_key)
+            return False
+        resources = dict(getattr(config, "worker_resources", {}) or {})
+        workers = [w for w in self.client.scheduler_info()["workers"].values()
+                   if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items())]
+        if not workers:  # its tasks would wait forever
+            raise ConfigError(f"no Dask worker offers the resources {resources} that {model_key} needs "
+                              f"(its worker_resources): start workers with --resources "
+                              f"{','.join(f'{k}={v:g}' for k, v in resources.items())}")
+        threads = max(1, sum(w.get("nthreads", 1) for w in workers))
+        limit = _http_limit(config)
+        if limit:  # HTTP: a task per worker thread, holding up to its share of the model's concurrency
+            share = math.ceil(limit / threads)
+            size = max(share, math.ceil(len(requests) / threads))
+        else:  # local models: small shards, so a fast worker takes more of them
+            share = 1
+            size = min(MAX_SHARD, math.ceil(len(requests) / (threads * SHARDS_PER_THREAD)))
+        starts = range(0, len(requests), size)
+        job = _Job(config, getattr(backend, "store", None), self.open_cache, model_key, share)
+        futures = {
+            self.client.submit(run_shard, job, list(requests[s : s + size]), list(keys[s : s + size]),
+                               key=f"genfair-shard-{uuid.uuid4().hex}", resources=resources or None, pure=False): s
+            for s in starts
+        }
+        from distributed import as_completed
+
+        # each answer is recorded (and counted) as its shard comes back, from whichever worker
+        with self.client.as_current():  # where as_completed finds its client
+            try:
+                for future in as_completed(futures):
+                    start = futures[future]
+                    count = len(requests[start : start + size])
+                    try:
+                        done = [Completion.from_dict(d) for d in future.result()]
+                    except Exception as exc:  # noqa: BLE001 - a lost task is data: its calls are errors
+                        reason = f"Dask task failed: {type(exc).__name__}: {_first_line(exc)}"
+                        log.warning("%d calls of %s not answered: %s", count, model_key, reason)
+                        done = [Completion(status="error", error=reason)] * count
+                    for offset, completion in enumerate(done):
+                        on_result(start + offset, completion)
+            finally:
+                self.client.cancel([f for f in futures if not f.done()])
+        return True
+
+
+class _Job:
+    """What every shard of one ``send`` shares (pickled once per task)."""
+
+    def __init__(self, config: Any, store: Any, open_cache: Callable[[], ResponseCache], model_key: str,
+                 share: int):
+        self.config, self.store, self.open_cache = config, store, open_cache
+        self.model_key, self.share = model_key, share
+
+
+def run_shard(job: _Job, requests: list[Request], keys: list[str]) -> list[dict[str, Any]]:
+    """On a worker: answer one shard through the shared cache; the completions as dicts."""
+    cache = _worker_cache(job.open_cache)
+    with _lock:
+        tasks[job.model_key] += 1
+    results: dict[int, Completion] = {}
+    hits = cache.get_many(keys)  # stored by an earlier try of this task (its worker died)
+    results.update((n, hits[k]) for n, k in enumerate(keys) if k in hits)
+    todo = [n for n in range(len(keys)) if n not in results]
+    if todo:
+        with _leases(job) as concurrency:
+            config = job.config if concurrency is None else job.config.model_copy(update={"concurrency": concurrency})
+            backend = worker_model(config)
+            if job.store is not None:
+                from genfair.models.t2i import Storing
+
+                backend = Storing(backend, job.store)
+            position = {id(requests[n]): n for n in todo}
+
+            def on_done(request: Request, completion: Completion) -> None:
+                n = position[id(request)]
+                results[n] = store_completion(cache, keys[n], job.model_key, completion)
+
+            backend.complete([requests[n] for n in todo], on_done)
+    missing = Completion(status="error", error="backend returned no completion")
+    return [results.get(n, missing).to_dict() for n in range(len(keys))]
+
+
+# --- worker-side state: loaded models and open caches, per worker process ---------------------
+
+_lock = threading.Lock()
+_models: dict[str, LLMBackend] = {}
+_caches: dict[str, ResponseCache] = {}
+#: how many times each model (by config hash) was loaded in this process, and how many tasks ran
+loads: Counter[str] = Counter()
+tasks: Counter[str] = Counter()
+
+
+def worker_model(config: Any) -> LLMBackend:
+    """The backend of ``config``, built once per worker process and kept for every later task
+    (keyed by the whole config: device and threads decide how it is loaded)."""
+    from genfair.models import build_backend
+
+    name = config_hash(config)
+    with _lock:  # a worker with several threads loads a model once
+        if name not in _models:
+            log.info("loading %s on this worker", getattr(config, "model_id", name))
+            _models[name] = build_backend(config)
+            loads[name] += 1
+        return _models[name]
+
+
+def config_hash(config: Any) -> str:
+    return stable_hash(config.model_dump(mode="json"), 16)
+
+
+def worker_stats() -> dict[str, Any]:
+    """This worker's model loads (by config hash) and tasks run: ``client.run(worker_stats)``."""
+    with _lock:
+        return {"loads": dict(loads), "tasks": sum(tasks.values())}
+
+
+def _worker_cache(open_cache: Callable[[], ResponseCache]) -> ResponseCache:
+    name = repr(open_cache)
+    with _lock:
+        if name not in _caches:
+            _caches[name] = open_cache()
+        return _caches[name]
+
+
+def _http_limit(config: Any) -> int | None:
+    """The cluster-wide bound of an HTTP model (its ``concurrency``); ``None`` for the others."""
+    limit = getattr(config, "concurrency", None)
+    return limit if isinstance(limit, int) and getattr(config, "base_url", None) else None
+
+
+@contextmanager
+def _leases(job: _Job) -> Iterator[int | None]:
+    """For an HTTP model, leases of its cluster-wide semaphore: one (waiting for it), then up
+    to the task's share without waiting; yields how many requests may be in flight. ``None``
+    (no bound) for the other models."""
+    limit = _http_limit(job.config)
+    if limit is None:
+        yield None
+        return
+    from distributed import Semaphore
+
+    # named by endpoint and model (and the bound, which a semaphore cannot change)
+    name = f"genfair-{stable_hash([job.config.base_url, job.config.model_id], 16)}-{limit}"
+    semaphore = Semaphore(max_leases=limit, name=name)
+    semaphore.acquire()
+    held = 1
+    try:
+        while held < job.share and semaphore.acquire(timeout=0):
+            held += 1
+        yield held
+    finally:
+        for _ in range(held):
+            semaphore.release()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,95 @@
+"""Who executes a stage's uncached calls: this process (the default) or a cluster.
+
+The runner (:mod:`genfair.models.runner`) decides *which* calls to send (cache first,
+claims, re-asks); an executor decides *where* they run. The local one is the backend's own
+``complete`` in this process. Another executor (:mod:`genfair.models.dask_executor`) is made
+active for a block with :func:`executing`, so every call of that block goes through it,
+whichever methodology, step or helper model sends it: no methodology knows where its calls
+run. An executor may decline a backend it cannot rebuild elsewhere (one built in code
+rather than from a model config); those calls then run locally.
+
+Whatever runs a call stores it with :func:`store_completion`: checked, masked and cached
+the moment it exists, so a lost process or worker loses nothing it finished.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from genfair.models.base import Completion, LLMBackend, Request
+from genfair.models.cache import ResponseCache
+from genfair.models.redaction import redact_completion
+
+log = logging.getLogger(__name__)
+
+#: called once per request with its index in the batch and its completion (already cached)
+OnResult = Callable[[int, Completion], None]
+
+
+class Executor(Protocol):
+    def send(self, backend: LLMBackend, requests: Sequence[Request], keys: Sequence[str], model_key: str,
+             on_result: OnResult) -> bool:
+        """Answer ``requests`` (cache ``keys``) and store each answer; ``on_result`` once per
+        request. ``False`` (nothing sent) when this executor cannot run ``backend``."""
+        ...
+
+
+_active: ContextVar[Executor | None] = ContextVar("genfair_executor", default=None)
+
+
+def active() -> Executor | None:
+    """The executor of the current block, or ``None`` (run in this process)."""
+    return _active.get()
+
+
+@contextmanager
+def executing(executor: Executor | None) -> Iterator[None]:
+    """Run every call sent in this block through ``executor`` (``None``: in this process)."""
+    token = _active.set(executor)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+@contextmanager
+def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> Iterator[None]:
+    """Run the block's calls where ``generation`` (the study's :class:`~genfair.params.GenerationConfig`)
+    says: in this process, or on the Dask cluster of ``generation.scheduler`` (whose workers
+    open the response cache with ``open_cache``)."""
+    if generation.executor == "local":
+        yield
+        return
+    from genfair.models.dask_executor import DaskExecutor, connect
+
+    client = connect(generation.scheduler)
+    try:
+        with executing(DaskExecutor(client, open_cache)):
+            yield
+    finally:
+        client.close()
+
+
+def store_completion(cache: ResponseCache, key: str, model_key: str, completion: Completion) -> Completion:
+    """``completion`` masked and checked, then cached under ``key``: a malformed one becomes an
+    ``error`` (not cached, asked again on the next run), never a cached success."""
+    completion = redact_completion(completion)
+    problem = completion.problem()
+    if problem is not None:
+        log.warning("malformed completion from %s: %s; recorded as an error", model_key, problem)
+        completion = Completion(status="error", error=f"malformed completion: {problem}",
+                                latency_s=_number(completion.latency_s), tries=_count(completion.tries))
+    cache.put(key, model_key, completion)
+    return completion
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) else 1
