@@ -62,9 +62,9 @@ def test_claims_are_exclusive_expire_and_follow_their_owner(url: str) -> None:
         a.put("k1", "m", Completion(status="ok", text="A"))
         a.put("k2", "m", Completion(status="error", error="boom"))  # a failure frees it too
         assert b.claim(["k1", "k2"]) == {"k2"}  # k1 is answered: read, never claimed
-        assert a.claim(["k4"], ttl_s=0.6) == {"k4"}
-        with a.holding(["k4"], ttl_s=0.6):
-            deadline = time.monotonic() + 1.5  # over two TTLs: held by the heartbeat
+        assert a.claim(["k4"], ttl_s=2.0) == {"k4"}
+        with a.holding(["k4"], ttl_s=2.0):  # a beat every 0.67 s: slack for a loaded machine
+            deadline = time.monotonic() + 4.5  # over two TTLs: held by the heartbeat
             while time.monotonic() < deadline:
                 assert b.claim(["k4"]) == set()
                 time.sleep(0.05)
@@ -156,8 +156,18 @@ def test_postgresql_credentials_come_from_the_environment_or_pgpass(
         assert postgres.password not in cache.where and postgres.password not in cache.url
 
 
-def test_a_password_in_the_configured_url_is_refused_naming_the_key() -> None:
+def test_a_password_in_the_configured_url_is_refused_naming_the_key(tmp_path: Path) -> None:
+    import yaml
+
+    from genfair.config import ConfigError, load_params
     from genfair.params import CacheConfig, cache_url
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    raw["cache"]["url"] = "postgresql://team:s3cret@db.example/genfair"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"params\.yaml: cache\.url: .*a password in a URL would be stored") as err:
+        load_params(tmp_path / "params.yaml")
+    assert "s3cret" not in str(err.value)
 
     with pytest.raises(ValueError, match=r"'postgresql://db\.example/genfair': a password in a URL would be stored"):
         CacheConfig(url="postgresql://team:s3cret@db.example/genfair")

@@ -21,13 +21,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from genfair.cli import compose
-from genfair.config import StudyParams, load_params
+from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
-from tests.support.conf import with_runs
+from tests.support.endpoint_study import endpoint_params
 from tests.support.mock_openai import MockOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,14 +52,9 @@ _common.run("generate", lambda params, model, methodology: generate(params, mode
 
 
 def _params(folder: Path, base_url: str) -> dict:
-    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")]]
-    raw = load_params(compose(overrides, folder / "composed.yaml", conf=ROOT / "conf")).model_dump(mode="json")
-    raw["models"].pop("simulated_llm")
-    raw["methodologies"] = {"toy_quiz": {"questions": QUESTIONS}}
-    raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
-                                 "api_key_env": None, "concurrency": CONCURRENCY, "max_retries": 0,
-                                 "timeout_s": 10}
-    return with_runs(raw)
+    params = endpoint_params(folder, base_url, QUESTIONS, CONCURRENCY)
+    params["models"]["endpoint"]["timeout_s"] = 10
+    return params
 
 
 def _cached_prompts(cache: Path) -> set[str]:

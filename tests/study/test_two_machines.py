@@ -23,14 +23,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from genfair.cli import compose
-from genfair.config import StudyParams, load_params
+from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.models.cache import ResponseCache
 from genfair.study.layout import Layout
 from genfair.study.steps import make_probes
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
+from tests.support.endpoint_study import endpoint_params
 from tests.support.mock_openai import IMAGES_PATH, PATH, MockOpenAI
 from tests.support.servers import PostgresServer, S3Server
 
@@ -58,16 +58,10 @@ print("done", flush=True)
 
 
 def _params(folder: Path, base_url: str) -> dict:
-    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")]]
-    raw = load_params(compose(overrides, folder / "composed.yaml", conf=ROOT / "conf")).model_dump(mode="json")
-    raw["models"].pop("simulated_llm")
-    raw["methodologies"] = {"toy_quiz": {"questions": QUESTIONS},
-                            "fact_or_fair": raw["methodologies"]["fact_or_fair"]}
-    common = {"backend": "openai", "base_url": base_url, "api_key_env": None, "concurrency": 4,
-              "max_retries": 0, "timeout_s": 20}
-    raw["models"]["endpoint"] = {**common, "modality": "llm", "model_id": "mock"}
-    raw["models"]["painter"] = {**common, "modality": "t2i", "model_id": "mock-images", "size": "256x256",
-                                "send_response_format": True}
+    """The quiz on ``endpoint`` and fact_or_fair's images from ``painter``, both the mock."""
+    raw = endpoint_params(folder, base_url, QUESTIONS, keep=("fact_or_fair",))
+    raw["models"]["painter"] = {**raw["models"]["endpoint"], "modality": "t2i", "model_id": "mock-images",
+                                "size": "256x256", "send_response_format": True}
     return with_runs(raw)
 
 

@@ -8,7 +8,8 @@ The store is named by a URL (``cache.url`` / ``GENFAIR_CACHE_URL``): a SQLite fi
 (``sqlite:///.genfair/cache/responses.sqlite``, WAL journal), or a PostgreSQL database shared
 by a team (``postgresql://host/db``; the password from ``PGPASSWORD`` or ``~/.pgpass``, never
 the URL in params). Both go through SQLAlchemy Core with one schema and one code path (only
-"now" and the conflict-tolerant insert are spelled per dialect); a SQLite file written by
+"now", the conflict-tolerant insert and PostgreSQL's one-statement ``put`` are spelled per
+dialect); a SQLite file written by
 earlier genfair has the same tables and is read as it is. Each ``put`` is its own committed
 transaction, so a run killed at any moment keeps every call that completed before it and
 repeats none of them. Failed calls (``status == "error"``) are never stored, so they are
@@ -128,7 +129,9 @@ def _engine(url: str) -> sa.Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return sa.create_engine(parsed, pool_pre_ping=True, pool_size=4, max_overflow=8)
+        # no pre-ping (a round trip per operation): a dropped connection invalidates the pool, so
+        # the next operation reconnects
+        return sa.create_engine(parsed, pool_recycle=600, pool_size=4, max_overflow=8)
     raise CacheError(f"response cache {display_url(url)}: unsupported store (use sqlite:///path or "
                      "postgresql://host/db in cache.url or GENFAIR_CACHE_URL)")
 
@@ -195,18 +198,30 @@ class ResponseCache:
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def _one(self) -> Iterator[sa.Connection]:
+        """A connection for work done in one statement: on PostgreSQL in autocommit (one
+        round trip instead of BEGIN, statement, COMMIT); on SQLite a transaction (local)."""
+        if self._dialect != "postgresql":
+            with self._tx() as conn:
+                yield conn
+            return
+        with self._guard(), self._engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
     def _insert(self, table: sa.Table) -> Any:
         """``INSERT ... ON CONFLICT DO NOTHING`` in this store's dialect."""
         dialect = postgresql if self._dialect == "postgresql" else sqlite
         return dialect.insert(table).on_conflict_do_nothing(index_elements=["key"])
 
-    def _now(self, conn: sa.Connection) -> float:
-        """Seconds since the epoch on the database's clock (one clock for every host)."""
+    def _clock(self) -> Any:
+        """Seconds since the epoch on the database's clock (one clock for every host), as SQL."""
         if self._dialect == "postgresql":
-            expr = sa.func.extract("epoch", sa.func.clock_timestamp())
-        else:
-            expr = (sa.func.julianday("now") - 2440587.5) * 86400.0
-        return float(conn.execute(sa.select(expr)).scalar_one())
+            return sa.cast(sa.func.extract("epoch", sa.func.clock_timestamp()), sa.Float)
+        return (sa.func.julianday("now") - 2440587.5) * 86400.0
+
+    def _now(self, conn: sa.Connection) -> float:
+        return float(conn.execute(sa.select(self._clock())).scalar_one())
 
     # --- responses -------------------------------------------------------------------------
 
@@ -222,7 +237,7 @@ class ResponseCache:
         bad: list[tuple[str, str, str]] = []
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
-            with self._tx() as conn:
+            with self._one() as conn:
                 rows = conn.execute(sa.select(RESPONSES.c.key, RESPONSES.c.completion)
                                     .where(RESPONSES.c.key.in_(chunk))).all()
             for key, blob in rows:
@@ -246,11 +261,19 @@ class ResponseCache:
         """Store one completion at once (committed) and drop this process's claim on the key.
         Errors and malformed completions are not stored."""
         blob = storable(completion, key)
-        with self._tx() as conn:
-            if blob is not None:
-                conn.execute(self._insert(RESPONSES).values(key=key, model=model, completion=blob,
-                                                            created_at=_utc_now()))
-            conn.execute(CLAIMS.delete().where(CLAIMS.c.key == key, CLAIMS.c.owner == self.owner))
+        release = CLAIMS.delete().where(CLAIMS.c.key == key, CLAIMS.c.owner == self.owner)
+        store = None if blob is None else self._insert(RESPONSES).values(
+            key=key, model=model, completion=blob, created_at=_utc_now())
+        if self._dialect == "postgresql":
+            # one statement, so one round trip (autocommit), and atomic: the answer and the
+            # claim's release are seen together (a claim checks answers after its insert)
+            with self._one() as conn:
+                conn.execute(release if store is None else store.add_cte(release.cte("released")))
+        else:
+            with self._tx() as conn:
+                if store is not None:
+                    conn.execute(store)
+                conn.execute(release)
         return blob is not None
 
     def put_rows(self, rows: list[tuple[str, str, str, str]]) -> int:
@@ -271,14 +294,14 @@ class ResponseCache:
     def scan(self, after: str = "", limit: int = 1000) -> list[tuple[str, str, str, str]]:
         """Up to ``limit`` rows ``(key, model, completion, created_at)`` with keys after
         ``after``, in key order (a resumable walk over the whole store)."""
-        with self._tx() as conn:
+        with self._one() as conn:
             return [tuple(r) for r in conn.execute(
                 sa.select(RESPONSES.c.key, RESPONSES.c.model, RESPONSES.c.completion, RESPONSES.c.created_at)
                 .where(RESPONSES.c.key > after).order_by(RESPONSES.c.key).limit(limit))]
 
     def counts(self) -> dict[str, int]:
         """Stored responses per model (``genfair cache stats``)."""
-        with self._tx() as conn:
+        with self._one() as conn:
             return dict(conn.execute(sa.select(RESPONSES.c.model, sa.func.count())
                                      .group_by(RESPONSES.c.model).order_by(RESPONSES.c.model)).all())
 
@@ -336,8 +359,8 @@ class ResponseCache:
 
     def renew(self, ttl_s: float = CLAIM_TTL_S) -> None:
         """Extend every claim this cache holds (the heartbeat of a long batch)."""
-        with self._tx() as conn:
-            conn.execute(CLAIMS.update().where(CLAIMS.c.owner == self.owner).values(expires=self._now(conn) + ttl_s))
+        with self._one() as conn:
+            conn.execute(CLAIMS.update().where(CLAIMS.c.owner == self.owner).values(expires=self._clock() + ttl_s))
 
     @contextmanager
     def holding(self, keys: list[str], ttl_s: float = CLAIM_TTL_S) -> Iterator[None]:
@@ -364,7 +387,7 @@ class ResponseCache:
     def claimed_by_others(self, keys: list[str]) -> int:
         """How many of ``keys`` another owner holds now (for progress messages)."""
         count = 0
-        with self._tx() as conn:
+        with self._one() as conn:
             for start in range(0, len(keys), _CHUNK):
                 count += conn.execute(sa.select(sa.func.count()).select_from(CLAIMS).where(
                     CLAIMS.c.owner != self.owner, CLAIMS.c.key.in_(keys[start : start + _CHUNK]))).scalar_one()
@@ -372,7 +395,7 @@ class ResponseCache:
 
     def claims(self) -> int:
         """Claims held now, by anyone (``genfair cache stats``)."""
-        with self._tx() as conn:
+        with self._one() as conn:
             return conn.execute(sa.select(sa.func.count()).select_from(CLAIMS)).scalar_one()
 
     def _alive(self, owner: str) -> bool:
@@ -390,7 +413,7 @@ class ResponseCache:
         return True
 
     def __len__(self) -> int:
-        with self._tx() as conn:
+        with self._one() as conn:
             return conn.execute(sa.select(sa.func.count()).select_from(RESPONSES)).scalar_one()
 
     def close(self) -> None:

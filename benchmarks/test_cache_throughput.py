@@ -1,0 +1,121 @@
+"""The response cache on SQLite and on PostgreSQL (issue 23.8).
+
+1. ``put`` and ``get`` throughput (committed single-entry operations, as the runner makes
+   them) from 1 and from 4 processes sharing one store.
+2. The cost of a team's PostgreSQL cache on a study: the toy quiz's generate step against
+   the mock endpoint at a fixed 50 ms latency (4 calls at once), cold cache, SQLite vs
+   PostgreSQL, alternated; the goal is under 5% of the step's time.
+
+    PYTHONPATH=src pytest benchmarks/test_cache_throughput.py --benchmark-only -q -s
+
+The figures are recorded in docs/scale-out.md.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from genfair.models.base import Completion
+from genfair.models.cache import ResponseCache
+from tests.support.servers import PostgresServer, postgres, postgres_db  # noqa: F401 - fixtures
+
+N = 400  # operations of each kind per process
+QUESTIONS = 120
+LATENCY_S = 0.05
+ROUNDS = 3
+
+
+def _worker(url: str, tag: str, start, out) -> None:  # noqa: ANN001 - multiprocessing objects
+    with ResponseCache(url) as cache:
+        keys = [f"{tag}-{i:05d}" for i in range(N)]
+        completion = Completion(status="ok", text="x" * 200, finish_reason="stop", latency_s=0.1)
+        start.wait()
+        began = time.perf_counter()
+        for key in keys:
+            cache.put(key, "bench:model", completion)
+        put_s = time.perf_counter() - began
+        began = time.perf_counter()
+        for key in keys:
+            assert cache.get(key) is not None
+        out.put((put_s, time.perf_counter() - began))
+
+
+def _throughput(url: str, processes: int) -> tuple[float, float]:
+    """Aggregate puts/s and gets/s of ``processes`` processes working at once."""
+    ResponseCache(url).close()
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(url, f"p{i}-{time.time_ns()}", start, out)) for i in range(processes)]
+    for proc in procs:
+        proc.start()
+    start.set()
+    times = [out.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join()
+    # every process did N of each: the wall time is the slowest one's
+    return processes * N / max(t[0] for t in times), processes * N / max(t[1] for t in times)
+
+
+@pytest.mark.parametrize("processes", [1, 4])
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_cache_get_put_throughput(benchmark, store: str, processes: int, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                  request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if store == "sqlite":
+        url = f"sqlite:///{tmp_path / 'responses.sqlite'}"
+    else:
+        server: PostgresServer = request.getfixturevalue("postgres")
+        monkeypatch.setenv("PGPASSWORD", server.password)
+        url = request.getfixturevalue("postgres_db")
+    figures: list[tuple[float, float]] = []
+    benchmark.pedantic(lambda: figures.append(_throughput(url, processes)), rounds=1, iterations=1)
+    puts, gets = figures[0]
+    benchmark.extra_info.update(puts_per_s=round(puts), gets_per_s=round(gets))
+    print(f"\n{store}, {processes} process(es): {puts:,.0f} puts/s, {gets:,.0f} gets/s")
+    assert puts > 0 and gets > 0
+
+
+def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServer, tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: F811
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from genfair.config import StudyParams
+    from genfair.methodologies import register
+    from genfair.study.layout import Layout
+    from genfair.study.steps import generate, make_probes
+    from tests.study.toy_methodology import Quiz
+    from tests.support.endpoint_study import endpoint_params
+    from tests.support.mock_openai import MockOpenAI
+
+    register(Quiz)
+    monkeypatch.setenv("PGPASSWORD", postgres.password)
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "local"))
+    seconds: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
+    with MockOpenAI(latency_s=LATENCY_S) as server:  # noqa: SIM117
+        params = StudyParams.model_validate(endpoint_params(tmp_path, server.url, QUESTIONS))
+
+        def study(store: str, i: int) -> None:
+            url = (f"sqlite:///{tmp_path / f'sqlite{i}' / 'responses.sqlite'}" if store == "sqlite"
+                   else postgres.url(postgres.create_database()))
+            monkeypatch.setenv("GENFAIR_CACHE_URL", url)
+            layout = Layout(tmp_path / f"{store}{i}")
+            make_probes(params, "toy_quiz", layout)
+            began = time.perf_counter()
+            generate(params, "endpoint", "toy_quiz", layout)
+            seconds[store].append(time.perf_counter() - began)
+
+        def rounds() -> None:
+            for i in range(ROUNDS):  # alternated, so load on the machine falls on both alike
+                study("sqlite", i)
+                study("postgresql", i)
+
+        benchmark.pedantic(rounds, rounds=1, iterations=1)
+    sqlite_s, pg_s = statistics.median(seconds["sqlite"]), statistics.median(seconds["postgresql"])
+    overhead = pg_s / sqlite_s - 1
+    ideal = QUESTIONS * LATENCY_S / 4
+    benchmark.extra_info.update(sqlite_s=round(sqlite_s, 3), postgresql_s=round(pg_s, 3), overhead=round(overhead, 4))
+    print(f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s): SQLite cache "
+          f"{sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (median of {ROUNDS}): overhead {overhead:+.1%}")
+    assert server.calls == 2 * ROUNDS * QUESTIONS  # every round paid its calls (cold caches)
