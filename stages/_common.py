@@ -10,6 +10,7 @@ from typing import Any
 
 from genfair.errors import EXPECTED, ConfigError
 from genfair.logs import setup
+from genfair.names import check_name
 from genfair.params import PARAMS_FILE
 
 #: the repository these scripts belong to (DVC runs them from there)
@@ -46,8 +47,10 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             # run by hand from a subdirectory: every path in params is relative to the root
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
+        # a name from the command line becomes a path: checked before anything is read or written
+        args = [check_name(a, f"stage {stage}'s {what} argument")
+                for a, what in ((model, "model"), (methodology, "methodology")) if a is not None]
         params = (load or _study_params)()
-        args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except EXPECTED as exc:
         # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 from genfair.errors import EXPECTED
+from genfair.names import check_name
 
 #: files that mark the repository root (where `dvc repro` and `genfair` run)
 ROOT_MARKERS = ("conf/config.yaml", "dvc.yaml")
@@ -115,6 +116,8 @@ def cmd_try(args: argparse.Namespace) -> None:
     from genfair.study.layout import Layout
     from genfair.study.steps import brief, compute_metrics, generate, label, make_probes
 
+    check_name(args.model, "genfair try's MODEL")  # names become output folders: checked first
+    check_name(args.methodology, "genfair try's METHODOLOGY")
     setup("try", model=args.model, methodology=args.methodology)
     overrides = [f"scale={args.scale}", *args.override]
     _, params = _composed(overrides)

@@ -65,9 +65,18 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
     return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"))
 
 
-def write_json(data: Any, path: str | Path) -> Path:
-    text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
+def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+    """CSV without the index, floats to 6 significant digits (``dvc plots`` tables)."""
+    return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    """``text`` as UTF-8, atomically."""
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_json(data: Any, path: str | Path) -> Path:
+    return write_text(json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n", path)
 
 
 def read_parquet(path: str | Path) -> pd.DataFrame:

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError
+from genfair.names import name_problem
+from genfair.urls import checked_url
 
 __all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
            "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
@@ -37,6 +40,13 @@ class TrackingConfig(_Strict):
     experiment: str = "genfair"
     #: MLFLOW_TRACKING_URI overrides; None = SQLite store in the repository root
     uri: str | None = None
+
+    @field_validator("uri")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        """Any scheme MLflow takes; http(s) with a host and port; no credential (it would be
+        stored in params.yaml and dvc.lock: the environment gives them)."""
+        return value if value is None else checked_url(value, schemes=None)
 
 
 class GenerationConfig(_Strict):
@@ -75,6 +85,33 @@ class StudyFrame(_Strict):
     #: names and ``reads`` (hashes of the other models the run reads); composed from
     #: ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
     runs: dict[str, dict[str, Any]] | None = None
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale_is_a_name(cls, value: Any) -> Any:
+        return _named(value)
+
+    @field_validator("models", "methodologies", "curation", "instruments", "runs", mode="before")
+    @classmethod
+    def _keys_are_names(cls, value: Any) -> Any:
+        """Every key becomes a folder, a stage name, a word of a stage's shell command or an
+        MLflow run name (:mod:`genfair.names`); so do the names a run entry holds."""
+        if isinstance(value, dict):
+            for key, entry in value.items():
+                _named(key)
+                if isinstance(entry, dict):
+                    for field in ("model", "methodology"):
+                        if field in entry and not isinstance(entry[field], dict):
+                            _named(entry[field], f"{key}.{field}: ")
+        return value
+
+
+def _named(value: Any, where: str = "") -> Any:
+    """``value`` if it is a name, else a validation error quoting it (one line)."""
+    problem = name_problem(value)
+    if problem:
+        raise PydanticCustomError("name", "{where}{problem}", {"where": where, "problem": problem})
+    return value
 
 
 #: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent
@@ -200,4 +237,4 @@ def _section_config(
     try:
         return getattr(import_module(module), cls).model_validate(blocks[name])
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, source, (section, name))) from None
+        raise ConfigError(format_errors(exc, source, (section, name), data=blocks[name])) from None
