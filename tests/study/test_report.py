@@ -98,6 +98,26 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout
     patch.undo()
 
 
+def test_a_disk_full_during_the_report_leaves_no_temporary_file(study: tuple[StudyParams, Layout, Path],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21.4: the report's write fails (ENOSPC at the rename) and nothing but the last
+    good report is left in its folder (it used to leave ``index.tmp``)."""
+    import errno
+
+    params, layout, _ = study
+    build_report(params, layout)
+    good = layout.report.read_bytes()
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("genfair.io.os.replace", full)
+    with pytest.raises(OSError, match="No space left"):
+        build_report(params, layout)
+    assert [p.name for p in layout.report.parent.iterdir()] == ["index.html"]
+    assert layout.report.read_bytes() == good
+
+
 def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout, Path]) -> None:
     params, layout, _ = study
     html = build_report(params, layout).read_text(encoding="utf-8")
