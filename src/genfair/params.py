@@ -152,8 +152,14 @@ def format_errors(
     for item in error.errors():
         loc = ".".join(str(p) for p in (*prefix, *_key_path(item["loc"], data)))
         message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
-        lines.append(f"{source}: {loc}: {message}")
+        lines.append(_printable(f"{source}: {loc}: {message}"))
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _printable(line: str) -> str:
+    """``line`` with control and other unprintable characters escaped (a key holding a
+    newline, or U+0085, must not break a problem's one line)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in line)
 
 
 #: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)
