@@ -11,7 +11,7 @@ from typing import Any
 from genfair.errors import EXPECTED, ConfigError
 from genfair.logs import setup
 from genfair.names import check_name
-from genfair.params import PARAMS_FILE
+from genfair.params import EXP_RESTORE, PARAMS_FILE
 
 #: the repository these scripts belong to (DVC runs them from there)
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +32,8 @@ def _study_params() -> Any:
     try:
         return load_params()
     except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
-        raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
-                          f"params with `git checkout {PARAMS_FILE}`)") from None
+        raise ConfigError(f"{exc}\n(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
+                          "`genfair exp -S ...` validates overrides before DVC changes anything)") from None
 
 
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,

@@ -21,11 +21,14 @@ from genfair.errors import ConfigError
 from genfair.names import name_problem
 from genfair.urls import checked_url
 
-__all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
+__all__ = ["CURATION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
            "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
+#: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
+#: removes the outputs of the stages it reruns before the first stage fails)
+EXP_RESTORE = f"git checkout {PARAMS_FILE} && dvc checkout"
 
 
 class _Strict(BaseModel):
