@@ -10,7 +10,8 @@ from typing import Any
 
 from genfair.errors import EXPECTED, ConfigError
 from genfair.logs import setup
-from genfair.params import PARAMS_FILE
+from genfair.names import check_name
+from genfair.params import EXP_RESTORE, PARAMS_FILE
 
 #: the repository these scripts belong to (DVC runs them from there)
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,8 +32,8 @@ def _study_params() -> Any:
     try:
         return load_params()
     except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
-        raise ConfigError(f"{exc}\n(fix the value with `dvc exp run -S` again, or restore the committed "
-                          f"params with `git checkout {PARAMS_FILE}`)") from None
+        raise ConfigError(f"{exc}\n(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
+                          "`genfair exp -S ...` validates overrides before DVC changes anything)") from None
 
 
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
@@ -46,8 +47,10 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             # run by hand from a subdirectory: every path in params is relative to the root
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
+        # a name from the command line becomes a path: checked before anything is read or written
+        args = [check_name(a, f"stage {stage}'s {what} argument")
+                for a, what in ((model, "model"), (methodology, "methodology")) if a is not None]
         params = (load or _study_params)()
-        args = [a for a in (model, methodology) if a is not None]
         step(params, *args)
     except EXPECTED as exc:
         # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG)

@@ -62,3 +62,44 @@ def test_fill_names_an_unknown_model_and_a_missing_scheduler(capsys: pytest.Capt
     params = compose(["scale=smoke", "generation.executor=dask"], tmp_path / "params.yaml")
     assert main(["fill", "--params", str(params), "--models", "simulated_llm"]) == 2
     assert "generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS" in capsys.readouterr().err
+
+
+# --- genfair exp: `dvc exp run` with its overrides validated first (issue 21.6) ------------
+
+
+def test_exp_overrides_are_read_in_every_spelling() -> None:
+    from genfair.cli import exp_overrides
+
+    args = ["-S", "scale=paper", "--set-param", "seed=1", "--set-param=+model@models.x=simulated_llm", "-Sa=b",
+            "--temp", "-n", "name"]
+    assert exp_overrides(args) == ["scale=paper", "seed=1", "+model@models.x=simulated_llm", "a=b"]
+
+
+def test_exp_refuses_a_bad_override_before_dvc_runs(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a))
+    before = Path("params.yaml").read_bytes()
+    assert main(["exp", "-S", "models.smollm2.batch_size=-3", "--temp"]) == 2
+    assert "models.smollm2.batch_size" in capsys.readouterr().err
+    assert calls == [] and Path("params.yaml").read_bytes() == before
+
+
+@pytest.mark.parametrize("returncode", [0, 1])
+def test_exp_hands_every_argument_to_dvc_and_names_the_restore_command(
+        returncode: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    calls = []
+
+    def run(command: list[str], check: bool) -> subprocess.CompletedProcess:
+        calls.append(command)
+        return subprocess.CompletedProcess(command, returncode)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert main(["exp", "-S", "scale=smoke", "--temp", "-n", "try1"]) == returncode
+    assert calls == [["dvc", "exp", "run", "-S", "scale=smoke", "--temp", "-n", "try1"]]
+    restore = "to put the workspace back as it was: git checkout params.yaml && dvc checkout"
+    assert (restore in capsys.readouterr().err) == bool(returncode)

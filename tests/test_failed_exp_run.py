@@ -1,5 +1,6 @@
-"""A failed `dvc exp run -S` loses nothing the user had (issue 16, weak spots): the bad value
-stops the stage before any work, with its key named and how to restore params.yaml, and the
+"""A failed `dvc exp run -S` loses nothing the user had (issue 16, weak spots; issue 21.6): the
+bad value stops the stage before any work, with its key named and the exact command that
+puts the workspace back; `genfair exp -S` refuses it before DVC changes anything; and the
 git-tracked data/curated/news_report.json (a `cache: false` output DVC could not restore)
 is still there (`persist: true`). One real `dvc exp run` in a temporary repository."""
 
@@ -46,10 +47,18 @@ def test_a_failed_exp_run_keeps_the_tracked_report(tmp_path: Path) -> None:
                          cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     out = run.stdout + run.stderr
     assert "params.yaml: curation.news.max_body_chars: Input should be greater than 0" in out, out
-    assert "git checkout params.yaml" in out
+    assert "put the workspace back with `git checkout params.yaml && dvc checkout`" in out
     assert "failed to reproduce 'collect_news'" in out
     # nothing lost: before `persist: true`, DVC deleted the report before running the stage
     assert (repo / "data/curated/news_report.json").read_bytes() == report
     # and the documented way back works
     _git(repo, "checkout", "params.yaml")
     assert "max_body_chars" not in (repo / "params.yaml").read_text()
+    # the wrapper refuses the same value before DVC writes anything (issue 21.6)
+    params = (repo / "params.yaml").read_bytes()
+    wrapped = subprocess.run([sys.executable, "-m", "genfair.cli", "exp", "-S", "+curation.news.max_body_chars=-1",
+                              "-s", "collect_news"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert wrapped.returncode == 2, wrapped.stderr
+    assert wrapped.stderr.startswith("genfair: error: invalid configuration:")
+    assert "curation.news.max_body_chars: Input should be greater than 0" in wrapped.stderr
+    assert (repo / "params.yaml").read_bytes() == params

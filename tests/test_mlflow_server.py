@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.mlflow_server import SCRIPT, mlflow_server
+from tests.support.mlflow_server import SCRIPT, team_mlflow_server
 from tests.support.servers import PostgresServer
 
 
@@ -17,7 +17,7 @@ def test_the_server_stores_runs_in_postgres_and_proxies_artifacts(postgres: Post
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    with mlflow_server(postgres, tmp_path) as server:
+    with team_mlflow_server(postgres, tmp_path) as server:
         pid = int((server.state / "server.pid").read_text())
         group = {int(p) for p in subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True).stdout.split()}
         assert pid in group and len(group) > 1  # the server and the workers it started

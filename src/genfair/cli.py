@@ -10,6 +10,7 @@
     genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
                                         answer the study's calls into the response cache (on
                                         the study's executor, e.g. a Dask cluster); then `dvc repro`
+    genfair exp -S key=value [...]      `dvc exp run -S ...`, once genfair has validated the overrides
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 from genfair.errors import EXPECTED
+from genfair.names import check_name
+from genfair.params import EXP_RESTORE
 
 #: files that mark the repository root (where `dvc repro` and `genfair` run)
 ROOT_MARKERS = ("conf/config.yaml", "dvc.yaml")
@@ -115,12 +118,40 @@ def cmd_compose(args: argparse.Namespace) -> None:
     print(f"wrote {PARAMS_FILE}; `dvc repro` now uses it (commit it to share the study)")
 
 
+def exp_overrides(dvc_args: list[str]) -> list[str]:
+    """The ``-S``/``--set-param`` values of ``dvc exp run`` arguments (both spellings, with
+    ``=`` or as the next argument)."""
+    found, args = [], iter(dvc_args)
+    for arg in args:
+        if arg in ("-S", "--set-param"):
+            found.append(next(args, ""))
+        elif arg.startswith("--set-param="):
+            found.append(arg.removeprefix("--set-param="))
+        elif arg.startswith("-S") and len(arg) > 2:
+            found.append(arg[2:])
+    return found
+
+
+def cmd_exp(args: argparse.Namespace) -> int:
+    """Validate the overrides exactly as DVC will compose them, then hand every argument to
+    `dvc exp run`: a bad value fails here, before DVC writes params.yaml or removes an output."""
+    import subprocess
+
+    _composed(exp_overrides(args.dvc_args))
+    done = subprocess.run(["dvc", "exp", "run", *args.dvc_args], check=False)
+    if done.returncode:
+        print(f"genfair: dvc exp run failed; to put the workspace back as it was: {EXP_RESTORE}", file=sys.stderr)
+    return done.returncode
+
+
 def cmd_try(args: argparse.Namespace) -> None:
     from genfair.logs import setup
     from genfair.io import read_parquet
     from genfair.study.layout import Layout
     from genfair.study.steps import brief, compute_metrics, generate, label, make_probes
 
+    check_name(args.model, "genfair try's MODEL")  # names become output folders: checked first
+    check_name(args.methodology, "genfair try's METHODOLOGY")
     setup("try", model=args.model, methodology=args.methodology)
     overrides = [f"scale={args.scale}", *args.override]
     _, params = _composed(overrides)
@@ -233,11 +264,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--images-to", default=None, help="DST's image store, e.g. s3://bucket/images")
     p.set_defaults(func=cmd_cache_copy)
 
-    args = parser.parse_args(argv)
+    p = sub.add_parser("exp", help="`dvc exp run` with its -S overrides validated first",
+                       description="Every argument goes to `dvc exp run` (e.g. genfair exp -S scale=paper --temp); "
+                                   "the -S overrides are composed and validated first, so a bad one changes nothing.")
+    p.add_argument("dvc_args", nargs="*", help="arguments of `dvc exp run`")
+    p.set_defaults(func=cmd_exp)
+
+    # `exp` passes options it does not know (-S, --temp...) through to DVC, in order
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "exp":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "exp":
+        args.dvc_args = _after(argv if argv is not None else sys.argv[1:], "exp")
     debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"
     try:
         _to_root(args)
-        args.func(args)
+        code = args.func(args)
     except KeyboardInterrupt:
         print("genfair: interrupted: everything answered so far is in the response cache; rerun to resume",
               file=sys.stderr)
@@ -255,7 +297,12 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         return 2 if expected else 1
-    return 0
+    return code or 0
+
+
+def _after(argv: list[str], command: str) -> list[str]:
+    """The arguments after ``command``, as given."""
+    return argv[argv.index(command) + 1:]
 
 
 def _to_root(args: argparse.Namespace) -> None:

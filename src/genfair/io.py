@@ -108,10 +108,20 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
     return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"))
 
 
+def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+    """CSV without the index, floats to 6 significant digits (``dvc plots`` tables)."""
+    return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    """``text`` as UTF-8, atomically."""
+    return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
 def write_json(data: Any, path: str | Path) -> Path:
     """Indented, sorted JSON, floats at :data:`FLOAT_DIGITS` significant digits."""
-    text = json.dumps(_round_json(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
-    return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return write_text(json.dumps(_round_json(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n",
+                      path)
 
 
 def read_parquet(path: str | Path) -> pd.DataFrame:

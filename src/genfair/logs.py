@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from genfair.urls import strip_in_text
+
 _FORMAT = "%(asctime)s %(levelname)-7s [%(context)s] %(name)s: %(message)s"
 
 
@@ -19,6 +21,13 @@ class _Context(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.context = self.context
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: the formatter reports it
+            return True
+        clean = strip_in_text(message)  # a URL's password or token never reaches a log line
+        if clean != message:
+            record.msg, record.args = clean, ()
         return True
 
 

@@ -15,14 +15,21 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError
+from genfair.names import name_problem
+from genfair.urls import checked_url, strip_in_text
 
-__all__ = ["CURATION", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig", "ConfigError",
-           "EXECUTION", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config", "format_errors",
+__all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig",
+           "ConfigError", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url",
+           "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
+#: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
+#: removes the outputs of the stages it reruns before the first stage fails)
+EXP_RESTORE = f"git checkout {PARAMS_FILE} && dvc checkout"
 
 
 class _Strict(BaseModel):
@@ -47,7 +54,7 @@ class CacheConfig(_Strict):
             return value
         scheme = value.split("://", 1)[0] if "://" in value else ""
         if scheme not in CACHE_SCHEMES:
-            raise ValueError(f"{_shown(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
+            raise ValueError(f"{strip_in_text(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
                              "or postgresql://host/db")
         return _no_credentials(value)
 
@@ -61,16 +68,10 @@ class CacheConfig(_Strict):
 CACHE_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 
-def _shown(url: str) -> str:
-    """A URL with any userinfo dropped (for messages)."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep and "@" in rest.split("/", 1)[0] else url
-
-
 def _no_credentials(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and ":" in rest.split("/", 1)[0].rpartition("@")[0]:
-        raise ValueError(f"{_shown(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
+        raise ValueError(f"{strip_in_text(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
                          "MLflow; remove it and set PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead")
     return url
 
@@ -91,6 +92,13 @@ class TrackingConfig(_Strict):
     experiment: str = "genfair"
     #: MLFLOW_TRACKING_URI overrides; None = SQLite store in the repository root
     uri: str | None = None
+
+    @field_validator("uri")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        """Any scheme MLflow takes; http(s) with a host and port; no credential (it would be
+        stored in params.yaml and dvc.lock: the environment gives them)."""
+        return value if value is None else checked_url(value, schemes=None)
 
 
 class GenerationConfig(_Strict):
@@ -141,6 +149,33 @@ class StudyFrame(_Strict):
     #: ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
     runs: dict[str, dict[str, Any]] | None = None
 
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale_is_a_name(cls, value: Any) -> Any:
+        return _named(value)
+
+    @field_validator("models", "methodologies", "curation", "instruments", "runs", mode="before")
+    @classmethod
+    def _keys_are_names(cls, value: Any) -> Any:
+        """Every key becomes a folder, a stage name, a word of a stage's shell command or an
+        MLflow run name (:mod:`genfair.names`); so do the names a run entry holds."""
+        if isinstance(value, dict):
+            for key, entry in value.items():
+                _named(key)
+                if isinstance(entry, dict):
+                    for field in ("model", "methodology"):
+                        if field in entry and not isinstance(entry[field], dict):
+                            _named(entry[field], f"{key}.{field}: ")
+        return value
+
+
+def _named(value: Any, where: str = "") -> Any:
+    """``value`` if it is a name, else a validation error quoting it (one line)."""
+    problem = name_problem(value)
+    if problem:
+        raise PydanticCustomError("name", "{where}{problem}", {"where": where, "problem": problem})
+    return value
+
 
 #: discriminator fields of tagged unions -> the tag pydantic uses when the field is absent
 #: (a simulator policy without ``kind`` is a multiple-choice policy)
@@ -180,8 +215,14 @@ def format_errors(
     for item in error.errors():
         loc = ".".join(str(p) for p in (*prefix, *_key_path(item["loc"], data)))
         message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
-        lines.append(f"{source}: {loc}: {message}")
+        lines.append(_printable(f"{source}: {loc}: {message}"))
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _printable(line: str) -> str:
+    """``line`` with control and other unprintable characters escaped (a key holding a
+    newline, or U+0085, must not break a problem's one line)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in line)
 
 
 #: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)
@@ -265,4 +306,4 @@ def _section_config(
     try:
         return getattr(import_module(module), cls).model_validate(blocks[name])
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, source, (section, name))) from None
+        raise ConfigError(format_errors(exc, source, (section, name), data=blocks[name])) from None

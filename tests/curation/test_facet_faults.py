@@ -225,6 +225,33 @@ def test_zero_area_and_non_numeric_boxes_are_bad_rows(tmp_path: Path) -> None:
     assert "skin_tone_7 is not a non-negative whole count: '1.5'" in why[9]
 
 
+def test_degenerate_boxes_are_bad_rows_with_reasons(tmp_path: Path) -> None:
+    """Issue 21.7: a side under one pixel, NaN, infinities and coordinates past a float's
+    range are bad rows, never a 0x0 crop nor an OverflowError."""
+    cells = [
+        json.dumps({"x": 5, "y": 5, "width": 1e-300, "height": 1e-300}),
+        json.dumps({"x": 5, "y": 5, "width": 0.5, "height": 20}),
+        json.dumps({"x": 5, "y": 5, "width": 20, "height": 0.999}),
+        '{"x": 5, "y": 5, "width": Infinity, "height": 20}',
+        '{"x": -Infinity, "y": 5, "width": 20, "height": 20}',
+        '{"x": 5, "y": NaN, "width": 20, "height": 20}',
+        json.dumps({"x": 1.7e308, "y": 5, "width": 1.7e308, "height": 20}),
+        json.dumps({"x": 5, "y": 5, "width": 1e200, "height": 1e200}),
+    ]
+    root = release(tmp_path, [*({"bounding_box": c} for c in cells), {}])
+    report = curate(root, tmp_path / "out")
+    why = reasons(report)
+    assert sorted(why) == list(range(1, 9)) and report["persons_written"] == 1
+    assert "bounding_box 1e-300x1e-300 has a side under 1 pixel: fix the box" in why[1]
+    assert "0.5x20 has a side under 1 pixel" in why[2] and "20x0.999 has a side under 1 pixel" in why[3]
+    assert "width is not a finite number: inf" in why[4] and "x is not a finite number: -inf" in why[5]
+    assert "y is not a finite number: nan" in why[6]
+    assert "reaches past the largest number a float holds" in why[7]
+    assert "is absurd for the 64x64 image" in why[8]
+    crops = sorted((tmp_path / "out" / "crops").glob("*.png"))
+    assert len(crops) == 1 and crops[0].stat().st_size > 100  # only the good row's crop
+
+
 def test_duplicate_ids_keep_the_first_and_report_the_others(tmp_path: Path) -> None:
     root = release(tmp_path, [{"person_id": "7"}, {"person_id": "7"}, {"person_id": "7 "}])
     report = curate(root, tmp_path / "out")

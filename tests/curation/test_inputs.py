@@ -95,6 +95,7 @@ def test_hash_cache_reads_each_unchanged_file_once(
         return real(path)
 
     monkeypatch.setattr(inputs_module, "file_sha256", counting)
+    monkeypatch.setattr(inputs_module, "ALWAYS_HASH_BYTES", 0)  # these small files stand for big ones
     cache = tmp_path / "cache" / "hashes.json"
     paths = [Path("images"), Path("news.csv")]
     first = inputs_fingerprint(paths, tmp_path / "data", cache)
@@ -107,6 +108,25 @@ def test_hash_cache_reads_each_unchanged_file_once(
     assert reads == ["a.png"]
     cache.write_text("{broken")  # a damaged cache costs a rehash, not an error
     assert inputs_fingerprint(paths, tmp_path / "data", cache)["inputs"][0]["files"] == 2
+
+
+@pytest.mark.parametrize("always_hash_bytes", [inputs_module.ALWAYS_HASH_BYTES, 0])
+def test_an_edit_in_place_keeping_size_and_mtime_is_seen(always_hash_bytes: int, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21.5: small files are hashed at every run; a big file's cached hash is dropped
+    when its ctime moves, which resetting the mtime (touch -d, os.utime) cannot avoid."""
+    monkeypatch.setattr(inputs_module, "ALWAYS_HASH_BYTES", always_hash_bytes)
+    news = tmp_path / "news.csv"
+    news.write_text("headline,body\nA,aaaa\n")
+    cache = tmp_path / "cache" / "hashes.json"
+    first = inputs_fingerprint([news], tmp_path, cache)["inputs"][0]
+    stat = news.stat()
+    with news.open("r+b") as fh:  # same size, then the old mtime put back
+        fh.write(b"HEADLINE")
+    os.utime(news, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (news.stat().st_size, news.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    after = inputs_fingerprint([news], tmp_path, cache)["inputs"][0]
+    assert after["sha256"] != first["sha256"] and after["bytes"] == first["bytes"]
 
 
 def test_written_fingerprint_is_rewritten_only_when_it_changes(tmp_path: Path) -> None:

@@ -353,11 +353,12 @@ PEER = textwrap.dedent(
     from genfair.models.openai import OpenAIChatBackend
     from genfair.models.runner import Call, run_calls
 
-    cache_path, url, out_path, n, go = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    cache_path, url, out_path, n, go, ready = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:7]
     backend = OpenAIChatBackend(OpenAIModelConfig(backend="openai", model_id="mock", base_url=url,
                                                   api_key_env=None, concurrency=4, timeout_s=10))
     calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},)) for i in range(n)]
     import os, time
+    open(ready, "w").close()  # imported: the test starts both once both say so
     while not os.path.exists(go):  # both processes start asking together
         time.sleep(0.005)
     with ResponseCache(cache_path) as cache:
@@ -375,10 +376,13 @@ def test_two_processes_on_one_cache_send_each_call_once(tmp_path, mock_openai):
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     n = 48
     peers = [subprocess.Popen([sys.executable, str(script), str(cache_path), server.url,
-                               str(tmp_path / f"out{k}.json"), str(n), str(go)],
+                               str(tmp_path / f"out{k}.json"), str(n), str(go), str(tmp_path / f"ready{k}")],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for k in range(2)]
     try:
-        time.sleep(1.0)  # both imported and waiting
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"ready{k}").exists() for k in range(2)):  # both imported and waiting
+            assert all(p.poll() is None for p in peers) and time.monotonic() < deadline, "a peer did not start"
+            time.sleep(0.01)
         go.touch()
         for peer in peers:
             assert peer.wait(timeout=90) == 0, peer.stderr.read().decode()

@@ -8,15 +8,10 @@ import json
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 from pathlib import Path
 from typing import ClassVar
 
-import httpx
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -36,6 +31,7 @@ from genfair.study.store import listed_keys, missing_runs, sync_store
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.conf import with_runs
+from tests.support.mlflow_server import mlflow_server
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(2)>'
@@ -100,6 +96,26 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout
     score_study(params, layout)
     yield params, layout, tmp
     patch.undo()
+
+
+def test_a_disk_full_during_the_report_leaves_no_temporary_file(study: tuple[StudyParams, Layout, Path],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21.4: the report's write fails (ENOSPC at the rename) and nothing but the last
+    good report is left in its folder (it used to leave ``index.tmp``)."""
+    import errno
+
+    params, layout, _ = study
+    build_report(params, layout)
+    good = layout.report.read_bytes()
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("genfair.io.os.replace", full)
+    with pytest.raises(OSError, match="No space left"):
+        build_report(params, layout)
+    assert [p.name for p in layout.report.parent.iterdir()] == ["index.html"]
+    assert layout.report.read_bytes() == good
 
 
 def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout, Path]) -> None:
@@ -212,12 +228,6 @@ def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Pa
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.browser
 def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyParams, Layout, Path]) -> None:
     """The real MLflow server on the study's store, checked through Chromium."""
@@ -232,21 +242,7 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyPara
     by_key = {r.data.tags.get(KEY_TAG): r for r in client.search_runs([experiment])}
     iris_t2i = by_key[runs["child_runs"]["simulated_t2i/iris"]].info.run_id
     fof_llm = by_key[runs["child_runs"]["simulated_llm/fact_or_fair"]].info.run_id
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline and server.poll() is None, "mlflow server did not start"
-            time.sleep(0.5)
+    with mlflow_server(store, tmp) as base:
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             try:
@@ -277,6 +273,3 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyPara
                 assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
             finally:
                 browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -1,7 +1,10 @@
-"""Secrets scan (issue 16.8): a smoke study against the local mock endpoint, with a
+"""Secrets scan (issue 16.8, 21.2): a smoke study against the local mock endpoint, with a
 recognisable fake key in the environment that the mock echoes back (in answers, in an error
 message, in a retried 5xx), leaves no trace of the key in anything the run wrote: params,
-data/, the MLflow store and artifacts, the response cache, temporary files and logs."""
+data/, the MLflow store and artifacts, the response cache, temporary files and logs. Run
+once more against an MLflow server whose tracking URI (``MLFLOW_TRACKING_URI``) holds a
+canary password, through ``mlflow_sync`` and the report: the password is nowhere either.
+A config URL holding a password is refused before anything is written."""
 
 from __future__ import annotations
 
@@ -17,18 +20,23 @@ from genfair.cli import compose
 from genfair.config import StudyParams, load_params
 from genfair.methodologies import register
 from genfair.study.layout import Layout
+from genfair.study.report import build_report
+from genfair.study.store import sync_store
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
 from tests.support.mock_openai import Fault
 from tests.support.conf import with_runs
+from tests.support.mlflow_server import mlflow_server
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "GENFAIR_SCAN_TEST_KEY"
 FAKE_KEY = "sk-scanTEST-9f3c2a7e5b1d4c8a6e0f2b9d7c3a1e5f"
+#: a password in the tracking URI (the environment's, as a team's shared server would be given)
+CANARY = "canaryPW-7d41e0b2c95a"
 #: distinctive parts: a key cut short or split in a message must not survive either
-FRAGMENTS = (FAKE_KEY, FAKE_KEY[3:], "9f3c2a7e5b1d4c8a6e0f2b9d")
+FRAGMENTS = (FAKE_KEY, FAKE_KEY[3:], "9f3c2a7e5b1d4c8a6e0f2b9d", CANARY)
 
 
 def _params(tmp_path: Path, base_url: str) -> StudyParams:
@@ -54,9 +62,10 @@ def _traces(folder: Path) -> list[str]:
     return found
 
 
+@pytest.mark.parametrize("tracking", ["sqlite", "server with a password in its URI"])
 def test_no_trace_of_the_key_in_anything_the_study_wrote(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mock_openai, caplog: pytest.LogCaptureFixture,
-        capfd: pytest.CaptureFixture[str]) -> None:
+        tracking: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mock_openai,
+        caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> None:
     work = tmp_path / "study"
     (work / "tmp").mkdir(parents=True)
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
@@ -64,6 +73,16 @@ def test_no_trace_of_the_key_in_anything_the_study_wrote(
     monkeypatch.setenv("TMPDIR", str(work / "tmp"))
     monkeypatch.setattr(tempfile, "tempdir", str(work / "tmp"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    if tracking == "sqlite":
+        _study(work, monkeypatch, mock_openai, caplog, capfd)
+        return
+    with mlflow_server(f"sqlite:///{work / 'mlflow.db'}", work, work / "mlartifacts") as base:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", base.replace("//", f"//genfair:{CANARY}@"))
+        _study(work, monkeypatch, mock_openai, caplog, capfd)
+
+
+def _study(work: Path, monkeypatch: pytest.MonkeyPatch, mock_openai, caplog: pytest.LogCaptureFixture,
+           capfd: pytest.CaptureFixture[str]) -> None:
     register(Quiz)
     # the model echoes the key in every answer; one call's 401 names it (as OpenAI's does);
     # another gets a 500 quoting it before its answer
@@ -87,6 +106,8 @@ def test_no_trace_of_the_key_in_anything_the_study_wrote(
         study_step(params, "toy_quiz", layout)
         score_study(params, layout)
         track_study(params, layout)
+        sync_store(params, layout)
+        build_report(params, layout)
         logging.getLogger("genfair.test").warning("a careless line quoting %s", FAKE_KEY)
 
     # the key really went out and really came back

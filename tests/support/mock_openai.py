@@ -32,7 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -64,6 +64,8 @@ class Fault:
     refusal: str | None = None
     #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
     error_code: str | None = None
+    #: wait (after the latency) until :meth:`MockOpenAI.release`: set by :meth:`MockOpenAI.hold`
+    held: bool = False
 
     @classmethod
     def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
@@ -181,6 +183,11 @@ class MockOpenAI:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        #: calls numbered from this one on wait for :meth:`release` (``None``: none wait)
+        self._hold_from: int | None = None
+        self._released = threading.Event()
+        #: requests waiting in a hold now: a test's signal that a client is mid-call
+        self.held = 0
         self._server: _Server | None = None
         self._timer: threading.Timer | None = None
 
@@ -211,6 +218,19 @@ class MockOpenAI:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.cancel()
 
+    def hold(self, from_call: int) -> None:
+        """Answer calls numbered ``from_call`` and later (0-based, counted over the server's
+        life) only after :meth:`release`: a test waits for ``held`` to be positive, and so
+        interrupts a client at a known moment, however fast or loaded the machine."""
+        with self._lock:
+            self._released.clear()
+            self._hold_from = from_call
+
+    def release(self) -> None:
+        with self._lock:
+            self._hold_from = None
+            self._released.set()
+
     def __enter__(self) -> MockOpenAI:
         return self.start()
 
@@ -226,10 +246,12 @@ class MockOpenAI:
             self.requests.append(Recorded(path, headers, body, time.perf_counter()))
             self.image_urls.extend(_image_urls(body))
             fault = self._faults.get(self.calls, NO_FAULT)
-            self.calls += 1
             scripted = self._prompt_faults.get(prompt)
             if scripted:
                 fault = scripted.popleft()
+            if self._hold_from is not None and self.calls >= self._hold_from:
+                fault = replace(fault, held=True)
+            self.calls += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         return fault
@@ -243,6 +265,13 @@ class MockOpenAI:
     ) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body of the response to one request."""
         self._stopping.wait(self.latency_s + fault.delay_s)
+        if fault.held:
+            with self._lock:
+                self.held += 1
+            while not (self._released.wait(0.05) or self._stopping.is_set()):
+                pass
+            with self._lock:
+                self.held -= 1
         headers = {"Content-Type": "application/json", **dict(fault.headers)}
         if fault.body is not None:
             body_bytes = fault.body.encode() if isinstance(fault.body, str) else fault.body

@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from genfair.urls import checked_url
 
 __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS", "DEFAULT_SENSES",
            "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig", "FileSource",
@@ -40,9 +41,7 @@ class WebSource(_Strict):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if urlsplit(value).scheme not in {"http", "https"} or not urlsplit(value).netloc:
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value
+        return checked_url(value)
 
 
 class FileSource(_Strict):

@@ -25,7 +25,8 @@ an output folder. Rules where the papers are silent (documented in docs/methodol
 Images in ``images_dir`` that no row names can go through OpenCV's HOG people detector
 (``detector.enabled``); its persons carry ``source="detector"`` and no labels.
 
-Bad rows (unparsable box, non-positive size, empty or unsafe file name, duplicate id,
+Bad rows (unparsable box, NaN or infinite coordinates, a side under one pixel, empty or
+unsafe file name, duplicate id,
 unreadable image...) are listed in the report with their 1-based data row number (the
 header is not counted) and never stop the run; rows naming an image that does not exist
 are counted as missing images. Output bytes depend only on the inputs and the config.
@@ -216,6 +217,10 @@ class _BadRow(ValueError):
     pass
 
 
+#: a box side below this (pixels of the stored image) is a bad row: its crop would be empty
+MIN_BOX_SIDE_PX = 1.0
+
+
 def parse_box(text: str) -> Box:
     """FACET's ``bounding_box`` cell: a JSON object with x, y, width, height (pixels)."""
     try:
@@ -236,6 +241,12 @@ def parse_box(text: str) -> Box:
         values[key] = float(value)
     if values["width"] <= 0 or values["height"] <= 0:
         raise _BadRow(f"bounding_box has a non-positive size {values['width']}x{values['height']}")
+    if values["width"] < MIN_BOX_SIDE_PX or values["height"] < MIN_BOX_SIDE_PX:
+        # its crop (side max(w, h) * margin, margin >= 1) would be under a pixel: nothing to see
+        raise _BadRow(f"bounding_box {values['width']:g}x{values['height']:g} has a side under "
+                      f"{MIN_BOX_SIDE_PX:g} pixel: fix the box")
+    if not (math.isfinite(values["x"] + values["width"]) and math.isfinite(values["y"] + values["height"])):
+        raise _BadRow("bounding_box reaches past the largest number a float holds: fix the box")
     return Box(**values)
 
 
@@ -404,7 +415,8 @@ def load_rgb(path: Path, max_pixels: int | None = None) -> np.ndarray:
 def check_box_area(box: Box, size: tuple[int, int], max_ratio: float) -> None:
     """Refuse a box whose square (side ``max(w, h)``) covers more than ``max_ratio`` times the
     image's area: its crop would be a padded square of that size in memory."""
-    ratio = max(box.width, box.height) ** 2 / (size[0] * size[1])
+    side = max(box.width, box.height)
+    ratio = (side / size[0]) * (side / size[1])  # never squares a huge side: no OverflowError
     if ratio > max_ratio:
         raise _BadRow(
             f"bounding_box {box.width:g}x{box.height:g} is absurd for the {size[0]}x{size[1]} "

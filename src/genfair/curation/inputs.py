@@ -12,8 +12,10 @@ stage depends on that file: DVC reruns curation exactly when the fingerprint cha
 The fingerprint holds each input *as configured* (a relative path stays relative), its kind,
 file count, byte count and a sha256 over the files' relative paths and contents, so the
 default study's fingerprint is the same on every machine and a fresh clone reruns nothing.
-Hashing is cached (size, mtime and inode per file, in ``hash_cache``), so a FACET release of
-tens of thousands of images is read once, not at every ``dvc repro``. Inputs shipped inside
+Files up to :data:`ALWAYS_HASH_BYTES` (16 MiB) are hashed at every run, so an edit in place
+that keeps a file's size and mtime is seen; larger files' hashes are cached (size, mtime,
+inode and ctime per file, in ``hash_cache``), so a release of big files is read once, not at
+every ``dvc repro``. Inputs shipped inside
 pinned packages (the ``embedded`` news corpus) are not listed: the package version pins them.
 """
 
@@ -28,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from genfair.io import _atomic, file_sha256
+from genfair.io import file_sha256, write_text
 
 __all__ = ["FINGERPRINT_VERSION", "HashCache", "curation_inputs", "inputs_fingerprint",
            "outside", "write_inputs_fingerprint"]  # fmt: skip
@@ -63,9 +65,16 @@ def outside(paths: Iterable[Path], root: Path) -> list[Path]:
     return [p for p in paths if not (base / p).resolve().is_relative_to(base)]
 
 
+#: files up to this size are hashed at every run, whatever their stat says (an edit in place
+#: that keeps size and mtime is seen); larger ones are re-read when size, mtime, ctime or inode
+#: changed (ctime cannot be set back by the user: resetting mtime with touch changes it)
+ALWAYS_HASH_BYTES = 16 << 20
+
+
 class HashCache:
-    """sha256 of files keyed by (resolved path, size, mtime_ns, inode), in a JSON file; a
-    file whose stat changed is read again. Entries of files not seen in a run are dropped."""
+    """sha256 of files: files up to :data:`ALWAYS_HASH_BYTES` are always read; larger ones are
+    cached by (resolved path, size, mtime_ns, inode, ctime_ns) in a JSON file and read again
+    when any of these changed. Entries of files not seen in a run are dropped."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -79,18 +88,20 @@ class HashCache:
 
     def sha256(self, file: Path) -> str:
         stat = file.stat()
+        if stat.st_size <= ALWAYS_HASH_BYTES:
+            return file_sha256(file)
         key = str(file.resolve())
-        sig = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        sig = [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
         entry = self.entries.get(key)
-        if entry is None or entry[:3] != sig:
+        if entry is None or entry[:4] != sig:
             entry = [*sig, file_sha256(file)]
         self.seen[key] = entry
-        return entry[3]
+        return entry[4]
 
     def save(self) -> None:
         if self.path is not None:
             data = json.dumps(self.seen, sort_keys=True)
-            _atomic(self.path, lambda tmp: tmp.write_text(data, encoding="utf-8"))
+            write_text(data, self.path)
 
 
 def _describe(path: Path, base: Path, cache: HashCache) -> dict[str, Any]:
@@ -148,6 +159,6 @@ def write_inputs_fingerprint(
     out = Path(out)
     if not (out.is_file() and out.read_text(encoding="utf-8") == text):
         out.parent.mkdir(parents=True, exist_ok=True)
-        _atomic(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        write_text(text, out)
     os.chmod(out, 0o644)
     return out

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from genfair.models.redaction import key_env_problem
+from genfair.urls import checked_url
 
 
 #: a model's architecture family for IRIS's impartiality test (paper 002 §4.1, Fig. 4(d): Welch's
@@ -157,6 +158,11 @@ class _OpenAIEndpoint(_Strict):
     send_seed: bool = True
     #: extra JSON fields merged into every request body (e.g. vLLM's ``top_k``)
     extra_body: dict[str, Any] = {}
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return checked_url(value)
 
     @field_validator("api_key_env")
     @classmethod

@@ -235,9 +235,9 @@ def _write_folder(target: Path, files: dict[str, bytes], stamp: dict[str, str]) 
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
-    except OSError:
+    except BaseException as exc:  # an interrupt too: no staging folder survives
         shutil.rmtree(staging, ignore_errors=True)
-        if not _complete(target, stamp):  # another process may have won the race
+        if not isinstance(exc, OSError) or not _complete(target, stamp):  # another process may have won the race
             raise
 
 

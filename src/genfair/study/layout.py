@@ -1,9 +1,16 @@
-"""Where each stage's outputs live (DESIGN.md's data layout), under one root."""
+"""Where each stage's outputs live (DESIGN.md's data layout), under one root.
+
+Every path built from a name (model, methodology, table...) takes only names that match
+:data:`genfair.names.NAME_PATTERN` and is checked to stay under the root, whatever the
+caller was handed (a stage's argument, ``genfair try``'s, a methodology's table name).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from genfair.names import check_name, inside
 
 
 @dataclass(frozen=True)
@@ -17,12 +24,20 @@ class Layout:
     def data(self) -> Path:
         return self.root / "data"
 
+    def named(self, folder: Path, *names: str, suffix: str = "") -> Path:
+        """``folder/<name>/.../<last name><suffix>``: each part checked to be a name, the
+        whole to stay under the root (:class:`~genfair.errors.ConfigError` otherwise)."""
+        for name in names:
+            check_name(name, f"output name under {folder}")
+        path = folder.joinpath(*names[:-1], names[-1] + suffix) if names else folder
+        return inside(self.root, path)
+
     def probes(self, methodology: str) -> Path:
-        return self.data / "probes" / f"{methodology}.parquet"
+        return self.named(self.data / "probes", methodology, suffix=".parquet")
 
     def responses_dir(self, model: str, methodology: str) -> Path:
         """``generate@<model>-<methodology>``'s output folder."""
-        return self.data / "responses" / model / methodology
+        return self.named(self.data / "responses", model, methodology)
 
     def responses(self, model: str, methodology: str) -> Path:
         return self.responses_dir(model, methodology) / "responses.parquet"
@@ -37,16 +52,16 @@ class Layout:
         return self.responses_dir(model, methodology) / "images"
 
     def labels(self, model: str, methodology: str) -> Path:
-        return self.data / "labels" / model / f"{methodology}.parquet"
+        return self.named(self.data / "labels", model, methodology, suffix=".parquet")
 
     def metrics(self, model: str, methodology: str) -> Path:
         """``metrics@<model>-<methodology>``'s folder: ``scores.parquet``, detail tables,
         ``summary.json``."""
-        return self.data / "metrics" / model / methodology
+        return self.named(self.data / "metrics", model, methodology)
 
     def study(self, methodology: str) -> Path:
         """``study@<methodology>``'s folder: its tables, ``summary.json``, ``params.json``."""
-        return self.data / "study" / methodology
+        return self.named(self.data / "study", methodology)
 
     @property
     def scores(self) -> Path:
@@ -75,7 +90,7 @@ class Layout:
         return self.data / "report" / "index.html"
 
     def curated(self, name: str) -> Path:
-        return self.data / "curated" / f"{name}.parquet"
+        return self.named(self.data / "curated", name, suffix=".parquet")
 
     @property
     def tracking(self) -> Path:

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from genfair.config import StudyParams
-from genfair.io import read_json, read_parquet
+from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
@@ -206,11 +206,7 @@ def build_report(params: StudyParams, layout: Layout = Layout(), now: datetime |
         instruments=instruments_view(params, layout, simulated), any_simulated=bool(simulated),
         simulated_names=simulated, tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
     )
-    out = layout.report
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    out = write_text(html, layout.report)  # atomic: a full disk leaves no temporary file
     log.info("report: %s (%d sections, %.0f kB)", out, len(sections), out.stat().st_size / 1024)
     return out
 

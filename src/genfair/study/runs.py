@@ -25,6 +25,7 @@ from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
 from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
+from genfair.names import name_problem
 
 __all__ = ["check_runs", "compose_runs", "measures", "model_hash", "run_key", "runs_for"]
 
@@ -74,8 +75,12 @@ def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str
 def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``genfair_runs`` resolver: ``runs`` from the composed ``models`` and
     ``methodologies`` sections. Nothing fails here (a config that does not validate reads no
-    models): ``load_params`` names the bad key."""
-    return runs_for(_plain(models), _plain(methodologies))
+    models): ``load_params`` names the bad key. A key that is not a name
+    (:mod:`genfair.names`) gets no run, so it never reaches a stage's shell command
+    (``dvc.yaml``'s ``cmd``), even from a composition that skips genfair's validation."""
+    models, methodologies = _plain(models), _plain(methodologies)
+    return runs_for({k: v for k, v in models.items() if name_problem(k) is None},
+                    {k: v for k, v in methodologies.items() if name_problem(k) is None})
 
 
 def check_runs(params: StudyParams) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from genfair.config import StudyParams
-from genfair.io import read_parquet, write_json, write_parquet
+from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
 from genfair.study.context import model_info, models_for
@@ -170,15 +170,12 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     for name in params.methodologies:
         method = get_methodology(name)
         board = board_for(params, method, layout)
-        written.append(write_parquet(board, layout.scores / f"{name}.parquet"))
+        written.append(write_parquet(board, layout.named(layout.scores, name, suffix=".parquet")))
         summary[name] = headline(method, board)
         for file, values in metric_files(method, board).items():
             written.append(write_json(values, layout.headline_dir / name / file))
         for plot, frame in method.plot_tables(board).items():
-            path = layout.plots / name / f"{plot}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            frame.to_csv(path, index=False, float_format="%.6g")
-            written.append(path)
+            written.append(write_csv(frame, layout.named(layout.plots, name, plot, suffix=".csv")))
         if not board.empty:
             log.info("%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique())
     written.extend(instrument_metric_files(layout))

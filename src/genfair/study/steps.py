@@ -155,7 +155,7 @@ def compute_metrics(params: StudyParams, model: str, methodology: str, layout: L
     result = method.metrics(labels, config, step_context(params, model, methodology, layout))
     write_parquet(result.scores, folder / "scores.parquet")
     for table, frame in result.tables.items():
-        write_parquet(frame, folder / f"{table}.parquet")
+        write_parquet(frame, layout.named(folder, table, suffix=".parquet"))
     log.info("scores:\n%s", brief(result.scores))
     status = read_parquet(layout.responses(model, methodology))["status"]
     errors = int((status == "error").sum())
@@ -178,7 +178,7 @@ def study_step(params: StudyParams, methodology: str, layout: Layout = Layout())
         write_json({}, folder / "params.json")
         return write_json({}, folder / "summary.json")
     for table, frame in result.tables.items():
-        write_parquet(frame, folder / f"{table}.parquet")
+        write_parquet(frame, layout.named(folder, table, suffix=".parquet"))
         log.info("%s: %s, %d rows", methodology, table, len(frame))
     write_json(result.params, folder / "params.json")
     return write_json(result.summary, folder / "summary.json")

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sqlite3
 from pathlib import Path
 
 from genfair.io import write_json
 from genfair.params import StudyFrame
 from genfair.study.layout import Layout
+from genfair.urls import strip_in_text
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ def tracking_uri(params: StudyFrame, root: Path | None = None) -> str:
 
 
 def redact(uri: str) -> str:
-    """Drop ``user:password@`` from a URI."""
-    return re.sub(r"//[^/@]+@", "//", uri)
+    """``uri`` without ``user:password@`` nor credential-looking query parameters."""
+    return strip_in_text(uri)
 
 
 def display_uri(uri: str, root: Path) -> str:

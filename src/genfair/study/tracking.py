@@ -34,6 +34,7 @@ from genfair.study.layout import Layout
 from genfair.study.steps import read_study
 from genfair.params import PARAMS_FILE
 from genfair.study.store import KEY_TAG, UNFINISHED, display_uri, redact, tracking_uri, workspace_root
+from genfair.urls import strip_in_text
 
 if TYPE_CHECKING:
     from genfair.study.lineage import DataFile, Experiment
@@ -58,7 +59,9 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
         for key, value in data.items():
             out.update(flatten(value, f"{prefix}{key}."))
         return out
-    return {prefix.rstrip("."): data if isinstance(data, (int, float, str, bool)) or data is None else str(data)}
+    if isinstance(data, str):  # a URL's credentials never become an MLflow param
+        return {prefix.rstrip("."): strip_in_text(data)}
+    return {prefix.rstrip("."): data if isinstance(data, (int, float, bool)) or data is None else str(data)}
 
 
 #: the experiment kind MLflow's UI reads (``mlflow.experimentKind``): a classic ML
