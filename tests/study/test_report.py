@@ -30,7 +30,7 @@ from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
-from genfair.study.scoring import score_study
+from genfair.study.scoring import score_study, write_plot
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.store import listed_keys, missing_runs, sync_store
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
@@ -125,7 +125,7 @@ def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, La
         for m in ("simulated_llm", "simulated_t2i") for c in ("objective", "baseline") for a in ("gender", "race"))
     values = [json.loads(f.read_text()) for f in files]
     assert all(set(v) == {"value"} and isinstance(v["value"], float) for v in values)
-    plot = pd.read_csv(layout.plots / "fact_or_fair" / "tradeoff_objective_gender.csv")
+    plot = pd.read_csv(write_plot("fact_or_fair", "tradeoff_objective_gender", layout))
     assert {"model", "s_fact", "s_e"} <= set(plot) and plot["model"].str.contains("SIMULATED").all()
 
 

@@ -2,6 +2,8 @@
 
 Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
 is the score. ``simulated_llm``'s ``objective`` policy answers correctly with probability 0.8.
+``tests/e2e/test_one_package_one_config.py`` installs this file as a package of its own
+(``docs/architecture.md``, "Adding a methodology").
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import Headline, Methodology, MetricsResult, Plot, Ranking, StepContext
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.runner import Call, Verdict
 
@@ -26,11 +28,13 @@ class Quiz(Methodology):
     """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
 
     name: ClassVar[str] = "toy_quiz"
+    title = "Toy quiz: which number is larger"
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
     ranking = Ranking(("measure",), "mean", False)
     headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
+    plots = (Plot("accuracy", "Toy quiz accuracy per model", "mean", "model", "bar_horizontal"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         rows = [{"probe_id": f"q{i}", "a": i + seed % 7, "b": 2 * i + 1} for i in range(config.questions)]
@@ -60,6 +64,9 @@ class Quiz(Methodology):
         ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]}
 
 
 def _answer(text: str | None) -> str | None:

@@ -10,7 +10,7 @@ order of the pipeline's stages::
     metrics   -> MetricsResult          metrics@<model>-<methodology>
     study     -> StudyResult | None     study@<methodology>  (all models at once; optional)
     leaderboard, ranking, headline      score
-    plot_tables                         score (data/plots/, for dvc plots)
+    plots, plot_tables                  plot@<methodology>-<plot>  (data/plots/, dvc plots)
     figures, run_record                 track (MLflow)
     report_section -> ReportSection     report (data/report/index.html)
 
@@ -91,6 +91,21 @@ class Headline:
     column: str
     where: Mapping[str, Any]
     better: Literal["lower", "higher", "closer to 0"]
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One ``dvc plots`` figure the methodology declares: the table ``plot_tables(board)[name]``,
+    written as ``data/plots/<methodology>/<name>.csv`` by the ``plot@<methodology>-<name>``
+    stage, drawn with DVC's ``template`` (``linear``, ``scatter``, ``bar_horizontal``...)
+    from its columns ``x`` and ``y``, under ``title``. Composing ``conf/`` lists the plots of
+    the study's methodologies in ``params.yaml`` (``plots``); ``dvc.yaml`` names none."""
+
+    name: str
+    title: str
+    x: str
+    y: str
+    template: str = "linear"
 
 
 @dataclass(frozen=True)
@@ -242,6 +257,10 @@ class Methodology(ABC):
     ranking: ClassVar[Ranking | None] = None
     #: the few numbers that summarise a model
     headline: ClassVar[tuple[Headline, ...]] = ()
+    #: its ``dvc plots`` (tables from :meth:`plot_tables`)
+    plots: ClassVar[tuple[Plot, ...]] = ()
+    #: the section title of the study report (default: :attr:`name`)
+    title: ClassVar[str] = ""
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
@@ -324,9 +343,8 @@ class Methodology(ABC):
     # ---- report
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        """Small tables for ``dvc plots`` (written as ``data/plots/<methodology>/<name>.csv``
-        by the score stage, declared in ``dvc.yaml``'s ``plots:``), from the leaderboard.
-        Default: none."""
+        """The tables of :attr:`plots` by name, from the leaderboard (a declared plot missing
+        here is written with its columns and no rows). Default: none."""
         return {}
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
@@ -340,7 +358,7 @@ class Methodology(ABC):
                    for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])]
         tables = [ReportTable("Leaderboard", ctx.board,
                               "Every model's scores; rank among real models only (simulators are never ranked).")]
-        return ReportSection(title=self.name, intro=" ".join(doc.split()), figures=figures,
+        return ReportSection(title=self.title or self.name, intro=" ".join(doc.split()), figures=figures,
                              tables=tables if len(ctx.board) else [])
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
+from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
@@ -158,15 +158,35 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
     return written
 
 
+def write_plot(methodology: str, plot: str, layout: Layout = Layout()) -> Path:
+    """``plot@<methodology>-<plot>``: the table of one declared ``dvc plots`` figure
+    (:attr:`~genfair.methodologies.base.Methodology.plots`) from the methodology's
+    leaderboard, as ``data/plots/<methodology>/<plot>.csv`` (its columns and no rows when
+    the leaderboard has none to show)."""
+    method = get_methodology(methodology)
+    spec = next((p for p in method.plots if p.name == plot), None)
+    if spec is None:
+        raise ConfigError(f"{methodology} declares no plot {plot!r} (its plots: "
+                          f"{', '.join(p.name for p in method.plots) or 'none'}): recompose params.yaml "
+                          "with `genfair compose`")
+    board = read_parquet(layout.scores / f"{methodology}.parquet")
+    frame = method.plot_tables(board).get(plot)
+    if frame is None:
+        log.warning("%s: no rows for plot %s (the study's models give none)", methodology, plot)
+        frame = pd.DataFrame(columns=list(dict.fromkeys([spec.x, spec.y])))
+    path = layout.plots / methodology / f"{plot}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False, float_format="%.6g")
+    return path
+
+
 def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     """``score``: one leaderboard per methodology of the study (``data/scores/``), the
     headline metrics (``data/headline.json``, and one file per number under
-    ``data/headline/`` for ``dvc metrics``) and the ``dvc plots`` tables
-    (``data/plots/``)."""
+    ``data/headline/`` for ``dvc metrics``)."""
     check_runs(params)
     written, summary = [], {}
-    for folder in (layout.headline_dir, layout.plots):
-        shutil.rmtree(folder, ignore_errors=True)  # a methodology taken out leaves no stale file
+    shutil.rmtree(layout.headline_dir, ignore_errors=True)  # a methodology taken out leaves no stale file
     for name in params.methodologies:
         method = get_methodology(name)
         board = board_for(params, method, layout)
@@ -174,11 +194,6 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
         summary[name] = headline(method, board)
         for file, values in metric_files(method, board).items():
             written.append(write_json(values, layout.headline_dir / name / file))
-        for plot, frame in method.plot_tables(board).items():
-            path = layout.plots / name / f"{plot}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            frame.to_csv(path, index=False, float_format="%.6g")
-            written.append(path)
         if not board.empty:
             log.info("%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique())
     written.extend(instrument_metric_files(layout))

@@ -20,6 +20,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    Plot,
     Ranking,
     ReportContext,
     ReportSection,
@@ -59,6 +60,8 @@ class FactOrFair(Methodology):
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
     name: ClassVar[str] = "fact_or_fair"
+    plots = tuple(Plot(f"tradeoff_objective_{a}", f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
+                       "s_fact", "s_e", "scatter") for a in ("gender", "race"))
     modalities = ("llm", "t2i")
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
     metric_keys = ("context", "attribute")

@@ -56,6 +56,7 @@ class LvlmFacet(Methodology):
     class and gender, skin tone and age group, and its disparities."""
 
     name: ClassVar[str] = "lvlm_facet"
+    title: ClassVar[str] = "LVLM-FACET: recall of vision-language models per demographic group"
     modalities = ("vlm",)
     Config: ClassVar[type[LvlmFacetConfig]] = LvlmFacetConfig
     metric_keys = ("measure", "prompt", "attribute", "class", "group")

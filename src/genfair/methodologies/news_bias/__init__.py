@@ -52,6 +52,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    Plot,
     Ranking,
     ReportContext,
     ReportSection,
@@ -117,6 +118,8 @@ class NewsBias(Methodology):
     LLM-written news against the originals, at word, sentence and document level."""
 
     name: ClassVar[str] = "news_bias"
+    plots = (Plot("bars_unbiased", "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
+                  "mean", "label", "bar_horizontal"),)
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
     metric_keys = ("prompt_type", "level", "attribute", "measure")

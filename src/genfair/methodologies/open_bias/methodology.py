@@ -125,6 +125,7 @@ class OpenBias(Methodology):
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
 
     name: ClassVar[str] = "open_bias"
+    title: ClassVar[str] = "OpenBias: open-set bias discovery in text-to-image models"
     modalities = ("t2i",)
     Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
     metric_keys = ("bias_key",)
