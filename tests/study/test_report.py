@@ -113,8 +113,15 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
         assert section in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert html.count("SIMULATED") >= 4
-    # the headline table: both simulators, never ranked
-    assert "(#" not in html.split('id="headline-table"')[1].split("</table>")[0]
+    # the headline table: both simulators, never ranked; estimates with their intervals
+    table = html.split('id="headline-table"')[1].split("</table>")[0]
+    assert "(#" not in table
+    board = pd.read_parquet(layout.scores / "fact_or_fair.parquet").set_index(["model", "context", "attribute"])
+    row = board.loc[("simulated_llm", "objective", "gender")]
+    shown = [f"{round(row[c], 4):.4g}" for c in ("distance", "distance_lo", "distance_hi")]
+    assert f"{shown[0]} [{shown[1]}, {shown[2]}]" in table
+    # section titles from the methodologies' own metadata
+    assert "FACT-OR-FAIR: factuality vs. fairness" in html
 
 
 def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, Layout, Path]) -> None:

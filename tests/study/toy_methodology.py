@@ -1,7 +1,8 @@
 """A toy methodology written against the contract, outside ``src/``: a two-option quiz.
 
 Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
-is the score. ``simulated_llm``'s ``objective`` policy answers correctly with probability 0.8.
+is the score. The simulated LLM answers correctly with the planted accuracy of the quiz's own
+config (``plant``: 0.8), which keys its cached answers alone.
 ``tests/e2e/test_one_package_one_config.py`` installs this file as a package of its own
 (``docs/architecture.md``, "Adding a methodology").
 """
@@ -16,12 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genfair.methodologies.base import Headline, Methodology, MetricsResult, Plot, Ranking, StepContext
 from genfair.metrics.intervals import proportion_ci
+from genfair.models.config import SimulatedPolicy
+from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 
 class QuizConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     questions: int = Field(40, ge=1)
+    #: what the simulated LLM does with the quiz (its planted accuracy)
+    plant: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
 
 
 class Quiz(Methodology):
@@ -44,8 +49,8 @@ class Quiz(Methodology):
 
     def calls(self, probes: pd.DataFrame, config: QuizConfig, modality: str) -> list[Call]:
         return [Call(probe_id=r["probe_id"], messages=({"role": "user", "content": r["prompt"]},),
-                     meta={"policy": "objective", "letters": ["A", "B"],
-                           "truth_letters": ["A" if r["a"] > r["b"] else "B"]})
+                     meta=ChoiceQuestion(policy="toy_quiz", letters=["A", "B"], plant=config.plant,
+                                         truth_letters=["A" if r["a"] > r["b"] else "B"]).meta())
                 for r in probes.to_dict("records")]
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:

@@ -85,12 +85,14 @@ class Ranking:
 class Headline:
     """One headline number: the ``column`` of the leaderboard row matching ``where``,
     named ``name`` with the direction that is better (``dvc metrics show``, MLflow, the
-    report's summary)."""
+    report's summary); ``interval``: the (low, high) columns of its confidence interval,
+    shown beside it in the report."""
 
     name: str
     column: str
     where: Mapping[str, Any]
     better: Literal["lower", "higher", "closer to 0"]
+    interval: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -149,14 +151,17 @@ class StepContext:
         return self.model.modality
 
     def run(self, calls: Sequence[Call], judge: Callable[[str, dict[str, Any]], Verdict],
-            desc: str | None = None) -> pd.DataFrame:
+            desc: str | None = None, backend: Any = None) -> pd.DataFrame:
         """Send ``calls`` through the response cache, whatever the modality (images are
-        exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`."""
+        exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`. To the
+        model under test, or to ``backend``: one of the models the methodology reads (built
+        from :attr:`models`, e.g. a proposer LLM or a VQA judge)."""
         from genfair.models.generation import run
 
-        if self.backend is None or self.cache is None:
+        backend = backend or self.backend
+        if backend is None or self.cache is None:
             raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
-        return run(self.backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
+        return run(backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
                    image_dir=self.image_dir)
 
 

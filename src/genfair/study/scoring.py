@@ -88,8 +88,9 @@ def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.Da
 
 def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, Any]]:
     """One row per model and headline number of the methodology: ``model``, ``simulated``,
-    ``name``, ``better``, ``value`` (None for NaN) and ``rank`` (among real models; None for
-    simulators or an unranked row), in leaderboard order."""
+    ``name``, ``better``, ``value``, ``low`` and ``high`` (its interval, when declared; None
+    for NaN) and ``rank`` (among real models; None for simulators or an unranked row), in
+    leaderboard order."""
     out: list[dict[str, Any]] = []
     if board.empty:
         return out
@@ -100,15 +101,20 @@ def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, An
                 match = match[match[column] == value] if column in match else match.iloc[0:0]
             if match.empty or item.column not in match:
                 continue
-            value = match[item.column].iloc[0]
             rank = match["rank"].iloc[0] if "rank" in match else None
+            low, high = item.interval or (None, None)
             out.append({
                 "model": str(model), "simulated": bool(rows["simulated"].iloc[0]), "name": item.name,
-                "better": item.better,
-                "value": None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4),
-                "rank": None if rank is None or pd.isna(rank) else int(rank),
+                "better": item.better, "value": _number(match, item.column), "low": _number(match, low),
+                "high": _number(match, high), "rank": None if rank is None or pd.isna(rank) else int(rank),
             })
     return out
+
+
+def _number(match: pd.DataFrame, column: str | None) -> float | None:
+    """The first row's ``column`` rounded to 4 places; None for no column, None or NaN."""
+    value = match[column].iloc[0] if column is not None and column in match else None
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4)
 
 
 def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:

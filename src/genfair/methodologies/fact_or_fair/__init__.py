@@ -40,6 +40,7 @@ from genfair.methodologies.fact_or_fair.scores import (
     score_cells,
 )
 from genfair.models.base import derive_seed
+from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 LABEL_COLUMNS = [
@@ -52,7 +53,7 @@ LABEL_COLUMNS = [
 
 def _headline(context: str, attribute: str) -> Headline:
     return Headline(f"{context}.{attribute}.distance", "distance", {"context": context, "attribute": attribute},
-                    "lower")
+                    "lower", ("distance_lo", "distance_hi"))
 
 
 class FactOrFair(Methodology):
@@ -83,11 +84,9 @@ class FactOrFair(Methodology):
                 sample_index=int(row["sample_index"]),
                 max_attempts=int(row["max_attempts"]),
                 meta={
-                    "policy": row["kind"],
                     "options": json.loads(row["options"]),
-                    "letters": [o["letter"] for o in json.loads(row["options"])],
-                    "truth_letters": truth_letters(row),
-                    "primed_letters": primed_letters(row),
+                    **ChoiceQuestion(policy=row["kind"], letters=[o["letter"] for o in json.loads(row["options"])],
+                                     truth_letters=truth_letters(row), primed_letters=primed_letters(row)).meta(),
                 },
             )
             for row in probes.to_dict("records")
