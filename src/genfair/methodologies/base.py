@@ -16,9 +16,17 @@ order of the pipeline's stages::
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
-:class:`StudyContext`), built by the study layer. Register a methodology with
-:func:`genfair.methodologies.registry.register` or the ``genfair.methodologies`` entry point
-group (see docs/architecture.md, "Adding a methodology").
+:class:`StudyContext`), built by the study layer. A methodology is found by its package's presence under ``genfair/methodologies/``, by the
+``genfair.methodologies`` entry point group of an installed distribution, or, in-process, by
+:func:`genfair.methodologies.registry.register` (see docs/architecture.md, "Adding a
+methodology").
+
+What a call asks of the simulated LLM is a typed question in its ``meta``
+(:mod:`genfair.models.questions`: :class:`~genfair.models.questions.ChoiceQuestion`,
+:class:`~genfair.models.questions.RewriteQuestion`), validated where it is made and where the
+simulator reads it; its ``plant`` carries the methodology's own planted rates, which alone key
+that call's cached answers. The image simulators still read named ``meta`` keys, documented
+in :mod:`genfair.models.simulated_images` and :mod:`genfair.models.vlm`.
 """
 
 from __future__ import annotations
