@@ -92,3 +92,18 @@ def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPa
         register(dict)  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="unknown methodology 'nope'"):
         get_methodology("nope")
+
+
+def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
+    """A study whose models give a plot no rows still writes its table (DVC needs the output)."""
+    from genfair.config import ConfigError
+    from genfair.io import write_parquet
+    from genfair.study.scoring import write_plot
+
+    register(Quiz)
+    layout = Layout(tmp_path)
+    write_parquet(pd.DataFrame({"model": pd.Series([], dtype=str)}), layout.scores / "toy_quiz.parquet")
+    table = pd.read_csv(write_plot("toy_quiz", "accuracy", layout))
+    assert list(table.columns) == ["mean", "model"] and table.empty
+    with pytest.raises(ConfigError, match="declares no plot 'nope'"):
+        write_plot("toy_quiz", "nope", layout)

@@ -71,7 +71,7 @@ class Quiz(Methodology):
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]}
+        return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]} if len(board) else {}
 
 
 def _answer(text: str | None) -> str | None:
