@@ -141,3 +141,29 @@ def test_a_missing_curation_block_names_the_fix(tmp_path, raw):
     params = load_params(write(tmp_path, data))
     with pytest.raises(ConfigError, match=r"curation\.news: not configured \(add `curation@curation\.news: <file>`"):
         curation_config(params, "news")
+
+
+def test_a_methodology_config_is_validated_once_per_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """load_params validates every methodology block; the steps reuse that (a copy with
+    another block validates the new one)."""
+    import genfair.config as config
+    from genfair.study.context import configured, step_context
+    from genfair.study.layout import Layout
+    from genfair.study.steps import run_params
+
+    params = config.load_params(ROOT / "params.yaml")
+    validated: list[object] = []
+    adapter = config.TypeAdapter
+
+    def counting(kind: object) -> object:
+        validated.append(kind)
+        return adapter(kind)
+
+    monkeypatch.setattr(config, "TypeAdapter", counting)
+    configured(params, "news_bias")
+    step_context(params, "smollm2", "news_bias", Layout())
+    run_params(params, "smollm2", "news_bias")
+    assert validated == []
+    changed = params.model_copy(update={"methodologies": {"news_bias": {**params.methodologies["news_bias"],
+                                                                        "max_tokens": 7}}})
+    assert configured(changed, "news_bias")[1].max_tokens == 7 and len(validated) == 1

@@ -145,8 +145,8 @@ def cmd_exp(args: argparse.Namespace) -> int:
 
 
 def cmd_try(args: argparse.Namespace) -> None:
-    from genfair.logs import setup
     from genfair.io import read_parquet
+    from genfair.logs import setup
     from genfair.study.layout import Layout
     from genfair.study.steps import brief, compute_metrics, generate, label, make_probes
 
@@ -163,9 +163,8 @@ def cmd_try(args: argparse.Namespace) -> None:
     make_probes(params, args.methodology, layout)
     generate(params, args.model, args.methodology, layout, limit=args.limit)
     label(params, args.model, args.methodology, layout)
-    summary = compute_metrics(params, args.model, args.methodology, layout)
-    scores = read_parquet(layout.metrics(args.model, args.methodology) / "scores.parquet")
-    print(brief(scores))
+    summary = compute_metrics(params, args.model, args.methodology, layout, log_scores=False)
+    print(brief(read_parquet(layout.metrics(args.model, args.methodology) / "scores.parquet")))
     print(f"\noutputs under {layout.data}; summary: {summary}")
 
 

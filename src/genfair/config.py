@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError
 
 from genfair.models.config import ModelConfig
 from genfair.params import (
@@ -34,6 +34,9 @@ class StudyParams(StudyFrame):
     """The study: its frame, with every model config validated."""
 
     models: dict[str, ModelConfig] = Field(min_length=1)  # type: ignore[assignment]
+    #: methodology -> (its block, its validated config): :func:`methodology_config` validates a
+    #: block once (a copy with another block validates that one)
+    _methodology_configs: dict[str, tuple[Any, Any]] = PrivateAttr(default_factory=dict)
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.models:
@@ -78,18 +81,24 @@ def _keys_redacted(params: StudyParams) -> StudyParams:
 
 
 def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE) -> Any:
-    """The validated config object of methodology ``name``."""
+    """The validated config object of methodology ``name`` (validated once per params object)."""
     from genfair.methodologies import get_methodology
+
+    block, config = params._methodology_configs.get(name, (None, None))
+    if config is not None and block == params.methodologies.get(name):
+        return config
 
     try:
         methodology = get_methodology(name)
     except KeyError as exc:
         raise ConfigError(f"{source}: methodologies.{name}: {exc.args[0]}") from None
     try:
-        return TypeAdapter(methodology.Config).validate_python(params.methodologies[name])
+        config = TypeAdapter(methodology.Config).validate_python(params.methodologies[name])
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, source, ("methodologies", name))) from None
     except KeyError:
         raise ConfigError(
             f"{source}: methodologies.{name}: not configured; known: {', '.join(params.methodologies)}"
         ) from None
+    params._methodology_configs[name] = (params.methodologies[name], config)
+    return config

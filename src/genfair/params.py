@@ -148,6 +148,10 @@ class StudyFrame(_Strict):
     #: names and ``reads`` (hashes of the other models the run reads); composed from
     #: ``models`` and ``methodologies`` (:mod:`genfair.study.runs`)
     runs: dict[str, dict[str, Any]] | None = None
+    #: methodology -> the path of its code (its stages' dependency), composed
+    methodology_code: dict[str, str | None] | None = None
+    #: ``<methodology>-<plot>`` -> a ``dvc plots`` figure the methodologies declare, composed
+    plots: dict[str, dict[str, Any]] | None = None
 
     @field_validator("scale", mode="before")
     @classmethod

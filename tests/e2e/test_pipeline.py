@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.support.project import ROOT, copy_study, study_env
+from tests.support.project import ROOT, always_changed, commit, copy_study, status_stages, study_env
 from tests.support.project import run as _run
 
 pytestmark = pytest.mark.e2e
@@ -263,35 +263,19 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path,
     # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing new
     again = _run(["dvc", "repro"], work, env)
     noop = set(re.findall(r"Running stage '([^']+)'", again))
-    assert noop == _always_changed(work), sorted(noop)
+    assert noop == always_changed(work), sorted(noop)
     assert "holds all" in again  # the MLflow store has every run: nothing logged, MLflow not even imported
     _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
     output = _run(["dvc", "repro"], work, env)
-    ran = set(re.findall(r"Running stage '([^']+)'", output)) - _always_changed(work)
+    ran = set(re.findall(r"Running stage '([^']+)'", output)) - always_changed(work)
     # a text model runs the methodologies that measure text; the image ones get no stage
     own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics")
            for m in ("fact_or_fair", "news_bias", "iris")}
     study_level = {f"study@{m}" for m in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")}
-    study_level |= {"score", "track", "report"}
+    study_level |= {"score", "track", "report"} | {f"plot@{p}" for p in _plots(work)}
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
-
-
-def _always_changed(work: Path) -> set[str]:
-    """The stages that run on every repro (always/dvc.yaml), by the names DVC prints."""
-    import yaml
-
-    stages = yaml.safe_load((work / "always/dvc.yaml").read_text())["stages"]
-    assert all(stage.get("always_changed") for stage in stages.values())
-    return {f"always/dvc.yaml:{name}" for name in stages}
-
-
-def _status_stages(work: Path, env: dict[str, str]) -> set[str]:
-    """The stages `dvc status` lists as changed."""
-    output = _run(["dvc", "status"], work, env)
-    return {line.rstrip(":") for line in output.splitlines()
-            if line and not line[0].isspace() and line.endswith(":")} - _always_changed(work)
 
 
 def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
@@ -300,7 +284,7 @@ def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path,
     try:
         _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm",
               "-o", "methodologies.news_bias.max_tokens=99"], work, env)
-        changed = _status_stages(work, env)
+        changed = status_stages(work, env)
         assert changed, "editing news_bias's config changed no stage"
         others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))]
         assert not others, f"stages of other methodologies changed: {sorted(others)}"
@@ -309,10 +293,38 @@ def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path,
         (work / "params.yaml").write_text(params)
 
 
+def _plots(work: Path) -> set[str]:
+    import yaml
+
+    return set(yaml.safe_load((work / "params.yaml").read_text())["plots"])
+
+
+def test_editing_one_methodologys_code_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
+    """A methodology's stages depend on its own folder, not on the others' (a comment is a change to DVC)."""
+    work, env, _ = study
+    source = work / "src/genfair/methodologies/news_bias/lengths.py"
+    text = source.read_text()
+    try:
+        source.write_text(text + "# an edit\n")
+        changed = status_stages(work, env)
+    finally:
+        source.write_text(text)
+    runs = [r for r in yaml_runs(work) if r.endswith("-news_bias")]
+    expected = {"probes@news_bias", "study@news_bias", "plot@news_bias-bars_unbiased", "score", "track", "report",
+                *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs)}
+    assert changed == expected, sorted(changed ^ expected)
+    assert not status_stages(work, env)
+
+
+def yaml_runs(work: Path) -> list[str]:
+    import yaml
+
+    return list(yaml.safe_load((work / "params.yaml").read_text())["runs"])
+
+
 def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, str], str]) -> None:
     work, env, _ = study
-    _run(["git", "add", "-A"], work, env)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "with b"], work, env)
+    commit(work, env, "with b")
     # without SmolLM2, OpenBias's proposer: its stage 1 comes from the authors' published proposals
     # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing model)
     published = ROOT / "tests/support/open_bias_published_flickr.json"

@@ -10,7 +10,8 @@ import pytest
 
 from genfair.models import build_backend
 from genfair.models.base import Request
-from genfair.models.config import SimulatedModelConfig
+from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
+from genfair.models.questions import ChoiceQuestion
 from genfair.models.simulated import INVALID, REFUSAL, SimulatedLLM
 
 N = 4000
@@ -141,3 +142,57 @@ def test_prime_following_picks_the_primed_group_at_the_planted_rate(attribute, l
     plain = [json.loads(sim.answer(req(s, letters="ABCD", truth=("C",), policy="subjective")))["answer"]
              for s in range(n)]
     assert within_3se(plain.count("C"), n, accuracy)
+
+
+# ---- the typed protocol (genfair.models.questions) and the cache keys it leaves alone
+
+#: keys computed on main before the typed protocol (commit 7ff57ec): conf/model's simulators,
+#: one multiple-choice request. The default study's cached answers keep their keys.
+MAIN_KEYS = {"simulated_llm": "a51ebf51eae254827a5e86ac709c1f7a39aeda77afabb21f059bbd5ff1acc671",
+             "simulated_t2i": "0032de2c16fff94c5e4135bfa48ec3157873b24c80d2b59075ef950e3ab6158a",
+             "simulated_vlm": "bafc1da613f7ff3a70f0789ad3a3b14b526bbb6a55390eacf653fbadde27e739"}
+
+
+@pytest.mark.parametrize("name", sorted(MAIN_KEYS))
+def test_existing_calls_keep_their_cache_keys(name: str) -> None:
+    import yaml
+    from pydantic import TypeAdapter
+
+    from genfair.models.cache import ResponseCache
+    from genfair.models.config import ModelConfig
+    from tests.support.conf import ROOT
+
+    raw = yaml.safe_load((ROOT / f"conf/model/{name}.yaml").read_text())
+    backend = build_backend(TypeAdapter(ModelConfig).validate_python(raw))
+    request = Request(messages=({"role": "user", "content": "Which is larger: A. 1 or B. 3?"},), attempt=1, seed=7,
+                      meta=ChoiceQuestion(policy="objective", letters=["A", "B"], truth_letters=["B"]).meta())
+    assert ResponseCache.key(backend.request_fingerprint(request), request) == MAIN_KEYS[name]
+
+
+def test_a_question_is_validated_where_it_is_made_and_read() -> None:
+    with pytest.raises(ValueError, match=r"\['C'\] are not among the options"):
+        ChoiceQuestion(policy="objective", letters=["A", "B"], truth_letters=["C"])
+    with pytest.raises(ValueError, match="letters"):
+        simulator(objective={"accuracy": 0.8}).answer(Request(messages=(), meta={"policy": "objective"}))
+    with pytest.raises(ValueError, match="is a rewrite policy, but the call asks a choice question"):
+        simulator(news={"kind": "rewrite", "female_to_male": 0.5}).answer(req(1, policy="news"))
+
+
+def test_a_planted_policy_in_the_call_keys_its_answers_alone() -> None:
+    """A methodology's own planted rates (``plant``) decide its answers and its cache key;
+    the model's named policies do not."""
+    from genfair.models.cache import ResponseCache
+
+    def request(accuracy: float, seed: int = 3) -> Request:
+        plant = SimulatedPolicy(accuracy=accuracy)
+        return Request(messages=({"role": "user", "content": "q"},), seed=seed,
+                       meta=ChoiceQuestion(policy="quiz", letters=["A", "B"], truth_letters=["A"], plant=plant).meta())
+
+    one, other = simulator(objective={"accuracy": 0.8}), simulator(objective={"accuracy": 0.1}, news={
+        "kind": "rewrite", "female_to_male": 0.5})
+    key = ResponseCache.key(one.request_fingerprint(request(0.9)), request(0.9))
+    assert key == ResponseCache.key(other.request_fingerprint(request(0.9)), request(0.9))
+    assert key != ResponseCache.key(one.request_fingerprint(request(0.5)), request(0.5))
+    assert one.request_fingerprint(req(1)) == one.fingerprint  # a named policy: the model's fingerprint
+    answers = Counter(json.loads(one.answer(request(0.9, seed))).get("answer") for seed in range(N))
+    assert within_3se(answers["A"], N, 0.9)

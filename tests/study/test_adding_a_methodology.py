@@ -20,7 +20,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
-from tests.support.conf import with_runs
+from tests.support.conf import ROOT, with_runs
 
 MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
 
@@ -74,6 +74,16 @@ def test_a_package_registers_one_by_entry_point(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(registry, "_instances", {})
     assert "toy_quiz" in names()
     assert isinstance(get_methodology("toy_quiz"), Quiz)
+    # its code, a dependency of its stages: the top-level package of the entry point's module
+    assert registry.code_path("toy_quiz", ROOT) == "tests"
+
+
+def test_genfair_finds_its_own_methodologies_by_their_folders() -> None:
+    """No list to edit: every package under genfair/methodologies/ is a methodology."""
+    assert set(registry.builtin()) == {"fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias"}
+    assert all(get_methodology(name).name == name for name in registry.builtin())
+    assert registry.code_path("iris", ROOT) == "src/genfair/methodologies/iris"
+    assert registry.code_path("iris", ROOT / "tests") == str(ROOT / "src/genfair/methodologies/iris")
 
 
 def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,3 +92,18 @@ def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPa
         register(dict)  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="unknown methodology 'nope'"):
         get_methodology("nope")
+
+
+def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
+    """A study whose models give a plot no rows still writes its table (DVC needs the output)."""
+    from genfair.config import ConfigError
+    from genfair.io import write_parquet
+    from genfair.study.scoring import write_plot
+
+    register(Quiz)
+    layout = Layout(tmp_path)
+    write_parquet(pd.DataFrame({"model": pd.Series([], dtype=str)}), layout.scores / "toy_quiz.parquet")
+    table = pd.read_csv(write_plot("toy_quiz", "accuracy", layout))
+    assert list(table.columns) == ["mean", "model"] and table.empty
+    with pytest.raises(ConfigError, match="declares no plot 'nope'"):
+        write_plot("toy_quiz", "nope", layout)

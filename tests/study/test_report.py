@@ -25,7 +25,7 @@ from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
-from genfair.study.scoring import score_study
+from genfair.study.scoring import score_study, write_plot
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.store import listed_keys, missing_runs, sync_store
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
@@ -129,8 +129,15 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
         assert section in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert html.count("SIMULATED") >= 4
-    # the headline table: both simulators, never ranked
-    assert "(#" not in html.split('id="headline-table"')[1].split("</table>")[0]
+    # the headline table: both simulators, never ranked; estimates with their intervals
+    table = html.split('id="headline-table"')[1].split("</table>")[0]
+    assert "(#" not in table
+    board = pd.read_parquet(layout.scores / "fact_or_fair.parquet").set_index(["model", "context", "attribute"])
+    row = board.loc[("simulated_llm", "objective", "gender")]
+    shown = [f"{round(row[c], 4):.4g}" for c in ("distance", "distance_lo", "distance_hi")]
+    assert f"{shown[0]} [{shown[1]}, {shown[2]}]" in table
+    # section titles from the methodologies' own metadata
+    assert "FACT-OR-FAIR: factuality vs. fairness" in html
 
 
 def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, Layout, Path]) -> None:
@@ -141,7 +148,7 @@ def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, La
         for m in ("simulated_llm", "simulated_t2i") for c in ("objective", "baseline") for a in ("gender", "race"))
     values = [json.loads(f.read_text()) for f in files]
     assert all(set(v) == {"value"} and isinstance(v["value"], float) for v in values)
-    plot = pd.read_csv(layout.plots / "fact_or_fair" / "tradeoff_objective_gender.csv")
+    plot = pd.read_csv(write_plot("fact_or_fair", "tradeoff_objective_gender", layout))
     assert {"model", "s_fact", "s_e"} <= set(plot) and plot["model"].str.contains("SIMULATED").all()
 
 

@@ -24,7 +24,8 @@ def test_a_model_runs_the_methodologies_of_its_modality() -> None:
     runs = runs_for(models, {name: {} for name in STUDY})
     assert list(runs) == ["a-fact_or_fair", "a-news_bias", "a-iris", "b-fact_or_fair", "b-iris", "b-open_bias",
                           "c-iris", "c-lvlm_facet"]
-    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias", "reads": {}}
+    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias", "reads": {},
+                                   "code": "src/genfair/methodologies/open_bias"}
 
 
 def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:

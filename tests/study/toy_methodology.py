@@ -1,7 +1,10 @@
 """A toy methodology written against the contract, outside ``src/``: a two-option quiz.
 
 Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
-is the score. ``simulated_llm``'s ``objective`` policy answers correctly with probability 0.8.
+is the score. The simulated LLM answers correctly with the planted accuracy of the quiz's own
+config (``plant``: 0.8), which keys its cached answers alone.
+``tests/e2e/test_one_package_one_config.py`` installs this file as a package of its own
+(``docs/architecture.md``, "Adding a methodology").
 """
 
 from __future__ import annotations
@@ -12,25 +15,31 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import Headline, Methodology, MetricsResult, Plot, Ranking, StepContext
 from genfair.metrics.intervals import proportion_ci
+from genfair.models.config import SimulatedPolicy
+from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 
 class QuizConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     questions: int = Field(40, ge=1)
+    #: what the simulated LLM does with the quiz (its planted accuracy)
+    plant: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
 
 
 class Quiz(Methodology):
     """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
 
     name: ClassVar[str] = "toy_quiz"
+    title = "Toy quiz: which number is larger"
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
     ranking = Ranking(("measure",), "mean", False)
     headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
+    plots = (Plot("accuracy", "Toy quiz accuracy per model", "mean", "model", "bar_horizontal"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         rows = [{"probe_id": f"q{i}", "a": i + seed % 7, "b": 2 * i + 1} for i in range(config.questions)]
@@ -40,8 +49,8 @@ class Quiz(Methodology):
 
     def calls(self, probes: pd.DataFrame, config: QuizConfig, modality: str) -> list[Call]:
         return [Call(probe_id=r["probe_id"], messages=({"role": "user", "content": r["prompt"]},),
-                     meta={"policy": "objective", "letters": ["A", "B"],
-                           "truth_letters": ["A" if r["a"] > r["b"] else "B"]})
+                     meta=ChoiceQuestion(policy="toy_quiz", letters=["A", "B"], plant=config.plant,
+                                         truth_letters=["A" if r["a"] > r["b"] else "B"]).meta())
                 for r in probes.to_dict("records")]
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
@@ -60,6 +69,9 @@ class Quiz(Methodology):
         ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]} if len(board) else {}
 
 
 def _answer(text: str | None) -> str | None:

@@ -18,8 +18,10 @@ def read_conf(relative: str) -> dict[str, Any]:
 
 
 def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
-    """Composed params edited by hand (models or methodologies swapped), with ``runs`` made
-    again from them as composing would (``score`` checks it)."""
-    from genfair.study.runs import compose_runs
+    """Composed params edited by hand (models or methodologies swapped), with ``runs``,
+    ``methodology_code`` and ``plots`` made again from them as composing would (``score``
+    checks them)."""
+    from genfair.study.runs import compose_code, compose_plots, compose_runs
 
-    return {**raw, "runs": compose_runs(raw["models"], raw["methodologies"])}
+    return {**raw, "runs": compose_runs(raw["models"], raw["methodologies"]),
+            "methodology_code": compose_code(raw["methodologies"]), "plots": compose_plots(raw["methodologies"])}

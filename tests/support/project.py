@@ -8,13 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.conf import ROOT
+
+#: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code
 COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference", "src"]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
+__all__ = ["COPY", "GIT", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "status_stages",
+           "study_env"]
+
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    """Run a command; its output, or a failed assertion with the output's tail."""
+    """Run a command; its output (stdout + stderr), or a failed assertion with the output's tail."""
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{output[-4000:]}"
@@ -22,8 +27,8 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 def study_env(work: Path, **extra: str) -> dict[str, str]:
-    """The environment of a study in ``work``: this venv's tools, offline, its own caches,
-    the default MLflow store unless ``extra`` names one."""
+    """The environment of a study in ``work``: this venv's tools, offline, DVC's site cache and
+    the response cache inside ``work``, the default MLflow store unless ``extra`` names one."""
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -37,13 +42,40 @@ def study_env(work: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
-    """The project's pipeline, config and code in ``work``, composed with ``overrides``
-    (e.g. ``scale=smoke``) and committed to a new git repository."""
+def copy_project(work: Path) -> None:
+    """The project's pipeline, config, stage scripts, shipped facts and code in ``work``."""
     for item in COPY:
         source, target = ROOT / item, work / item
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+
+
+def commit(work: Path, env: dict[str, str], message: str = "study") -> None:
+    """Everything in ``work`` committed (a new git repository the first time)."""
+    if not (work / ".git").exists():
+        run(["git", "init", "-q"], work, env)
+    run(["git", "add", "-A"], work, env)
+    run([*GIT, "commit", "-qm", message], work, env)
+
+
+def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
+    """:func:`copy_project`, composed with ``overrides`` (e.g. ``scale=smoke``) and committed."""
+    copy_project(work)
     run(["genfair", "compose", "-o", *overrides], work, env)
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], [*GIT, "commit", "-qm", "study"]):
-        run(args, work, env)
+    commit(work, env)
+
+
+def always_changed(work: Path) -> set[str]:
+    """The stages that run on every repro (always/dvc.yaml), by the names DVC prints."""
+    import yaml
+
+    stages = yaml.safe_load((work / "always/dvc.yaml").read_text())["stages"]
+    assert all(stage.get("always_changed") for stage in stages.values())
+    return {f"always/dvc.yaml:{name}" for name in stages}
+
+
+def status_stages(work: Path, env: dict[str, str]) -> set[str]:
+    """The stages `dvc status` lists as changed, but those that always run."""
+    output = run(["dvc", "status"], work, env)
+    return {line.rstrip(":") for line in output.splitlines()
+            if line and not line[0].isspace() and line.endswith(":")} - always_changed(work)

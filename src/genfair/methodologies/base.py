@@ -10,15 +10,23 @@ order of the pipeline's stages::
     metrics   -> MetricsResult          metrics@<model>-<methodology>
     study     -> StudyResult | None     study@<methodology>  (all models at once; optional)
     leaderboard, ranking, headline      score
-    plot_tables                         score (data/plots/, for dvc plots)
+    plots, plot_tables                  plot@<methodology>-<plot>  (data/plots/, dvc plots)
     figures, run_record                 track (MLflow)
     report_section -> ReportSection     report (data/report/index.html)
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
-:class:`StudyContext`), built by the study layer. Register a methodology with
-:func:`genfair.methodologies.registry.register` or the ``genfair.methodologies`` entry point
-group (see docs/architecture.md, "Adding a methodology").
+:class:`StudyContext`), built by the study layer. A methodology is found by its package's presence under ``genfair/methodologies/``, by the
+``genfair.methodologies`` entry point group of an installed distribution, or, in-process, by
+:func:`genfair.methodologies.registry.register` (see docs/architecture.md, "Adding a
+methodology").
+
+What a call asks of the simulated LLM is a typed question in its ``meta``
+(:mod:`genfair.models.questions`: :class:`~genfair.models.questions.ChoiceQuestion`,
+:class:`~genfair.models.questions.RewriteQuestion`), validated where it is made and where the
+simulator reads it; its ``plant`` carries the methodology's own planted rates, which alone key
+that call's cached answers. The image simulators still read named ``meta`` keys, documented
+in :mod:`genfair.models.simulated_images` and :mod:`genfair.models.vlm`.
 """
 
 from __future__ import annotations
@@ -85,12 +93,29 @@ class Ranking:
 class Headline:
     """One headline number: the ``column`` of the leaderboard row matching ``where``,
     named ``name`` with the direction that is better (``dvc metrics show``, MLflow, the
-    report's summary)."""
+    report's summary); ``interval``: the (low, high) columns of its confidence interval,
+    shown beside it in the report."""
 
     name: str
     column: str
     where: Mapping[str, Any]
     better: Literal["lower", "higher", "closer to 0"]
+    interval: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One ``dvc plots`` figure the methodology declares: the table ``plot_tables(board)[name]``,
+    written as ``data/plots/<methodology>/<name>.csv`` by the ``plot@<methodology>-<name>``
+    stage, drawn with DVC's ``template`` (``linear``, ``scatter``, ``bar_horizontal``...)
+    from its columns ``x`` and ``y``, under ``title``. Composing ``conf/`` lists the plots of
+    the study's methodologies in ``params.yaml`` (``plots``); ``dvc.yaml`` names none."""
+
+    name: str
+    title: str
+    x: str
+    y: str
+    template: str = "linear"
 
 
 @dataclass(frozen=True)
@@ -134,14 +159,17 @@ class StepContext:
         return self.model.modality
 
     def run(self, calls: Sequence[Call], judge: Callable[[str, dict[str, Any]], Verdict],
-            desc: str | None = None) -> pd.DataFrame:
+            desc: str | None = None, backend: Any = None) -> pd.DataFrame:
         """Send ``calls`` through the response cache, whatever the modality (images are
-        exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`."""
+        exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`. To the
+        model under test, or to ``backend``: one of the models the methodology reads (built
+        from :attr:`models`, e.g. a proposer LLM or a VQA judge)."""
         from genfair.models.generation import run
 
-        if self.backend is None or self.cache is None:
+        backend = backend or self.backend
+        if backend is None or self.cache is None:
             raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
-        return run(self.backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
+        return run(backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
                    image_dir=self.image_dir)
 
 
@@ -242,6 +270,10 @@ class Methodology(ABC):
     ranking: ClassVar[Ranking | None] = None
     #: the few numbers that summarise a model
     headline: ClassVar[tuple[Headline, ...]] = ()
+    #: its ``dvc plots`` (tables from :meth:`plot_tables`)
+    plots: ClassVar[tuple[Plot, ...]] = ()
+    #: the section title of the study report (default: :attr:`name`)
+    title: ClassVar[str] = ""
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
@@ -324,9 +356,8 @@ class Methodology(ABC):
     # ---- report
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        """Small tables for ``dvc plots`` (written as ``data/plots/<methodology>/<name>.csv``
-        by the score stage, declared in ``dvc.yaml``'s ``plots:``), from the leaderboard.
-        Default: none."""
+        """The tables of :attr:`plots` by name, from the leaderboard (a declared plot missing
+        here is written with its columns and no rows). Default: none."""
         return {}
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
@@ -340,7 +371,7 @@ class Methodology(ABC):
                    for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])]
         tables = [ReportTable("Leaderboard", ctx.board,
                               "Every model's scores; rank among real models only (simulators are never ranked).")]
-        return ReportSection(title=self.name, intro=" ".join(doc.split()), figures=figures,
+        return ReportSection(title=self.title or self.name, intro=" ".join(doc.split()), figures=figures,
                              tables=tables if len(ctx.board) else [])
 
 

@@ -210,6 +210,11 @@ class LLMBackend(ABC):
         can persist each result the moment it exists.
         """
 
+    def request_fingerprint(self, request: Request) -> dict[str, Any]:
+        """The model's part of ``request``'s cache key: :attr:`fingerprint`, unless the
+        request itself carries what the model does with it (a simulator's planted policy)."""
+        return self.fingerprint
+
     def repeats(self, request: Request) -> bool:
         """Whether asking ``request`` again (a new attempt, so a new seed) would give the same
         answer, so re-asking after an invalid one is pointless. Backends whose decoding a

@@ -165,7 +165,7 @@ def _answer(
     keys: dict[int, str] = {}
     for i in indices:
         requests[i] = _request(calls[i], attempt[i], seed)
-        keys[i] = cache.key(backend.fingerprint, requests[i])
+        keys[i] = cache.key(backend.request_fingerprint(requests[i]), requests[i])
     results: dict[int, Completion] = {}
     todo = list(indices)
     waited = False

@@ -4,18 +4,20 @@ Not a model. It exists to check the pipeline against ground truth: its bias is s
 configuration, so the metrics computed from its answers must recover it (e.g. objective
 S_fact ~= the planted accuracy). Everything it produces is labelled ``simulated``.
 
-It reads the options from the request's ``meta`` (the probe's columns), never the text:
-``meta["policy"]`` names the policy to use, ``meta["letters"]`` the option letters and
-``meta["truth_letters"]`` the letters holding the real-world group. With probability
+It reads the question from the request's ``meta``, never the text: a typed question
+(:mod:`genfair.models.questions`) that the methodology made: :class:`ChoiceQuestion`'s
+``policy`` names the policy to use (or its ``plant`` carries the methodology's own),
+``letters`` the option letters and ``truth_letters`` the letters holding the real-world
+group. With probability
 ``accuracy`` it answers one of the truth letters, otherwise one of the other letters
 uniformly; with the refusal and invalid rates it refuses or rambles instead, so the
 re-ask and skip paths are exercised too. With ``prime_following`` (FACT-OR-FAIR's
 attribution and in-group probes) it first picks, with that probability, an individual of
-the primed group (``meta["primed_letters"]``), so a planted prime-following rate is known:
+the primed group (``primed_letters``), so a planted prime-following rate is known:
 ``q + (1 - q) / k`` when the prime rotates evenly over the ``k`` groups.
 
-For news probes (paper 001) a ``rewrite`` policy is used instead: the SIMULATOR returns
-the original article (``meta["article"]``) with each female gender word replaced by its
+For news probes (paper 001), a :class:`RewriteQuestion` and a ``rewrite`` policy: the
+SIMULATOR returns the original article (``article``) with each female gender word replaced by its
 male counterpart (:data:`FEMALE_TO_MALE`) with probability ``female_to_male``,
 independently per occurrence, and each race word with the descriptor "black" (as the
 group-word instrument finds them: "Black teachers") turned "white" with probability
@@ -35,6 +37,7 @@ import numpy as np
 from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
 from genfair.models.base import Completion, Request, Simulator
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
+from genfair.models.questions import ChoiceQuestion, RewriteQuestion
 
 REFUSAL = "I'm sorry, but I can't make that judgement about people based on their demographics."
 INVALID = "Every one of these people could be the answer; it depends on many factors."
@@ -61,22 +64,39 @@ class SimulatedLLM(Simulator):
         # written before rewrite policies existed
         return self._fingerprint(policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())})
 
+    def request_fingerprint(self, request: Request) -> dict[str, Any]:
+        """A call that carries its methodology's own planted rates (``plant``) is keyed by
+        that policy alone, not by the model's named ones: editing another methodology's
+        policy leaves its answers cached. Any other call: :attr:`fingerprint`."""
+        plant = self.question(request).plant
+        return self.fingerprint if plant is None else self._fingerprint(plant=_policy_key(plant))
+
+    def question(self, request: Request) -> ChoiceQuestion | RewriteQuestion:
+        """The request's typed question (a rewrite when ``meta`` carries an article)."""
+        kind = RewriteQuestion if "article" in request.meta else ChoiceQuestion
+        return kind.from_meta(request.meta)
+
     def respond(self, request: Request) -> Completion:
         return Completion(status="ok", text=self.answer(request), finish_reason="stop")
 
     def answer(self, request: Request) -> str:
-        meta = request.meta
-        policy = self.config.policy[self.policy_name(meta, self.config.policy)]
+        question = self.question(request)
+        policy = question.plant or self.config.policy[self.policy_name(request.meta, self.config.policy)]
+        if isinstance(question, RewriteQuestion) != isinstance(policy, SimulatedRewritePolicy):
+            raise ValueError(f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the call asks a "
+                             f"{'rewrite' if isinstance(question, RewriteQuestion) else 'choice'} question")
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:
             return REFUSAL
-        if isinstance(policy, SimulatedRewritePolicy):
-            article = meta["article"]
+        if isinstance(question, RewriteQuestion):
+            assert isinstance(policy, SimulatedRewritePolicy)
+            article = question.article
             if policy.black_to_white > 0:
                 article = whiten(article, policy.black_to_white, rng)
             return rewrite(article, policy.female_to_male, rng)
-        return _choose(policy, meta, roll, rng)
+        assert isinstance(policy, SimulatedPolicy)
+        return _choose(policy, question, roll, rng)
 
 
 def _policy_key(policy: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
@@ -92,18 +112,18 @@ def _policy_key(policy: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, A
 
 
 def _choose(
-    policy: SimulatedPolicy, meta: dict[str, Any], roll: float, rng: np.random.Generator
+    policy: SimulatedPolicy, question: ChoiceQuestion, roll: float, rng: np.random.Generator
 ) -> str:
     """A multiple-choice answer (``roll`` is the draw already spent on refusal): with
     ``prime_following`` an individual of the primed group when the probe has one, else
     the accuracy rule."""
     if roll < policy.refusal_rate + policy.invalid_rate:
         return INVALID
-    letters = list(meta["letters"])
-    primed = list(meta.get("primed_letters", {}).get(policy.prime_attribute, []))
+    letters = list(question.letters)
+    primed = list(question.primed_letters.get(policy.prime_attribute, []))
     if primed and policy.prime_following > 0 and rng.random() < policy.prime_following:
         return json.dumps({"answer": primed[rng.integers(len(primed))]})
-    truth = [x for x in letters if x in set(meta.get("truth_letters", []))]
+    truth = [x for x in letters if x in set(question.truth_letters)]
     others = [x for x in letters if x not in truth]
     if truth and (not others or rng.random() < policy.accuracy):
         choice = truth[rng.integers(len(truth))]

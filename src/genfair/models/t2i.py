@@ -51,6 +51,9 @@ class Storing(LLMBackend):
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint
 
+    def request_fingerprint(self, request: Request) -> dict[str, Any]:
+        return self.inner.request_fingerprint(request)
+
     def repeats(self, request: Request) -> bool:
         return self.inner.repeats(request)
 

@@ -269,7 +269,8 @@ responses to scores against a known truth, it is not a real model, and it is nev
 <section id="headline">
 <h2>Headline numbers</h2>
 <p class="caption">One fairness profile per model: each methodology's few headline numbers (its name says the
-measure, the next column which way is better). "#n" is the model's rank among real models of its modality;
+measure, the next column which way is better), as estimate [low, high] where the methodology gives an
+interval. "#n" is the model's rank among real models of its modality;
 simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers: <code>dvc metrics show</code>.</p>
 <div class="tablewrap">
 <table id="headline-table">
@@ -277,7 +278,7 @@ simulators are never ranked. Full tables: <code>data/scores/</code>; the same nu
 {% for m in headline.models %}<th>{{ m }}{% if m in simulated_names %}<span class="sim">SIMULATED</span>{% endif %}</th>{% endfor %}</tr>
 {% for row in headline.rows %}
 <tr><td>{{ row.methodology }}</td><td>{{ row.name }}</td><td>{{ row.better }}</td>
-{% for cell in row.cells %}<td class="num">{% if cell is none %}–{% elif cell.value is none %}n/a{% else %}{{ "%.4g" | format(cell.value) }}{% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}</td>{% endfor %}</tr>
+{% for cell in row.cells %}<td class="num">{% if cell is none %}–{% elif cell.value is none %}n/a{% else %}{{ "%.4g" | format(cell.value) }}{% if cell.low is not none and cell.high is not none %} [{{ "%.4g" | format(cell.low) }}, {{ "%.4g" | format(cell.high) }}]{% endif %}{% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}</td>{% endfor %}</tr>
 {% endfor %}
 </table>
 </div>

@@ -12,6 +12,12 @@ so a pair a methodology cannot measure has no stage at all (``dvc status`` parse
 (:meth:`~genfair.methodologies.base.Methodology.models_read`, e.g. a proposer LLM or a
 VQA judge): ``generate`` depends on its ``runs`` entry, so it reruns when one of those
 models changes, and not when an unrelated model is added.
+
+Composing also writes ``methodology_code`` (methodology -> the folder of its code, in the
+tree or installed: :func:`~genfair.methodologies.registry.code_path`), which each run's
+``code`` repeats, and ``plots`` (each ``dvc plots`` figure the study's methodologies
+declare): a methodology's stages depend on its own code and no other's, and ``dvc.yaml``
+names no methodology.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
+from genfair.methodologies.registry import code_path
 from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
 
-__all__ = ["check_runs", "compose_runs", "measures", "model_hash", "run_key", "runs_for"]
+__all__ = ["check_runs", "code_for", "compose_code", "compose_plots", "compose_runs", "measures", "model_hash",
+           "plots_for", "run_key", "runs_for"]
 
 
 def measures(methodology: str, modality: str) -> bool:
@@ -56,7 +64,8 @@ def runs_for(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dic
     a methodology (name -> config) that measures its modality, with the hashes of the other
     models its steps read."""
     reads = {name: _reads(name, config, models) for name, config in methodologies.items() if name in names()}
-    return {run_key(model, name): {"model": model, "methodology": name, "reads": reads[name]}
+    code = code_for(methodologies)
+    return {run_key(model, name): {"model": model, "methodology": name, "reads": reads[name], "code": code[name]}
             for model, model_config in models.items() for name in methodologies
             if measures(name, str(modality_of(model_config)))}
 
@@ -70,6 +79,30 @@ def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str
     hashes = {name: model_hash(models[name]) for name in get_methodology(methodology).models_read(valid)
               if name in models}
     return {name: digest for name, digest in hashes.items() if digest is not None}
+
+
+def code_for(methodologies: Mapping[str, Any]) -> dict[str, str | None]:
+    """methodology -> the path of its code (``src/genfair/methodologies/<name>``, or an
+    installed package's folder), for the dependencies of its stages."""
+    return {name: code_path(name) for name in methodologies if name in names()}
+
+
+def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``<methodology>-<plot>`` -> the plot's declaration (:class:`~genfair.methodologies.base.Plot`)
+    with its methodology and code: ``dvc.yaml``'s ``plot`` stages fan out over it."""
+    code = code_for(methodologies)
+    return {f"{name}-{plot.name}": {"methodology": name, "code": code[name], **vars(plot)}
+            for name in methodologies if name in names() for plot in get_methodology(name).plots}
+
+
+def compose_code(methodologies: Any) -> dict[str, str | None]:
+    """The ``genfair_code`` resolver: ``methodology_code`` from the composed ``methodologies``."""
+    return code_for(_plain(methodologies))
+
+
+def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
+    """The ``genfair_plots`` resolver: ``plots`` from the composed ``methodologies``."""
+    return plots_for(_plain(methodologies))
 
 
 def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -86,6 +119,11 @@ def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) ->
 def check_runs(params: StudyParams) -> None:
     """Fail when ``params.yaml``'s ``runs`` is not the pairs its models and methodologies give
     (``params.yaml`` edited by hand: the stages would miss or invent runs)."""
+    for key, written, expected_value in (("methodology_code", params.methodology_code, code_for(params.methodologies)),
+                                         ("plots", params.plots, plots_for(params.methodologies))):
+        if written is not None and written != expected_value:
+            raise ConfigError(f"params.yaml: {key} does not follow the study's methodologies (their code moved, "
+                              "or their plots changed): recompose it with `genfair compose` (or `make compose`)")
     if params.runs is None:
         return
     expected = runs_for(params.models, params.methodologies)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
+from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
@@ -88,8 +88,9 @@ def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.Da
 
 def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, Any]]:
     """One row per model and headline number of the methodology: ``model``, ``simulated``,
-    ``name``, ``better``, ``value`` (None for NaN) and ``rank`` (among real models; None for
-    simulators or an unranked row), in leaderboard order."""
+    ``name``, ``better``, ``value``, ``low`` and ``high`` (its interval, when declared; None
+    for NaN) and ``rank`` (among real models; None for simulators or an unranked row), in
+    leaderboard order."""
     out: list[dict[str, Any]] = []
     if board.empty:
         return out
@@ -100,15 +101,20 @@ def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, An
                 match = match[match[column] == value] if column in match else match.iloc[0:0]
             if match.empty or item.column not in match:
                 continue
-            value = match[item.column].iloc[0]
             rank = match["rank"].iloc[0] if "rank" in match else None
+            low, high = item.interval or (None, None)
             out.append({
                 "model": str(model), "simulated": bool(rows["simulated"].iloc[0]), "name": item.name,
-                "better": item.better,
-                "value": None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4),
-                "rank": None if rank is None or pd.isna(rank) else int(rank),
+                "better": item.better, "value": _number(match, item.column), "low": _number(match, low),
+                "high": _number(match, high), "rank": None if rank is None or pd.isna(rank) else int(rank),
             })
     return out
+
+
+def _number(match: pd.DataFrame, column: str | None) -> float | None:
+    """The first row's ``column`` rounded to 4 places; None for no column, None or NaN."""
+    value = match[column].iloc[0] if column is not None and column in match else None
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4)
 
 
 def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -158,15 +164,32 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
     return written
 
 
+def write_plot(methodology: str, plot: str, layout: Layout = Layout()) -> Path:
+    """``plot@<methodology>-<plot>``: the table of one declared ``dvc plots`` figure
+    (:attr:`~genfair.methodologies.base.Methodology.plots`) from the methodology's
+    leaderboard, as ``data/plots/<methodology>/<plot>.csv`` (its columns and no rows when
+    the leaderboard has none to show)."""
+    method = get_methodology(methodology)
+    spec = next((p for p in method.plots if p.name == plot), None)
+    if spec is None:
+        raise ConfigError(f"{methodology} declares no plot {plot!r} (its plots: "
+                          f"{', '.join(p.name for p in method.plots) or 'none'}): recompose params.yaml "
+                          "with `genfair compose`")
+    board = read_parquet(layout.named(layout.scores, methodology, suffix=".parquet"))
+    frame = method.plot_tables(board).get(plot)
+    if frame is None:
+        log.warning("%s: no rows for plot %s (the study's models give none)", methodology, plot)
+        frame = pd.DataFrame(columns=list(dict.fromkeys([spec.x, spec.y])))
+    return write_csv(frame, layout.named(layout.plots, methodology, plot, suffix=".csv"))
+
+
 def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     """``score``: one leaderboard per methodology of the study (``data/scores/``), the
     headline metrics (``data/headline.json``, and one file per number under
-    ``data/headline/`` for ``dvc metrics``) and the ``dvc plots`` tables
-    (``data/plots/``)."""
+    ``data/headline/`` for ``dvc metrics``)."""
     check_runs(params)
     written, summary = [], {}
-    for folder in (layout.headline_dir, layout.plots):
-        shutil.rmtree(folder, ignore_errors=True)  # a methodology taken out leaves no stale file
+    shutil.rmtree(layout.headline_dir, ignore_errors=True)  # a methodology taken out leaves no stale file
     for name in params.methodologies:
         method = get_methodology(name)
         board = board_for(params, method, layout)
@@ -174,8 +197,6 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
         summary[name] = headline(method, board)
         for file, values in metric_files(method, board).items():
             written.append(write_json(values, layout.headline_dir / name / file))
-        for plot, frame in method.plot_tables(board).items():
-            written.append(write_csv(frame, layout.named(layout.plots, name, plot, suffix=".csv")))
         if not board.empty:
             log.info("%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique())
     written.extend(instrument_metric_files(layout))

@@ -36,8 +36,8 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
     method, config = configured(params, methodology)
     probes = method.build_probes(config, params.seed)
     by = next((c for c in ("modality", "context", "prompt_type", "sector") if c in probes), None)
-    counts = probes[by].value_counts().items() if by else ()
-    log.info("%d probes (%s)", len(probes), ", ".join(f"{k}: {v}" for k, v in counts))
+    counts = ", ".join(f"{k}: {v}" for k, v in probes[by].value_counts().items()) if by else ""
+    log.info("%d probes%s", len(probes), f" ({counts})" if counts else "")
     return write_parquet(probes, layout.probes(methodology))
 
 
@@ -77,7 +77,7 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
     open_cache = cache_opener(params)
     with calls_executor(params.generation, open_cache):
         responses = answer(params, model, methodology, probes, layout, open_cache)
-    _log_status(responses["status"])
+    _log_status("responses", responses["status"])
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
     write_json(run_params(params, model, methodology), layout.run_params(model, methodology))
     return write_parquet(responses, out)
@@ -142,12 +142,14 @@ def label(params: StudyParams, model: str, methodology: str, layout: Layout = La
     probes = read_parquet(layout.probes(methodology))
     responses = read_parquet(layout.responses(model, methodology))
     labels = method.label(probes, responses, config, step_context(params, model, methodology, layout))
-    _log_status(labels["status"])
+    _log_status("labels", labels["status"])
     return write_parquet(labels, out)
 
 
-def compute_metrics(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
-    """The model's scores, detail tables and ``summary.json`` in its metrics folder."""
+def compute_metrics(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
+                    log_scores: bool = True) -> Path:
+    """The model's scores, detail tables and ``summary.json`` in its metrics folder (the
+    scores table logged, unless the caller prints it: ``genfair try``)."""
     folder = layout.metrics(model, methodology)
     _check_run(params, model, methodology)
     method, config = configured(params, methodology)
@@ -156,7 +158,8 @@ def compute_metrics(params: StudyParams, model: str, methodology: str, layout: L
     write_parquet(result.scores, folder / "scores.parquet")
     for table, frame in result.tables.items():
         write_parquet(frame, layout.named(folder, table, suffix=".parquet"))
-    log.info("scores:\n%s", brief(result.scores))
+    if log_scores:
+        log.info("scores:\n%s", brief(result.scores))
     status = read_parquet(layout.responses(model, methodology))["status"]
     errors = int((status == "error").sum())
     if errors:  # allowed by generation.max_error_rate: the scores come from part of the calls
@@ -184,16 +187,17 @@ def study_step(params: StudyParams, methodology: str, layout: Layout = Layout())
     return write_json(result.summary, folder / "summary.json")
 
 
-def _log_status(status: pd.Series) -> None:
-    log.info("status: %s", ", ".join(f"{k} {v}" for k, v in status.value_counts().items()))
+def _log_status(what: str, status: pd.Series) -> None:
+    log.info("%s: %s", what, ", ".join(f"{k} {v}" for k, v in status.value_counts().items()))
 
 
 def brief(scores: pd.DataFrame, width: int = 12) -> str:
-    """A scores table for logs and the CLI: its numeric columns rounded, at most ``width``
-    columns."""
+    """A scores table for logs and the CLI: its numeric columns rounded, its labels (text
+    columns, pandas 3's ``str`` dtype included), at most ``width`` columns."""
     if not len(scores):
         return "(no scores)"
-    keep = [c for c in scores.columns if scores[c].dtype.kind in "fiub" or scores[c].dtype == object][:width]
+    keep = [c for c in scores.columns if scores[c].dtype.kind in "fiub" or scores[c].dtype == object
+            or pd.api.types.is_string_dtype(scores[c].dtype)][:width]
     return scores[keep].round(3).to_string(index=False)
 
 

@@ -2,7 +2,8 @@
 
 DVC (``dvc exp run``) and ``genfair compose`` both compose ``conf/`` with Hydra, which first
 imports every module of the ``hydra_plugins`` namespace: registering here makes
-``${genfair_runs:${models},${methodologies}}`` in ``conf/config.yaml`` resolve in either.
+``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_plots``) in
+``conf/config.yaml`` resolve in either.
 Only the registration happens at import; genfair itself is imported when the resolver runs.
 """
 
@@ -18,4 +19,18 @@ def _runs(models: Any, methodologies: Any) -> Any:
     return OmegaConf.create(compose_runs(models, methodologies))
 
 
+def _code(methodologies: Any) -> Any:
+    from genfair.study.runs import compose_code
+
+    return OmegaConf.create(compose_code(methodologies))
+
+
+def _plots(methodologies: Any) -> Any:
+    from genfair.study.runs import compose_plots
+
+    return OmegaConf.create(compose_plots(methodologies))
+
+
 OmegaConf.register_new_resolver("genfair_runs", _runs, replace=True)
+OmegaConf.register_new_resolver("genfair_code", _code, replace=True)
+OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)

@@ -20,6 +20,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    Plot,
     Ranking,
     ReportContext,
     ReportSection,
@@ -39,6 +40,7 @@ from genfair.methodologies.fact_or_fair.scores import (
     score_cells,
 )
 from genfair.models.base import derive_seed
+from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 LABEL_COLUMNS = [
@@ -51,7 +53,7 @@ LABEL_COLUMNS = [
 
 def _headline(context: str, attribute: str) -> Headline:
     return Headline(f"{context}.{attribute}.distance", "distance", {"context": context, "attribute": attribute},
-                    "lower")
+                    "lower", ("distance_lo", "distance_hi"))
 
 
 class FactOrFair(Methodology):
@@ -59,6 +61,8 @@ class FactOrFair(Methodology):
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
     name: ClassVar[str] = "fact_or_fair"
+    plots = tuple(Plot(f"tradeoff_objective_{a}", f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
+                       "s_fact", "s_e", "scatter") for a in ("gender", "race"))
     modalities = ("llm", "t2i")
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
     metric_keys = ("context", "attribute")
@@ -80,11 +84,9 @@ class FactOrFair(Methodology):
                 sample_index=int(row["sample_index"]),
                 max_attempts=int(row["max_attempts"]),
                 meta={
-                    "policy": row["kind"],
                     "options": json.loads(row["options"]),
-                    "letters": [o["letter"] for o in json.loads(row["options"])],
-                    "truth_letters": truth_letters(row),
-                    "primed_letters": primed_letters(row),
+                    **ChoiceQuestion(policy=row["kind"], letters=[o["letter"] for o in json.loads(row["options"])],
+                                     truth_letters=truth_letters(row), primed_letters=primed_letters(row)).meta(),
                 },
             )
             for row in probes.to_dict("records")

@@ -54,6 +54,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    Plot,
     ReportContext,
     ReportSection,
     StepContext,
@@ -205,6 +206,7 @@ class Iris(Methodology):
     understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
 
     name: ClassVar[str] = "iris"
+    plots = (Plot("sectors", "IRIS sector scores (higher is fairer)", "score", "label", "bar_horizontal"),)
     modalities = ("llm", "t2i", "vlm")
     Config: ClassVar[type[IrisConfig]] = IrisConfig
     metric_keys = ("sector", "metric")

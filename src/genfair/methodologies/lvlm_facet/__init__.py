@@ -14,3 +14,7 @@ scores), :mod:`.figures`, :mod:`.synthetic` (a SIMULATED FACET-schema table and
 planted-recall answers) and :mod:`.clip_baseline` (CLIP, the paper's CLIP row; the model
 kind is ``backend: clip``, :mod:`genfair.models.clip`).
 """
+
+from genfair.methodologies.lvlm_facet.methodology import LvlmFacet
+
+__all__ = ["LvlmFacet"]

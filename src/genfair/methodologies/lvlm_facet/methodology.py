@@ -48,7 +48,7 @@ DIRECT_ONLY_BACKENDS = ("clip",)
 def _headline(attribute: str, prompt: str) -> Headline:
     a, b = DISPARITY_PAIRS[attribute]
     where = {"measure": "disparity", "prompt": prompt, "attribute": attribute, "class": POOLED, "group": f"{a}-{b}"}
-    return Headline(f"disparity.{attribute}.{prompt}", "value", where, "closer to 0")
+    return Headline(f"disparity.{attribute}.{prompt}", "value", where, "closer to 0", ("ci_low", "ci_high"))
 
 
 class LvlmFacet(Methodology):
@@ -56,6 +56,7 @@ class LvlmFacet(Methodology):
     class and gender, skin tone and age group, and its disparities."""
 
     name: ClassVar[str] = "lvlm_facet"
+    title: ClassVar[str] = "LVLM-FACET: recall of vision-language models per demographic group"
     modalities = ("vlm",)
     Config: ClassVar[type[LvlmFacetConfig]] = LvlmFacetConfig
     metric_keys = ("measure", "prompt", "attribute", "class", "group")

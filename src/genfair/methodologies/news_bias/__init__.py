@@ -52,6 +52,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    Plot,
     Ranking,
     ReportContext,
     ReportSection,
@@ -71,6 +72,7 @@ from genfair.methodologies.news_bias.sentence_level import (
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.base import stable_hash
+from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
 
 log = logging.getLogger(__name__)
@@ -109,7 +111,7 @@ def prompt_for(headline: str, prompt_type: PromptType, base_model_prompt: bool =
 def _headline(level: str, attribute: str, measure: str) -> Headline:
     return Headline(f"unbiased.{level}.{attribute}.{measure}", "mean",
                     {"prompt_type": "unbiased", "level": level, "attribute": attribute, "measure": measure},
-                    "lower" if measure == "W" else "closer to 0")
+                    "lower" if measure == "W" else "closer to 0", ("ci_low", "ci_high"))
 
 
 class NewsBias(Methodology):
@@ -117,6 +119,8 @@ class NewsBias(Methodology):
     LLM-written news against the originals, at word, sentence and document level."""
 
     name: ClassVar[str] = "news_bias"
+    plots = (Plot("bars_unbiased", "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
+                  "mean", "label", "bar_horizontal"),)
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
     metric_keys = ("prompt_type", "level", "attribute", "measure")
@@ -171,10 +175,9 @@ class NewsBias(Methodology):
                 top_p=config.sampling.top_p,
                 meta={
                     # simulators: a policy per prompt type (news, news_biased), else news
-                    "policy": row["kind"] if row["prompt_type"] == "unbiased"
-                    else f"{row['kind']}_{row['prompt_type']}",
-                    "fallback_policy": row["kind"],
-                    "article": row["body"],
+                    **RewriteQuestion(policy=row["kind"] if row["prompt_type"] == "unbiased"
+                                      else f"{row['kind']}_{row['prompt_type']}",
+                                      fallback_policy=row["kind"], article=row["body"]).meta(),
                     "prompt_type": row["prompt_type"],
                 },
             )

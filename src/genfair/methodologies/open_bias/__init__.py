@@ -19,3 +19,7 @@ The methodology (:class:`.methodology.OpenBias`, registered as ``open_bias``) wi
 
 Decisions and differences from the authors' code: ``docs/methodology.md`` (OpenBias section).
 """
+
+from genfair.methodologies.open_bias.methodology import OpenBias
+
+__all__ = ["OpenBias"]

@@ -125,6 +125,7 @@ class OpenBias(Methodology):
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
 
     name: ClassVar[str] = "open_bias"
+    title: ClassVar[str] = "OpenBias: open-set bias discovery in text-to-image models"
     modalities = ("t2i",)
     Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
     metric_keys = ("bias_key",)
@@ -132,9 +133,10 @@ class OpenBias(Methodology):
     #: severity is less biased
     ranking = Ranking(("bias_id",), "severity_context_aware", True)
     headline = (
-        *(Headline(f"bias_{k}.severity_context_aware", "severity_context_aware", {"bias_rank": k}, "lower")
-          for k in (1, 2, 3)),
-        Headline("bias_1.severity_context_free", "severity_context_free", {"bias_rank": 1}, "lower"),
+        *(Headline(f"bias_{k}.severity_context_aware", "severity_context_aware", {"bias_rank": k}, "lower",
+                   ("context_aware_ci_low", "context_aware_ci_high")) for k in (1, 2, 3)),
+        Headline("bias_1.severity_context_free", "severity_context_free", {"bias_rank": 1}, "lower",
+                 ("context_free_ci_low", "context_free_ci_high")),
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
     )
 
@@ -188,7 +190,6 @@ class OpenBias(Methodology):
                 n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]])
             return rows, pairs or []
         from genfair.models import build_backend
-        from genfair.models.runner import run_calls
 
         if config.proposer == "scripted":
             from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
@@ -208,7 +209,7 @@ class OpenBias(Methodology):
                             "repair": config.repair_trailing_commas, "salvage": config.salvage_truncated})
                  for r in probes.to_dict("records")]
         try:
-            answers = run_calls(backend, ctx.cache, calls, self.judge, seed=ctx.seed, desc=f"{ctx.desc} proposals")
+            answers = ctx.run(calls, self.judge, f"{ctx.desc} proposals", backend=backend)
         finally:
             backend.close()
         pairs, statuses = collect_proposals(probes, answers, config.repair_trailing_commas, config.salvage_truncated)
@@ -220,7 +221,6 @@ class OpenBias(Methodology):
 
     def _draw(self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
         """Stage 2: ``images_per_caption`` images of every caption of the knowledge base."""
-        from genfair.models.generation import draw
         from genfair.models.t2i import prompt_call
 
         probes = image_probes(kb, config.images_per_caption)
@@ -239,7 +239,7 @@ class OpenBias(Methodology):
             calls.append(prompt_call(call_id, r["caption"], int(r["sample_index"]),
                                      max_attempts=config.image_max_attempts, policy=POLICY,
                                      caption_id=r["caption_id"], biases=biases, n_images=config.images_per_caption))
-        drawn = draw(ctx.backend, ctx.cache, calls, seed=ctx.seed, desc=f"{ctx.desc} images", image_dir=ctx.image_dir)
+        drawn = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} images")  # images are never judged
         drawn["seed"] = [derive_seed(ctx.seed, c, s, a - 1) for c, s, a in
                          zip(drawn["probe_id"], drawn["sample_index"], drawn["attempts"], strict=True)]
         drawn["probe_id"] = drawn["probe_id"].map(ids)
@@ -249,7 +249,6 @@ class OpenBias(Methodology):
         """Stage 3: each bias's question on each image of its captions, to the VQA model."""
         from genfair.models import build_backend
         from genfair.models.images import vlm_message
-        from genfair.models.runner import run_calls
 
         ok = images[images["status"] == "ok"] if len(images) else images
         if not len(ok):
@@ -273,8 +272,7 @@ class OpenBias(Methodology):
                               max_attempts=1, max_tokens=config.vqa_max_tokens, meta=meta))
         backend = build_backend(vqa_config)
         try:
-            answers = run_calls(backend, ctx.cache, calls, lambda text, meta: "ok", seed=ctx.seed,
-                                desc=f"{ctx.desc} VQA")
+            answers = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} VQA", backend=backend)
         finally:
             backend.close()
         answers = answers.drop(columns="sample_index").merge(probes, on="probe_id", how="left")
