@@ -105,7 +105,10 @@ def test_requests_to_a_host_are_spaced_by_the_rate_limit(runs: Runs) -> None:
     times = [at for _, at in runs.first_requests]
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert len(gaps) > 10
-    assert min(gaps) >= RATE_S - 0.01, gaps
+    # arrival times at the server: one request delayed by a busy machine shortens the next
+    # gap, so the rule is checked over the whole run, and no gap is near zero (no limiter)
+    assert times[-1] - times[0] >= len(gaps) * RATE_S - 0.01, gaps
+    assert min(gaps) >= RATE_S / 2, gaps
 
 
 def test_bad_pages_are_counted_not_fatal(runs: Runs) -> None:
