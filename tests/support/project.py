@@ -13,14 +13,18 @@ from tests.support.conf import ROOT
 #: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code
 COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference", "src"]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+#: the smoke study without the embedded LLM (every methodology and modality, in less time):
+#: OpenBias, whose proposer it is, takes the authors' published proposals instead
+LIGHT_SMOKE = ("scale=smoke", "~model@models.smollm2", "methodologies.open_bias.captions=published",
+               f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}")
 
-__all__ = ["COPY", "GIT", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "status_stages",
+__all__ = ["COPY", "GIT", "LIGHT_SMOKE", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "status_stages",
            "study_env"]
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    """Run a command; its output (stdout + stderr), or a failed assertion with the output's tail."""
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    """Run a command; its output, or a failed assertion with the output's tail."""
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{output[-4000:]}"
     return output
@@ -61,7 +65,7 @@ def commit(work: Path, env: dict[str, str], message: str = "study") -> None:
 def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
     """:func:`copy_project`, composed with ``overrides`` (e.g. ``scale=smoke``) and committed."""
     copy_project(work)
-    run(["genfair", "compose", "-o", *overrides], work, env)
+    run(["genfair", "compose", *[arg for override in overrides for arg in ("-o", override)]], work, env)
     commit(work, env)
 
 
