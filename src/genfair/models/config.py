@@ -111,6 +111,13 @@ class EmbeddedModelConfig(_ModelBase, _Local):
     revision: str
     batch_size: int = Field(16, gt=0)
     system_prompt: str | None = None
+    #: compute dtype; ``auto``: bfloat16 on a CPU with native bf16 (AMX / AVX512-BF16), else
+    #: float32 (:func:`genfair.models.cpu.resolve_dtype`); in the cache key unless float32
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    #: what generates: ``transformers``, or ``ctranslate2`` (greedy unconstrained requests;
+    #: :mod:`genfair.models.ct2`); ``auto``: :func:`genfair.models.cpu.resolve_engine`;
+    #: in the cache key unless transformers
+    engine: Literal["auto", "transformers", "ctranslate2"] = "auto"
 
 
 class _OpenAIEndpoint(_Strict):
