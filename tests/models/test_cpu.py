@@ -27,3 +27,14 @@ def test_auto_dtype_is_bf16_only_with_native_bf16_on_cpu():
 def test_auto_engine_is_transformers():
     assert resolve_engine("auto") == "transformers"
     assert resolve_engine("ctranslate2") == "ctranslate2"
+
+
+def test_auto_settings_leave_the_model_config_hash_unchanged():
+    """A config that does not set ``dtype`` / ``engine`` dumps (and hashes) as before they existed."""
+    from genfair.models.config import EmbeddedModelConfig
+
+    fields = {"backend": "embedded", "model_id": "m", "package": "p", "gguf_file": "f.gguf", "revision": "1"}
+    assert "dtype" not in EmbeddedModelConfig(**fields).model_dump()
+    assert "engine" not in EmbeddedModelConfig(**fields).model_dump(mode="json")
+    assert EmbeddedModelConfig(**fields, dtype="float32").model_dump()["dtype"] == "float32"
+    assert EmbeddedModelConfig(**fields, engine="ctranslate2").model_dump()["engine"] == "ctranslate2"

@@ -81,3 +81,22 @@ def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
 def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"run_params.json: not found; generate@simulated_llm-toy_quiz writes it"):
         recorded_params("simulated_llm", "toy_quiz", Layout(tmp_path), str(ROOT / "params.yaml"))
+
+
+def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """How a local model ran here (engine, dtype: chosen from the CPU) goes into run_params.json;
+    label and metrics read the params without it."""
+    from genfair.models.base import LLMBackend
+
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    runtime = {"engine": "transformers", "dtype": "float32", "batch_size": 16}
+    monkeypatch.setattr(LLMBackend, "runtime", property(lambda self: runtime))
+    register(Quiz)
+    path = _study(tmp_path, questions=4)
+    params, layout = load_params(path), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
+    assert written == {**run_params(params, "simulated_llm", "toy_quiz"), "runtime": runtime}
+    assert recorded_params("simulated_llm", "toy_quiz", layout, str(path)).models == {
+        "simulated_llm": params.models["simulated_llm"]}

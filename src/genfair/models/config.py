@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from genfair.models.redaction import key_env_problem
 
@@ -118,6 +128,13 @@ class EmbeddedModelConfig(_ModelBase, _Local):
     #: :mod:`genfair.models.ct2`); ``auto``: :func:`genfair.models.cpu.resolve_engine`;
     #: in the cache key unless transformers
     engine: Literal["auto", "transformers", "ctranslate2"] = "auto"
+
+    @model_serializer(mode="wrap")
+    def _without_auto(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``dtype`` and ``engine`` left out at ``auto``: a config that does not set them
+        keeps the content hash (runs' ``reads``, MLflow run keys) it had before they existed."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k in ("dtype", "engine") and v == "auto")}
 
 
 class _OpenAIEndpoint(_Strict):
