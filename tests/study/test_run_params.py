@@ -30,13 +30,19 @@ def _study(tmp_path: Path, questions: int) -> Path:
     return path
 
 
-def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, questions: int) -> tuple[Path, StudyParams, Layout]:
+    """The toy quiz's probes and responses on the simulated LLM: its params file, params, layout."""
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     register(Quiz)
-    path = _study(tmp_path, questions=12)
+    path = _study(tmp_path, questions=questions)
     params, layout = load_params(path), Layout(tmp_path)
     make_probes(params, "toy_quiz", layout)
     generate(params, "simulated_llm", "toy_quiz", layout)
+    return path, params, layout
+
+
+def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, params, layout = _generated(tmp_path, monkeypatch, questions=12)
 
     written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
     assert written == run_params(params, "simulated_llm", "toy_quiz")
@@ -88,14 +94,9 @@ def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, 
     label and metrics read the params without it."""
     from genfair.models.base import LLMBackend
 
-    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     runtime = {"engine": "transformers", "dtype": "float32", "batch_size": 16}
     monkeypatch.setattr(LLMBackend, "runtime", property(lambda self: runtime))
-    register(Quiz)
-    path = _study(tmp_path, questions=4)
-    params, layout = load_params(path), Layout(tmp_path)
-    make_probes(params, "toy_quiz", layout)
-    generate(params, "simulated_llm", "toy_quiz", layout)
+    path, params, layout = _generated(tmp_path, monkeypatch, questions=4)
     written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
     assert written == {**run_params(params, "simulated_llm", "toy_quiz"), "runtime": runtime}
     assert recorded_params("simulated_llm", "toy_quiz", layout, str(path)).models == {
