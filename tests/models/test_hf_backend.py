@@ -369,3 +369,88 @@ def _valid(text: str) -> bool:
     except (ValueError, jsonschema.ValidationError):
         return False
     return True
+
+
+# --- engines and dtypes (issue 25): CTranslate2 for greedy requests, the dtype in the key
+
+
+def ct2_backend(model_dir: Path, threads: int = 1, **overrides):
+    """``make``'s backend with CTranslate2 serving its greedy unconstrained requests."""
+    pytest.importorskip("ctranslate2")
+    from genfair.models.ct2 import CT2Generator, converted
+
+    backend = make(model_dir, **overrides)
+    backend.ct2 = CT2Generator(converted(model_dir), backend.tokenizer, threads)
+    return backend
+
+
+def test_ctranslate2_greedy_answers_as_transformers_does(model_dir, monkeypatch):
+    """Same weights, float32, greedy: the same texts and finish reasons, without torch's generate."""
+    requests = [ask(p) for p in PROMPTS]
+    expected = [(c.text, c.finish_reason) for _, c in run(make(model_dir, batch_size=3), requests)]
+    backend = ct2_backend(model_dir, batch_size=3)
+    calls = record_generate(backend, monkeypatch)
+    assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
+    assert calls == []
+
+
+def test_ctranslate2_leaves_sampled_and_constrained_requests_to_transformers(json_model_dir, monkeypatch):
+    import jsonschema
+
+    backend = ct2_backend(json_model_dir, sampling={"temperature": 0.0, "max_tokens": 160})
+    calls = record_generate(backend, monkeypatch)
+    constrained = [Request(messages=({"role": "user", "content": "hello"},), json_schema=SCHEMA)]
+    sampled = [Request(messages=({"role": "user", "content": "hello"},), temperature=1.0, seed=3)]
+    done = run(backend, constrained + sampled)
+    jsonschema.validate(json.loads(done[0][1].text), SCHEMA)
+    assert len(calls) == 2  # both through transformers
+    run(backend, [ask("hello")])
+    assert len(calls) == 2  # greedy: CTranslate2
+
+
+def test_engine_and_dtype_enter_the_fingerprint_only_off_the_fp32_transformers_path(model_dir):
+    fp32 = make(model_dir)
+    assert "dtype" not in fp32.fingerprint and "engine" not in fp32.fingerprint
+    assert fp32.runtime == {"engine": "transformers", "dtype": "float32", "batch_size": 2}
+    assert make(model_dir, dtype="bfloat16").fingerprint == {**fp32.fingerprint, "dtype": "bfloat16"}
+    assert ct2_backend(model_dir).fingerprint == {**fp32.fingerprint, "engine": "ctranslate2"}
+
+
+GREEDY = """
+import json, sys
+from pathlib import Path
+from genfair.models.base import Request
+from genfair.models.config import HFModelConfig
+from genfair.models.hf import HFChatBackend
+from genfair.models.ct2 import CT2Generator, converted
+path, threads, engine = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+backend = HFChatBackend.from_config(HFModelConfig(backend="hf", model_id=str(path), batch_size=3, threads=threads,
+                                                  sampling={"temperature": 0.0, "max_tokens": 6}))
+if engine == "ctranslate2":
+    backend.ct2 = CT2Generator(converted(path), backend.tokenizer, threads)
+done = {}
+backend.complete([Request(messages=({"role": "user", "content": p},)) for p in json.loads(sys.argv[4])],
+                 lambda r, c: done.__setitem__(r.messages[0]["content"], c.text))
+print(json.dumps(done, sort_keys=True))
+"""
+
+
+@pytest.mark.parametrize("engine", ["transformers", "ctranslate2"])
+def test_greedy_answers_are_the_same_across_runs_and_thread_counts(model_dir, engine):
+    """Separate processes (thread pools are per process) with 1, 2 and again 1 threads."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("ctranslate2")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    src = str(Path(__file__).resolve().parents[2] / "src")
+
+    def answers(threads: int) -> str:
+        out = subprocess.run([sys.executable, "-c", GREEDY, str(model_dir), str(threads), engine, json.dumps(PROMPTS)],
+                             env={**env, "PYTHONPATH": src}, capture_output=True, text=True, timeout=300, check=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    first = answers(1)
+    assert answers(2) == first
+    assert answers(1) == first

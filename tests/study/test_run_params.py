@@ -30,13 +30,19 @@ def _study(tmp_path: Path, questions: int) -> Path:
     return path
 
 
-def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, questions: int) -> tuple[Path, StudyParams, Layout]:
+    """The toy quiz's probes and responses on the simulated LLM: its params file, params, layout."""
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     register(Quiz)
-    path = _study(tmp_path, questions=12)
+    path = _study(tmp_path, questions=questions)
     params, layout = load_params(path), Layout(tmp_path)
     make_probes(params, "toy_quiz", layout)
     generate(params, "simulated_llm", "toy_quiz", layout)
+    return path, params, layout
+
+
+def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, params, layout = _generated(tmp_path, monkeypatch, questions=12)
 
     written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
     assert written == run_params(params, "simulated_llm", "toy_quiz")
@@ -98,3 +104,17 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
     after = StudyParams.model_validate(raw)
     assert run_params(after, "smollm2", "fact_or_fair") == run_params(before, "smollm2", "fact_or_fair")
     assert model_hash(after.model("smollm2")) == model_hash(before.model("smollm2"))
+
+
+def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """How a local model ran here (engine, dtype: chosen from the CPU) goes into run_params.json;
+    label and metrics read the params without it."""
+    from genfair.models.base import LLMBackend
+
+    runtime = {"engine": "transformers", "dtype": "float32", "batch_size": 16}
+    monkeypatch.setattr(LLMBackend, "runtime", property(lambda self: runtime))
+    path, params, layout = _generated(tmp_path, monkeypatch, questions=4)
+    written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
+    assert written == {**run_params(params, "simulated_llm", "toy_quiz"), "runtime": runtime}
+    assert recorded_params("simulated_llm", "toy_quiz", layout, str(path)).models == {
+        "simulated_llm": params.models["simulated_llm"]}

@@ -201,6 +201,13 @@ class LLMBackend(ABC):
     def fingerprint(self) -> dict[str, Any]:
         """Identity of the model for cache keys: backend, model id, revision, sampling."""
 
+    @property
+    def runtime(self) -> dict[str, Any]:
+        """How a local backend runs on this machine (engine, dtype, batch size: chosen at run
+        time from the CPU, :mod:`genfair.models.cpu`), recorded in the run's params; none
+        for the others."""
+        return {}
+
     @abstractmethod
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         """Answer every request, calling ``on_done`` as soon as each one is finished.

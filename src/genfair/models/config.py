@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from genfair.models.redaction import key_env_problem
 from genfair.urls import checked_url
@@ -129,6 +139,20 @@ class EmbeddedModelConfig(_ModelBase, _Local):
     revision: str
     batch_size: int = Field(16, gt=0)
     system_prompt: str | None = None
+    #: compute dtype; ``auto``: bfloat16 on a CPU with native bf16 (AMX / AVX512-BF16), else
+    #: float32 (:func:`genfair.models.cpu.resolve_dtype`); in the cache key unless float32
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    #: what generates: ``transformers``, or ``ctranslate2`` (greedy unconstrained requests;
+    #: :mod:`genfair.models.ct2`); ``auto``: :func:`genfair.models.cpu.resolve_engine`;
+    #: in the cache key unless transformers
+    engine: Literal["auto", "transformers", "ctranslate2"] = "auto"
+
+    @model_serializer(mode="wrap")
+    def _without_auto(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``dtype`` and ``engine`` left out at ``auto``: a config that does not set them
+        keeps the content hash (runs' ``reads``, MLflow run keys) it had before they existed."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k in ("dtype", "engine") and v == "auto")}
 
 
 class _OpenAIEndpoint(_Strict):

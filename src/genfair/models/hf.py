@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from genfair.models.base import (
@@ -28,7 +29,9 @@ from genfair.models.base import (
 )
 from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingParams
 from genfair.models.constrained import JsonConstraint
-from genfair.models.local import apply_threads, decoding_kwargs, eos_ids, finish_reasons
+from genfair.models.cpu import resolve_dtype, resolve_engine
+from genfair.models.ct2 import CT2Generator, converted
+from genfair.models.local import apply_threads, available_cores, decoding_kwargs, eos_ids, finish_reasons
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ class HFChatBackend(LLMBackend):
         batch_size: int = 8,
         system_prompt: str | None = None,
         threads: int | None = None,
+        ct2: CT2Generator | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -57,6 +61,8 @@ class HFChatBackend(LLMBackend):
         #: torch / BLAS threads (None: the cores available); not part of the fingerprint
         self.threads = threads
         self._identity = identity
+        #: CTranslate2 for greedy unconstrained requests (engine: ctranslate2), else None
+        self.ct2 = ct2
         # greedy decoding repeats itself: re-asking after an invalid answer is pointless
         # (the model's default; a request's own temperature decides for it: repeats())
         self.deterministic = sampling.temperature == 0
@@ -77,12 +83,19 @@ class HFChatBackend(LLMBackend):
         hub = {}
         if isinstance(config, HFModelConfig):
             hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
-        dtype = getattr(config, "dtype", "float32")
+        dtype = config.dtype
+        if isinstance(config, EmbeddedModelConfig):  # its "auto" follows the CPU (hf's: the checkpoint)
+            dtype = resolve_dtype(dtype, config.device)
         dtype = "auto" if dtype == "auto" else getattr(_torch(), dtype)
         source = source or config.model_id
         _check_local_source(str(source))
         tokenizer = AutoTokenizer.from_pretrained(source, **hub)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hub).to(config.device)
+        ct2 = None
+        if isinstance(config, EmbeddedModelConfig) and resolve_engine(config.engine) == "ctranslate2":
+            if str(model.dtype) != "torch.float32" or config.device != "cpu":
+                raise ValueError("engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu")
+            ct2 = CT2Generator(converted(Path(source)), tokenizer, config.threads or available_cores())
         return cls(
             model,
             tokenizer,
@@ -91,14 +104,33 @@ class HFChatBackend(LLMBackend):
             batch_size=config.batch_size,
             system_prompt=config.system_prompt,
             threads=config.threads,
+            ct2=ct2,
         )
 
     @property
+    def dtype(self) -> str:
+        """The dtype the model computes in (``float32``, ``bfloat16``...)."""
+        return str(getattr(self.model, "dtype", "torch.float32")).removeprefix("torch.")
+
+    @property
+    def runtime(self) -> dict[str, Any]:
+        return {"engine": self.engine, "dtype": self.dtype, "batch_size": self.batch_size}
+
+    @property
+    def engine(self) -> str:
+        return "transformers" if self.ct2 is None else "ctranslate2"
+
+    @property
     def fingerprint(self) -> dict[str, Any]:
+        # the dtype only when not float32, so that fp32 cache keys stay those of before it was there
+        dtype = {} if self.dtype == "float32" else {"dtype": self.dtype}
+        engine = {} if self.ct2 is None else {"engine": self.engine}
         return {
             **self._identity,
             "sampling": self.sampling.model_dump(),
             "system_prompt": self.system_prompt,
+            **dtype,
+            **engine,
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -138,12 +170,15 @@ class HFChatBackend(LLMBackend):
             )
             for r in batch
         ]
-        inputs = self.tokenizer(
-            prompts, return_tensors="pt", padding=True, add_special_tokens=False
-        ).to(self.model.device)
         sampling = batch[0].sampling(self.sampling)  # the batch's (see _decoding)
         limit = sampling.max_tokens
         stop = eos_ids(self.model, self.tokenizer)
+        if self.ct2 is not None and sampling.temperature == 0 and batch[0].json_schema is None:
+            ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+            return self._decoded(self.ct2.greedy(ids, limit, stop), stop, limit)
+        inputs = self.tokenizer(
+            prompts, return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(self.model.device)
         kwargs: dict[str, Any] = {
             "max_new_tokens": limit,
             "pad_token_id": self.tokenizer.pad_token_id,
@@ -155,10 +190,12 @@ class HFChatBackend(LLMBackend):
             kwargs["prefix_allowed_tokens_fn"] = self._json.allowed_tokens(batch[0].json_schema)
         with torch.inference_mode():
             output = self.model.generate(**inputs, **kwargs)
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        return self._decoded(output[:, inputs["input_ids"].shape[1] :].tolist(), stop, limit)
+
+    def _decoded(self, new_tokens: list[list[int]], stop: set[int], limit: int) -> list[tuple[str, str]]:
+        """Each row of new token ids as text, with its finish reason."""
         texts = [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-        reasons = finish_reasons(new_tokens, stop, limit)
-        return list(zip(texts, reasons, strict=True))
+        return list(zip(texts, finish_reasons(new_tokens, stop, limit), strict=True))
 
 
 def looks_like_path(model_id: str) -> bool:

@@ -137,11 +137,12 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
 
 
 def finish_reasons(new_tokens: Any, stop_ids: set[int], limit: int) -> list[str]:
-    """Per row of ``new_tokens`` (the generated part of a batch): ``"stop"`` if it holds an
+    """Per row of ``new_tokens`` (the generated part of a batch, a tensor or id lists): ``"stop"`` if it holds an
     end-of-sequence id (padding after the end included), ``"length"`` if it has none and
     used all ``limit`` tokens, else ``"stop"`` (ended by another stopping rule)."""
     reasons = []
-    for row in new_tokens.tolist():
+    rows = new_tokens.tolist() if hasattr(new_tokens, "tolist") else new_tokens  # a tensor or lists
+    for row in rows:
         ended = any(token in stop_ids for token in row)
         reasons.append("length" if not ended and len(row) >= limit else "stop")
     return reasons

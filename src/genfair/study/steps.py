@@ -79,7 +79,10 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
         responses = answer(params, model, methodology, probes, layout, open_cache)
     _log_status("responses", responses["status"])
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
-    write_json(run_params(params, model, methodology), layout.run_params(model, methodology))
+    recorded = run_params(params, model, methodology)
+    if backend.runtime:
+        recorded[RUNTIME] = backend.runtime
+    write_json(recorded, layout.run_params(model, methodology))
     return write_parquet(responses, out)
 
 
@@ -109,6 +112,8 @@ def answer(params: StudyParams, model: str, methodology: str, probes: pd.DataFra
 #: the blocks of params.yaml besides the run's models and methodology that its steps read;
 #: generate@ depends on them all (dvc.yaml) and records them for label@ and metrics@
 RUN_BLOCKS = ("seed", "generation", "instruments")
+#: run_params.json's record of how a local model ran here (engine, dtype): read by no step
+RUNTIME = "runtime"
 #: settings no result depends on: label@ and metrics@ take them from params.yaml
 SETTINGS = ("scale", "cache", "tracking")
 
@@ -131,6 +136,7 @@ def recorded_params(model: str, methodology: str, layout: Layout = Layout(), pat
     :data:`SETTINGS` from ``path``: the params of the run's label and metrics steps."""
     recorded = layout.run_params(model, methodology)
     written = read_json(recorded, ConfigError, f"generate@{run_key(model, methodology)} writes it (`dvc repro`)")
+    written.pop(RUNTIME, None)
     raw = read_params(path)
     return params_from({**{k: raw[k] for k in SETTINGS if k in raw}, **written}, str(recorded))
 
