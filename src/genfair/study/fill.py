@@ -58,7 +58,7 @@ def fill(params: StudyParams, models: list[str] | None = None, methodologies: li
         def one(model: str, methodology: str) -> str:
             method, config = configured(params, methodology)
             probes = method.build_probes(config, params.seed)
-            responses = answer(params, model, methodology, probes, layout, open_cache)
+            responses, _ = answer(params, model, methodology, probes, layout, open_cache)
             check_errors(responses, 0.0, f"{model} · {methodology}")  # failed calls are not cached: not filled
             return ", ".join(f"{k} {v}" for k, v in responses["status"].value_counts().items())
 

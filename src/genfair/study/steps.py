@@ -76,12 +76,12 @@ def generate(params: StudyParams, model: str, methodology: str, layout: Layout =
         probes = probes.head(limit)
     open_cache = cache_opener(params)
     with calls_executor(params.generation, open_cache):
-        responses = answer(params, model, methodology, probes, layout, open_cache)
+        responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
     _log_status("responses", responses["status"])
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
     recorded = run_params(params, model, methodology)
-    if backend.runtime:
-        recorded[RUNTIME] = backend.runtime
+    if runtime:
+        recorded[RUNTIME] = runtime
     write_json(recorded, layout.run_params(model, methodology))
     return write_parquet(responses, out)
 
@@ -96,15 +96,16 @@ def cache_opener(params: StudyParams) -> Callable[[], ResponseCache]:
 
 
 def answer(params: StudyParams, model: str, methodology: str, probes: pd.DataFrame, layout: Layout,
-           open_cache: Callable[[], ResponseCache]) -> pd.DataFrame:
+           open_cache: Callable[[], ResponseCache]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The methodology's ``generate`` of ``probes`` on the model, through the cache (its
-    images exported under ``layout``): every call answered or recorded as failed."""
+    images exported under ``layout``): every call answered or recorded as failed; and how
+    the model ran here (a local backend's engine and dtype, :attr:`LLMBackend.runtime`)."""
     method, config = configured(params, methodology)
     backend = build_backend(params.model(model))
     try:
         with open_cache() as cache:
             ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
-            return method.generate(probes, config, ctx)
+            return method.generate(probes, config, ctx), backend.runtime
     finally:
         backend.close()
 
