@@ -100,6 +100,9 @@ def test_fixture_answers_are_the_simulators_and_cached(fixture_run) -> None:
         fingerprint = build_backend(SimulatedVLMConfig.model_validate(SIM)).fingerprint
         deterministic, modality = False, "vlm"
 
+        def request_fingerprint(self, request):
+            return self.fingerprint
+
         def complete(self, requests, on_done):
             raise AssertionError(f"{len(requests)} requests not served from the cache")
 

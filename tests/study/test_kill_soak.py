@@ -131,6 +131,12 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+                # the state before the next hold: every held call let go (a handler still
+                # waiting when the next hold() clears the release would count as that run's)
+                deadline = time.monotonic() + 60
+                while server.held:
+                    assert time.monotonic() < deadline, "a held call was never let go"
+                    time.sleep(0.002)
             sent = _sent(server, start)
             # no answer already in the cache was asked again
             assert not set(sent) & cached_before, f"cached answers sent again: {set(sent) & cached_before}"
