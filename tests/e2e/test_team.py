@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.mlflow_server import MlflowServer, mlflow_server
+from tests.support.mlflow_server import MlflowServer, team_mlflow_server
 from tests.support.project import GIT, LIGHT_SMOKE, copy_study, run, study_env
 from tests.support.servers import PostgresServer, S3Server
 
@@ -43,7 +43,7 @@ def _all_runs(uri: str) -> list:  # type: ignore[type-arg]
 @pytest.fixture(scope="module")
 def team(postgres: PostgresServer, s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     """The first checkout: reproduced with the team's MLflow server, committed, pushed."""
-    with mlflow_server(postgres, tmp_path_factory.mktemp("mlflow")) as server:
+    with team_mlflow_server(postgres, tmp_path_factory.mktemp("mlflow")) as server:
         work = tmp_path_factory.mktemp("first")
         env = study_env(work, MLFLOW_TRACKING_URI=server.uri, **s3.env)
         copy_study(work, env, *LIGHT_SMOKE)
