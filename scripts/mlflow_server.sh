@@ -11,7 +11,7 @@
 #   GENFAIR_MLFLOW_ARTIFACTS   where the server keeps artifacts: a folder, or s3://bucket/prefix
 #                              (then AWS_* variables, and MLFLOW_S3_ENDPOINT_URL for S3-compatible stores)
 #   GENFAIR_MLFLOW_HOST        interface to listen on (default 127.0.0.1; a deployment puts a proxy
-#                              with TLS in front, or sets 0.0.0.0 behind a firewall)
+#                              with TLS in front, or the machine's own address behind a firewall)
 #   GENFAIR_MLFLOW_PORT        port (default 5000)
 #   GENFAIR_MLFLOW_WORKERS     server worker processes (default 2)
 #   GENFAIR_MLFLOW_STATE       folder for the pid and log files (default .genfair/mlflow-server)

@@ -75,6 +75,6 @@ def checked_url(value: str, schemes: frozenset[str] | None = frozenset({"http", 
 def strip_in_text(text: str) -> str:
     """``text`` (a URL, a log line, an error) with the user info of every URL in it dropped
     and credential-looking query values masked (``scheme://host``, ``?token=[redacted]``);
-    the rest kept byte for byte (``sqlite:////abs/path`` stays as it is)."""
+    the rest kept byte for byte (a ``sqlite:///`` URL of an absolute path stays as it is)."""
     text = _USERINFO_IN_TEXT.sub(r"\g<scheme>", text)
     return _QUERY_SECRET_IN_TEXT.sub(r"\g<name>[redacted]", text)
