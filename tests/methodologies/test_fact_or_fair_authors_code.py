@@ -212,6 +212,8 @@ def test_an_explicit_setting_overrides_the_preset():
     assert cfg.kld_aggregation == "exp_of_mean"  # still from the preset
     with pytest.raises(ValueError, match="formulas must be one of"):
         config(formulas="authors")
+    with pytest.raises(ValueError, match="formulas must be one of"):  # found by the config fuzz test
+        config(formulas=[])
 
 
 @pytest.mark.parametrize(("scale", "pseudocount"), [("paper", 0.0), ("default", 0.5), ("smoke", 0.5)])

@@ -216,5 +216,7 @@ def test_presets_fill_only_what_is_not_set_and_jsd_base_is_one_setting():
     assert IrisScoringConfig(jsd_base="2").sectors["RFS-Und"].S == 265.0
     with pytest.raises(ValueError, match="methodologies.iris.formulas must be one of"):
         IrisConfig.model_validate({"formulas": "authors"})
+    with pytest.raises(ValueError, match="methodologies.iris.formulas must be one of"):
+        IrisConfig.model_validate({"formulas": ["paper"]})
     with pytest.raises(ValueError, match="set it there"):
         IrisConfig.model_validate({"jsd_base": "e", "metrics": {"jsd_base": "2"}})

@@ -144,7 +144,7 @@ class FactOrFairConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         preset = data.get("formulas", "paper")
-        if preset not in FORMULA_PRESETS:
+        if not isinstance(preset, str) or preset not in FORMULA_PRESETS:  # a list is unhashable
             raise ValueError(f"formulas must be one of {sorted(FORMULA_PRESETS)}; got {preset!r}")
         return {**FORMULA_PRESETS[preset], **data}
 

@@ -57,7 +57,7 @@ def apply_presets(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     preset = data.get("formulas", "paper")
-    if preset not in FORMULA_PRESETS:
+    if not isinstance(preset, str) or preset not in FORMULA_PRESETS:  # a list is unhashable
         raise ValueError(f"methodologies.iris.formulas must be one of {sorted(FORMULA_PRESETS)}; got {preset!r}")
     base = str(data.get("jsd_base", "e"))
     out = {**data, "jsd_base": base}  # YAML reads 2 as a number
