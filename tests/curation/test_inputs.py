@@ -282,6 +282,8 @@ def test_external_inputs_never_fail_on_a_bad_config(tmp_path: Path) -> None:
     bad = {"facet": {"release_dir": "/x", "crop_size": "big"}, "news": {"sources": []},
            "Bad Name": {"release_dir": "/x"}, "unknown": {"path": "/x"}}
     assert external_inputs(bad, tmp_path) == {}
+    assert external_inputs({"facet": {"release_dir": "/a\x00b"}}, tmp_path) == {}
+    assert external_inputs(["not", "a", "mapping"], tmp_path) == {}  # type: ignore[arg-type]
 
 
 def test_a_stale_external_inputs_names_the_fix(tmp_path: Path) -> None:
@@ -320,3 +322,13 @@ def test_external_input_stage_refuses_a_name_params_do_not_list(tmp_path: Path) 
     frame = load_frame(ROOT / "params.yaml")
     with pytest.raises(ConfigError, match=r"external_inputs.facet-images: not in params.yaml; recompose"):
         external_input(frame, "facet-images", Layout(tmp_path))
+
+
+def test_a_folder_linked_into_the_repository_is_external_under_its_relative_path(tmp_path: Path) -> None:
+    repo, shared = tmp_path / "repo", tmp_path / "shared" / "facet"
+    (repo / "data").mkdir(parents=True)
+    shared.mkdir(parents=True)
+    (repo / "data" / "facet").symlink_to(shared)
+    assert external_inputs({"facet": {"release_dir": "data/facet"}}, repo) == {
+        "facet-annotations": {"section": "facet", "path": "data/facet/annotations.csv"},
+        "facet-images": {"section": "facet", "path": "data/facet/images"}}

@@ -107,7 +107,7 @@ def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict
 
     base = Path(root).resolve()
     found: dict[str, dict[str, str]] = {}
-    for section, block in curation.items():
+    for section, block in (curation.items() if isinstance(curation, Mapping) else ()):
         if section not in CURATION or name_problem(section) is not None:
             continue
         try:
@@ -115,7 +115,10 @@ def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict
         except ValidationError:
             continue
         for name, path in named_inputs(section, config).items():
-            full = (base / path).resolve()
+            try:
+                full = (base / path).resolve()
+            except (OSError, ValueError):  # a NUL byte, a symlink loop: the curation stage names it
+                continue
             if not full.is_relative_to(base) and not _installed(full):
                 found[f"{section}-{name}"] = {"section": section, "path": os.path.normpath(path)}
     return found
