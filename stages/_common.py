@@ -37,8 +37,8 @@ def _study_params() -> Any:
 
 
 def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
-        load: Callable[[], Any] | None = None) -> None:
-    """Run ``step(params, *model/methodology)`` as the stage, with the params ``load`` returns
+        item: str | None = None, load: Callable[[], Any] | None = None) -> None:
+    """Run ``step(params, *model/methodology/item)`` as the stage, with the params ``load`` returns
     (default :func:`genfair.config.load_params`: all of ``params.yaml``, validated)."""
     log = setup(stage, model=model, methodology=methodology)
     try:
@@ -49,7 +49,7 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             os.chdir(ROOT)
         # a name from the command line becomes a path: checked before anything is read or written
         args = [check_name(a, f"stage {stage}'s {what} argument")
-                for a, what in ((model, "model"), (methodology, "methodology")) if a is not None]
+                for a, what in ((model, "model"), (methodology, "methodology"), (item, "item")) if a is not None]
         params = (load or _study_params)()
         step(params, *args)
     except EXPECTED as exc:

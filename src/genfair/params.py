@@ -24,7 +24,7 @@ from genfair.urls import checked_url, strip_in_text
 __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig",
            "ConfigError", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url",
            "curation_config", "format_errors",
-           "instrument_class", "instrument_config", "load_frame", "read_params", "validate"]  # fmt: skip
+           "instrument_class", "instrument_config", "load_frame", "read_params", "section_class", "validate"]  # fmt: skip
 
 PARAMS_FILE = "params.yaml"
 #: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
@@ -152,13 +152,16 @@ class StudyFrame(_Strict):
     methodology_code: dict[str, str | None] | None = None
     #: ``<methodology>-<plot>`` -> a ``dvc plots`` figure the methodologies declare, composed
     plots: dict[str, dict[str, Any]] | None = None
+    #: ``<section>-<name>`` -> a curation input outside the repository (``section``, ``path``),
+    #: composed (:func:`genfair.curation.inputs.external_inputs`): a DVC dependency each
+    external_inputs: dict[str, dict[str, str]] | None = None
 
     @field_validator("scale", mode="before")
     @classmethod
     def _scale_is_a_name(cls, value: Any) -> Any:
         return _named(value)
 
-    @field_validator("models", "methodologies", "curation", "instruments", "runs", mode="before")
+    @field_validator("models", "methodologies", "curation", "instruments", "runs", "external_inputs", mode="before")
     @classmethod
     def _keys_are_names(cls, value: Any) -> Any:
         """Every key becomes a folder, a stage name, a word of a stage's shell command or an
@@ -292,22 +295,27 @@ def instrument_class(name: str) -> Any:
     return getattr(import_module(module), cls)
 
 
+def section_class(registry: dict[str, str], name: str) -> Any:
+    """The config class ``registry[name]`` names (``"module:Class"``, imported on demand)."""
+    from importlib import import_module
+
+    module, cls = registry[name].split(":")
+    return getattr(import_module(module), cls)
+
+
 def _section_config(
     blocks: dict[str, dict[str, Any]], registry: dict[str, str], section: str, what: str, name: str,
     source: str,
 ) -> Any:
     """Validate ``<section>.<name>`` with the config class ``registry[name]`` names; errors
     name the key and the fix (the conf/ group that composes it)."""
-    from importlib import import_module
-
     group = {"curation": "curation", "instruments": "instrument"}[section]
     if name not in registry:
         raise ConfigError(f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}")
     if name not in blocks:
         raise ConfigError(f"{source}: {section}.{name}: not configured (add "
                           f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)")
-    module, cls = registry[name].split(":")
     try:
-        return getattr(import_module(module), cls).model_validate(blocks[name])
+        return section_class(registry, name).model_validate(blocks[name])
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, source, (section, name), data=blocks[name])) from None

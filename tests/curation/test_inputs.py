@@ -15,13 +15,17 @@ import pytest
 from genfair.curation import inputs as inputs_module
 from genfair.curation.facet import FacetConfig
 from genfair.curation.inputs import (
+    check_external_inputs,
     curation_inputs,
+    external_inputs,
     inputs_fingerprint,
     outside,
     write_inputs_fingerprint,
 )
 from genfair.curation.news import NewsCollectionConfig
 from genfair.curation.occupations import OccupationsConfig
+from genfair.errors import ConfigError
+from genfair.names import name_problem
 
 
 def news_config(*paths: Path) -> NewsCollectionConfig:
@@ -244,3 +248,87 @@ def test_an_edit_outside_the_repository_reruns_curation(tmp_path: Path) -> None:
     status = _dvc(["status"], repo, env)
     assert "collect_news" not in status and "curate_facet" not in status
     assert status.count("always changed") == 2  # the fingerprint stages only
+
+
+# --- which inputs become DVC dependencies (params.yaml's external_inputs) ---------------
+
+
+def test_only_inputs_outside_the_repository_and_packages_become_external(tmp_path: Path) -> None:
+    import yaml as installed
+
+    repo, shared = tmp_path / "repo", tmp_path / "shared"
+    (repo / "data").mkdir(parents=True)
+    package_file = Path(installed.__file__).parent / "news.csv"
+    curation = {
+        "news": {"sources": [{"kind": "embedded"}, {"kind": "file", "path": "data/in_repo.jsonl"},
+                             {"kind": "file", "path": str(shared / "a.jsonl")},
+                             {"kind": "file", "path": "../shared/./b.csv"},
+                             {"kind": "file", "path": str(package_file)}]},
+        "facet": {"release_dir": str(repo / "data" / "facet")},  # absolute, but inside
+        "occupations": {"us_statistics": str(shared / "us.csv")},
+    }
+    found = external_inputs(curation, repo)
+    assert found == {
+        "news-sources-2": {"section": "news", "path": str(shared / "a.jsonl")},
+        "news-sources-3": {"section": "news", "path": "../shared/b.csv"},  # relative stays relative
+        "occupations-us_statistics": {"section": "occupations", "path": str(shared / "us.csv")},
+    }
+    assert all(name_problem(name) is None for name in found)
+    # the default study reads nothing outside the repository: its params.yaml lists none
+    assert external_inputs({"facet": {"release_dir": "data/curated/facet_fixture"}, "occupations": {}}, repo) == {}
+
+
+def test_external_inputs_never_fail_on_a_bad_config(tmp_path: Path) -> None:
+    bad = {"facet": {"release_dir": "/x", "crop_size": "big"}, "news": {"sources": []},
+           "Bad Name": {"release_dir": "/x"}, "unknown": {"path": "/x"}}
+    assert external_inputs(bad, tmp_path) == {}
+    assert external_inputs({"facet": {"release_dir": "/a\x00b"}}, tmp_path) == {}
+    assert external_inputs(["not", "a", "mapping"], tmp_path) == {}  # type: ignore[arg-type]
+
+
+def test_a_stale_external_inputs_names_the_fix(tmp_path: Path) -> None:
+    curation = {"facet": {"release_dir": str(tmp_path.parent / "facet")}}
+    written = external_inputs(curation)
+    check_external_inputs(written, curation, "params.yaml")
+    with pytest.raises(ConfigError, match=r"params.yaml: external_inputs does not follow curation .*facet-images.*"
+                                          r"`genfair compose`"):
+        check_external_inputs({}, curation, "params.yaml")
+    with pytest.raises(ConfigError, match="recompose"):
+        check_external_inputs({**written, "facet-images": {"section": "facet", "path": "/elsewhere"}}, curation,
+                              "params.yaml")
+
+
+def test_compose_writes_external_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from genfair.cli import compose
+    from tests.support.conf import ROOT
+
+    import yaml
+
+    monkeypatch.chdir(ROOT)
+    out = compose([f"curation.facet.release_dir={tmp_path}"], tmp_path / "params.yaml", ROOT / "conf")
+    written = yaml.safe_load(out.read_text())["external_inputs"]
+    assert written == {"facet-annotations": {"section": "facet", "path": str(tmp_path / "annotations.csv")},
+                       "facet-images": {"section": "facet", "path": str(tmp_path / "images")}}
+    default = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert default["external_inputs"] == {}
+
+
+def test_external_input_stage_refuses_a_name_params_do_not_list(tmp_path: Path) -> None:
+    from genfair.params import load_frame
+    from genfair.study.curation import external_input
+    from genfair.study.layout import Layout
+    from tests.support.conf import ROOT
+
+    frame = load_frame(ROOT / "params.yaml")
+    with pytest.raises(ConfigError, match=r"external_inputs.facet-images: not in params.yaml; recompose"):
+        external_input(frame, "facet-images", Layout(tmp_path))
+
+
+def test_a_folder_linked_into_the_repository_is_external_under_its_relative_path(tmp_path: Path) -> None:
+    repo, shared = tmp_path / "repo", tmp_path / "shared" / "facet"
+    (repo / "data").mkdir(parents=True)
+    shared.mkdir(parents=True)
+    (repo / "data" / "facet").symlink_to(shared)
+    assert external_inputs({"facet": {"release_dir": "data/facet"}}, repo) == {
+        "facet-annotations": {"section": "facet", "path": "data/facet/annotations.csv"},
+        "facet-images": {"section": "facet", "path": "data/facet/images"}}

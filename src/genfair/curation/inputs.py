@@ -17,6 +17,17 @@ that keeps a file's size and mtime is seen; larger files' hashes are cached (siz
 inode and ctime per file, in ``hash_cache``), so a release of big files is read once, not at
 every ``dvc repro``. Inputs shipped inside
 pinned packages (the ``embedded`` news corpus) are not listed: the package version pins them.
+
+``dvc status`` runs no stage, so it cannot see what this fingerprint sees. For it, composing
+``conf/`` writes :func:`external_inputs` into ``params.yaml`` (the ``genfair_inputs`` resolver):
+each input that lies outside the repository and outside installed packages, by name
+(``<section>-<field>``). ``dvc.yaml``'s ``external_input@<name>`` stages list each as a DVC
+dependency, so DVC itself hashes it and ``dvc status`` names the one that changed. DVC trusts
+a file's (inode, mtime, size) between hashes, so only an edit in place that puts the mtime
+back escapes ``dvc status``; ``dvc repro`` still sees it here (files up to 16 MiB).
+An input inside the repository is machine-independent and already one of ``dvc.yaml``'s
+dependencies or a stage's output; one inside an installed package is pinned by its version
+(``constraints.txt``): neither becomes an absolute path in ``params.yaml`` or ``dvc.lock``.
 """
 
 from __future__ import annotations
@@ -24,35 +35,46 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+import sysconfig
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from genfair.errors import ConfigError
 from genfair.io import file_sha256, write_text
+from genfair.names import name_problem
 
-__all__ = ["FINGERPRINT_VERSION", "HashCache", "curation_inputs", "inputs_fingerprint",
-           "outside", "write_inputs_fingerprint"]  # fmt: skip
+__all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "curation_inputs", "external_inputs",
+           "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint",
+           "write_inputs_fingerprint"]  # fmt: skip
 
 #: bump when the fingerprint's layout changes
 FINGERPRINT_VERSION = 1
 
 
 def curation_inputs(section: str, config: BaseModel) -> list[Path]:
-    """Every file or folder the curation config of ``section`` reads, as configured.
+    """Every file or folder the curation config of ``section`` reads, as configured
+    (:func:`named_inputs`' paths)."""
+    return list(named_inputs(section, config).values())
 
-    ``news``: the file sources' paths (web sources are fetched, the embedded corpus ships in
-    a pinned package); ``facet``: the annotations file and the images folder;
-    ``occupations``: the three reference tables."""
+
+def named_inputs(section: str, config: BaseModel) -> dict[str, Path]:
+    """The files and folders the curation config of ``section`` reads, as configured, by a
+    name made of the config key (a :mod:`genfair.names` name).
+
+    ``news``: the file sources' paths (``sources-<i>``, 0-based; web sources are fetched, the
+    embedded corpus ships in a pinned package); ``facet``: the annotations file and the
+    images folder (``annotations``, ``images``); ``occupations``: the three reference tables."""
     from genfair.curation.config import FacetConfig, FileSource, NewsCollectionConfig, OccupationsConfig
 
     if section == "news" and isinstance(config, NewsCollectionConfig):
-        return [s.path for s in config.sources if isinstance(s, FileSource)]
+        return {f"sources-{i}": s.path for i, s in enumerate(config.sources) if isinstance(s, FileSource)}
     if section == "facet" and isinstance(config, FacetConfig):
-        return [config.annotations_path(), config.images_path()]
+        return {"annotations": config.annotations_path(), "images": config.images_path()}
     if section == "occupations" and isinstance(config, OccupationsConfig):
-        return [Path(config.occupations), Path(config.us_statistics), Path(config.eu_statistics)]
+        return {key: Path(getattr(config, key)) for key in ("occupations", "us_statistics", "eu_statistics")}
     raise ValueError(
         f"curation section {section!r} with a {type(config).__name__}: use news "
         "(NewsCollectionConfig), facet (FacetConfig) or occupations (OccupationsConfig)"
@@ -63,6 +85,55 @@ def outside(paths: Iterable[Path], root: Path) -> list[Path]:
     """The paths that resolve outside ``root`` (relative ones are taken from ``root``)."""
     base = Path(root).resolve()
     return [p for p in paths if not (base / p).resolve().is_relative_to(base)]
+
+
+def _installed(path: Path) -> bool:
+    """Whether ``path`` (absolute) lies in this Python's installed packages or standard library."""
+    roots = {sysconfig.get_path(key) for key in ("purelib", "platlib", "stdlib", "platstdlib")}
+    return any(path.is_relative_to(Path(root).resolve()) for root in roots if root)
+
+
+def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict[str, dict[str, str]]:
+    """``<section>-<name>`` -> ``{"section", "path"}`` for each curation input (:func:`named_inputs`)
+    that resolves outside ``root`` and outside installed packages: ``dvc.yaml``'s
+    ``external_input`` stages make each a DVC dependency. The path is as configured, normalised
+    (a relative ``../shared/facet`` stays relative: the same on every machine with that layout).
+
+    Nothing fails here (the resolver runs inside Hydra and DVC): a section that is not a
+    name or does not validate has no entry; loading the params names its error."""
+    from pydantic import ValidationError
+
+    from genfair.params import CURATION, section_class
+
+    base = Path(root).resolve()
+    found: dict[str, dict[str, str]] = {}
+    for section, block in (curation.items() if isinstance(curation, Mapping) else ()):
+        if section not in CURATION or name_problem(section) is not None:
+            continue
+        try:
+            config = section_class(CURATION, section).model_validate(block)
+        except ValidationError:
+            continue
+        for name, path in named_inputs(section, config).items():
+            try:
+                full = (base / path).resolve()
+            except (OSError, ValueError):  # a NUL byte, a symlink loop: the curation stage names it
+                continue
+            if not full.is_relative_to(base) and not _installed(full):
+                found[f"{section}-{name}"] = {"section": section, "path": os.path.normpath(path)}
+    return found
+
+
+def check_external_inputs(written: Mapping[str, Any] | None, curation: Mapping[str, Any], source: str) -> None:
+    """Fail when ``params.yaml``'s ``external_inputs`` is not what its ``curation`` gives (edited
+    by hand, or ``conf/`` edited without recomposing): ``dvc status`` would miss an input."""
+    expected = external_inputs(curation)
+    if (written or {}) != expected:
+        missing = sorted(set(expected) - set(written or {}))
+        raise ConfigError(
+            f"{source}: external_inputs does not follow curation (expected: {', '.join(sorted(expected)) or 'none'}; "
+            f"missing or stale: {', '.join(missing) or 'the paths'}): recompose it with `genfair compose` "
+            "(or `make compose`)")
 
 
 #: files up to this size are hashed at every run, whatever their stat says (an edit in place
@@ -149,12 +220,17 @@ def write_inputs_fingerprint(
     base: Path = Path("."),
     hash_cache: Path | None = None,
 ) -> Path:
-    """Stage body: the fingerprint of ``section``'s inputs to ``out`` (JSON, stable bytes:
-    rewritten only when it changes, so DVC sees no change when nothing changed)."""
+    """Stage body: the fingerprint of ``section``'s inputs to ``out`` (:func:`write_fingerprint`)."""
     paths = curation_inputs(section, config)
     data = inputs_fingerprint(paths, base, hash_cache)
     data["section"] = section
     data["outside_repository"] = [str(p) for p in outside(paths, base)]
+    return write_fingerprint(data, out)
+
+
+def write_fingerprint(data: dict[str, Any], out: Path) -> Path:
+    """``data`` to ``out`` as JSON, stable bytes: rewritten only when it changes, so DVC sees
+    no change when nothing changed."""
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     out = Path(out)
     if not (out.is_file() and out.read_text(encoding="utf-8") == text):

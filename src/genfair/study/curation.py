@@ -4,6 +4,9 @@ instruments' own accuracy.
 - :func:`curation_inputs` (``curation_inputs``, always runs): a content fingerprint of every
   file each curation config reads, inside the repository or not, so an edit reruns exactly
   the curation stage that reads it (:mod:`genfair.curation.inputs`);
+- :func:`external_input` (``external_input@<section>-<name>``, composed): the fingerprint of one
+  input outside the repository, which the stage lists as a DVC dependency (``dvc status``
+  names it when it changes);
 - :func:`collect_news_corpus` (``collect_news``): a news corpus and a report of what was skipped;
 - :func:`occupations_table` (``map_occupations``): occupations with WordNet aliases and
   real-world statistics (``data/curated/occupations/``);
@@ -20,8 +23,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from genfair.errors import ConfigError
 from genfair.io import write_json, write_parquet
-from genfair.params import StudyFrame, cache_dir, curation_config, instrument_class, instrument_config
+from genfair.params import PARAMS_FILE, StudyFrame, cache_dir, curation_config, instrument_class, instrument_config
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -29,14 +33,32 @@ log = logging.getLogger(__name__)
 
 def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
-    (rewritten only when the inputs change, so DVC reruns only what they feed)."""
-    from genfair.curation.inputs import write_inputs_fingerprint
+    (rewritten only when the inputs change, so DVC reruns only what they feed). First checks
+    that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
+    miss an input)."""
+    from genfair.curation.inputs import check_external_inputs, write_inputs_fingerprint
 
+    check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
     hashes = cache_dir(params.cache.dir) / "input_hashes"
     return [write_inputs_fingerprint(section, curation_config(params, section),
                                      layout.data / "curated" / "inputs" / f"{section}.json",
                                      hash_cache=hashes / f"{section}.json")
             for section in params.curation]
+
+
+def external_input(params: StudyFrame, name: str, layout: Layout = Layout()) -> Path:
+    """``external_input@<name>``: the fingerprint of ``external_inputs.<name>`` (an input outside
+    the repository) to ``data/curated/external/<name>.json``; ``curation_inputs`` depends on the
+    folder, so ``dvc repro`` of any curation stage brings these up to date first."""
+    from genfair.curation.inputs import inputs_fingerprint, write_fingerprint
+
+    entry = (params.external_inputs or {}).get(name)
+    if entry is None:
+        raise ConfigError(f"{PARAMS_FILE}: external_inputs.{name}: not in params.yaml; recompose it with "
+                          "`genfair compose` (or `make compose`)")
+    data = inputs_fingerprint([Path(entry["path"])], hash_cache=cache_dir(params.cache.dir) / "input_hashes" / f"{name}.json")
+    return write_fingerprint(data | {"name": name, "section": entry["section"]},
+                             layout.named(layout.data / "curated" / "external", name, suffix=".json"))
 
 
 def collect_news_corpus(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:

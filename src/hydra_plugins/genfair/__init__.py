@@ -2,7 +2,8 @@
 
 DVC (``dvc exp run``) and ``genfair compose`` both compose ``conf/`` with Hydra, which first
 imports every module of the ``hydra_plugins`` namespace: registering here makes
-``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_plots``) in
+``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_plots``,
+``genfair_inputs``) in
 ``conf/config.yaml`` resolve in either.
 Only the registration happens at import; genfair itself is imported when the resolver runs.
 """
@@ -31,6 +32,14 @@ def _plots(methodologies: Any) -> Any:
     return OmegaConf.create(compose_plots(methodologies))
 
 
+def _inputs(curation: Any) -> Any:
+    from genfair.curation.inputs import external_inputs
+
+    plain = OmegaConf.to_container(curation, resolve=True) if OmegaConf.is_config(curation) else curation
+    return OmegaConf.create(external_inputs(plain))
+
+
 OmegaConf.register_new_resolver("genfair_runs", _runs, replace=True)
 OmegaConf.register_new_resolver("genfair_code", _code, replace=True)
 OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)
+OmegaConf.register_new_resolver("genfair_inputs", _inputs, replace=True)
