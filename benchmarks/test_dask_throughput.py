@@ -6,9 +6,14 @@ cluster"). Run with::
     PYTHONPATH=src pytest benchmarks/test_dask_throughput.py --benchmark-only -q -s
 
 Each configuration answers fresh calls (new prompts every round, an empty cache), so every
-call is sent: the figure is the executor's, not the cache's. ``CONCURRENCY`` is the model's
-cluster-wide bound; it is high enough here that a worker's own CPU, not the bound, limits
-its calls per second, which is what adding workers can raise.
+call is sent: the figure is the executor's, not the cache's. The three configurations run
+paired (local, one worker, two workers, then again, ``ROUNDS`` times; two clusters up at
+once), so a shared machine's load hits them alike, and the ratios are medians of per-round
+ratios. ``CONCURRENCY`` is the model's cluster-wide bound, set far above what one worker can
+keep busy (64 in flight at 50 ms would be 1,280 calls/s; one worker's CPU sends well under
+a tenth of that): were the bound below one worker's capacity, a second worker could only
+split it, and two workers could never beat one. The mock endpoint runs in this process (a
+thread), so the local executor shares its interpreter with it.
 """
 
 from __future__ import annotations

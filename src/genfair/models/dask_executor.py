@@ -245,7 +245,7 @@ def _leases(job: _Job) -> Iterator[int | None]:
     A lease is one round trip to the scheduler; taken one after another, a share of 64 cost
     about 0.4 s to take and as much to give back (measured on a loaded 2-core machine), more
     than the 50 ms calls they bound. So the extra leases are asked for, and all of them
-    given back, at once on the worker's event loop: one round trip's time per shard."""
+    given back, at once on the worker's event loop (0.15-0.33 s for both, measured)."""
     limit = _http_limit(job.config)
     if limit is None:
         yield None
