@@ -120,6 +120,32 @@ def test_concurrency_limit_is_respected(mock_openai: MockFactory) -> None:
     assert server.max_in_flight == 4
 
 
+def test_a_rate_limit_bounds_the_requests_started_in_any_window(mock_openai: MockFactory) -> None:
+    server = mock_openai(latency_s=0.01)
+    began = time.perf_counter()
+    done = run(make_backend(server.url, concurrency=8, rate_limit="5/second"), ask(*(f"q{i}" for i in range(12))))
+    assert len(done) == server.calls == 12
+    # 5 start at once, then 5 a second later, then 2: never 6 within a second (0.2 s for
+    # the server's receipt jitter), so 12 calls span at least 2 s
+    assert server.most_started_within(0.8) <= 5
+    assert time.perf_counter() - began >= 2.0
+
+
+def test_two_backends_of_one_endpoint_share_its_rate_limit(mock_openai: MockFactory) -> None:
+    server = mock_openai(latency_s=0.01)
+    first, second = (make_backend(server.url, rate_limit="4/second") for _ in range(2))
+    run(first, ask(*(f"a{i}" for i in range(4))))
+    run(second, ask(*(f"b{i}" for i in range(4))))
+    assert server.most_started_within(0.8) <= 4
+
+
+@pytest.mark.parametrize("rate", ["5/hour", "five", "0/second", "5/2 seconds", "5.5/minute", "sk-abc123"])
+def test_a_rate_limit_that_is_not_requests_per_second_or_minute_is_refused(rate: str) -> None:
+    with pytest.raises(ValueError, match="write 'N/second' or 'N/minute'") as error:
+        make_backend("http://127.0.0.1:1/v1", rate_limit=rate)
+    assert rate not in str(error.value)  # a key pasted here must not reach a log
+
+
 def test_rate_limit_waits_for_retry_after(mock_openai: MockFactory) -> None:
     server = mock_openai(prompt_faults={"q": [Fault.rate_limit(retry_after=0.3)]})
     # backoff alone would wait at most 1 ms: any longer wait comes from Retry-After

@@ -31,7 +31,8 @@ METHODOLOGIES = ("fact_or_fair", "open_bias")
 
 
 def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler: str | None = None,
-            concurrency: int = 4, extra_models: dict[str, Any] | None = None) -> StudyParams:
+            concurrency: int = 4, rate_limit: str | None = None,
+            extra_models: dict[str, Any] | None = None) -> StudyParams:
     raw = load_params(compose(["scale=smoke", "~model@models.smollm2"], tmp_path / "params.yaml")).model_dump(
         mode="json")
     raw["methodologies"] = {m: raw["methodologies"][m] for m in METHODOLOGIES}
@@ -42,7 +43,8 @@ def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler
     raw["methodologies"]["open_bias"].update(proposer="scripted", scripted_proposals={str(c): answer for c in captions})
     raw["generation"] = {"max_error_rate": 0.0, "executor": executor, "scheduler": scheduler}
     raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
-                                 "api_key_env": None, "max_retries": 0, "timeout_s": 30, "concurrency": concurrency}
+                                 "api_key_env": None, "max_retries": 0, "timeout_s": 30, "concurrency": concurrency,
+                                 "rate_limit": rate_limit}
     raw["models"].update(extra_models or {})
     return StudyParams.model_validate(with_runs(raw))
 
@@ -141,6 +143,18 @@ def test_the_cluster_wide_concurrency_bound_is_never_exceeded(
     generate(params, "endpoint", "fact_or_fair", layout)
     assert server.calls > 20
     assert 2 <= server.max_in_flight <= 3, server.max_in_flight
+
+
+def test_a_rate_limit_holds_across_the_cluster(
+        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = mock_openai(reply="A", latency_s=0.01)
+    params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, concurrency=8, rate_limit="8/second")
+    generate(params, "endpoint", "fact_or_fair", layout)
+    assert server.calls > 16
+    # both workers sent calls: one limit per worker would let 16 start within a second
+    assert all(stats["tasks"] for stats in dask_cluster.client.run(worker_stats).values())
+    # never 9 within a second (0.2 s for the server's receipt jitter)
+    assert server.most_started_within(0.8) <= 8
 
 
 def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(

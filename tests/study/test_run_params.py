@@ -106,6 +106,22 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
     assert model_hash(after.model("smollm2")) == model_hash(before.model("smollm2"))
 
 
+def test_a_rate_limit_is_outside_the_model_hash_and_the_cache_key() -> None:
+    """How fast an HTTP model is asked changes no answer: neither its runs nor its cache entries move."""
+    from genfair.models.base import Request
+    from genfair.models.cache import ResponseCache
+    from genfair.models.config import OpenAIModelConfig
+    from genfair.models.openai import OpenAIChatBackend
+    from genfair.study.runs import model_hash
+
+    plain = OpenAIModelConfig(backend="openai", model_id="m", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    limited = plain.model_copy(update={"rate_limit": "500/minute"})
+    assert model_hash(limited) == model_hash(plain)
+    request = Request(messages=({"role": "user", "content": "q"},), seed=1)
+    keys = {ResponseCache.key(OpenAIChatBackend(c).request_fingerprint(request), request) for c in (plain, limited)}
+    assert len(keys) == 1
+
+
 def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """How a local model ran here (engine, dtype: chosen from the CPU) goes into run_params.json;
     label and metrics read the params without it."""

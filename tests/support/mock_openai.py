@@ -218,6 +218,17 @@ class MockOpenAI:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.cancel()
 
+    def most_started_within(self, window_s: float) -> int:
+        """The most requests this server received in any ``window_s`` seconds: what a
+        client-side rate limit bounds (receipt times, so allow for transit jitter)."""
+        times = sorted(r.received_at for r in self.requests)
+        first, most = 0, 0
+        for last, t in enumerate(times):
+            while t - times[first] >= window_s:
+                first += 1
+            most = max(most, last - first + 1)
+        return most
+
     def hold(self, from_call: int) -> None:
         """Answer calls numbered ``from_call`` and later (0-based, counted over the server's
         life) only after :meth:`release`: a test waits for ``held`` to be positive, and so

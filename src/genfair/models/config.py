@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from genfair.models.rate_limit import parse_rate
 from genfair.models.redaction import key_env_problem
 from genfair.urls import checked_url
 
@@ -70,9 +71,9 @@ class DecodingOverride(_Strict):
     top_p: TopP | None = None
 
 
-#: model config keys that say where a model runs, not what it answers: outside the hashes
-#: and records that decide whether a stage reruns
-PLACEMENT_KEYS = frozenset({"worker_resources"})
+#: model config keys that say where or how fast a model runs, not what it answers: outside
+#: the hashes and records that decide whether a stage reruns
+PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit"})
 
 
 class _UnderTest(_Strict):
@@ -169,6 +170,11 @@ class _OpenAIEndpoint(_Strict):
     api_key_env: str | None = "OPENAI_API_KEY"
     revision: str = ""
     concurrency: int = Field(8, gt=0)
+    #: requests per second or per minute at most (``"500/minute"``, ``"10/second"``): no more
+    #: than N HTTP requests (retries included) start in any such window, across the whole Dask
+    #: cluster with ``generation.executor: dask``; ``None``: no limit. Changes no answer: outside
+    #: the cache key and the run hashes
+    rate_limit: str | None = None
     #: total deadline of one HTTP request in seconds (connect, send, wait and the whole
     #: answer), not a per-read limit; each retry gets a new deadline
     timeout_s: float = Field(60.0, gt=0)
@@ -187,6 +193,13 @@ class _OpenAIEndpoint(_Strict):
     @classmethod
     def _http_url(cls, value: str) -> str:
         return checked_url(value)
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_rate(value)
+        return value
 
     @field_validator("api_key_env")
     @classmethod

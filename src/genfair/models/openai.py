@@ -31,6 +31,7 @@ masked before it is stored (:mod:`genfair.models.redaction`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import os
@@ -45,6 +46,7 @@ from tenacity.wait import wait_random_exponential
 
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
+from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
 from genfair.models.redaction import redact, register_key_env
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,11 @@ class OpenAIChatBackend(LLMBackend):
                     f"(export {config.api_key_env}=...), or set api_key_env: null in the model "
                     "config for an endpoint without authentication (e.g. a local vLLM)."
                 )
+        #: where this backend's requests count against its ``rate_limit`` (``None``: no limit);
+        #: a Dask worker swaps in the cluster-wide window
+        self.window: Window | None = None
+        if config.rate_limit is not None:
+            self.window = LocalWindow(parse_rate(config.rate_limit), rate_name(config))
         self._backoff = wait_random_exponential(
             multiplier=config.backoff_initial_s, max=config.backoff_max_s
         )
@@ -183,6 +190,11 @@ class OpenAIChatBackend(LLMBackend):
         return {**body, **self.config.extra_body}
 
     async def _attempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
+        # every HTTP request counts against the rate limit, retries too (waiting is outside its deadline)
+        async with self.window.slot() if self.window is not None else contextlib.nullcontext():
+            return await self._exchange(client, body)
+
+    async def _exchange(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
         began = time.perf_counter()
         timeout = self.config.timeout_s
         try:
