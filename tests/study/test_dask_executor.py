@@ -30,12 +30,59 @@ pytestmark = pytest.mark.dask
 METHODOLOGIES = ("fact_or_fair", "open_bias")
 
 
-def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler: str | None = None,
-            concurrency: int = 4, rate_limit: str | None = None,
-            extra_models: dict[str, Any] | None = None) -> StudyParams:
-    raw = load_params(compose(["scale=smoke", "~model@models.smollm2"], tmp_path / "params.yaml")).model_dump(
+def _compose(tmp_path: Path) -> dict[str, Any]:
+    return load_params(compose(["scale=smoke", "~model@models.smollm2"], tmp_path / "params.yaml")).model_dump(
         mode="json")
-    raw["methodologies"] = {m: raw["methodologies"][m] for m in METHODOLOGIES}
+
+
+def _read_curated(raw: dict[str, Any], curated: Path) -> None:
+    """Point the methodologies' curated inputs (and the FACET release) at ``curated``'s
+    ``data/curated`` instead of the repository's (absolute: workers run elsewhere)."""
+    def at(relative: str) -> str:
+        assert relative.startswith("data/curated/"), relative
+        return str(curated / relative)
+
+    methodologies = raw["methodologies"]
+    methodologies["news_bias"]["corpus"] = at(methodologies["news_bias"]["corpus"])
+    iris = methodologies["iris"]
+    iris["occupations_table"] = at(iris["occupations_table"])
+    iris["ifs_und"]["persons"] = at(iris["ifs_und"]["persons"])
+    facet = methodologies["lvlm_facet"]
+    facet["persons"], facet["images_dir"] = at(facet["persons"]), at(facet["images_dir"])
+    raw["curation"]["facet"]["release_dir"] = at(raw["curation"]["facet"]["release_dir"])
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke study's curation outputs, built once in-process as its stages do: the news
+    corpus (the smoke config's embedded source), the occupation table, the FACET-format
+    fixture and its person crops; a folder whose ``data/curated`` the other methodologies read."""
+    from genfair.study.curation import collect_news_corpus, curate_facet_crops, facet_fixture, occupations_table
+
+    root = tmp_path_factory.mktemp("curated")
+    raw = _compose(root)
+    _read_curated(raw, root)
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GENFAIR_CACHE_DIR", str(root / "cache"))
+        collect_news_corpus(params, layout)
+        occupations_table(params, layout)
+        facet_fixture(params, layout)
+        curate_facet_crops(params, layout)
+    return root
+
+
+def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler: str | None = None,
+            concurrency: int = 4, rate_limit: str | None = None, curated: Path | None = None,
+            extra_models: dict[str, Any] | None = None) -> StudyParams:
+    """The smoke study (less its local LLM) plus a mock ``endpoint`` LLM at ``base_url``:
+    FACT-OR-FAIR and OpenBias only, or all its methodologies reading ``curated``'s outputs."""
+    raw = _compose(tmp_path)
+    if curated is None:
+        raw["methodologies"] = {m: raw["methodologies"][m] for m in METHODOLOGIES}
+    else:
+        _read_curated(raw, curated)
     # a proposer built in code (no model config to rebuild it from): it runs in this process
     captions = pd.read_csv(ROOT / raw["methodologies"]["open_bias"]["caption_set"])["caption_id"]
     answer = {"bias": [{"name": "gender", "refer_to": "person", "classes": ["man", "woman"],
@@ -77,16 +124,21 @@ def _bodies(requests: Any) -> Counter[str]:
 
 
 def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, curated: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
     server = mock_openai(reply="A")  # one endpoint: its base_url is in the model's cache keys and run_params
-    local = _study(_params(tmp_path, server.url), Layout(tmp_path / "local"), tmp_path / "cache-local", monkeypatch)
+    local = _study(_params(tmp_path, server.url, curated=curated), Layout(tmp_path / "local"),
+                   tmp_path / "cache-local", monkeypatch)
     asked_locally = _bodies(list(server.requests))
 
-    params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address)
+    params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address, curated=curated)
+    assert set(params.methodologies) == {"fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias"}
     on_dask = _study(params, Layout(tmp_path / "dask"), tmp_path / "cache-dask", monkeypatch)
     asked_on_dask = _bodies(list(server.requests)[sum(asked_locally.values()):])
 
     assert on_dask.keys() == local.keys() and any(k.endswith(".png") for k in local)
+    for run in params.runs.values():  # every run of every methodology answered something
+        responses = Layout(tmp_path / "local").responses(run["model"], run["methodology"])
+        assert len(pd.read_parquet(responses)), responses
     different = [name for name in local if local[name] != on_dask[name]]
     assert not different, f"outputs differ between executors: {different}"
     assert asked_locally and set(asked_on_dask) == set(asked_locally)  # the same calls...
