@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.support.conf import ROOT
-from tests.support.project import commit, copy_project, run, status_stages, study_env
+from tests.support.project import commit, copy_project, run, stale_after_code_edit, status_stages, study_env
 
 pytestmark = pytest.mark.e2e
 
@@ -125,16 +125,14 @@ def test_an_installed_methodology_runs_through_dvc(copy: tuple[Path, dict[str, s
     value = json.loads((work / "data/headline/toy_quiz/simulated_llm.SIMULATED/accuracy.higher_better.json").read_text())
     assert value["value"] == round(scores["mean"], 4)
     assert "Toy quiz: which number is larger" in (work / "data/report/index.html").read_text(encoding="utf-8")
-    # its code is a dependency: an edit reruns its stages (and the study-level ones), nothing else
-    source = Path(code, "__init__.py")
-    text = source.read_text()
-    try:
-        source.write_text(text + "# an edit\n")
-        assert status_stages(work, env) == {"probes@toy_quiz", "generate@simulated_llm-toy_quiz",
-                                            "label@simulated_llm-toy_quiz", "metrics@simulated_llm-toy_quiz",
-                                            "study@toy_quiz", "plot@toy_quiz-accuracy"}
-    finally:
-        source.write_text(text)
+    # its code is a dependency: an edit reruns its stages, then (through its code@ fingerprint)
+    # the cross-model score, track and report, nothing else
+    edited, fingerprinted = stale_after_code_edit(work, env, Path(code, "__init__.py"), "toy_quiz")
+    own = {"probes@toy_quiz", "generate@simulated_llm-toy_quiz", "label@simulated_llm-toy_quiz",
+           "metrics@simulated_llm-toy_quiz", "study@toy_quiz", "plot@toy_quiz-accuracy"}
+    assert edited == own | {"code@toy_quiz"}, sorted(edited)
+    assert fingerprinted == own | {"score", "track", "report"}, sorted(fingerprinted)
+    assert not status_stages(work, env)
 
 
 #: each built-in methodology's runs on the simulators at smoke scale

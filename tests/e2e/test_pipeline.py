@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.support.project import ROOT, always_changed, commit, copy_study, status_stages, study_env
+from tests.support.project import ROOT, always_changed, commit, copy_study, stale_after_code_edit, status_stages, study_env
 from tests.support.project import run as _run
 
 pytestmark = pytest.mark.e2e
@@ -300,19 +300,16 @@ def _plots(work: Path) -> set[str]:
 
 
 def test_editing_one_methodologys_code_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
-    """A methodology's stages depend on its own folder, not on the others' (a comment is a change to DVC)."""
+    """A methodology's stages depend on its own folder, not on the others' (a comment is a change
+    to DVC); the cross-model stages on its code@ fingerprint."""
     work, env, _ = study
-    source = work / "src/genfair/methodologies/news_bias/lengths.py"
-    text = source.read_text()
-    try:
-        source.write_text(text + "# an edit\n")
-        changed = status_stages(work, env)
-    finally:
-        source.write_text(text)
+    edited, fingerprinted = stale_after_code_edit(work, env, work / "src/genfair/methodologies/news_bias/lengths.py",
+                                                  "news_bias")
     runs = [r for r in yaml_runs(work) if r.endswith("-news_bias")]
-    expected = {"probes@news_bias", "study@news_bias", "plot@news_bias-bars_unbiased", "score", "track", "report",
-                *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs)}
-    assert changed == expected, sorted(changed ^ expected)
+    own = {"probes@news_bias", "study@news_bias", "plot@news_bias-bars_unbiased",
+           *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs)}
+    assert edited == own | {"code@news_bias"}, sorted(edited ^ (own | {"code@news_bias"}))
+    assert fingerprinted == own | {"score", "track", "report"}, sorted(fingerprinted ^ (own | {"score", "track", "report"}))
     assert not status_stages(work, env)
 
 

@@ -20,6 +20,7 @@ from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.metrics import bias_severity
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import SimulatedOpenSetPolicy, SimulatedT2IConfig, SimulatedVLMConfig
+from genfair.models.questions import AskedBias
 from genfair.models.simulated_images import planted_distribution
 from tests.support.conf import read_conf
 from tests.support.contexts import step_context
@@ -93,7 +94,7 @@ def _planted(t2i: SimulatedT2IConfig, responses: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for bias_id, part in kb.groupby("bias_id"):
         r = part.iloc[0]
-        bias = {"bias_id": bias_id, "name": r["name"], "label": r["label"], "classes": json.loads(r["classes"])}
+        bias = AskedBias(bias_id=bias_id, name=r["name"], label=r["label"], classes=json.loads(r["classes"]))
         p = np.array([list(planted_distribution(policy, bias, c).values()) for c in part["caption_id"]])
         rows.append({"bias_id": bias_id, "name": r["name"],
                      "aware": float(np.mean([bias_severity(x) for x in p])), "free": bias_severity(p.mean(axis=0))})

@@ -196,3 +196,35 @@ def test_a_planted_policy_in_the_call_keys_its_answers_alone() -> None:
     assert one.request_fingerprint(req(1)) == one.fingerprint  # a named policy: the model's fingerprint
     answers = Counter(json.loads(one.answer(request(0.9, seed))).get("answer") for seed in range(N))
     assert within_3se(answers["A"], N, 0.9)
+
+
+def test_image_and_vlm_questions_are_validated_where_they_are_made() -> None:
+    """The t2i and VLM questions fail at the methodology's call, naming the bad field."""
+    from pydantic import ValidationError
+
+    from genfair.models.questions import (
+        ImageChoiceQuestion,
+        OpenSetImageQuestion,
+        OpenVQAQuestion,
+        RecallQuestion,
+    )
+
+    with pytest.raises(ValueError, match=r"truth 'vet' is not among the options"):
+        ImageChoiceQuestion(policy="iris_ifs_und", options=["doctor", "nurse"], truth="vet", group="female")
+    with pytest.raises(ValidationError, match="biases"):
+        OpenSetImageQuestion(policy="open_bias", caption_id="c1", biases=[])
+    with pytest.raises(ValidationError, match="classes"):
+        OpenSetImageQuestion(policy="open_bias", caption_id="c1", biases=[{"bias_id": "b", "classes": []}])
+    with pytest.raises(ValidationError, match="options"):
+        OpenVQAQuestion(policy="open_bias", options=[], truth="x")
+    with pytest.raises(ValidationError, match="skin_tone"):
+        RecallQuestion(policy="lvlm_facet", cls="nurse", prompt="direct", gender="male", age="older")
+    recall = RecallQuestion(policy="lvlm_facet", cls="nurse", prompt="direct", gender="male", skin_tone="dark",
+                            age="older")
+    # ``class`` in meta, as the planted-recall policy and earlier keys spelt it; read back alike
+    assert recall.meta()["class"] == "nurse" and RecallQuestion.from_meta({**recall.meta(), "x": 1}) == recall
+    # one call, two simulators' questions (IRIS's tournament): each reads its own fields
+    meta = {**ChoiceQuestion(policy="t", letters=["a", "b"], truth_letters=["a"]).meta(),
+            **ImageChoiceQuestion(policy="t", options=["a", "b"], truth="a", group="male").meta()}
+    assert ChoiceQuestion.from_meta(meta).letters == ["a", "b"]
+    assert ImageChoiceQuestion.from_meta(meta).group == "male"

@@ -16,6 +16,7 @@ from genfair.models.base import Completion, OnDone, Request, T2IBackend
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedT2IConfig
 from genfair.models.images import ImageStore, encode_png, export_images, sha256_bytes
+from genfair.models.questions import ImageQuestion
 from genfair.models.simulated_images import MONK_SWATCHES, SimulatedT2I
 from genfair.models.t2i import IMAGE_RESPONSE_COLUMNS, generate_images, prompt_call
 
@@ -29,7 +30,7 @@ def simulator(**policy: Any) -> SimulatedT2I:
 
 
 def calls(n: int, prompt: str = "a portrait of a doctor", max_attempts: int = 1) -> list:
-    return [prompt_call("p1", prompt, i, max_attempts=max_attempts, policy="objective") for i in range(n)]
+    return [prompt_call("p1", prompt, i, max_attempts=max_attempts, question=ImageQuestion(policy="objective")) for i in range(n)]
 
 
 class Counting(T2IBackend):
@@ -178,7 +179,7 @@ def test_an_llm_backend_is_refused(tmp_path) -> None:
 
 def test_unknown_policy_names_the_configured_ones(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache, pytest.raises(KeyError, match="objective"):
-        generate_images(simulator(), cache, [prompt_call("p", "x", policy="nope")], seed=1)
+        generate_images(simulator(), cache, [prompt_call("p", "x", question=ImageQuestion(policy="nope"))], seed=1)
 
 
 # --- export ------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 LIGHT_SMOKE = ("scale=smoke", "~model@models.smollm2", "methodologies.open_bias.captions=published",
                f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}")
 
-__all__ = ["COPY", "GIT", "LIGHT_SMOKE", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "status_stages",
-           "study_env"]
+__all__ = ["COPY", "GIT", "LIGHT_SMOKE", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "stale_after_code_edit",
+           "status_stages", "study_env"]
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -83,3 +83,20 @@ def status_stages(work: Path, env: dict[str, str]) -> set[str]:
     output = run(["dvc", "status"], work, env)
     return {line.rstrip(":") for line in output.splitlines()
             if line and not line[0].isspace() and line.endswith(":")} - always_changed(work)
+
+
+def stale_after_code_edit(work: Path, env: dict[str, str], source: Path, methodology: str) -> tuple[set[str], set[str]]:
+    """What `dvc status` lists once a comment is added to ``source`` (a file of
+    ``methodology``'s code): at once, and after its ``code@`` fingerprint is rebuilt (what
+    the cross-model stages depend on). The edit is undone and the fingerprint rebuilt before
+    returning, so the study is up to date again."""
+    text = source.read_text()
+    try:
+        source.write_text(text + "# an edit\n")
+        edited = status_stages(work, env)
+        run(["dvc", "repro", f"code@{methodology}"], work, env)
+        fingerprinted = status_stages(work, env)
+    finally:
+        source.write_text(text)
+        run(["dvc", "repro", f"code@{methodology}"], work, env)
+    return edited, fingerprinted

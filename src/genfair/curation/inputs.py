@@ -183,11 +183,12 @@ def _describe(path: Path, base: Path, cache: HashCache) -> dict[str, Any]:
         entry["kind"] = "file"
     elif full.is_dir():
         # every file below, in a stable order; hidden files and folders (.git, .DS_Store,
-        # interrupted writes) are not inputs
+        # interrupted writes) and byte-code caches (as .dvcignore) are not inputs
         files = sorted(
             (str(f.relative_to(full)), f)
             for f in full.rglob("*")
-            if f.is_file() and not any(p.startswith(".") for p in f.relative_to(full).parts)
+            if f.is_file() and f.suffix != ".pyc"
+            and not any(p.startswith(".") or p == "__pycache__" for p in f.relative_to(full).parts)
         )
         entry["kind"] = "dir"
     else:

@@ -21,12 +21,25 @@ and response cache, the progress text) comes in one context object (:class:`Step
 :func:`genfair.methodologies.registry.register` (see docs/architecture.md, "Adding a
 methodology").
 
-What a call asks of the simulated LLM is a typed question in its ``meta``
-(:mod:`genfair.models.questions`: :class:`~genfair.models.questions.ChoiceQuestion`,
-:class:`~genfair.models.questions.RewriteQuestion`), validated where it is made and where the
-simulator reads it; its ``plant`` carries the methodology's own planted rates, which alone key
-that call's cached answers. The image simulators still read named ``meta`` keys, documented
-in :mod:`genfair.models.simulated_images` and :mod:`genfair.models.vlm`.
+What a call asks of a simulator is a typed question in its ``meta``
+(``meta=question.meta()``; :mod:`genfair.models.questions`), validated where it is made and
+where the simulator reads it, one kind per question:
+
+- simulated LLM: :class:`~genfair.models.questions.ChoiceQuestion` (a multiple-choice answer
+  with its letters and truth), :class:`~genfair.models.questions.RewriteQuestion` (a text to
+  rewrite with planted swaps);
+- simulated t2i: :class:`~genfair.models.questions.ImageQuestion` (a person with planted
+  attributes), :class:`~genfair.models.questions.OpenSetImageQuestion` (planted classes of the
+  open-set biases asked about a caption's images);
+- simulated VLM: :class:`~genfair.models.questions.ImageChoiceQuestion` (one of the options,
+  right with the accuracy planted for the person's group),
+  :class:`~genfair.models.questions.RecallQuestion` (a FACET class with planted recall),
+  :class:`~genfair.models.questions.OpenVQAQuestion` (an open-set answer from the planted class).
+
+A question's ``policy`` names the simulated model's policy; a
+:class:`~genfair.models.questions.ChoiceQuestion`'s or
+:class:`~genfair.models.questions.RewriteQuestion`'s ``plant`` carries the methodology's own
+planted rates instead, which alone key that call's cached answers.
 """
 
 from __future__ import annotations

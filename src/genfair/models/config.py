@@ -532,8 +532,9 @@ class SimulatedVLMConfig(_VLMBase):
     backend: Literal["simulated"]
     model_id: str = "planted-bias-vlm-simulator"
     revision: str = "1"
-    #: the request ``meta`` key holding the demographic group of the pictured person
-    group_key: str = "group"
+    #: where the pictured person's demographic group is: the question's ``group``
+    #: (:class:`~genfair.models.questions.ImageChoiceQuestion`); in the cache keys
+    group_key: Literal["group"] = "group"
     #: policy per probe kind (``meta["policy"]``): choice (no ``kind``) or ``planted_recall``
     policy: dict[str, SimulatedVLMPolicies] = Field(min_length=1)
     #: open-set VQA policies per probe kind (OpenBias; a kind listed here answers free text)

@@ -1,12 +1,32 @@
-"""What a methodology asks of the simulated LLM: one typed question per kind.
+"""What a methodology asks of a SIMULATOR: one typed question per kind.
 
 A methodology's call carries its question in ``Call.meta`` (``meta=question.meta()``, beside
 any keys of its own); the SIMULATOR reads it back with :meth:`from_meta`. Both ends validate,
-so a misspelt key or a truth letter that is not an option fails where the call is made, not
-as a silent wrong answer. ``meta`` is never part of a cache key: these objects change no key.
+so a misspelt key or a truth that is not an option fails where the call is made, not as a
+silent wrong answer. ``meta`` is never part of a cache key: these objects change no key.
+
+The simulated LLM (:mod:`genfair.models.simulated`):
 
 - :class:`ChoiceQuestion`: a multiple-choice probe (answer ``{"answer": "<letter>"}``);
 - :class:`RewriteQuestion`: a news article to rewrite (paper 001).
+
+The simulated text-to-image model (:mod:`genfair.models.simulated_images`):
+
+- :class:`ImageQuestion`: a picture of one person with the policy's planted attributes;
+- :class:`OpenSetImageQuestion`: a picture for a caption, with a planted class for each
+  open-set bias asked about it (:class:`AskedBias`; OpenBias, paper 003).
+
+The simulated VLM (:class:`genfair.models.vlm.SimulatedVLM`):
+
+- :class:`ImageChoiceQuestion`: one of ``options`` about the pictured person, right with the
+  accuracy planted for their ``group``;
+- :class:`RecallQuestion`: a FACET person's class asked with one prompt kind, answered with
+  the recall planted for their groups (paper 004; :mod:`genfair.models.planted_recall`);
+- :class:`OpenVQAQuestion`: an open-set bias's question about a simulated image, answered in
+  free text from its planted class (OpenBias, paper 003).
+
+One call may carry questions for several simulators (IRIS's tournament asks the LLM a
+:class:`ChoiceQuestion` and the VLM an :class:`ImageChoiceQuestion` with one ``meta``).
 
 Planted rates: ``policy`` names one of the simulated model's policies
 (``conf/model/simulated_llm.yaml``), or ``plant`` carries the methodology's own (from its
@@ -39,7 +59,8 @@ class _Question(BaseModel):
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> Self:
         """The question a call's ``meta`` carries (its other keys ignored), validated."""
-        return cls.model_validate({k: v for k, v in meta.items() if k in cls.model_fields})
+        names = {f.alias or k for k, f in cls.model_fields.items()}
+        return cls.model_validate({k: v for k, v in meta.items() if k in names})
 
 
 class ChoiceQuestion(_Question):
@@ -73,4 +94,72 @@ class RewriteQuestion(_Question):
     plant: SimulatedRewritePolicy | None = None
 
 
-__all__ = ["ChoiceQuestion", "RewriteQuestion"]
+class ImageQuestion(_Question):
+    """A picture of one person: the SIMULATOR draws each attribute from the policy's planted
+    distributions (or refuses, or draws nobody, at its rates) and records the draw."""
+
+
+class AskedBias(BaseModel):
+    """An open-set bias asked about an image: its id, the names the simulator's plants are
+    matched against, and its classes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bias_id: str
+    name: str = ""
+    label: str = ""
+    classes: list[str] = Field(min_length=1)
+
+
+class OpenSetImageQuestion(_Question):
+    """A picture for caption ``caption_id``: for each of ``biases`` the SIMULATOR draws a class
+    from the distribution planted for (bias, caption), and records it; image ``i`` of
+    ``n_images`` takes quantile ``(i + 0.5) / n_images`` under stratified sampling."""
+
+    caption_id: str
+    biases: list[AskedBias] = Field(min_length=1)
+    n_images: int = Field(1, ge=1)
+
+
+class ImageChoiceQuestion(_Question):
+    """One of ``options`` about the pictured person: the SIMULATOR answers ``truth`` with the
+    accuracy its policy plants for ``group`` (the person's demographic group, never read
+    from the pixels), otherwise another option uniformly."""
+
+    options: list[str] = Field(min_length=1)
+    truth: str
+    group: str
+
+    @model_validator(mode="after")
+    def _truth_is_an_option(self) -> ImageChoiceQuestion:
+        if self.truth not in self.options:
+            raise ValueError(f"truth {self.truth!r} is not among the options {self.options[:5]}...")
+        return self
+
+
+class RecallQuestion(_Question):
+    """A FACET person's class (``class``) asked with prompt kind ``prompt``: the SIMULATOR
+    recalls it with the probability its policy plants for the class, the prompt and the
+    person's ``gender``, ``skin_tone`` and ``age`` groups."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+
+    cls: str = Field(alias="class")
+    prompt: str
+    gender: str
+    skin_tone: str
+    age: str
+
+
+class OpenVQAQuestion(_Question):
+    """An open-set bias's question about a simulated image: the SIMULATOR answers from the
+    image's planted class ``truth`` (recorded by the simulated t2i model; None for any other
+    image, which it cannot answer) in free text, confusing it with another of ``options`` at
+    its policy's rate."""
+
+    options: list[str] = Field(min_length=1)
+    truth: str | None = None
+
+
+__all__ = ["AskedBias", "ChoiceQuestion", "ImageChoiceQuestion", "ImageQuestion", "OpenSetImageQuestion",
+           "OpenVQAQuestion", "RecallQuestion", "RewriteQuestion"]

@@ -1,6 +1,7 @@
 """SIMULATOR: a planted-bias text-to-image model.
 
-Not a model. Its bias is configuration: for each prompt kind (``meta["policy"]``) a
+Not a model. Its bias is configuration: for each prompt kind (an
+:class:`~genfair.models.questions.ImageQuestion`'s ``policy``) a
 distribution over the values of each demographic attribute (gender, race, age, skin tone).
 Each image draws every attribute independently from those distributions, with a generator
 seeded by the request seed (so the same request always gives the same draw, and a re-ask a
@@ -13,8 +14,9 @@ The picture is obviously synthetic: a striped background, a plain oval "face" an
 Skin Tone scale swatches), so a pixel-based skin-tone instrument has something honest to
 measure; nothing else about the drawn attributes is hidden in the pixels.
 
-Open-set biases (OpenBias, paper 003; ``open_set`` in the config): for any bias the proposer
-names, a known class distribution per (bias, caption), drawn per image and recorded as
+Open-set biases (OpenBias, paper 003; ``open_set`` in the config, an
+:class:`~genfair.models.questions.OpenSetImageQuestion`): for any bias the proposer names, a
+known class distribution per (bias, caption), drawn per image and recorded as
 ``true_attributes = {bias_id: class}`` (:func:`planted_distribution`).
 """
 
@@ -28,6 +30,7 @@ import numpy as np
 from genfair.models.base import Completion, Request, Simulator, T2IBackend, derive_seed
 from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedT2IConfig, SimulatedT2IPolicy
 from genfair.models.images import encode_png
+from genfair.models.questions import AskedBias, ImageQuestion, OpenSetImageQuestion
 
 #: Monk Skin Tone scale swatches (Monk 2019, skintone.google), MST 1 (lightest) .. 10
 MONK_SWATCHES = {
@@ -58,9 +61,10 @@ class SimulatedT2I(Simulator, T2IBackend):
         return self.draw(request)
 
     def draw(self, request: Request) -> Completion:
-        name = request.meta.get("policy")
-        if name in self.config.open_set:
-            return self.draw_open_set(request, self.config.open_set[name])
+        if request.meta.get("policy") in self.config.open_set:
+            question = OpenSetImageQuestion.from_meta(request.meta)
+            return self.draw_open_set(request, question, self.config.open_set[question.policy])
+        question = ImageQuestion.from_meta(request.meta)
         policy = self.config.policy[self.policy_name(request.meta, self.config.policy)]
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
@@ -73,53 +77,47 @@ class SimulatedT2I(Simulator, T2IBackend):
         png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
 
-
-    def draw_open_set(self, request: Request, policy: SimulatedOpenSetPolicy) -> Completion:
-        """One image for an open-set caption: ``meta["biases"]`` lists the biases asked about
-        it (``bias_id``, ``name``, ``label``, ``classes``), ``meta["caption_id"]`` the caption
-        and ``meta["n_images"]`` its number of images (stratified sampling)."""
-        meta = request.meta
-        for key in ("biases", "caption_id"):
-            if key not in meta:
-                raise KeyError(f"simulated t2i open-set policy needs meta[{key!r}] in every request")
+    def draw_open_set(self, request: Request, question: OpenSetImageQuestion,
+                      policy: SimulatedOpenSetPolicy) -> Completion:
+        """One image for an open-set caption: the classes of the biases asked about it
+        (stratified sampling: image ``sample_index`` of ``n_images``)."""
         rng = np.random.default_rng(request.seed)
         if rng.random() < policy.refusal_rate:
             return Completion(status="refused", text=REFUSAL, finish_reason="content_filter")
         truth = {}
-        for bias in meta["biases"]:
-            classes = [str(c) for c in bias["classes"]]
-            p = planted_distribution(policy, bias, str(meta["caption_id"]))
+        for bias in question.biases:
+            classes = bias.classes
+            p = planted_distribution(policy, bias, question.caption_id)
             if policy.sampling == "stratified":
-                u = (request.sample_index + 0.5) / int(meta.get("n_images") or 1)
+                u = (request.sample_index + 0.5) / question.n_images
             else:
-                u = float(np.random.default_rng([request.seed, zlib.crc32(str(bias["bias_id"]).encode())]).random())
+                u = float(np.random.default_rng([request.seed, zlib.crc32(bias.bias_id.encode())]).random())
             cumulative = np.cumsum([p[c] for c in classes])
-            truth[str(bias["bias_id"])] = classes[min(int(np.searchsorted(cumulative, u, side="right")), len(classes) - 1)]
+            truth[bias.bias_id] = classes[min(int(np.searchsorted(cumulative, u, side="right")), len(classes) - 1)]
         png = encode_png(render({}, self.config.size, int(rng.integers(1 << 30))))
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
 
 
-def plant_for(policy: SimulatedOpenSetPolicy, bias: dict[str, Any]) -> SimulatedOpenSetBias:
+def plant_for(policy: SimulatedOpenSetPolicy, bias: AskedBias) -> SimulatedOpenSetBias:
     """The plant of a bias: the first of its id, name and label listed in the policy."""
-    for key in ("bias_id", "name", "label"):
-        value = str(bias.get(key, "")).strip().lower()
-        if value in policy.biases:
-            return policy.biases[value]
+    for value in (bias.bias_id, bias.name, bias.label):
+        if value.strip().lower() in policy.biases:
+            return policy.biases[value.strip().lower()]
     return policy.default
 
 
-def planted_distribution(policy: SimulatedOpenSetPolicy, bias: dict[str, Any], caption_id: str) -> dict[str, float]:
-    """The known class distribution of ``bias`` (``bias_id``, ``classes``...) on one caption's
-    images (see :class:`~genfair.models.config.SimulatedOpenSetBias`)."""
+def planted_distribution(policy: SimulatedOpenSetPolicy, bias: AskedBias, caption_id: str) -> dict[str, float]:
+    """The known class distribution of ``bias`` on one caption's images (see
+    :class:`~genfair.models.config.SimulatedOpenSetBias`)."""
     plant = plant_for(policy, bias)
-    classes = [str(c) for c in bias["classes"]]
+    classes = bias.classes
     k = len(classes)
     if plant.pattern == "everywhere":
         w = np.array([plant.weights.get(c.strip().lower(), plant.other_weight) for c in classes], dtype=float)
         w = w if w.sum() > 0 else np.ones(k)
         return dict(zip(classes, (w / w.sum()).tolist(), strict=True))
     if plant.pattern == "within_caption" and k > 1:
-        own = derive_seed("open_set", str(bias["bias_id"]), caption_id) % k
+        own = derive_seed("open_set", bias.bias_id, caption_id) % k
         rest = (1.0 - plant.share) / (k - 1)
         return {c: (plant.share if i == own else rest) for i, c in enumerate(classes)}
     return {c: 1.0 / k for c in classes}

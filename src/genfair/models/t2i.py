@@ -24,6 +24,7 @@ import pandas as pd
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.images import ImageStore, check_png
+from genfair.models.questions import ImageQuestion, OpenSetImageQuestion
 from genfair.models.runner import Call, ask
 
 log = logging.getLogger(__name__)
@@ -136,9 +137,11 @@ def _row(call: Call, completion: Completion, attempts: int, store: ImageStore) -
 
 
 def prompt_call(
-    probe_id: str, prompt: str, sample_index: int = 0, *, max_attempts: int = 1, **meta: Any
+    probe_id: str, prompt: str, sample_index: int = 0, *, max_attempts: int = 1,
+    question: ImageQuestion | OpenSetImageQuestion | None = None,
 ) -> Call:
-    """A t2i call: the prompt as one user message (the cache key), ``meta`` for simulators."""
+    """A t2i call: the prompt as one user message (the cache key), ``question`` for simulators."""
+    meta = question.meta() if question is not None else {}
     return Call.text(probe_id, prompt, sample_index=sample_index, max_attempts=max_attempts, meta=meta)
 
 

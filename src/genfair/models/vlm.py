@@ -52,6 +52,7 @@ from genfair.models.images import image_parts, read_image_part
 from genfair.models.local import apply_threads, decoding_kwargs, eos_ids, finish_reasons
 from genfair.models.openai import OpenAIChatBackend
 from genfair.models.planted_recall import PlantedRecall
+from genfair.models.questions import ImageChoiceQuestion, OpenVQAQuestion, RecallQuestion
 
 log = logging.getLogger(__name__)
 
@@ -223,13 +224,13 @@ def planted_recall(policy: SimulatedVLMRecallPolicy) -> PlantedRecall:
 
 
 class SimulatedVLM(Simulator, VLMBackend):
-    """SIMULATOR: answers a multiple-choice question about an image with the accuracy set
-    for the pictured person's demographic group (read from ``meta[config.group_key]``, never
-    from the pixels). ``meta["options"]`` lists the answers, ``meta["truth"]`` the right
-    one; with probability ``accuracy[group]`` it answers the truth, otherwise another option
-    uniformly, so the planted per-group accuracy gap is known exactly. A ``planted_recall``
-    policy answers paper 004's FACET questions instead (:mod:`genfair.models.planted_recall`,
-    from ``meta``'s ``class``, ``prompt`` and the person's groups)."""
+    """SIMULATOR: answers an :class:`~genfair.models.questions.ImageChoiceQuestion` about an
+    image with the accuracy set for the pictured person's demographic ``group`` (never read
+    from the pixels): with probability ``accuracy[group]`` it answers ``truth``, otherwise
+    another option uniformly, so the planted per-group accuracy gap is known exactly. A
+    ``planted_recall`` policy answers paper 004's FACET questions instead
+    (:class:`~genfair.models.questions.RecallQuestion`, :mod:`genfair.models.planted_recall`),
+    an ``open_vqa`` one OpenBias's (:class:`~genfair.models.questions.OpenVQAQuestion`)."""
 
     config: SimulatedVLMConfig
     kind = "simulated VLM"
@@ -254,48 +255,44 @@ class SimulatedVLM(Simulator, VLMBackend):
             return self.answer_open(request, self.config.open_vqa[name])
         name = self.policy_name(meta, self.config.policy)
         if name in self._recall:
-            text = self._recall[name].answer(meta, request.seed)
-            return Completion(status="ok", text=text, finish_reason="stop")
+            question = RecallQuestion.from_meta(meta)
+            groups = {"class": question.cls, "prompt": question.prompt, "gender": question.gender,
+                      "skin_tone": question.skin_tone, "age": question.age}
+            return Completion(status="ok", text=self._recall[name].answer(groups, request.seed), finish_reason="stop")
         policy = self.config.policy[name]
         assert isinstance(policy, SimulatedVLMPolicy)
-        for key in ("options", "truth", self.config.group_key):
-            if key not in meta:
-                raise KeyError(f"simulated VLM needs meta[{key!r}] in every request (probe {name!r})")
-        group = str(meta[self.config.group_key])
-        accuracy = policy.accuracy.get(group, policy.default_accuracy)
+        choice = ImageChoiceQuestion.from_meta(meta)
+        accuracy = policy.accuracy.get(choice.group, policy.default_accuracy)
         if accuracy is None:
             raise KeyError(
-                f"simulated VLM policy {name!r} has no accuracy for group {group!r}; add it to "
+                f"simulated VLM policy {name!r} has no accuracy for group {choice.group!r}; add it to "
                 f"accuracy ({sorted(policy.accuracy)}) or set default_accuracy"
             )
         rng = np.random.default_rng(request.seed)
         if rng.random() < policy.refusal_rate:
             return Completion(status="ok", text=REFUSAL, finish_reason="stop")
-        options = [str(o) for o in meta["options"]]
-        truth = str(meta["truth"])
-        others = [o for o in options if o != truth]
+        others = [o for o in choice.options if o != choice.truth]
         if not others or rng.random() < accuracy:
-            text = truth
+            text = choice.truth
         else:
             text = others[int(rng.integers(len(others)))]
         return Completion(status="ok", text=text, finish_reason="stop")
 
     def answer_open(self, request: Request, policy: SimulatedOpenVQAPolicy) -> Completion:
         """An open-set VQA answer in free text (see :class:`SimulatedOpenVQAPolicy`): from the
-        planted class of the pictured image, ``meta["truth"]``, never from the pixels."""
-        meta = request.meta
-        if meta.get("truth") is None or "options" not in meta:
+        planted class of the pictured image (the question's ``truth``), never from the pixels."""
+        question = OpenVQAQuestion.from_meta(request.meta)
+        if question.truth is None:
             raise KeyError(
                 "the simulated VLM answers open-set questions from the planted classes of a simulated "
-                "t2i model's images (meta['truth']); this image has none: use a real VLM for real images"
+                "t2i model's images (the question's truth); this image has none: use a real VLM for real images"
             )
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:
             return Completion(status="ok", text=REFUSAL, finish_reason="stop")
-        options = [str(o) for o in meta["options"]]
-        truth = str(meta["truth"])
-        others = [o for o in options if o != truth]
+        truth = question.truth
+        others = [o for o in question.options if o != truth]
         if roll < policy.refusal_rate + policy.unknown_rate:
             answer = policy.unknown_text
         elif others and rng.random() < policy.confusion:

@@ -8,6 +8,7 @@
 - :mod:`.tracking` -- MLflow runs (keyed by content hash: logs what the store lacks);
 - :mod:`.report` -- the study report (``data/report/index.html``);
 - :mod:`.curation` -- the curation and instrument-validation stages.
+- :mod:`.code` -- a fingerprint of each methodology's code, for the cross-model stages.
 
 Nothing here names a methodology: each one brings its own lifecycle through
 :class:`genfair.methodologies.base.Methodology`.

@@ -59,6 +59,10 @@ class Layout:
         ``summary.json``."""
         return self.named(self.data / "metrics", model, methodology)
 
+    def code(self, methodology: str) -> Path:
+        """``code@<methodology>``'s content fingerprint of the methodology's code."""
+        return self.named(self.data / "code", methodology, suffix=".json")
+
     def study(self, methodology: str) -> Path:
         """``study@<methodology>``'s folder: its tables, ``summary.json``, ``params.json``."""
         return self.named(self.data / "study", methodology)

@@ -46,6 +46,7 @@ from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
 from genfair.methodologies.fact_or_fair.scores import cell_clusters, cell_table, per_statistic, score_cells
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.runner import Call
+from genfair.models.questions import ImageQuestion
 from genfair.models.t2i import prompt_call
 
 #: kind -> the context its scores are reported under (the LLM methodology's names)
@@ -133,9 +134,9 @@ def _truth(value: Any) -> list[dict[str, Any]] | None:
 
 
 def calls(probes: pd.DataFrame) -> list[Call]:
-    # meta["policy"]: the prompt kind a planted-bias simulator draws from
+    # the prompt kind a planted-bias simulator draws from
     return [prompt_call(r["probe_id"], r["prompt"], int(r["sample_index"]),
-                    max_attempts=int(r["max_attempts"]), policy=r["kind"])
+                    max_attempts=int(r["max_attempts"]), question=ImageQuestion(policy=r["kind"]))
         for r in probes.to_dict("records")]
 
 

@@ -72,6 +72,7 @@ from genfair.methodologies.iris.tournament import (
     tournament_probes,
 )
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
+from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict
 
 log = logging.getLogger(__name__)
@@ -281,11 +282,13 @@ class Iris(Methodology):
         comp = row["competitors"].split("|")
         message = vlm_message(row["prompt"], [image]) if image else {"role": "user", "content": row["prompt"]}
         truth = row.get("simulator_stereotype")
+        truth = truth if isinstance(truth, str) else None  # none known (a null read back from parquet)
+        # SIMULATORS read the questions (the LLM's and the VLM's); real models never see them
         meta = {
-            "policy": POLICIES["RFS-Und"], "competitors": row["competitors"],
-            # SIMULATORS read these; real models never see them
-            "letters": comp, "truth_letters": [truth] if truth else [],
-            "options": comp, "truth": truth or comp[0], "group": row["gender"],
+            **ChoiceQuestion(policy=POLICIES["RFS-Und"], letters=comp, truth_letters=[truth] if truth else []).meta(),
+            **ImageChoiceQuestion(policy=POLICIES["RFS-Und"], options=comp, truth=truth or comp[0],
+                                  group=row["gender"]).meta(),
+            "competitors": row["competitors"],
         }
         return Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1, max_tokens=max_tokens, meta=meta)
 
@@ -330,15 +333,16 @@ class Iris(Methodology):
             message = vlm_message(r["prompt"], [r["image"]])
             if message["content"][0]["sha256"] != r["image_sha256"]:
                 raise ValueError(f"{r['image']} changed since the probes were built: rebuild them (dvc repro)")
-            # SIMULATORS read options / truth / group; real models never see them
+            # SIMULATORS read the question; real models never see it
             group = r["gender"] if isinstance(r["gender"], str) else "unknown"
             if sector == "IFS-Und":
-                meta = {"policy": POLICIES[sector], "options": options, "truth": display_name(r["occupation"]), "group": group}
+                meta = ImageChoiceQuestion(policy=POLICIES[sector], options=options, truth=display_name(r["occupation"]),
+                                           group=group).meta()
                 calls += [Call(probe_id=r["probe_id"], messages=(message,), sample_index=i, max_attempts=1,
                                max_tokens=config.ifs_und.max_tokens, meta=meta) for i in range(int(r["n_samples"]))]
             else:
-                meta = {"policy": POLICIES[sector], "options": r["options"].split("|"), "truth": r["simulator_truth"],
-                        "group": group}
+                meta = ImageChoiceQuestion(policy=POLICIES[sector], options=r["options"].split("|"),
+                                           truth=r["simulator_truth"], group=group).meta()
                 calls.append(Call(probe_id=r["probe_id"], messages=(message,), max_attempts=1,
                                   max_tokens=config.bis_und.max_tokens, meta=meta))
         return calls
@@ -350,7 +354,8 @@ class Iris(Methodology):
 
         ifs = probes[probes["sector"] == "IFS-Gen"]
         calls = [
-            prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts, policy=POLICIES["IFS-Gen"])
+            prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts,
+                        question=ImageQuestion(policy=POLICIES["IFS-Gen"]))
             for r in ifs.to_dict("records") for i in range(int(r["n_samples"]))
         ]
         first = generate_images(backend, cache, calls, seed=seed, desc=f"{label} IFS-Gen")
@@ -364,7 +369,8 @@ class Iris(Methodology):
             steer = steering_prompts(stereo)
             steer.insert(0, "probe_id", [f"iris-bis-gen-{c}-{k}" for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())])
             calls = [
-                prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts, policy=POLICIES["BIS-Gen"])
+                prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts,
+                            question=ImageQuestion(policy=POLICIES["BIS-Gen"]))
                 for r in steer.to_dict("records") for i in range(config.bis_gen.images_per_prompt)
             ]
             second = generate_images(backend, cache, calls, seed=seed, desc=f"{label} BIS-Gen")

@@ -33,6 +33,7 @@ from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, lvlm_persons, resolve_classes
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.metrics.recall import POOLED
+from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
 
 __all__ = ["LABEL_COLUMNS", "LvlmFacet"]
@@ -106,8 +107,8 @@ class LvlmFacet(Methodology):
                 raise ValueError(f"{row['image_path']} changed since the probes were built: rebuild them "
                                  "(dvc repro probes@lvlm_facet)")
             # SIMULATORS read these; real models never see them
-            meta = {"policy": POLICY, "class": row["class"], "prompt": row["prompt"],
-                    **{a: row[a] for a in ATTRIBUTES}}  # fmt: skip
+            meta = RecallQuestion(policy=POLICY, cls=row["class"], prompt=row["prompt"],
+                                  **{a: row[a] for a in ATTRIBUTES}).meta()
             calls.append(Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1,
                               max_tokens=config.max_tokens, meta=meta))
         return calls

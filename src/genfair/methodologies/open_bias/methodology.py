@@ -58,6 +58,7 @@ from genfair.methodologies.open_bias.proposals import BiasProposal, parse_propos
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.models.base import derive_seed, stable_hash
+from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, Verdict
 
 __all__ = ["OpenBias", "load_captions"]
@@ -236,9 +237,10 @@ class OpenBias(Methodology):
             if simulated:  # a simulated image records the classes of the biases asked about it
                 call_id = f"{call_id}-{stable_hash(biases, 12)}"
             ids[call_id] = r["probe_id"]
+            question = OpenSetImageQuestion(policy=POLICY, caption_id=r["caption_id"], biases=biases,
+                                            n_images=config.images_per_caption)
             calls.append(prompt_call(call_id, r["caption"], int(r["sample_index"]),
-                                     max_attempts=config.image_max_attempts, policy=POLICY,
-                                     caption_id=r["caption_id"], biases=biases, n_images=config.images_per_caption))
+                                     max_attempts=config.image_max_attempts, question=question))
         drawn = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} images")  # images are never judged
         drawn["seed"] = [derive_seed(ctx.seed, c, s, a - 1) for c, s, a in
                          zip(drawn["probe_id"], drawn["sample_index"], drawn["attempts"], strict=True)]
@@ -265,9 +267,8 @@ class OpenBias(Methodology):
         for r in probes.to_dict("records"):
             path = Path(ctx.image_dir) / by_image.at[r["image_probe_id"], "file"]
             choices = json.loads(r["choices"])
-            meta = {"policy": POLICY, "options": choices[:-1],
-                    # SIMULATORS read the planted class; real models never see it
-                    "truth": truth[r["image_probe_id"]].get(r["bias_id"])}
+            # SIMULATORS read the planted class; real models never see it
+            meta = OpenVQAQuestion(policy=POLICY, options=choices[:-1], truth=truth[r["image_probe_id"]].get(r["bias_id"])).meta()
             calls.append(Call(probe_id=r["probe_id"], messages=(vlm_message(r["prompt"], [path]),),
                               max_attempts=1, max_tokens=config.vqa_max_tokens, meta=meta))
         backend = build_backend(vqa_config)
