@@ -26,14 +26,15 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from genfair.io import file_sha256, write_text
 
+if TYPE_CHECKING:  # not imported at run time: the always-running stage's fast path has no pydantic
+    from pydantic import BaseModel
+
 __all__ = ["FINGERPRINT_VERSION", "HashCache", "curation_inputs", "inputs_fingerprint",
-           "outside", "write_inputs_fingerprint"]  # fmt: skip
+           "outside", "write_fingerprint", "write_inputs_fingerprint"]  # fmt: skip
 
 #: bump when the fingerprint's layout changes
 FINGERPRINT_VERSION = 1
@@ -149,9 +150,15 @@ def write_inputs_fingerprint(
     base: Path = Path("."),
     hash_cache: Path | None = None,
 ) -> Path:
-    """Stage body: the fingerprint of ``section``'s inputs to ``out`` (JSON, stable bytes:
+    """Stage body: the fingerprint of ``section``'s inputs to ``out`` (:func:`write_fingerprint`)."""
+    return write_fingerprint(section, curation_inputs(section, config), out, base, hash_cache)
+
+
+def write_fingerprint(
+    section: str, paths: list[Path], out: Path, base: Path = Path("."), hash_cache: Path | None = None
+) -> Path:
+    """The fingerprint of ``paths`` (``section``'s inputs) to ``out`` (JSON, stable bytes:
     rewritten only when it changes, so DVC sees no change when nothing changed)."""
-    paths = curation_inputs(section, config)
     data = inputs_fingerprint(paths, base, hash_cache)
     data["section"] = section
     data["outside_repository"] = [str(p) for p in outside(paths, base)]

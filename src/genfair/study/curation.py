@@ -29,14 +29,21 @@ log = logging.getLogger(__name__)
 
 def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
-    (rewritten only when the inputs change, so DVC reruns only what they feed)."""
-    from genfair.curation.inputs import write_inputs_fingerprint
+    (rewritten only when the inputs change, so DVC reruns only what they feed); stamps the
+    input lists for the next run's fast path (:mod:`genfair.study.always`)."""
+    from genfair.curation.inputs import curation_inputs as inputs_of
+    from genfair.stamps import write_stamp
+    from genfair.study.always import CURATION_STAGE, curation_key, write_sections
 
+    key = curation_key()
     hashes = cache_dir(params.cache.dir) / "input_hashes"
-    return [write_inputs_fingerprint(section, curation_config(params, section),
-                                     layout.data / "curated" / "inputs" / f"{section}.json",
-                                     hash_cache=hashes / f"{section}.json")
-            for section in params.curation]
+    sections = {section: {"paths": [str(p) for p in inputs_of(section, curation_config(params, section))],
+                          "out": str(layout.data / "curated" / "inputs" / f"{section}.json"),
+                          "hash_cache": str(hashes / f"{section}.json")}
+                for section in params.curation}
+    written = write_sections(sections)
+    write_stamp(CURATION_STAGE, key, {"sections": sections})
+    return written
 
 
 def collect_news_corpus(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
