@@ -5,9 +5,11 @@ Unchanged params.yaml: the last run's input lists, without validating it again."
 from genfair.study.always import CURATION_STAGE, quick, quick_curation_inputs
 
 if __name__ == "__main__" and not quick(CURATION_STAGE, quick_curation_inputs):
+    from functools import partial
+
     from _common import run
 
     from genfair.params import load_frame
     from genfair.study.curation import curation_inputs
 
-    run(CURATION_STAGE, curation_inputs, load=load_frame)
+    run(CURATION_STAGE, partial(curation_inputs, stamp=True), load=load_frame)

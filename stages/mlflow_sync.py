@@ -4,9 +4,11 @@ or gets the ones it lacks. Unchanged params.yaml: the last run's store, without 
 from genfair.study.always import STORE_STAGE, quick, quick_sync_store
 
 if __name__ == "__main__" and not quick(STORE_STAGE, quick_sync_store):
+    from functools import partial
+
     from _common import run
 
     from genfair.params import load_frame
     from genfair.study.store import sync_store
 
-    run(STORE_STAGE, sync_store, load=load_frame)
+    run(STORE_STAGE, partial(sync_store, stamp=True), load=load_frame)

@@ -27,10 +27,11 @@ from genfair.study.layout import Layout
 log = logging.getLogger(__name__)
 
 
-def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
+def curation_inputs(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
-    (rewritten only when the inputs change, so DVC reruns only what they feed); stamps the
-    input lists for the next run's fast path (:mod:`genfair.study.always`)."""
+    (rewritten only when the inputs change, so DVC reruns only what they feed). ``stamp``:
+    record the input lists for the next run's fast path (:mod:`genfair.study.always`); only
+    the stage, whose ``params`` are ``params.yaml``'s."""
     from genfair.curation.inputs import curation_inputs as inputs_of
     from genfair.stamps import write_stamp
     from genfair.study.always import CURATION_STAGE, curation_key, write_sections
@@ -42,7 +43,8 @@ def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]
                           "hash_cache": str(hashes / f"{section}.json")}
                 for section in params.curation}
     written = write_sections(sections)
-    write_stamp(CURATION_STAGE, key, {"sections": sections})
+    if stamp:
+        write_stamp(CURATION_STAGE, key, {"sections": sections})
     return written
 
 

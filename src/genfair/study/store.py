@@ -110,11 +110,12 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     return [key for key in keys if key not in found]
 
 
-def sync_store(params: StudyFrame, layout: Layout = Layout()) -> Path:
+def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> Path:
     """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
     log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
     the runs are (``data/tracking/store.json``, shown in the report), changed only when that
-    changes, and stamps the store it checked (:mod:`genfair.study.always`)."""
+    changes. ``stamp``: record the store it checked for the next run's fast path
+    (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
     from genfair.stamps import write_stamp
     from genfair.study.always import STORE_STAGE, store_key
 
@@ -133,7 +134,7 @@ def sync_store(params: StudyFrame, layout: Layout = Layout()) -> Path:
         log.info("MLflow %s: %s; logging what it lacks", redact(uri),
                  f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow")
         track_study(study_params(params), layout)
-    if uri.startswith(_SQLITE) and redact(uri) == uri:  # a server's check goes through MLflow anyway; never a secret in a stamp
+    if stamp and uri.startswith(_SQLITE) and redact(uri) == uri:  # a server's check goes through MLflow anyway; never a secret in a stamp
         write_stamp(STORE_STAGE, key, {"uri": uri, "experiment": experiment})
     return write_store(uri, experiment, keys, layout, root)
 
