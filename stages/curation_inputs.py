@@ -1,10 +1,15 @@
 """DVC stage curation_inputs (always runs): a fingerprint of every file each curation config
-reads, so editing one (even outside the repository) reruns the curation stage that reads it."""
+reads, so editing one (even outside the repository) reruns the curation stage that reads it.
+Unchanged params.yaml: the last run's input lists, without validating it again."""
 
-from _common import run
+from genfair.study.always import CURATION_STAGE, quick, quick_curation_inputs
 
-from genfair.params import load_frame
-from genfair.study.curation import curation_inputs
+if __name__ == "__main__" and not quick(CURATION_STAGE, quick_curation_inputs):
+    from functools import partial
 
-if __name__ == "__main__":
-    run("curation_inputs", curation_inputs, load=load_frame)
+    from _common import run
+
+    from genfair.params import load_frame
+    from genfair.study.curation import curation_inputs
+
+    run(CURATION_STAGE, partial(curation_inputs, stamp=True), load=load_frame)

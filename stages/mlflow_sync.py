@@ -1,10 +1,14 @@
 """DVC stage mlflow_sync (always runs): the configured MLflow store holds every run `track` listed,
-or gets the ones it lacks."""
+or gets the ones it lacks. Unchanged params.yaml: the last run's store, without validating it again."""
 
-from _common import run
+from genfair.study.always import STORE_STAGE, quick, quick_sync_store
 
-from genfair.params import load_frame
-from genfair.study.store import sync_store
+if __name__ == "__main__" and not quick(STORE_STAGE, quick_sync_store):
+    from functools import partial
 
-if __name__ == "__main__":
-    run("mlflow_sync", sync_store, load=load_frame)
+    from _common import run
+
+    from genfair.params import load_frame
+    from genfair.study.store import sync_store
+
+    run(STORE_STAGE, partial(sync_store, stamp=True), load=load_frame)

@@ -18,7 +18,11 @@ from pathlib import Path
 
 from genfair.errors import ConfigError
 
-__all__ = ["NAME_PATTERN", "check_name", "inside", "name_problem"]
+__all__ = ["NAME_PATTERN", "PARAMS_FILE", "check_name", "inside", "name_problem"]
+
+#: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
+#: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
+PARAMS_FILE = "params.yaml"
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
 _NAME = re.compile(NAME_PATTERN)

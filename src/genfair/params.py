@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError
-from genfair.names import name_problem
+from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
 
 __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig",
@@ -26,7 +26,6 @@ __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CL
            "curation_config", "format_errors",
            "instrument_class", "instrument_config", "load_frame", "read_params", "section_class", "validate"]  # fmt: skip
 
-PARAMS_FILE = "params.yaml"
 #: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
 #: removes the outputs of the stages it reruns before the first stage fails)
 EXP_RESTORE = f"git checkout {PARAMS_FILE} && dvc checkout"

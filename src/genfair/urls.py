@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic_core import PydanticCustomError
-
 __all__ = ["SECRET_PARAM", "checked_url", "strip_in_text", "url_problem"]
 
 #: a query parameter name that looks like it carries a credential
@@ -68,6 +66,8 @@ def checked_url(value: str, schemes: frozenset[str] | None = frozenset({"http", 
     credential."""
     problem = url_problem(value, schemes)
     if problem:
+        from pydantic_core import PydanticCustomError  # here: genfair.logs imports this module
+
         raise PydanticCustomError("url", "not a usable URL: {problem}", {"problem": problem})
     return value
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "genfair"
 #: lowest first; a module may import its own layer and the layers before it
 LAYERS = ["base", "metrics", "resources", "curation", "models", "instruments", "methodologies", "study", "cli"]
-BASE = {"io", "logs", "errors", "names", "urls", "params", "config"}  # shared utilities (config validates every layer's config lazily)
+BASE = {"io", "logs", "errors", "names", "urls", "stamps", "params", "config"}  # shared utilities (config validates every layer's config lazily)
 
 
 def _layer(module: str) -> str:

@@ -38,17 +38,18 @@ import os
 import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from genfair.errors import ConfigError
 from genfair.io import file_sha256, write_text
 from genfair.names import name_problem
 
+if TYPE_CHECKING:  # not imported at run time: the always-running stage's fast path has no pydantic
+    from pydantic import BaseModel
+
 __all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "curation_inputs", "external_inputs",
-           "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint",
-           "write_inputs_fingerprint"]  # fmt: skip
+           "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint", "write_inputs_fingerprint",
+           "write_paths_fingerprint"]  # fmt: skip
 
 #: bump when the fingerprint's layout changes
 FINGERPRINT_VERSION = 1
@@ -222,7 +223,13 @@ def write_inputs_fingerprint(
     hash_cache: Path | None = None,
 ) -> Path:
     """Stage body: the fingerprint of ``section``'s inputs to ``out`` (:func:`write_fingerprint`)."""
-    paths = curation_inputs(section, config)
+    return write_paths_fingerprint(section, curation_inputs(section, config), out, base, hash_cache)
+
+
+def write_paths_fingerprint(
+    section: str, paths: list[Path], out: Path, base: Path = Path("."), hash_cache: Path | None = None
+) -> Path:
+    """The fingerprint of ``paths`` (``section``'s inputs) to ``out`` (:func:`write_fingerprint`)."""
     data = inputs_fingerprint(paths, base, hash_cache)
     data["section"] = section
     data["outside_repository"] = [str(p) for p in outside(paths, base)]

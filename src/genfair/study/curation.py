@@ -31,19 +31,28 @@ from genfair.study.layout import Layout
 log = logging.getLogger(__name__)
 
 
-def curation_inputs(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
+def curation_inputs(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
     (rewritten only when the inputs change, so DVC reruns only what they feed). First checks
     that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
-    miss an input)."""
-    from genfair.curation.inputs import check_external_inputs, write_inputs_fingerprint
+    miss an input). ``stamp``: record the input lists for the next run's fast path
+    (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
+    from genfair.curation.inputs import check_external_inputs
+    from genfair.curation.inputs import curation_inputs as inputs_of
+    from genfair.stamps import write_stamp
+    from genfair.study.always import CURATION_STAGE, curation_key, write_sections
 
     check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
+    key = curation_key()
     hashes = cache_dir(params.cache.dir) / "input_hashes"
-    return [write_inputs_fingerprint(section, curation_config(params, section),
-                                     layout.data / "curated" / "inputs" / f"{section}.json",
-                                     hash_cache=hashes / f"{section}.json")
-            for section in params.curation]
+    sections = {section: {"paths": [str(p) for p in inputs_of(section, curation_config(params, section))],
+                          "out": str(layout.data / "curated" / "inputs" / f"{section}.json"),
+                          "hash_cache": str(hashes / f"{section}.json")}
+                for section in params.curation}
+    written = write_sections(sections)
+    if stamp:
+        write_stamp(CURATION_STAGE, key, {"sections": sections})
+    return written
 
 
 def external_input(params: StudyFrame, name: str, layout: Layout = Layout()) -> Path:

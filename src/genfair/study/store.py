@@ -14,11 +14,14 @@ import logging
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from genfair.io import write_json
-from genfair.params import StudyFrame
 from genfair.study.layout import Layout
 from genfair.urls import strip_in_text
+
+if TYPE_CHECKING:  # not at run time: mlflow_sync's fast path (genfair.study.always) has no pydantic
+    from genfair.params import StudyFrame
 
 log = logging.getLogger(__name__)
 
@@ -107,15 +110,21 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     return [key for key in keys if key not in found]
 
 
-def sync_store(params: StudyFrame, layout: Layout = Layout()) -> Path:
+def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> Path:
     """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
     log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
     the runs are (``data/tracking/store.json``, shown in the report), changed only when that
-    changes."""
+    changes. ``stamp``: record the store it checked for the next run's fast path
+    (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
+    from genfair.stamps import write_stamp
+    from genfair.study.always import STORE_STAGE, store_key
+
+    key = store_key()
     keys = listed_keys(layout.tracking)
     root = workspace_root()
     uri = tracking_uri(params, root)
-    missing = missing_runs(keys, uri, params.tracking.experiment)
+    experiment = params.tracking.experiment
+    missing = missing_runs(keys, uri, experiment)
     if missing == []:
         log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
     else:
@@ -125,5 +134,12 @@ def sync_store(params: StudyFrame, layout: Layout = Layout()) -> Path:
         log.info("MLflow %s: %s; logging what it lacks", redact(uri),
                  f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow")
         track_study(study_params(params), layout)
-    return write_json({"tracking_uri": display_uri(uri, root), "experiment": params.tracking.experiment,
-                       "runs": len(keys)}, layout.tracking_store)
+    if stamp and uri.startswith(_SQLITE) and redact(uri) == uri:  # a server's check goes through MLflow anyway; never a secret in a stamp
+        write_stamp(STORE_STAGE, key, {"uri": uri, "experiment": experiment})
+    return write_store(uri, experiment, keys, layout, root)
+
+
+def write_store(uri: str, experiment: str, keys: list[str], layout: Layout, root: Path) -> Path:
+    """``data/tracking/store.json``: where the runs are, without credentials or this machine's paths."""
+    return write_json({"tracking_uri": display_uri(uri, root), "experiment": experiment, "runs": len(keys)},
+                      layout.tracking_store)
