@@ -22,12 +22,10 @@ pytestmark = pytest.mark.e2e
 #: BLAS libraries to an SSE-only core
 CAPPED = {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR", "ATEN_CPU_CAPABILITY": "default",
           "OPENBLAS_CORETYPE": "Nehalem", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+#: outputs allowed to differ: none. (The news LDA's perplexity did, by ~2e-7 relative, while
+#: gensim ran in float32, whose exp/log kernels numpy picks by CPU; it runs in float64 now.)
+KNOWN: list[str] = []
 #: the SIMD targets numpy dispatches to on this CPU, and torch's kernel level
-#: what still differs (measured: AVX2 vs the x86-64-v2 baseline): gensim's LDA runs its
-#: matrix products in the BLAS kernel OPENBLAS_CORETYPE picks, and its held-out perplexity
-#: differs by ~2e-7 relative, past the writer's 10 digits (docs/faults.md); the report shows
-#: it and the study run's key hashes it. Open: pin that kernel or round that table coarser.
-KNOWN = ["data/report/index.html", "data/study/news_bias/perplexity.parquet", "data/tracking/runs.json"]
 PROBE = ("import torch; from numpy._core._multiarray_umath import __cpu_features__ as f, __cpu_dispatch__ as d;"
          "print([k for k in d if f.get(k)], torch.backends.cpu.get_cpu_capability())")
 
