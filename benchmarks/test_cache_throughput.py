@@ -97,7 +97,8 @@ def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServe
     monkeypatch.setenv("PGPASSWORD", postgres.password)
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "local"))
     seconds: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
-    with MockOpenAI(latency_s=LATENCY_S) as server:  # noqa: SIM117
+    # lifetime: 2 x PAIRS runs of ~8 s, several times that on a loaded machine
+    with MockOpenAI(latency_s=LATENCY_S, lifetime_s=1800) as server:  # noqa: SIM117
         params = StudyParams.model_validate(endpoint_params(tmp_path, server.url, QUESTIONS))
 
         def study(store: str, i: int) -> None:
@@ -128,3 +129,4 @@ def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServe
           f"load average {load}: SQLite cache {sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (medians); "
           f"per-pair PostgreSQL/SQLite {', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)")
     assert server.calls == 2 * PAIRS * QUESTIONS  # every run paid its calls (cold caches)
+    assert overhead < 0.05, f"the PostgreSQL cache costs {overhead:+.1%} of the generate step (goal: under 5%)"
