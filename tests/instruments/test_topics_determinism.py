@@ -1,6 +1,7 @@
-"""The news LDA is deterministic across machines (issue 16.10): its outputs are bit-identical
-whatever the thread settings (the best proxy here for "another machine of this kind"), and
-another BLAS kernel (another CPU family) changes them by no more than the documented margin
+"""The news LDA is deterministic across machines (issues 16.10, 23.6): its outputs are
+bit-identical whatever the thread settings (the best proxy here for "another machine of this
+kind"), and another CPU family (emulated with numpy's baseline SIMD kernels and another BLAS
+kernel) changes them by no more than the documented margin, so they are written the same
 (genfair.instruments.topics, docs/faults.md)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from genfair.instruments.topics import single_threaded
+from genfair.io import round_float
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -35,6 +37,7 @@ model, vocab_ = fit_lda(docs, k, seed=3, passes=2, iterations=30)
 theta = document_topics(model, vocab_, docs, 0.0, 3)
 sentences = sentence_topics(model, vocab_, [d[:12] for d in docs], 3)
 np.save(sys.argv[2] + "_theta.npy", theta)
+np.save(sys.argv[2] + "_table.npy", table.to_numpy())
 digest = lambda a: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 print(json.dumps({"k": k, "table": digest(table.to_numpy()), "lambda": digest(model.state.get_lambda()),
                   "theta": digest(theta), "sentences": sentences.tolist()}))
@@ -44,7 +47,7 @@ print(json.dumps({"k": k, "table": digest(table.to_numpy()), "lambda": digest(mo
 def _run(tmp_path: Path, name: str, limit: int, **env: str) -> dict:
     script = tmp_path / "probe.py"
     script.write_text(PROBE, encoding="utf-8")
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k != "OPENBLAS_CORETYPE"}
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
     result = subprocess.run([sys.executable, str(script), str(limit), str(tmp_path / name)],
                             env={**clean, "PYTHONPATH": str(SRC), **env}, capture_output=True, text=True,
                             timeout=300, check=True)
@@ -58,15 +61,19 @@ def test_lda_outputs_are_identical_under_any_thread_settings(tmp_path: Path) -> 
     assert one == two == many
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernel names")
-def test_another_blas_kernel_stays_within_the_documented_margin(tmp_path: Path) -> None:
-    """Another CPU family (emulated with another OpenBLAS kernel) rounds differently: the
-    documented margin (topic shares within 1e-4, same K and sentence topics here) holds."""
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 kernel names")
+def test_another_cpu_family_gives_the_same_written_outputs(tmp_path: Path) -> None:
+    """numpy's float32 exp/log kernels differ by CPU and moved gensim's default float32 LDA
+    by ~5e-6 relative; in float64 the baseline kernels (numpy's x86-64-v2, OpenBLAS's
+    Nehalem) stay within 1e-10 of this CPU's, and the K table at FLOAT_DIGITS is the same."""
     here = _run(tmp_path, "here", 2)
-    other = _run(tmp_path, "other", 2, OPENBLAS_CORETYPE="Nehalem")
+    other = _run(tmp_path, "other", 2, OPENBLAS_CORETYPE="Nehalem",
+                 NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR")
     assert other["k"] == here["k"] and other["sentences"] == here["sentences"]
     difference = np.abs(np.load(tmp_path / "here_theta.npy") - np.load(tmp_path / "other_theta.npy")).max()
-    assert difference < 1e-4
+    assert difference < 1e-10
+    written = [np.vectorize(round_float)(np.load(tmp_path / f"{name}_table.npy")) for name in ("here", "other")]
+    np.testing.assert_array_equal(*written)
 
 
 def test_single_threaded_limits_the_blas_inside_the_block_only() -> None:

@@ -12,21 +12,22 @@ available offline, so lemmatisation is a hook: :func:`tokenize` takes any
 unchanged. Inference (:func:`sentence_topics`, :func:`document_topics`) draws its variational
 starting point from a generator seeded per call, so its output depends only on its inputs.
 
-Determinism across machines (issue 16.10): gensim's LDA is single-process here, and its
-floating-point work goes through numpy and the BLAS numpy loads (OpenBLAS). Every fit,
-perplexity and inference runs with the BLAS limited to one thread (:func:`single_threaded`,
-via threadpoolctl), so the order of every sum is the same whatever the number of cores, the
-``*_NUM_THREADS`` variables or other libraries' settings: the outputs are bit-identical for
-the same inputs and seed on any machine whose OpenBLAS picks the same compute kernel (see
-``threadpoolctl.threadpool_info()[...]["architecture"]``, e.g. ``Haswell``), which
-``tests/instruments/test_topics_determinism.py`` checks under different thread settings.
-OpenBLAS chooses its kernel from the CPU (Haswell, SkylakeX, Zen...); two kernels round
-differently. Measured (120 articles, K = 250, 2 passes; Haswell vs Sandybridge vs Nehalem
-kernels): topic shares differ by at most 1.6e-5, the held-out bound by 6e-6 (relative 2e-7),
-and no sentence topic or document argmax changed; a discrete output (the chosen ``K``, a
-sentence topic, hence the chi-square tables) can still flip where two values tie within that
-margin. For bit-identical outputs across CPU families set the same ``OPENBLAS_CORETYPE``
-(e.g. ``Haswell``, or ``Nehalem`` for any x86-64) in the environment before Python starts.
+Determinism across machines (issues 16.10, 23.6): the LDA runs in float64 (gensim's
+default is float32) with the BLAS limited to one thread (:func:`single_threaded`, via
+threadpoolctl), so the order of every sum is the same whatever the number of cores or the
+``*_NUM_THREADS`` variables (``tests/instruments/test_topics_determinism.py``). Why float64:
+numpy picks the SIMD kernel of ``np.exp`` and ``np.log`` by CPU, and its float32 kernels
+(AVX2/AVX-512 vs the x86-64-v2 baseline) differ in the last bit for about 40% of ``exp``
+values; the variational updates carry that 6e-8 to about 5e-6 relative in the held-out bound,
+topic-word weights and topic shares (measured, 2-3 topics and 20-40 topics alike), far past
+the 10 significant digits every output is written at (:data:`genfair.io.FLOAT_DIGITS`). In
+float64 the same comparison (numpy's baseline kernels and OpenBLAS's ``Nehalem`` or
+``Sandybridge`` kernel vs this machine's AVX2 ``Haswell``) differs by at most 5e-14 relative
+in the bound and topic-word weights and 1e-12 in topic shares, which the writer's rounding
+absorbs unless a value lies that close to a rounding boundary. ``K`` is chosen on the
+perplexities as written (rounded to ``FLOAT_DIGITS``), ties to the smaller ``K``. A
+discrete output (a sentence's topic) can still flip only where two topic shares tie within
+that 1e-12 margin.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from gensim.corpora import Dictionary
 from gensim.models import LdaModel
 from gensim.utils import get_random_state
 
+from genfair.io import round_float
 from genfair.logs import progress
 
 __all__ = [
@@ -103,7 +105,8 @@ def fit_lda(
     gensim on the news corpus with ``K`` topics. The dictionary is built from ``documents``
     unless one is given (held-out evaluation reuses the training dictionary); no frequency
     filtering is applied, since the paper reports none. Priors are gensim's defaults
-    (symmetric ``alpha = eta = 1/K``).
+    (symmetric ``alpha = eta = 1/K``); arithmetic is float64, not gensim's float32, so the
+    fit is the same to 10 digits on every CPU (see the module's docstring).
     """
     if num_topics < 1:
         raise ValueError(f"num_topics must be >= 1; got {num_topics}")
@@ -121,6 +124,7 @@ def fit_lda(
             iterations=iterations,
             chunksize=chunksize,
             eval_every=None,
+            dtype=np.float64,  # float32's exp/log differ by CPU: module docstring
         )
     return model, vocab
 
@@ -141,7 +145,9 @@ def choose_num_topics(
     ``K`` and scored with ``LdaModel.log_perplexity`` (a per-word variational bound; held-out
     words missing from the training dictionary are ignored). Perplexity is
     ``2 ** (-bound)``, the value gensim itself reports; any monotone transform of the bound
-    selects the same ``K``. Ties go to the smaller ``K``.
+    selects the same ``K``. ``K`` is chosen on the perplexities rounded as the table is
+    written (:func:`genfair.io.round_float`), so the choice is the one the table shows on any
+    CPU; ties go to the smaller ``K``.
 
     Returns ``(best_k, table)`` with one row per ``K``: ``num_topics``, ``per_word_bound``,
     ``perplexity``.
@@ -166,7 +172,8 @@ def choose_num_topics(
             bound = float(model.log_perplexity(held))
         rows.append({"num_topics": k, "per_word_bound": bound, "perplexity": 2.0 ** (-bound)})
     table = pd.DataFrame(rows)
-    best = int(table.loc[table["perplexity"].idxmin(), "num_topics"])
+    # rows are in increasing K: idxmin's first minimum is the smaller K of a tie
+    best = int(table.loc[table["perplexity"].map(round_float).idxmin(), "num_topics"])
     return best, table
 
 
