@@ -10,8 +10,11 @@ from pathlib import Path
 
 from tests.support.conf import ROOT
 
-#: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code
-COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference", "src"]
+#: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code,
+#: and data/curated/external, which always/dvc.yaml's curation_inputs depends on (its committed
+#: README keeps it present while a study has no input outside the repository)
+COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference",
+        "data/curated/external", "src"]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 #: the smoke study without the embedded LLM (every methodology and modality, in less time):
 #: OpenBias, whose proposer it is, takes the authors' published proposals instead
