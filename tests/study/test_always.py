@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from genfair.stamps import STAMP_DIR, write_stamp
+from genfair.stamps import STAMP_DIR, stamp_key, write_stamp
 from genfair.study.always import (
     CURATION_STAGE, STORE_STAGE, curation_key, quick, quick_curation_inputs, quick_sync_store, store_key)
 from genfair.study.layout import Layout
@@ -51,6 +51,16 @@ def test_changed_params_or_environment_take_the_full_path(workspace: Path, monke
     _stamp_curation(news)
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(workspace / "elsewhere"))
     assert not quick(CURATION_STAGE, quick_curation_inputs)
+
+
+def test_a_change_of_genfairs_code_changes_the_key(workspace: Path) -> None:
+    code = workspace / "code"
+    (code / "curation").mkdir(parents=True)
+    (code / "curation" / "inputs.py").write_text("A = 1\n")
+    before = stamp_key(["params.yaml"], [], code)
+    assert stamp_key(["params.yaml"], [], code) == before
+    (code / "curation" / "inputs.py").write_text("A = 2\n")  # a new version may derive other paths
+    assert stamp_key(["params.yaml"], [], code) != before
 
 
 def test_a_damaged_stamp_takes_the_full_path(workspace: Path) -> None:
