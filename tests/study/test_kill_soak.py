@@ -114,8 +114,11 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                 # held (the run has more calls than that left: see MAX_AHEAD)
                 assert len(prompts - cached_before) > MAX_AHEAD
                 server.hold(calls + rng.randint(0, MAX_AHEAD - 1))
+            # SIGINT as a terminal delivers it, whatever this process inherited: a suite started
+            # in the background by a non-interactive shell ignores SIGINT, and so would the run
             proc = subprocess.Popen([sys.executable, "driver.py"], cwd=work, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             try:
                 if sig is not None:
                     deadline = time.monotonic() + 120
