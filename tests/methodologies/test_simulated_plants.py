@@ -1,7 +1,7 @@
 """A methodology's planted rates are its own (issue 22, point 4): every simulated call carries a
 policy of its methodology's ``simulated`` config, and its cache key covers the simulator's
 model-level settings and that policy alone, so changing one planted rate changes the keys of
-the calls that use it and no other.
+the calls that use it and no other; the answers are the ones given before the plants moved.
 
 Each built-in methodology runs its own ``generate`` at a tiny size on conf/model's simulators
 (the keys recorded as the runner computes them), then again with one planted rate changed.
@@ -10,11 +10,13 @@ Each built-in methodology runs its own ``generate`` at a tiny size on conf/model
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+import hashlib
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
+import pandas as pd
 import pytest
 import yaml
 from pydantic import BaseModel
@@ -36,6 +38,7 @@ from tests.support.conf import ROOT
 from tests.support.contexts import step_context
 
 SEED = 3
+ANSWER_COLUMNS = ["probe_id", "sample_index", "status", "attempts", "text", "image", "true_attributes"]
 
 
 def simulator(name: str) -> Any:
@@ -66,16 +69,26 @@ def dumped(policy: BaseModel) -> dict[str, Any]:
     return policy.model_dump(mode="json", exclude_defaults=True)
 
 
-def generate(name: str, config: Any, modality: str, model: str, tmp: Path, **models: Any) -> dict[str, Any]:
-    """Methodology ``name``'s ``generate`` on one simulator: the plant of each call, by cache key."""
+def generate(name: str, config: Any, modality: str, model: str, tmp: Path, record: bool = True,
+             **models: Any) -> tuple[dict[str, Any], str]:
+    """Methodology ``name``'s ``generate`` on one simulator: the plant of each call by cache key
+    (``record``), and a digest of its answers (:func:`answer_digest`)."""
     method = get_methodology(name)
     probes = method.probes_for(method.build_probes(config, SEED), modality)
     oracle = FaceDemographics(FaceDemographicsConfig(mode="oracle"))
-    with recording() as seen, ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
+    with (recording() if record else nullcontext({})) as seen, \
+            ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
         ctx = step_context(modality, SEED, tmp=tmp, instrument=oracle, backend=simulator(model), cache=cache)
         ctx.models = models
-        method.generate(probes, config, ctx)
-    return seen
+        responses = method.generate(probes, config, ctx)
+    return seen, answer_digest(responses)
+
+
+def answer_digest(responses: pd.DataFrame) -> str:
+    """A digest of what the simulators answered: texts, statuses, attempts, images (by hash)
+    and their recorded draws, per call."""
+    columns = [c for c in ANSWER_COLUMNS if c in responses.columns]
+    return hashlib.sha256(responses[columns].to_json(orient="split").encode()).hexdigest()[:16]
 
 
 def configs(tmp: Path, occupations_table: Path) -> dict[str, tuple[BaseModel, list[tuple[str, str]]]]:
@@ -129,18 +142,36 @@ def bumped(config: BaseModel, path: tuple[str, ...]) -> BaseModel:
 
 @pytest.fixture(scope="module")
 def runs(occupations_table: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Per methodology: its config, its (modality, simulator) pairs, the plant of each call by
+    key, and the answer digest of each pair."""
     tmp = tmp_path_factory.mktemp("plants")
     out = {}
+    vqa = {"vqa": simulator("simulated_vlm").model_config}
     for name, (config, pairs) in configs(tmp, occupations_table).items():
-        vqa = {"vqa": simulator("simulated_vlm").model_config}
-        out[name] = (config, pairs, {k: r for modality, model in pairs
-                                     for k, r in generate(name, config, modality, model,
-                                                          tmp / f"{name}-{modality}", **vqa).items()})
+        done = {f"{model}-{name}": generate(name, config, modality, model, tmp / f"{name}-{modality}", **vqa)
+                for modality, model in pairs}
+        out[name] = (config, pairs, {k: p for plants, _ in done.values() for k, p in plants.items()},
+                     {run: digest for run, (_, digest) in done.items()})
     return out
 
 
+#: the answer digests of the runs above on integ's code (fc1ec46: planted rates in conf/model,
+#: keys over every policy), by tests/methodologies/test_simulated_plants.py's ``configs`` and
+#: ``generate(record=False)`` run in that tree: moving the plants changed keys, not answers
+INTEG_ANSWERS = {
+    "simulated_llm-fact_or_fair": "2a304d2828694875", "simulated_t2i-fact_or_fair": "4e161cf2b4a2a391",
+    "simulated_llm-news_bias": "f382f1a5122af9e3", "simulated_llm-iris": "4e031a8fe255c906",
+    "simulated_t2i-iris": "85cf7a8d06447878", "simulated_vlm-iris": "8cc06d028d7c79d8",
+    "simulated_vlm-lvlm_facet": "9239677666116688", "simulated_t2i-open_bias": "96f568b780bfca89",
+}
+
+
+def test_the_simulated_answers_are_the_ones_before_the_plants_moved(runs) -> None:
+    assert {run: d for *_, digests in runs.values() for run, d in digests.items()} == INTEG_ANSWERS
+
+
 def test_every_simulated_call_carries_a_plant_of_its_own_methodology(runs) -> None:
-    for name, (config, _, plants) in runs.items():
+    for name, (config, _, plants, _) in runs.items():
         own = [dumped(policy) for _, policy in leaves(config.simulated)]
         assert plants and None not in plants.values(), f"{name}: a simulated call without a plant"
         assert all(p in own for p in plants.values()), f"{name}: a call's plant is not one of its config's"
@@ -153,12 +184,12 @@ def test_every_simulated_call_carries_a_plant_of_its_own_methodology(runs) -> No
     ("iris", ("vlm", "tournament")), ("iris", ("t2i", "ifs_gen")), ("lvlm_facet", ()), ("open_bias", ("vlm",)),
 ])
 def test_one_planted_rate_changes_only_the_keys_of_the_calls_using_it(runs, name, path, tmp_path) -> None:
-    config, pairs, before = runs[name]
+    config, pairs, before, _ = runs[name]
     old = dumped(dict(leaves(config.simulated))[path])
     changed = bumped(config, path)
     vqa = {"vqa": simulator("simulated_vlm").model_config}
-    after = {k: r for modality, model in pairs
-             for k, r in generate(name, changed, modality, model, tmp_path / modality, **vqa).items()}
+    after = {k: p for modality, model in pairs
+             for k, p in generate(name, changed, modality, model, tmp_path / modality, **vqa)[0].items()}
     using = {k for k, p in before.items() if p == old}
     assert using, f"no call of the sample uses {name}'s {path}"
     # the calls using the changed plant get new keys; every other call of the methodology keeps
