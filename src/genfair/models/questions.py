@@ -55,6 +55,21 @@ from genfair.models.config import (
 )
 
 
+#: each plant's meta form by identity (with the plant, so that the id stays its own)
+_DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+
+
+def _shared_dump(plant: BaseModel) -> dict[str, Any]:
+    """``plant`` dumped as a call's ``meta`` carries it, once per plant object: a study's calls
+    carry a few plants, so their calls share a few dicts (never mutated)."""
+    hit = _DUMPS.get(id(plant))
+    if hit is None or hit[0] is not plant:
+        if len(_DUMPS) >= 256:  # configs validated again and again in one process
+            _DUMPS.clear()
+        hit = _DUMPS[id(plant)] = (plant, plant.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+    return hit[1]
+
+
 class _Question(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
 
@@ -64,8 +79,13 @@ class _Question(BaseModel):
     fallback_policy: str | None = None
 
     def meta(self) -> dict[str, Any]:
-        """The question as ``Call.meta`` entries (unset fields left out)."""
-        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {"policy": self.policy}
+        """The question as ``Call.meta`` entries (unset fields left out); its plant is one dict
+        shared by every call that carries it (4.6 kB a call for lvlm_facet's, once per call)."""
+        meta = self.model_dump(mode="json", exclude_none=True, exclude_defaults=True, exclude={"plant"})
+        plant = getattr(self, "plant", None)
+        if plant is not None:
+            meta[type(self).model_fields["plant"].alias or "plant"] = _shared_dump(plant)
+        return meta | {"policy": self.policy}
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> Self:
