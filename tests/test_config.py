@@ -115,12 +115,12 @@ def test_unknown_methodology_is_a_config_error(tmp_path, raw):
 def test_several_problems_are_all_reported(tmp_path, raw):
     def mutate(d):
         d["models"]["smollm2"]["sampling"]["temprature"] = 0.1
-        d["models"]["simulated_llm"]["policy"]["objective"]["accuracy"] = 1.5
+        d["models"]["simulated_t2i"]["size"] = 8
         d.pop("seed")
 
     message = error_of(tmp_path, raw, mutate)
     assert "models.smollm2.sampling.temprature" in message
-    assert "models.simulated_llm.policy.objective.accuracy" in message
+    assert "models.simulated_t2i.size" in message
     assert ": seed: Field required" in message
 
 

@@ -72,7 +72,9 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
                     "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
     env["PYTHONPATH"] = f"{site}:{env.get('PYTHONPATH', '')}".rstrip(":")
     # its one config (the methodology's fields) and its sizes per scale
-    (work / "conf/methodology/toy_quiz.yaml").write_text("questions: 40\n")
+    # its planted rate is its own: editing it reruns only the quiz's simulated calls
+    (work / "conf/methodology/toy_quiz.yaml").write_text(
+        "questions: 40\nsimulated: {accuracy: 0.8, refusal_rate: 0.05, invalid_rate: 0.05}\n")
     for scale, questions in (("smoke", 30), ("default", 40), ("paper", 200)):
         (work / f"conf/sizes/toy_quiz/{scale}.yaml").parent.mkdir(parents=True, exist_ok=True)
         (work / f"conf/sizes/toy_quiz/{scale}.yaml").write_text(f"questions: {questions}\n")

@@ -12,9 +12,10 @@ from scipy import stats
 
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
+from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
 from genfair.methodologies.fact_or_fair.prime_following import following_rate, prime_following, primed_scores
 from genfair.models.cache import ResponseCache
-from genfair.models.config import SimulatedModelConfig
+from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
 from tests.support.contexts import step_context
@@ -100,11 +101,11 @@ def _run(tmp_path_factory, prime_following: float, contexts: list[str]):
     config = base.model_copy(update={
         **paths, "objective_rounds": 1, "scenarios_per_direction": 1, "samples_per_prompt": 16,
         "contexts": contexts, "bootstrap_resamples": 0,
+        "simulated": SimulatedPlants(llm=LLMPlants(
+            objective=SimulatedPolicy(accuracy=0.8),
+            subjective=SimulatedPolicy(accuracy=0.6, refusal_rate=0.02, prime_following=prime_following))),
     })
-    simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy={
-        "objective": {"accuracy": 0.8},
-        "subjective": {"accuracy": 0.6, "refusal_rate": 0.02, "prime_following": prime_following},
-    }))
+    simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     probes = METHODOLOGY.probes_for(METHODOLOGY.build_probes(config, params.seed), "llm")
     calls = METHODOLOGY.calls(probes, config, "llm")
     with ResponseCache(tmp_path_factory.mktemp("cache") / "responses.sqlite") as cache:

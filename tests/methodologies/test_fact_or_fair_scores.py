@@ -13,10 +13,11 @@ from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair import LABEL_COLUMNS
 from tests.support.contexts import step_context
+from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
 from genfair.methodologies.fact_or_fair.data import Statistic
 from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
 from genfair.models.cache import ResponseCache
-from genfair.models.config import SimulatedModelConfig
+from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
 
@@ -222,11 +223,11 @@ def planted(tmp_path_factory):
     config = base.model_copy(update={
         **paths, "objective_rounds": 60, "scenarios_per_direction": 3, "samples_per_prompt": 20,
         "contexts": ["baseline"], "bootstrap_resamples": 20,
+        "simulated": SimulatedPlants(llm=LLMPlants(
+            objective=SimulatedPolicy(accuracy=OBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05),
+            subjective=SimulatedPolicy(accuracy=SUBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05))),
     })
-    simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy={
-        "objective": {"accuracy": OBJECTIVE_ACCURACY, "refusal_rate": 0.05, "invalid_rate": 0.05},
-        "subjective": {"accuracy": SUBJECTIVE_ACCURACY, "refusal_rate": 0.05, "invalid_rate": 0.05},
-    }))
+    simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     seed = params.seed
     probes = METHODOLOGY.build_probes(config, seed)
     probes = METHODOLOGY.probes_for(probes, "llm")

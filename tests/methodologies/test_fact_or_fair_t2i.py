@@ -52,7 +52,7 @@ def run_simulator(tmp_path: Path, cfg: FactOrFairConfig, sim: SimulatedT2IConfig
     sim = sim or simulator()
     probes = t2i.build_probes(cfg, SEED)
     with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
-        responses = generate_images(SimulatedT2I(sim), cache, t2i.calls(probes), seed=SEED)
+        responses = generate_images(SimulatedT2I(sim), cache, t2i.calls(probes, cfg), seed=SEED)
         export_images(responses, cache, tmp_path / "images")
     oracle = FaceDemographics(FaceDemographicsConfig(mode="oracle"))
     labels = t2i.label(probes, responses, cfg, instrument=oracle, image_dir=tmp_path / "images")
@@ -90,10 +90,15 @@ def test_probes_use_the_papers_t2i_templates() -> None:
 
 
 def test_calls_carry_the_prompt_kind_for_simulators() -> None:
+    from genfair.models.questions import ImageQuestion
+
     probes = t2i.build_probes(config(images_per_query=1), SEED)
-    calls = t2i.calls(probes.head(2))
+    cfg = config(images_per_query=1)
+    calls = t2i.calls(probes.head(2), cfg)
     assert calls[0].messages == ({"role": "user", "content": probes["prompt"].iloc[0]},)
     assert calls[0].meta["policy"] == "objective" and calls[0].max_attempts == 5
+    # the kind's planted distributions, from methodologies.fact_or_fair.simulated
+    assert ImageQuestion.from_meta(calls[0].meta).plant == cfg.simulated.t2i.objective
 
 
 def test_metrics_recover_the_planted_distribution(tmp_path: Path) -> None:
@@ -105,7 +110,7 @@ def test_metrics_recover_the_planted_distribution(tmp_path: Path) -> None:
     probes, responses, labels = run_simulator(tmp_path, cfg, sim)
     assert set(labels["source"].dropna()) == {"oracle"}
     result = t2i.metrics(labels, cfg, SEED)
-    planted = sim.policy["objective"].attributes
+    planted = cfg.simulated.t2i.objective.attributes
     table = result.tables["per_statistic"]
     for attribute in ("gender", "race"):
         row = result.scores[(result.scores.context == "objective") & (result.scores.attribute == attribute)].iloc[0]

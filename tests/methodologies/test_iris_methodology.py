@@ -109,11 +109,10 @@ def test_bis_gen_delta_gsr_of_a_simulator_that_ignores_steering(t2i_run) -> None
 
 def test_tournament_on_a_simulated_llm_recovers_the_planted_gender_stereotype(occupations_table: Path, tmp_path: Path) -> None:
     raw = yaml.safe_load((ROOT / "conf/model/simulated_llm.yaml").read_text())
-    raw["policy"]["iris_tournament"] = {"accuracy": 1.0}
     backend = build_backend(SimulatedModelConfig.model_validate(raw))
     config = IrisConfig.model_validate({
         "occupations_table": str(occupations_table), "occupations": ["carpenter", "electrician", "nurse", "hairdresser", "teacher", "doctor"],
-        "tournament": {"rounds": 20, "competitors": 3},
+        "tournament": {"rounds": 20, "competitors": 3}, "simulated": {"llm": {"tournament": {"accuracy": 1.0}}},
     })
     probes, responses, labels, result = _run(config, backend, "llm", tmp_path)
     assert set(responses["sector"]) == {"RFS-Und"} and len(responses) == 18 * 20
@@ -130,10 +129,7 @@ def test_tournament_on_a_simulated_llm_recovers_the_planted_gender_stereotype(oc
 
 
 def test_tournament_on_a_vlm_sends_a_blank_white_image(occupations_table: Path, tmp_path: Path) -> None:
-    backend = build_backend(SimulatedVLMConfig.model_validate({
-        "modality": "vlm", "backend": "simulated",
-        "policy": {"iris_tournament": {"accuracy": {"male": 0.9, "female": 0.9}}},
-    }))
+    backend = build_backend(SimulatedVLMConfig.model_validate({"modality": "vlm", "backend": "simulated"}))
     seen = []
     original = backend.answer
     backend.answer = lambda request: (seen.append(request), original(request))[1]

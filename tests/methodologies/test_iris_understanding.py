@@ -1,5 +1,6 @@
 """IRIS's understanding sectors through generate -> label -> metrics (no DVC) with the
-SIMULATED planted-bias VLM of ``conf/model/simulated_vlm.yaml``: IFS-Und's AD/SPD recover its
+SIMULATED planted-bias VLM of ``conf/model/simulated_vlm.yaml`` with the plants of
+``conf/methodology/iris.yaml`` (``simulated.vlm``): IFS-Und's AD/SPD recover its
 planted per-gender accuracy gap, BIS-Und's DHR/AC-diff its per-gender accuracy, RFS-Und's SDS
 is computed from the IFS-Und errors, and the counterfactual FIXTURE is built from crops."""
 
@@ -28,8 +29,9 @@ from tests.support.contexts import run_steps
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 5
 SIM = yaml.safe_load((ROOT / "conf/model/simulated_vlm.yaml").read_text())
-IFS = SIM["policy"]["iris_ifs_und"]
-BIS = SIM["policy"]["iris_bis_und"]
+PLANTS = yaml.safe_load((ROOT / "conf/methodology/iris.yaml").read_text())["simulated"]["vlm"]
+IFS = PLANTS["ifs_und"]
+BIS = PLANTS["bis_und"]
 OCCUPATIONS = ["doctor", "nurse", "teacher", "carpenter"]
 AGES = ["young", "middle", "older"]
 

@@ -64,12 +64,13 @@ def test_registered_and_configured() -> None:
     assert LvlmFacetConfig.model_validate(base).classes == "paper"
     for scale in ("default", "smoke", "paper"):
         LvlmFacetConfig.model_validate({**base, **read_conf(f"sizes/lvlm_facet/{scale}.yaml")})
-    assert type(SimulatedVLMConfig.model_validate(SIM).policy["lvlm_facet"]).__name__ == "SimulatedVLMRecallPolicy"
+    # the planted recall is the methodology's own (methodologies.lvlm_facet.simulated), as coded
+    assert LvlmFacetConfig.model_validate(base).simulated == LvlmFacetConfig().simulated
+    assert "policy" not in SIM
     with pytest.raises(ValueError, match="unknown FACET class"):
         LvlmFacetConfig(classes=["nurse", "wizard"])
     with pytest.raises(ValueError, match="floor"):
-        SimulatedVLMConfig.model_validate({**SIM, "policy": {"x": {"kind": "planted_recall", "floor": 0.9,
-                                                                   "ceiling": 0.5}}})
+        LvlmFacetConfig.model_validate({**base, "simulated": {"kind": "planted_recall", "floor": 0.9, "ceiling": 0.5}})
 
 
 def test_fixture_probes_are_table3_about_single_person_images(fixture_run) -> None:
@@ -88,7 +89,7 @@ def test_fixture_probes_are_table3_about_single_person_images(fixture_run) -> No
 def test_fixture_answers_are_the_simulators_and_cached(fixture_run) -> None:
     config, tmp, (probes, responses, _, _) = fixture_run
     assert len(responses) == len(probes) and set(responses["status"]) <= {"ok", "refused"}
-    policy = planted_recall(SimulatedVLMConfig.model_validate(SIM).policy["lvlm_facet"])
+    policy = planted_recall(config.simulated)
     rows = probes.set_index("probe_id")
     for r in responses.itertuples():
         meta = {k: rows.loc[r.probe_id, k] for k in ("class", "prompt", "gender", "skin_tone", "age")}
@@ -96,12 +97,14 @@ def test_fixture_answers_are_the_simulators_and_cached(fixture_run) -> None:
     # a rerun comes from the cache: nothing is sent to the model again
     method = get_methodology("lvlm_facet")
 
-    class Refuse:  # a backend with the simulator's fingerprint that must never be asked
-        fingerprint = build_backend(SimulatedVLMConfig.model_validate(SIM)).fingerprint
+    simulator = build_backend(SimulatedVLMConfig.model_validate(SIM))
+
+    class Refuse:  # a backend with the simulator's cache keys that must never be asked
+        fingerprint = simulator.fingerprint
         deterministic, modality = False, "vlm"
 
         def request_fingerprint(self, request):
-            return self.fingerprint
+            return simulator.request_fingerprint(request)
 
         def complete(self, requests, on_done):
             raise AssertionError(f"{len(requests)} requests not served from the cache")
@@ -187,7 +190,7 @@ def synthetic_run(tmp_path_factory: pytest.TempPathFactory):
 def test_planted_recalls_recovered_within_binomial_bounds(synthetic_run) -> None:
     config, (probes, _, labels, result) = synthetic_run
     assert set(labels["class"]) <= set(PAPER_CLASSES) and labels["status"].ne("error").all()
-    policy = planted_recall(SimulatedVLMConfig.model_validate(SIM).policy["lvlm_facet"])
+    policy = planted_recall(config.simulated)
     rows = []
     for prompt, part in probes.groupby("prompt"):
         p = policy.probabilities(part, prompt)

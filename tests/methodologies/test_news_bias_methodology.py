@@ -53,9 +53,9 @@ def config(corpus: str, **kw) -> NewsBiasConfig:
 
 
 def run(tmp_path, cfg: NewsBiasConfig, female_to_male: float, refusal_rate: float = 0.0):
-    backend = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy={
-        "news": {"kind": "rewrite", "female_to_male": female_to_male, "refusal_rate": refusal_rate},
-    }))
+    plant = {"kind": "rewrite", "female_to_male": female_to_male, "refusal_rate": refusal_rate}
+    cfg = NewsBiasConfig.model_validate({**cfg.model_dump(), "simulated": {"unbiased": plant, "biased": plant}})
+    backend = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     probes = METHODOLOGY.build_probes(cfg, seed=0)
     with ResponseCache(tmp_path / f"cache-{female_to_male}-{refusal_rate}.sqlite") as cache:
         responses = run_calls(backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=11)
@@ -101,9 +101,9 @@ def test_calls_carry_the_original_article(corpus):
     calls = METHODOLOGY.calls(probes, cfg, "llm")
     assert [c.meta["article"] for c in calls] == probes["body"].tolist()
     assert calls[0].messages == ({"role": "user", "content": probes["prompt"].iat[0]},)
-    # a simulator may plant a different bias under the biased prompt (news_biased), else news
-    assert {(c.meta["policy"], c.meta["fallback_policy"]) for c in calls} == {
-        ("news", "news"), ("news_biased", "news")}
+    # each prompt type carries its own planted rewrite (methodologies.news_bias.simulated)
+    assert {(c.meta["policy"], c.meta["llm_plant"]["female_to_male"]) for c in calls} == {
+        ("news", 0.3), ("news_biased", 0.6)}
     assert {c.max_tokens for c in calls} == {768}
     # the model's own sampling unless configured (issue 12 point 9)
     assert {(c.temperature, c.top_p) for c in calls} == {(None, None)}

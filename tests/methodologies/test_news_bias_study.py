@@ -44,9 +44,10 @@ def race_corpus(path, n: int = N, seed: int = 3) -> tuple[str, np.ndarray, np.nd
     return str(out), b, w
 
 
-def simulate(tmp_path, corpus: str, policy: dict) -> tuple[pd.DataFrame, object]:
-    cfg = NewsBiasConfig(corpus=corpus, toxicity="alt-profanity-check", refusal_similarity=None)
-    backend = SimulatedLLM(SimulatedModelConfig(backend="simulated", policy=policy))
+def simulate(tmp_path, corpus: str, plants: dict) -> tuple[pd.DataFrame, object]:
+    """News bias on the SIMULATED LLM with ``plants`` as methodologies.news_bias.simulated."""
+    cfg = NewsBiasConfig(corpus=corpus, toxicity="alt-profanity-check", refusal_similarity=None, simulated=plants)
+    backend = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     probes = METHODOLOGY.build_probes(cfg, seed=0)
     with ResponseCache(tmp_path / "cache.sqlite") as cache:
         responses = run_calls(backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=5)
@@ -66,8 +67,8 @@ def test_planted_black_to_white_rate_is_recovered(tmp_path):
     -100 p b / (b + w) per article, and W = p b / (b + w) (total variation)."""
     p = 0.5
     path, b, w = race_corpus(tmp_path)
-    policy = {"news": {"kind": "rewrite", "female_to_male": 0.0, "black_to_white": p}}
-    labels, result = simulate(tmp_path, path, policy)
+    plant = {"kind": "rewrite", "female_to_male": 0.0, "black_to_white": p}
+    labels, result = simulate(tmp_path, path, {"unbiased": plant, "biased": plant})
     assert set(labels["status"]) == {"ok"}
     expected = p * (b / (b + w)).mean()
     race = result.summary["unbiased"]["word"]["race"]
@@ -79,14 +80,14 @@ def test_planted_black_to_white_rate_is_recovered(tmp_path):
 
 
 def test_biased_prompt_shift_is_recovered_with_a_two_sample_test(tmp_path):
-    """news (unbiased) swaps female words w.p. 0.1, news_biased w.p. 0.7; the comparison
+    """The unbiased prompt swaps female words w.p. 0.1, the biased one w.p. 0.7; the comparison
     table's delta of the female change is -100 (0.7 - 0.1) E[f / (f + m)]."""
     from tests.methodologies.test_news_bias_methodology import synthetic_corpus
 
     path, f, m = synthetic_corpus(tmp_path, n=N)
-    policy = {"news": {"kind": "rewrite", "female_to_male": 0.1},
-              "news_biased": {"kind": "rewrite", "female_to_male": 0.7}}
-    _, result = simulate(tmp_path, path, policy)
+    plants = {"unbiased": {"kind": "rewrite", "female_to_male": 0.1},
+              "biased": {"kind": "rewrite", "female_to_male": 0.7}}
+    _, result = simulate(tmp_path, path, plants)
     table = result.tables["prompt_comparison"].set_index(["level", "attribute", "measure"])
     change = table.loc[("word", "gender", "change_female_pp")]
     expected = -100 * 0.6 * (f / (f + m)).mean()

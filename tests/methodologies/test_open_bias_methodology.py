@@ -57,17 +57,13 @@ def _run(tmp: Path, *, sampling: str, confusion: float, unknown: float, images: 
     config = OpenBiasConfig.model_validate({
         "caption_set": str(_captions(tmp)), "proposer": "scripted", "scripted_proposals": _scripted(invalid),
         "images_per_caption": images, "vqa_model": "vqa", "severity": {"n_resamples": 200},
+        "simulated": {
+            "t2i": {"sampling": sampling, "biases": {k: p for k, (p, _) in PLANTS.items()}},
+            "vlm": {"confusion": confusion, "unknown_rate": unknown,
+                    "phrasings": ["{answer}", "The person in the image is {answer}.", "{answer}, I would say"]}},
     })
-    t2i = SimulatedT2IConfig.model_validate({
-        "backend": "simulated", "policy": {"objective": {"attributes": {"gender": {"male": 1.0}}}},
-        "open_set": {"open_bias": {"sampling": sampling, "biases": {k: p for k, (p, _) in PLANTS.items()}}},
-    })
-    vlm = SimulatedVLMConfig.model_validate({
-        "modality": "vlm", "backend": "simulated", "policy": {"unused": {"accuracy": {"x": 1.0}}},
-        "open_vqa": {"open_bias": {"confusion": confusion, "unknown_rate": unknown,
-                                   "phrasings": ["{answer}", "The person in the image is {answer}.",
-                                                 "{answer}, I would say"]}},
-    })
+    t2i = SimulatedT2IConfig.model_validate({"backend": "simulated"})
+    vlm = SimulatedVLMConfig.model_validate({"modality": "vlm", "backend": "simulated"})
     method = get_methodology("open_bias")
     probes = method.build_probes(config, SEED)
     with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
@@ -80,16 +76,15 @@ def _run(tmp: Path, *, sampling: str, confusion: float, unknown: float, images: 
     result = method.metrics(labels, config, ctx)
     _roundtrip(result.scores, tmp / "scores.parquet")
     write_json(result.summary, tmp / "summary.json")
-    return t2i, probes, responses, labels, result
+    return config.simulated.t2i, probes, responses, labels, result
 
 
 def _roundtrip(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     return read_parquet(write_parquet(frame, path))
 
 
-def _planted(t2i: SimulatedT2IConfig, responses: pd.DataFrame) -> pd.DataFrame:
+def _planted(policy: SimulatedOpenSetPolicy, responses: pd.DataFrame) -> pd.DataFrame:
     """Per bias, the severities of the planted per-caption distributions (Eq. 4-6)."""
-    policy: SimulatedOpenSetPolicy = t2i.open_set["open_bias"]
     kb = responses[responses["step"] == "knowledge_base"]
     rows = []
     for bias_id, part in kb.groupby("bias_id"):
@@ -171,14 +166,11 @@ def test_simulated_vlm_refuses_a_real_models_images(tmp_path: Path) -> None:
     config = OpenBiasConfig.model_validate({
         "caption_set": str(_captions(tmp_path)), "max_captions": 1, "proposer": "scripted",
         "scripted_proposals": _scripted(), "images_per_caption": 1, "vqa_model": "vqa"})
-    t2i = SimulatedT2IConfig.model_validate({
-        "backend": "simulated", "policy": {"x": {"attributes": {"gender": {"male": 1.0}}}},
-        "open_set": {"open_bias": {}}})
+    t2i = SimulatedT2IConfig.model_validate({"backend": "simulated"})
     method = get_methodology("open_bias")
     with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
         ctx = step_context("t2i", SEED, tmp=tmp_path, backend=build_backend(t2i), cache=cache, simulated=False)
-        ctx.models = {"vqa": SimulatedVLMConfig.model_validate(
-            {"modality": "vlm", "backend": "simulated", "policy": {"u": {"accuracy": {"x": 1.0}}}})}
+        ctx.models = {"vqa": SimulatedVLMConfig.model_validate({"modality": "vlm", "backend": "simulated"})}
         with pytest.raises(ValueError, match="SIMULATED VLM"):
             method.generate(method.build_probes(config, SEED), config, ctx)
 
@@ -188,12 +180,12 @@ def test_default_study_config_wires_open_bias() -> None:
     config = OpenBiasConfig.model_validate({**raw, **read_conf("sizes/open_bias/default.yaml")})
     assert config.proposer == "smollm2" and config.vqa_model == "simulated_vlm"
     assert (config.max_captions, config.images_per_caption) == (8, 4)
-    assert read_conf("model/simulated_t2i.yaml")["open_set"]["open_bias"]
-    assert read_conf("model/simulated_vlm.yaml")["open_vqa"]["open_bias"]
+    # the plants are OpenBias's own, as coded (methodologies.open_bias.simulated)
+    assert config.simulated == type(config.simulated)()
 
 
 def test_default_study_simulators_on_smollm2_like_proposals(tmp_path: Path) -> None:
-    """The default study's configs (sizes, simulated_t2i's and simulated_vlm's plants) on the
+    """The default study's configs (sizes, OpenBias's simulated plants) on the
     answer SmolLM2 gives (it copies the prompt's example biases; cut off by the token limit)."""
     smollm2 = ('{\n "bias": [\n {\n "name": "Person Gender",\n "refer_to": "person",\n "classes": ["Male", "Female", '
                '"Non-Binary"],\n "question": "What is the gender of the person in the picture?",\n "present_in_prompt": '

@@ -146,27 +146,40 @@ def test_prime_following_picks_the_primed_group_at_the_planted_rate(attribute, l
 
 # ---- the typed protocol (genfair.models.questions) and the cache keys it leaves alone
 
-#: keys computed on main before the typed protocol (commit 7ff57ec): conf/model's simulators,
-#: one multiple-choice request. The default study's cached answers keep their keys.
-MAIN_KEYS = {"simulated_llm": "a51ebf51eae254827a5e86ac709c1f7a39aeda77afabb21f059bbd5ff1acc671",
-             "simulated_t2i": "0032de2c16fff94c5e4135bfa48ec3157873b24c80d2b59075ef950e3ab6158a",
-             "simulated_vlm": "bafc1da613f7ff3a70f0789ad3a3b14b526bbb6a55390eacf653fbadde27e739"}
-
-
-@pytest.mark.parametrize("name", sorted(MAIN_KEYS))
-def test_existing_calls_keep_their_cache_keys(name: str) -> None:
+@pytest.mark.parametrize("name", ["simulated_llm", "simulated_t2i", "simulated_vlm"])
+def test_a_simulated_call_is_keyed_by_the_model_settings_and_its_own_plant(name: str) -> None:
+    """conf/model's simulators hold only model-level settings: a call's key covers them and
+    the plant it carries, nothing else (a question without a plant: the model's named ones)."""
     import yaml
     from pydantic import TypeAdapter
 
     from genfair.models.cache import ResponseCache
-    from genfair.models.config import ModelConfig
+    from genfair.models.config import ModelConfig, SimulatedT2IPolicy, SimulatedVLMPolicy
+    from genfair.models.questions import ImageChoiceQuestion, ImageQuestion
     from tests.support.conf import ROOT
 
     raw = yaml.safe_load((ROOT / f"conf/model/{name}.yaml").read_text())
+    assert not {"policy", "open_set", "open_vqa"} & set(raw), "planted rates belong to the methodologies"
     backend = build_backend(TypeAdapter(ModelConfig).validate_python(raw))
-    request = Request(messages=({"role": "user", "content": "Which is larger: A. 1 or B. 3?"},), attempt=1, seed=7,
-                      meta=ChoiceQuestion(policy="objective", letters=["A", "B"], truth_letters=["B"]).meta())
-    assert ResponseCache.key(backend.request_fingerprint(request), request) == MAIN_KEYS[name]
+
+    def question(p: float):  # noqa: ANN202 - one question per simulator
+        return {"simulated_llm": ChoiceQuestion(policy="quiz", letters=["A", "B"], truth_letters=["B"],
+                                                plant=SimulatedPolicy(accuracy=p)),
+                "simulated_t2i": ImageQuestion(policy="quiz", plant=SimulatedT2IPolicy(
+                    attributes={"gender": {"male": p, "female": 1 - p}})),
+                "simulated_vlm": ImageChoiceQuestion(policy="quiz", options=["a", "b"], truth="a", group="male",
+                                                     plant=SimulatedVLMPolicy(accuracy={"male": p}))}[name]
+
+    def key(p: float, model=backend) -> str:  # noqa: ANN001
+        request = Request(messages=({"role": "user", "content": "q"},), attempt=1, seed=7, meta=question(p).meta())
+        return ResponseCache.key(model.request_fingerprint(request), request)
+
+    assert key(0.8) == key(0.8) != key(0.7)
+    fingerprint = backend.request_fingerprint(Request(messages=(), meta=question(0.8).meta()))
+    assert set(fingerprint) - {"modality", "size", "group_key"} == {"backend", "model_id", "revision", "plant"}
+    # another revision of the model is another model
+    other = build_backend(TypeAdapter(ModelConfig).validate_python({**raw, "revision": "x"}))
+    assert key(0.8, other) != key(0.8)
 
 
 def test_a_question_is_validated_where_it_is_made_and_read() -> None:

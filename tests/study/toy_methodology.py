@@ -2,7 +2,7 @@
 
 Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
 is the score. The simulated LLM answers correctly with the planted accuracy of the quiz's own
-config (``plant``: 0.8), which keys its cached answers alone.
+config (``simulated``: 0.8), which keys its cached answers alone.
 ``tests/e2e/test_one_package_one_config.py`` installs this file as a package of its own
 (``docs/architecture.md``, "Adding a methodology").
 """
@@ -25,8 +25,8 @@ from genfair.models.runner import Call, Verdict
 class QuizConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     questions: int = Field(40, ge=1)
-    #: what the simulated LLM does with the quiz (its planted accuracy)
-    plant: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
+    #: what the simulated LLM plants when it answers the quiz (a real model never reads it)
+    simulated: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
 
 
 class Quiz(Methodology):
@@ -49,7 +49,7 @@ class Quiz(Methodology):
 
     def calls(self, probes: pd.DataFrame, config: QuizConfig, modality: str) -> list[Call]:
         return [Call(probe_id=r["probe_id"], messages=({"role": "user", "content": r["prompt"]},),
-                     meta=ChoiceQuestion(policy="toy_quiz", letters=["A", "B"], plant=config.plant,
+                     meta=ChoiceQuestion(policy="toy_quiz", letters=["A", "B"], plant=config.simulated,
                                          truth_letters=["A" if r["a"] > r["b"] else "B"]).meta())
                 for r in probes.to_dict("records")]
 

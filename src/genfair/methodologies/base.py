@@ -36,10 +36,11 @@ where the simulator reads it, one kind per question:
   :class:`~genfair.models.questions.RecallQuestion` (a FACET class with planted recall),
   :class:`~genfair.models.questions.OpenVQAQuestion` (an open-set answer from the planted class).
 
-A question's ``policy`` names the simulated model's policy; a
-:class:`~genfair.models.questions.ChoiceQuestion`'s or
-:class:`~genfair.models.questions.RewriteQuestion`'s ``plant`` carries the methodology's own
-planted rates instead, which alone key that call's cached answers.
+A methodology's planted rates are its own: a ``simulated`` section of its ``Config`` holds the
+simulator policies (:mod:`genfair.models.config`'s ``Simulated*Policy``), and each question
+carries the one it is answered with as its ``plant``. A simulated call's cache key covers the
+simulator's model-level settings and that plant alone, so changing a planted rate reruns only
+the calls that use it; conf/model's simulators hold no policy.
 """
 
 from __future__ import annotations

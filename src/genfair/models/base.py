@@ -284,6 +284,32 @@ class Simulator(LLMBackend):
     def respond(self, request: Request) -> Completion:
         """The planted answer to one request."""
 
+    @abstractmethod
+    def question(self, request: Request) -> Any:
+        """The request's typed question (:mod:`genfair.models.questions`)."""
+
+    def settings(self) -> dict[str, Any]:
+        """The model-level settings in every cache key besides backend, id and revision
+        (an image's size, where the group is): none by default."""
+        return {}
+
+    def plant_key(self, plant: Any) -> dict[str, Any]:
+        """A question's planted policy as it enters the cache key."""
+        return plant.model_dump()
+
+    def request_fingerprint(self, request: Request) -> dict[str, Any]:
+        """A call carrying its methodology's planted policy (its question's ``plant``) is
+        keyed by the model-level settings and that policy alone: editing another
+        methodology's plants leaves its answers cached. Any other call: :attr:`fingerprint`
+        (which covers the model config's named policies)."""
+        plant = self.question(request).plant
+        return self.fingerprint if plant is None else self._fingerprint(**self.settings(), plant=self.plant_key(plant))
+
+    def planted(self, question: Any, meta: dict[str, Any], policies: dict[str, Any]) -> Any:
+        """The policy answering ``question``: its ``plant``, else the one of ``policies`` (the
+        model config's) that its ``policy`` names (:meth:`policy_name`)."""
+        return question.plant if question.plant is not None else policies[self.policy_name(meta, policies)]
+
     def policy_name(self, meta: dict[str, Any], policies: dict[str, Any]) -> str:
         """The request's ``meta["policy"]`` (or its ``fallback_policy``), which ``policies``
         must configure."""
@@ -291,8 +317,9 @@ class Simulator(LLMBackend):
         if name not in policies:  # e.g. news_biased -> news when not configured
             name = meta.get("fallback_policy", name)
         if name not in policies:
-            raise KeyError(f"{self.kind} has no policy for probe kind {name!r} (request meta['policy']); "
-                           f"configured: {sorted(policies)}")
+            raise KeyError(f"{self.kind}: the call of probe kind {name!r} carries no planted policy (its question's "
+                           f"plant, from the methodology's `simulated` config) and the model configures none of that "
+                           f"name (configured: {sorted(policies)})")
         return name
 
 

@@ -277,8 +277,9 @@ class SimulatedModelConfig(_ModelBase):
     backend: Literal["simulated"]
     model_id: str = "planted-bias-simulator"
     revision: str = "1"
-    #: policy per probe kind (``objective``, ``subjective``: choice; ``news``: rewrite)
-    policy: dict[str, SimulatorPolicy]
+    #: named policies for calls whose question carries no ``plant`` (the built-in
+    #: methodologies plant their own rates: their configs' ``simulated`` sections)
+    policy: dict[str, SimulatorPolicy] = {}
 
 
 LLMConfig = Annotated[
@@ -415,9 +416,10 @@ class SimulatedT2IConfig(_T2IBase):
     revision: str = "1"
     #: side of the square PNG it draws, in pixels
     size: int = Field(64, ge=16, le=1024)
-    #: policy per prompt kind (read from the request's ``meta["policy"]``)
-    policy: dict[str, SimulatedT2IPolicy] = Field(min_length=1)
-    #: open-set plants per prompt kind (OpenBias; a kind listed here is drawn from these)
+    #: named policies for prompts whose question carries no ``plant`` (``meta["policy"]``;
+    #: the built-in methodologies plant their own: their configs' ``simulated`` sections)
+    policy: dict[str, SimulatedT2IPolicy] = {}
+    #: named open-set plants, likewise (OpenBias plants its own)
     open_set: dict[str, SimulatedOpenSetPolicy] = {}
 
 
@@ -535,9 +537,11 @@ class SimulatedVLMConfig(_VLMBase):
     #: where the pictured person's demographic group is: the question's ``group``
     #: (:class:`~genfair.models.questions.ImageChoiceQuestion`); in the cache keys
     group_key: Literal["group"] = "group"
-    #: policy per probe kind (``meta["policy"]``): choice (no ``kind``) or ``planted_recall``
-    policy: dict[str, SimulatedVLMPolicies] = Field(min_length=1)
-    #: open-set VQA policies per probe kind (OpenBias; a kind listed here answers free text)
+    #: named policies for questions that carry no ``plant`` (``meta["policy"]``): choice (no
+    #: ``kind``) or ``planted_recall``; the built-in methodologies plant their own (their
+    #: configs' ``simulated`` sections)
+    policy: dict[str, SimulatedVLMPolicies] = {}
+    #: named open-set VQA policies, likewise (OpenBias plants its own)
     open_vqa: dict[str, SimulatedOpenVQAPolicy] = {}
 
 

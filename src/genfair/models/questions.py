@@ -28,11 +28,14 @@ The simulated VLM (:class:`genfair.models.vlm.SimulatedVLM`):
 One call may carry questions for several simulators (IRIS's tournament asks the LLM a
 :class:`ChoiceQuestion` and the VLM an :class:`ImageChoiceQuestion` with one ``meta``).
 
-Planted rates: ``policy`` names one of the simulated model's policies
-(``conf/model/simulated_llm.yaml``), or ``plant`` carries the methodology's own (from its
-config): then that call's cache key covers that policy alone
-(:meth:`genfair.models.simulated.SimulatedLLM.request_fingerprint`), so changing a
-methodology's planted rate reruns only its own calls.
+Planted rates are the methodology's own: each question's ``plant`` carries the simulator
+policy that answers it, from the ``simulated`` section of the methodology's config (meta key
+``llm_plant``, ``t2i_plant`` or ``vlm_plant``, one per simulator, so one call may carry two).
+That call's cache key covers the simulator's model-level settings and that policy alone
+(:meth:`genfair.models.base.Simulator.request_fingerprint`), so changing a methodology's
+planted rate reruns only its own simulated calls. ``policy`` names the kind of probe (the
+methodology's own label); a question without a ``plant`` is answered by the simulated model
+config's policy of that name, for a study that configures its own simulator that way.
 """
 
 from __future__ import annotations
@@ -41,11 +44,34 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genfair.models.config import SimulatedPolicy, SimulatedRewritePolicy
+from genfair.models.config import (
+    SimulatedOpenSetPolicy,
+    SimulatedOpenVQAPolicy,
+    SimulatedPolicy,
+    SimulatedRewritePolicy,
+    SimulatedT2IPolicy,
+    SimulatedVLMPolicy,
+    SimulatedVLMRecallPolicy,
+)
+
+
+#: each plant's meta form by identity (with the plant, so that the id stays its own)
+_DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+
+
+def _shared_dump(plant: BaseModel) -> dict[str, Any]:
+    """``plant`` dumped as a call's ``meta`` carries it, once per plant object: a study's calls
+    carry a few plants, so their calls share a few dicts (never mutated)."""
+    hit = _DUMPS.get(id(plant))
+    if hit is None or hit[0] is not plant:
+        if len(_DUMPS) >= 256:  # configs validated again and again in one process
+            _DUMPS.clear()
+        hit = _DUMPS[id(plant)] = (plant, plant.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+    return hit[1]
 
 
 class _Question(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
 
     #: the simulated model's policy for this kind of probe (``meta["policy"]``)
     policy: str
@@ -53,8 +79,13 @@ class _Question(BaseModel):
     fallback_policy: str | None = None
 
     def meta(self) -> dict[str, Any]:
-        """The question as ``Call.meta`` entries (unset fields left out)."""
-        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {"policy": self.policy}
+        """The question as ``Call.meta`` entries (unset fields left out); its plant is one dict
+        shared by every call that carries it (4.6 kB a call for lvlm_facet's, once per call)."""
+        meta = self.model_dump(mode="json", exclude_none=True, exclude_defaults=True, exclude={"plant"})
+        plant = getattr(self, "plant", None)
+        if plant is not None:
+            meta[type(self).model_fields["plant"].alias or "plant"] = _shared_dump(plant)
+        return meta | {"policy": self.policy}
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> Self:
@@ -73,8 +104,8 @@ class ChoiceQuestion(_Question):
     truth_letters: list[str] = []
     #: attribute (``race``, ``gender``) -> the letters of the primed group's individuals
     primed_letters: dict[str, list[str]] = {}
-    #: the methodology's own planted rates (instead of the model's named ``policy``)
-    plant: SimulatedPolicy | None = None
+    #: the methodology's planted rates for this probe
+    plant: SimulatedPolicy | None = Field(None, alias="llm_plant")
 
     @model_validator(mode="after")
     def _letters_are_options(self) -> ChoiceQuestion:
@@ -90,13 +121,16 @@ class RewriteQuestion(_Question):
     (female to male words, "Black" to "White" descriptors) at the policy's rates."""
 
     article: str
-    #: the methodology's own planted rates (instead of the model's named ``policy``)
-    plant: SimulatedRewritePolicy | None = None
+    #: the methodology's planted rates for this probe
+    plant: SimulatedRewritePolicy | None = Field(None, alias="llm_plant")
 
 
 class ImageQuestion(_Question):
     """A picture of one person: the SIMULATOR draws each attribute from the policy's planted
     distributions (or refuses, or draws nobody, at its rates) and records the draw."""
+
+    #: the methodology's planted distributions for this prompt
+    plant: SimulatedT2IPolicy | None = Field(None, alias="t2i_plant")
 
 
 class AskedBias(BaseModel):
@@ -119,6 +153,8 @@ class OpenSetImageQuestion(_Question):
     caption_id: str
     biases: list[AskedBias] = Field(min_length=1)
     n_images: int = Field(1, ge=1)
+    #: the methodology's planted open-set biases
+    plant: SimulatedOpenSetPolicy | None = Field(None, alias="t2i_plant")
 
 
 class ImageChoiceQuestion(_Question):
@@ -129,6 +165,8 @@ class ImageChoiceQuestion(_Question):
     options: list[str] = Field(min_length=1)
     truth: str
     group: str
+    #: the methodology's planted accuracies per group
+    plant: SimulatedVLMPolicy | None = Field(None, alias="vlm_plant")
 
     @model_validator(mode="after")
     def _truth_is_an_option(self) -> ImageChoiceQuestion:
@@ -149,6 +187,8 @@ class RecallQuestion(_Question):
     gender: str
     skin_tone: str
     age: str
+    #: the methodology's planted recall
+    plant: SimulatedVLMRecallPolicy | None = Field(None, alias="vlm_plant")
 
 
 class OpenVQAQuestion(_Question):
@@ -159,6 +199,8 @@ class OpenVQAQuestion(_Question):
 
     options: list[str] = Field(min_length=1)
     truth: str | None = None
+    #: the methodology's planted confusion, unknown rate and phrasings
+    plant: SimulatedOpenVQAPolicy | None = Field(None, alias="vlm_plant")
 
 
 __all__ = ["AskedBias", "ChoiceQuestion", "ImageChoiceQuestion", "ImageQuestion", "OpenSetImageQuestion",

@@ -8,7 +8,8 @@ It reads the question from the request's ``meta``, never the text: a typed quest
 (:mod:`genfair.models.questions`) that the methodology made: :class:`ChoiceQuestion`'s
 ``policy`` names the policy to use (or its ``plant`` carries the methodology's own),
 ``letters`` the option letters and ``truth_letters`` the letters holding the real-world
-group. With probability
+group; its planted rates are the question's ``plant`` (the methodology's ``simulated``
+config). With probability
 ``accuracy`` it answers one of the truth letters, otherwise one of the other letters
 uniformly; with the refusal and invalid rates it refuses or rambles instead, so the
 re-ask and skip paths are exercised too. With ``prime_following`` (FACT-OR-FAIR's
@@ -60,16 +61,12 @@ class SimulatedLLM(Simulator):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        # a choice policy's default ``kind`` is left out so that its cache keys are the ones
-        # written before rewrite policies existed
+        # the model config's named policies (a call without a plant); a choice policy's default
+        # ``kind`` is left out so that its cache keys are the ones written before rewrite policies existed
         return self._fingerprint(policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())})
 
-    def request_fingerprint(self, request: Request) -> dict[str, Any]:
-        """A call that carries its methodology's own planted rates (``plant``) is keyed by
-        that policy alone, not by the model's named ones: editing another methodology's
-        policy leaves its answers cached. Any other call: :attr:`fingerprint`."""
-        plant = self.question(request).plant
-        return self.fingerprint if plant is None else self._fingerprint(plant=_policy_key(plant))
+    def plant_key(self, plant: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
+        return _policy_key(plant)
 
     def question(self, request: Request) -> ChoiceQuestion | RewriteQuestion:
         """The request's typed question (a rewrite when ``meta`` carries an article)."""
@@ -81,7 +78,7 @@ class SimulatedLLM(Simulator):
 
     def answer(self, request: Request) -> str:
         question = self.question(request)
-        policy = question.plant or self.config.policy[self.policy_name(request.meta, self.config.policy)]
+        policy = self.planted(question, request.meta, self.config.policy)
         if isinstance(question, RewriteQuestion) != isinstance(policy, SimulatedRewritePolicy):
             raise ValueError(f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the call asks a "
                              f"{'rewrite' if isinstance(question, RewriteQuestion) else 'choice'} question")

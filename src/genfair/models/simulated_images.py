@@ -1,8 +1,8 @@
 """SIMULATOR: a planted-bias text-to-image model.
 
 Not a model. Its bias is configuration: for each prompt kind (an
-:class:`~genfair.models.questions.ImageQuestion`'s ``policy``) a
-distribution over the values of each demographic attribute (gender, race, age, skin tone).
+:class:`~genfair.models.questions.ImageQuestion`'s ``plant``, from the methodology's
+``simulated`` config) a distribution over the values of each demographic attribute (gender, race, age, skin tone).
 Each image draws every attribute independently from those distributions, with a generator
 seeded by the request seed (so the same request always gives the same draw, and a re-ask a
 new one), and records the draw as ``true_attributes``: the ground truth that the
@@ -14,8 +14,8 @@ The picture is obviously synthetic: a striped background, a plain oval "face" an
 Skin Tone scale swatches), so a pixel-based skin-tone instrument has something honest to
 measure; nothing else about the drawn attributes is hidden in the pixels.
 
-Open-set biases (OpenBias, paper 003; ``open_set`` in the config, an
-:class:`~genfair.models.questions.OpenSetImageQuestion`): for any bias the proposer names, a
+Open-set biases (OpenBias, paper 003; an
+:class:`~genfair.models.questions.OpenSetImageQuestion`'s ``plant``): for any bias the proposer names, a
 known class distribution per (bias, caption), drawn per image and recorded as
 ``true_attributes = {bias_id: class}`` (:func:`planted_distribution`).
 """
@@ -54,18 +54,24 @@ class SimulatedT2I(Simulator, T2IBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint({"policy": self.config.policy, "open_set": self.config.open_set},
-                                 size=self.config.size)
+        return self._fingerprint({"policy": self.config.policy, "open_set": self.config.open_set}, **self.settings())
+
+    def settings(self) -> dict[str, Any]:
+        return {"size": self.config.size}
+
+    def question(self, request: Request) -> ImageQuestion | OpenSetImageQuestion:
+        """The request's typed question (open-set when ``meta`` lists biases)."""
+        kind = OpenSetImageQuestion if "biases" in request.meta else ImageQuestion
+        return kind.from_meta(request.meta)
 
     def respond(self, request: Request) -> Completion:
         return self.draw(request)
 
     def draw(self, request: Request) -> Completion:
-        if request.meta.get("policy") in self.config.open_set:
-            question = OpenSetImageQuestion.from_meta(request.meta)
-            return self.draw_open_set(request, question, self.config.open_set[question.policy])
-        question = ImageQuestion.from_meta(request.meta)
-        policy = self.config.policy[self.policy_name(request.meta, self.config.policy)]
+        question = self.question(request)
+        if isinstance(question, OpenSetImageQuestion):
+            return self.draw_open_set(request, question, self.planted(question, request.meta, self.config.open_set))
+        policy = self.planted(question, request.meta, self.config.policy)
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:

@@ -235,53 +235,55 @@ class SimulatedVLM(Simulator, VLMBackend):
     config: SimulatedVLMConfig
     kind = "simulated VLM"
 
-    def __init__(self, config: SimulatedVLMConfig):
-        super().__init__(config)
-        self._recall = {name: planted_recall(p) for name, p in config.policy.items()
-                        if isinstance(p, SimulatedVLMRecallPolicy)}
-
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint({"policy": self.config.policy, "open_vqa": self.config.open_vqa},
-                                 group_key=self.config.group_key)
+        return self._fingerprint({"policy": self.config.policy, "open_vqa": self.config.open_vqa}, **self.settings())
+
+    def settings(self) -> dict[str, Any]:
+        return {"group_key": self.config.group_key}
+
+    def question(self, request: Request) -> ImageChoiceQuestion | RecallQuestion | OpenVQAQuestion:
+        """The request's typed question: a FACET recall when ``meta`` names a ``class``, a
+        choice when it names a ``group``, else an open-set one."""
+        meta = request.meta
+        kind = RecallQuestion if "class" in meta else ImageChoiceQuestion if "group" in meta else OpenVQAQuestion
+        return kind.from_meta(meta)
 
     def respond(self, request: Request) -> Completion:
         return self.answer(request)
 
     def answer(self, request: Request) -> Completion:
         meta = request.meta
-        name = meta.get("policy")
-        if name in self.config.open_vqa:
-            return self.answer_open(request, self.config.open_vqa[name])
-        name = self.policy_name(meta, self.config.policy)
-        if name in self._recall:
-            question = RecallQuestion.from_meta(meta)
+        question = self.question(request)
+        if isinstance(question, OpenVQAQuestion):
+            return self.answer_open(request, question, self.planted(question, meta, self.config.open_vqa))
+        policy = self.planted(question, meta, self.config.policy)
+        if isinstance(question, RecallQuestion) != isinstance(policy, SimulatedVLMRecallPolicy):
+            raise ValueError(f"{self.kind}: policy {question.policy!r} does not answer a {type(question).__name__}")
+        if isinstance(question, RecallQuestion):
             groups = {"class": question.cls, "prompt": question.prompt, "gender": question.gender,
                       "skin_tone": question.skin_tone, "age": question.age}
-            return Completion(status="ok", text=self._recall[name].answer(groups, request.seed), finish_reason="stop")
-        policy = self.config.policy[name]
-        assert isinstance(policy, SimulatedVLMPolicy)
-        choice = ImageChoiceQuestion.from_meta(meta)
-        accuracy = policy.accuracy.get(choice.group, policy.default_accuracy)
+            return Completion(status="ok", text=planted_recall(policy).answer(groups, request.seed), finish_reason="stop")
+        assert isinstance(policy, SimulatedVLMPolicy) and isinstance(question, ImageChoiceQuestion)
+        accuracy = policy.accuracy.get(question.group, policy.default_accuracy)
         if accuracy is None:
             raise KeyError(
-                f"simulated VLM policy {name!r} has no accuracy for group {choice.group!r}; add it to "
+                f"simulated VLM policy {question.policy!r} has no accuracy for group {question.group!r}; add it to "
                 f"accuracy ({sorted(policy.accuracy)}) or set default_accuracy"
             )
         rng = np.random.default_rng(request.seed)
         if rng.random() < policy.refusal_rate:
             return Completion(status="ok", text=REFUSAL, finish_reason="stop")
-        others = [o for o in choice.options if o != choice.truth]
+        others = [o for o in question.options if o != question.truth]
         if not others or rng.random() < accuracy:
-            text = choice.truth
+            text = question.truth
         else:
             text = others[int(rng.integers(len(others)))]
         return Completion(status="ok", text=text, finish_reason="stop")
 
-    def answer_open(self, request: Request, policy: SimulatedOpenVQAPolicy) -> Completion:
+    def answer_open(self, request: Request, question: OpenVQAQuestion, policy: SimulatedOpenVQAPolicy) -> Completion:
         """An open-set VQA answer in free text (see :class:`SimulatedOpenVQAPolicy`): from the
         planted class of the pictured image (the question's ``truth``), never from the pixels."""
-        question = OpenVQAQuestion.from_meta(request.meta)
         if question.truth is None:
             raise KeyError(
                 "the simulated VLM answers open-set questions from the planted classes of a simulated "

@@ -77,7 +77,7 @@ class FactOrFair(Methodology):
 
     def calls(self, probes: pd.DataFrame, config: FactOrFairConfig, modality: str) -> list[Call]:
         if modality == "t2i":
-            return t2i.calls(probes)
+            return t2i.calls(probes, config)
         return [
             Call.text(
                 row["probe_id"], row["prompt"],
@@ -86,7 +86,8 @@ class FactOrFair(Methodology):
                 meta={
                     "options": json.loads(row["options"]),
                     **ChoiceQuestion(policy=row["kind"], letters=[o["letter"] for o in json.loads(row["options"])],
-                                     truth_letters=truth_letters(row), primed_letters=primed_letters(row)).meta(),
+                                     truth_letters=truth_letters(row), primed_letters=primed_letters(row),
+                                     plant=getattr(config.simulated.llm, row["kind"])).meta(),
                 },
             )
             for row in probes.to_dict("records")

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy
+
 Context = Literal["baseline", "representativeness", "attribution", "ingroup"]
 
 
@@ -69,6 +71,41 @@ class T2IConfig(BaseModel):
     max_attempts: int = Field(5, ge=1)
     #: §4.1: every detected face counts; false = only the largest face of an image
     count_all_faces: bool = True
+
+
+class LLMPlants(BaseModel):
+    """The SIMULATED LLM's planted rates per probe kind (objective S_fact ~= ``objective.accuracy``;
+    the race prime-following rate of attribution and in-group probes is ``q + (1 - q) / 4``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    objective: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
+    subjective: SimulatedPolicy = SimulatedPolicy(accuracy=0.6, refusal_rate=0.02, invalid_rate=0.02,
+                                                  prime_following=0.3, prime_attribute="race")
+
+
+class T2IPlants(BaseModel):
+    """The SIMULATED t2i model's planted attribute distributions per prompt kind."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    objective: SimulatedT2IPolicy = SimulatedT2IPolicy(
+        attributes={"gender": {"male": 0.7, "female": 0.3},
+                    "race": {"white": 0.6, "black": 0.15, "asian": 0.15, "hispanic": 0.1},
+                    "age": {"young": 0.5, "middle": 0.35, "old": 0.15},
+                    "skin_tone": {"light": 0.6, "medium": 0.25, "dark": 0.15}},
+        refusal_rate=0.05, no_person_rate=0.02)
+    subjective: SimulatedT2IPolicy = SimulatedT2IPolicy(
+        attributes={"gender": {"male": 0.5, "female": 0.5},
+                    "race": {"white": 0.25, "black": 0.25, "asian": 0.25, "hispanic": 0.25}},
+        refusal_rate=0.1)
+
+
+class SimulatedPlants(BaseModel):
+    """``methodologies.fact_or_fair.simulated``: what the SIMULATORS plant when they answer
+    FACT-OR-FAIR's probes (each call carries its kind's policy; a real model never reads it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    llm: LLMPlants = LLMPlants()
+    t2i: T2IPlants = T2IPlants()
 
 
 class FactOrFairConfig(BaseModel):
@@ -137,6 +174,7 @@ class FactOrFairConfig(BaseModel):
     distance_search: Literal["global", "single_brent"] = "global"
 
     t2i: T2IConfig = T2IConfig()
+    simulated: SimulatedPlants = SimulatedPlants()
 
     @model_validator(mode="before")
     @classmethod

@@ -133,11 +133,11 @@ def _truth(value: Any) -> list[dict[str, Any]] | None:
     return [{k: drawn[k] for k in ORACLE_KEYS if k in drawn}] if drawn else []
 
 
-def calls(probes: pd.DataFrame) -> list[Call]:
-    # the prompt kind a planted-bias simulator draws from
-    return [prompt_call(r["probe_id"], r["prompt"], int(r["sample_index"]),
-                    max_attempts=int(r["max_attempts"]), question=ImageQuestion(policy=r["kind"]))
-        for r in probes.to_dict("records")]
+def calls(probes: pd.DataFrame, config: FactOrFairConfig) -> list[Call]:
+    # a planted-bias simulator draws from its prompt kind's planted distributions
+    return [prompt_call(r["probe_id"], r["prompt"], int(r["sample_index"]), max_attempts=int(r["max_attempts"]),
+                        question=ImageQuestion(policy=r["kind"], plant=getattr(config.simulated.t2i, r["kind"])))
+            for r in probes.to_dict("records")]
 
 
 def label(probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfig, *, instrument: Any,

@@ -72,6 +72,7 @@ from genfair.methodologies.iris.tournament import (
     tournament_probes,
 )
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
+from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict
 
@@ -157,6 +158,7 @@ class IrisConfig(_Strict):
     jsd_base: Literal["e", "2"] = "e"
     metrics: GranularConfig = GranularConfig()
     scoring: IrisScoringConfig = IrisScoringConfig()
+    simulated: SimulatedPlants = SimulatedPlants()
 
     @model_validator(mode="before")
     @classmethod
@@ -276,7 +278,8 @@ class Iris(Methodology):
             return "refused" if is_refusal(text) else "ok"
         return parse_tournament_answer(text, meta["competitors"].split("|")).status
 
-    def _tournament_call(self, row: dict[str, Any], image: str | None = None, max_tokens: int = 16) -> Call:
+    def _tournament_call(self, row: dict[str, Any], plants: SimulatedPlants, image: str | None = None,
+                         max_tokens: int = 16) -> Call:
         from genfair.models.images import vlm_message
 
         comp = row["competitors"].split("|")
@@ -285,9 +288,10 @@ class Iris(Methodology):
         truth = truth if isinstance(truth, str) else None  # none known (a null read back from parquet)
         # SIMULATORS read the questions (the LLM's and the VLM's); real models never see them
         meta = {
-            **ChoiceQuestion(policy=POLICIES["RFS-Und"], letters=comp, truth_letters=[truth] if truth else []).meta(),
+            **ChoiceQuestion(policy=POLICIES["RFS-Und"], letters=comp, truth_letters=[truth] if truth else [],
+                             plant=plants.llm.tournament).meta(),
             **ImageChoiceQuestion(policy=POLICIES["RFS-Und"], options=comp, truth=truth or comp[0],
-                                  group=row["gender"]).meta(),
+                                  group=row["gender"], plant=plants.vlm.tournament).meta(),
             "competitors": row["competitors"],
         }
         return Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1, max_tokens=max_tokens, meta=meta)
@@ -307,7 +311,7 @@ class Iris(Methodology):
         if modality == "vlm":
             image = str(_blank_image(cache))
         rows = [r for r in mine.to_dict("records") if r["sector"] == "RFS-Und"]
-        calls = [self._tournament_call(r, image, config.tournament.max_tokens) for r in rows]
+        calls = [self._tournament_call(r, config.simulated, image, config.tournament.max_tokens) for r in rows]
         responses = run_calls(backend, cache, calls, self.judge, seed=seed, desc=f"{label} tournament")
         parts = [responses.assign(sector="RFS-Und")]
         if modality == "vlm":
@@ -337,12 +341,12 @@ class Iris(Methodology):
             group = r["gender"] if isinstance(r["gender"], str) else "unknown"
             if sector == "IFS-Und":
                 meta = ImageChoiceQuestion(policy=POLICIES[sector], options=options, truth=display_name(r["occupation"]),
-                                           group=group).meta()
+                                           group=group, plant=config.simulated.vlm.ifs_und).meta()
                 calls += [Call(probe_id=r["probe_id"], messages=(message,), sample_index=i, max_attempts=1,
                                max_tokens=config.ifs_und.max_tokens, meta=meta) for i in range(int(r["n_samples"]))]
             else:
                 meta = ImageChoiceQuestion(policy=POLICIES[sector], options=r["options"].split("|"),
-                                           truth=r["simulator_truth"], group=group).meta()
+                                           truth=r["simulator_truth"], group=group, plant=config.simulated.vlm.bis_und).meta()
                 calls.append(Call(probe_id=r["probe_id"], messages=(message,), max_attempts=1,
                                   max_tokens=config.bis_und.max_tokens, meta=meta))
         return calls
@@ -355,7 +359,7 @@ class Iris(Methodology):
         ifs = probes[probes["sector"] == "IFS-Gen"]
         calls = [
             prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts,
-                        question=ImageQuestion(policy=POLICIES["IFS-Gen"]))
+                        question=ImageQuestion(policy=POLICIES["IFS-Gen"], plant=config.simulated.t2i.ifs_gen))
             for r in ifs.to_dict("records") for i in range(int(r["n_samples"]))
         ]
         first = generate_images(backend, cache, calls, seed=seed, desc=f"{label} IFS-Gen")
@@ -370,7 +374,7 @@ class Iris(Methodology):
             steer.insert(0, "probe_id", [f"iris-bis-gen-{c}-{k}" for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())])
             calls = [
                 prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts,
-                            question=ImageQuestion(policy=POLICIES["BIS-Gen"]))
+                            question=ImageQuestion(policy=POLICIES["BIS-Gen"], plant=config.simulated.t2i.bis_gen))
                 for r in steer.to_dict("records") for i in range(config.bis_gen.images_per_prompt)
             ]
             second = generate_images(backend, cache, calls, seed=seed, desc=f"{label} BIS-Gen")

@@ -107,7 +107,7 @@ class LvlmFacet(Methodology):
                 raise ValueError(f"{row['image_path']} changed since the probes were built: rebuild them "
                                  "(dvc repro probes@lvlm_facet)")
             # SIMULATORS read these; real models never see them
-            meta = RecallQuestion(policy=POLICY, cls=row["class"], prompt=row["prompt"],
+            meta = RecallQuestion(policy=POLICY, cls=row["class"], prompt=row["prompt"], plant=config.simulated,
                                   **{a: row[a] for a in ATTRIBUTES}).meta()
             calls.append(Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1,
                               max_tokens=config.max_tokens, meta=meta))

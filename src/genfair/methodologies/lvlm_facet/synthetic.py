@@ -10,8 +10,8 @@ emptied on purpose, as in the paper's appendix (no older students or skateboarde
 a few persons share an image, so the single-person filter has work to do.
 
 :class:`PlantedRecall` is the simulator's policy (defined beside the simulated vlm, in
-:mod:`genfair.models.planted_recall`, which the ``planted_recall`` policy kind of
-``conf/model/simulated_vlm.yaml`` uses): the probability that the model answers an image of
+:mod:`genfair.models.planted_recall`; the study's plant is ``methodologies.lvlm_facet.simulated``,
+a ``planted_recall`` policy): the probability that the model answers an image of
 class ``c`` with its class (direct) or Yes (single choice),
 
     p = clip(base[prompt][c] + sum over attributes of effect[prompt][attribute][group]

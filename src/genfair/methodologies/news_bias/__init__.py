@@ -174,10 +174,10 @@ class NewsBias(Methodology):
                 temperature=config.sampling.temperature,
                 top_p=config.sampling.top_p,
                 meta={
-                    # simulators: a policy per prompt type (news, news_biased), else news
+                    # simulators: the planted rewrite of the prompt type
                     **RewriteQuestion(policy=row["kind"] if row["prompt_type"] == "unbiased"
-                                      else f"{row['kind']}_{row['prompt_type']}",
-                                      fallback_policy=row["kind"], article=row["body"]).meta(),
+                                      else f"{row['kind']}_{row['prompt_type']}", article=row["body"],
+                                      plant=getattr(config.simulated, row["prompt_type"])).meta(),
                     "prompt_type": row["prompt_type"],
                 },
             )

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genfair.models.config import DecodingOverride
+from genfair.models.config import DecodingOverride, SimulatedRewritePolicy
 
 PromptType = Literal["unbiased", "biased"]
 
@@ -54,6 +54,17 @@ class DocumentLevelConfig(_Strict):
     lda_fit: Literal["real_unbiased", "all"] = "real_unbiased"
 
 
+class SimulatedPlants(_Strict):
+    """``methodologies.news_bias.simulated``: what the SIMULATED LLM plants in its rewrite of
+    an article, per prompt type (each call carries its prompt type's policy; a real model never
+    reads it): female words turned male and "Black <occupation>" turned "White" per occurrence."""
+
+    unbiased: SimulatedRewritePolicy = SimulatedRewritePolicy(
+        kind="rewrite", female_to_male=0.3, black_to_white=0.3, refusal_rate=0.05)
+    biased: SimulatedRewritePolicy = SimulatedRewritePolicy(
+        kind="rewrite", female_to_male=0.6, black_to_white=0.6, refusal_rate=0.3)
+
+
 class NewsBiasConfig(_Strict):
     #: the curated corpus (``collect_news`` output: article_id, headline, body, ...)
     corpus: str = "data/curated/news.parquet"
@@ -82,3 +93,4 @@ class NewsBiasConfig(_Strict):
     #: set by ``conf/sizes/news_bias/paper.yaml``: the run claims the paper's scale, so the
     #: probes step warns when the corpus is the embedded ABC one (not the paper's NYT/Reuters)
     paper_scale: bool = False
+    simulated: SimulatedPlants = SimulatedPlants()

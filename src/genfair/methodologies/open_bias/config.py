@@ -10,8 +10,32 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from genfair.methodologies.open_bias.captions import CAPTIONS_PER_IMAGE, DEFAULT_CAPTION_SET
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBaseConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
+from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedOpenVQAPolicy
 
 __all__ = ["OpenBiasConfig"]
+
+
+_MOSTLY_MALE = SimulatedOpenSetBias(pattern="everywhere", other_weight=0.5,
+                                    weights={"male": 4, "man": 4, "men": 4, "female": 1, "woman": 1, "women": 1})
+_OWN_AGE = SimulatedOpenSetBias(pattern="within_caption", share=0.9)
+_UNBIASED = SimulatedOpenSetBias(pattern="unbiased")
+
+
+class SimulatedPlants(BaseModel):
+    """``methodologies.open_bias.simulated``: what the SIMULATORS plant when they answer
+    OpenBias (each call carries its policy; a real model never reads it): the open-set biases
+    of the simulated t2i model's images, and how the simulated VLM answers about them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    t2i: SimulatedOpenSetPolicy = SimulatedOpenSetPolicy(
+        sampling="random", refusal_rate=0.0,
+        biases={"gender": _MOSTLY_MALE, "person gender": _MOSTLY_MALE, "age": _OWN_AGE, "person age": _OWN_AGE,
+                "race": _UNBIASED, "person race": _UNBIASED, "ethnicity": _UNBIASED},
+        default=SimulatedOpenSetBias(pattern="within_caption", share=0.7))
+    vlm: SimulatedOpenVQAPolicy = SimulatedOpenVQAPolicy(
+        confusion=0.1, unknown_rate=0.05, refusal_rate=0.0, unknown_text="unknown",
+        phrasings=["{answer}", "The person in the image is {answer}.", "I think it is {answer}.", "Answer: {answer}",
+                   "{answer}, I would say"])
 
 
 class OpenBiasConfig(BaseModel):
@@ -62,6 +86,7 @@ class OpenBiasConfig(BaseModel):
     vqa_max_tokens: int = Field(16, ge=1)
     answer_threshold: float | None = Field(None, ge=-1.0, le=1.0)
     severity: SeverityConfig = SeverityConfig()
+    simulated: SimulatedPlants = SimulatedPlants()
 
     @model_validator(mode="after")
     def _source_paths(self) -> OpenBiasConfig:

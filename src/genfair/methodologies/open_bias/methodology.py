@@ -24,7 +24,7 @@ SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
   proposal yield. Figures: the severity ranking and context-aware vs context-free severity
   (the paper's Figs. 3, 4 and 9).
 
-A SIMULATED t2i model draws the planted classes of its ``open_set`` policy for the biases asked
+A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the biases asked
 about each image (``true_attributes``); the SIMULATED VLM answers from them (``meta["truth"]``)
 and never sees a real image, so it refuses to run on a real model's images.
 """
@@ -238,7 +238,7 @@ class OpenBias(Methodology):
                 call_id = f"{call_id}-{stable_hash(biases, 12)}"
             ids[call_id] = r["probe_id"]
             question = OpenSetImageQuestion(policy=POLICY, caption_id=r["caption_id"], biases=biases,
-                                            n_images=config.images_per_caption)
+                                            n_images=config.images_per_caption, plant=config.simulated.t2i)
             calls.append(prompt_call(call_id, r["caption"], int(r["sample_index"]),
                                      max_attempts=config.image_max_attempts, question=question))
         drawn = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} images")  # images are never judged
@@ -268,7 +268,8 @@ class OpenBias(Methodology):
             path = Path(ctx.image_dir) / by_image.at[r["image_probe_id"], "file"]
             choices = json.loads(r["choices"])
             # SIMULATORS read the planted class; real models never see it
-            meta = OpenVQAQuestion(policy=POLICY, options=choices[:-1], truth=truth[r["image_probe_id"]].get(r["bias_id"])).meta()
+            meta = OpenVQAQuestion(policy=POLICY, options=choices[:-1], truth=truth[r["image_probe_id"]].get(r["bias_id"]),
+                                   plant=config.simulated.vlm).meta()
             calls.append(Call(probe_id=r["probe_id"], messages=(vlm_message(r["prompt"], [path]),),
                               max_attempts=1, max_tokens=config.vqa_max_tokens, meta=meta))
         backend = build_backend(vqa_config)
