@@ -139,6 +139,16 @@ def test_two_backends_of_one_endpoint_share_its_rate_limit(mock_openai: MockFact
     assert server.most_started_within(0.8) <= 4
 
 
+def test_limits_are_named_by_a_hash_of_endpoint_and_model_never_the_url() -> None:
+    from genfair.models.rate_limit import endpoint_name, rate_name
+
+    config = make_backend("http://127.0.0.1:1/v1", rate_limit="4/second").config
+    other = make_backend("http://127.0.0.1:2/v1", rate_limit="4/second").config
+    assert "127.0.0.1" not in rate_name(config) and rate_name(config) != rate_name(other)
+    assert rate_name(config).endswith("-4/second")
+    assert endpoint_name("lease", config, 8) != endpoint_name("rate", config, 8)
+
+
 @pytest.mark.parametrize("rate", ["5/hour", "five", "0/second", "5/2 seconds", "5.5/minute", "sk-abc123"])
 def test_a_rate_limit_that_is_not_requests_per_second_or_minute_is_refused(rate: str) -> None:
     with pytest.raises(ValueError, match="write 'N/second' or 'N/minute'") as error:

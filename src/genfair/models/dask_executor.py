@@ -49,7 +49,7 @@ from genfair.errors import ConfigError
 from genfair.models.base import Completion, LLMBackend, Request, stable_hash
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import OnResult, store_completion
-from genfair.models.rate_limit import parse_rate, rate_name
+from genfair.models.rate_limit import endpoint_name, parse_rate, rate_name
 
 log = logging.getLogger(__name__)
 
@@ -252,9 +252,7 @@ def _leases(job: _Job) -> Iterator[int | None]:
         return
     from distributed import Semaphore
 
-    # named by endpoint and model (and the bound, which a semaphore cannot change)
-    name = f"genfair-{stable_hash([job.config.base_url, job.config.model_id], 16)}-{limit}"
-    semaphore = Semaphore(max_leases=limit, name=name)
+    semaphore = Semaphore(max_leases=limit, name=endpoint_name("lease", job.config, limit))
 
     async def take() -> int:  # on the worker's loop, where acquire() returns a coroutine
         await semaphore.acquire()

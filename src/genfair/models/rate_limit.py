@@ -41,10 +41,18 @@ def parse_rate(text: str) -> RateLimitItem:
     return item
 
 
+def endpoint_name(kind: str, config: Any, bound: object) -> str:
+    """The name of a limit shared by every request to one endpoint and model: ``kind``, a
+    hash of the endpoint and model (a URL never appears in a Dask dashboard or log) and the
+    bound, which a cluster-wide semaphore cannot change."""
+    from genfair.models.base import stable_hash  # base imports config, which imports this module
+
+    return f"genfair-{kind}-{stable_hash([config.base_url, config.model_id], 16)}-{bound}"
+
+
 def rate_name(config: Any) -> str:
-    """Whose requests one limit counts: the endpoint and model (and the limit, which a
-    cluster-wide semaphore cannot change)."""
-    return f"genfair-rate {config.base_url} {config.model_id} {config.rate_limit}"
+    """Whose requests one ``rate_limit`` counts: the endpoint and model."""
+    return endpoint_name("rate", config, config.rate_limit)
 
 
 class Window(Protocol):
