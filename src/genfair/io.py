@@ -113,15 +113,25 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
     return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
 
 
-def write_text(text: str, path: str | Path) -> Path:
-    """``text`` as UTF-8, atomically."""
+def write_text(text: str, path: str | Path, *, if_changed: bool = False) -> Path:
+    """``text`` as UTF-8, atomically. ``if_changed``: leave a file that already holds ``text``
+    untouched (same inode and mtime), so DVC finds its hash in its state database instead of
+    hashing the file again and committing the new entry (an fsync) on every run."""
+    path = Path(path)
+    if if_changed:
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                return path
+        except (OSError, UnicodeDecodeError):
+            pass  # missing or unreadable: write it
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def write_json(data: Any, path: str | Path) -> Path:
-    """Indented, sorted JSON, floats at :data:`FLOAT_DIGITS` significant digits."""
+def write_json(data: Any, path: str | Path, *, if_changed: bool = False) -> Path:
+    """Indented, sorted JSON, floats at :data:`FLOAT_DIGITS` significant digits (``if_changed``:
+    :func:`write_text`)."""
     return write_text(json.dumps(_round_json(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n",
-                      path)
+                      path, if_changed=if_changed)
 
 
 def read_parquet(path: str | Path) -> pd.DataFrame:

@@ -79,3 +79,40 @@ def test_store_fast_path_only_when_the_store_holds_every_run(workspace: Path) ->
     write_stamp(STORE_STAGE, store_key(), {"uri": f"sqlite:///{workspace / 'mlflow.db'}", "experiment": "genfair"})
     assert not quick(STORE_STAGE, lambda: quick_sync_store(layout))  # no store yet: every run missing
     assert not layout.tracking_store.exists()
+
+
+def test_the_full_path_leaves_unchanged_fingerprints_and_drops_stale_ones(workspace: Path) -> None:
+    """DVC keeps ``data/curated/inputs`` between runs (persist): an unchanged fingerprint keeps
+    its inode and mtime (DVC's state database still knows its hash), and a section no longer
+    configured leaves nothing behind."""
+    from genfair.params import StudyFrame
+    from genfair.study.curation import curation_inputs
+
+    news = workspace / "news.jsonl"
+    news.write_text('{"headline": "H", "body": "B"}\n')
+    frame = StudyFrame(seed=1, scale="smoke", models={"m": {}}, methodologies={"x": {}},
+                       curation={"news": {"sources": [{"kind": "file", "path": str(news)}]}})
+    folder = workspace / "data/curated/inputs"
+    stale = folder / "gone.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}\n")
+    [out] = curation_inputs(frame, Layout(workspace))
+    assert sorted(p.name for p in folder.iterdir()) == ["news.json"]
+    before = out.stat()
+    curation_inputs(frame, Layout(workspace))
+    assert (out.stat().st_ino, out.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    news.write_text('{"headline": "H", "body": "B edited"}\n')
+    curation_inputs(frame, Layout(workspace))
+    assert out.stat().st_ino != before.st_ino
+
+
+def test_the_store_file_is_rewritten_only_when_it_changes(workspace: Path) -> None:
+    from genfair.study.store import write_store
+
+    layout = Layout(workspace)
+    store = write_store("sqlite:///mlflow.db", "genfair", ["a", "b"], layout, workspace)
+    before = store.stat()
+    write_store("sqlite:///mlflow.db", "genfair", ["a", "b"], layout, workspace)
+    assert (store.stat().st_ino, store.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    write_store("sqlite:///mlflow.db", "genfair", ["a", "b", "c"], layout, workspace)
+    assert json.loads(store.read_text())["runs"] == 3

@@ -172,8 +172,7 @@ class HashCache:
 
     def save(self) -> None:
         if self.path is not None:
-            data = json.dumps(self.seen, sort_keys=True)
-            write_text(data, self.path)
+            write_text(json.dumps(self.seen, sort_keys=True), self.path, if_changed=True)  # runs on every repro
 
 
 def _describe(path: Path, base: Path, cache: HashCache) -> dict[str, Any]:
@@ -239,10 +238,6 @@ def write_paths_fingerprint(
 def write_fingerprint(data: dict[str, Any], out: Path) -> Path:
     """``data`` to ``out`` as JSON, stable bytes: rewritten only when it changes, so DVC sees
     no change when nothing changed."""
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
-    out = Path(out)
-    if not (out.is_file() and out.read_text(encoding="utf-8") == text):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_text(text, out)
+    out = write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", out, if_changed=True)
     os.chmod(out, 0o644)
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +46,19 @@ def curation_inputs(params: StudyFrame, layout: Layout = Layout(), *, stamp: boo
     check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
     key = curation_key()
     hashes = cache_dir(params.cache.dir) / "input_hashes"
+    folder = layout.data / "curated" / "inputs"
     sections = {section: {"paths": [str(p) for p in inputs_of(section, curation_config(params, section))],
-                          "out": str(layout.data / "curated" / "inputs" / f"{section}.json"),
+                          "out": str(folder / f"{section}.json"),
                           "hash_cache": str(hashes / f"{section}.json")}
                 for section in params.curation}
     written = write_sections(sections)
+    # DVC keeps the folder between runs (persist: unchanged files keep their inode and mtime, so
+    # DVC need not hash them again): whatever a section no longer configured left goes
+    for entry in set(folder.iterdir() if folder.is_dir() else ()) - set(written):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     if stamp:
         write_stamp(CURATION_STAGE, key, {"sections": sections})
     return written

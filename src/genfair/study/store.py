@@ -140,6 +140,7 @@ def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = F
 
 
 def write_store(uri: str, experiment: str, keys: list[str], layout: Layout, root: Path) -> Path:
-    """``data/tracking/store.json``: where the runs are, without credentials or this machine's paths."""
+    """``data/tracking/store.json``: where the runs are, without credentials or this machine's paths
+    (rewritten only when that changes: ``mlflow_sync`` runs on every ``dvc repro``)."""
     return write_json({"tracking_uri": display_uri(uri, root), "experiment": experiment, "runs": len(keys)},
-                      layout.tracking_store)
+                      layout.tracking_store, if_changed=True)
