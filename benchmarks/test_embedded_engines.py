@@ -1,5 +1,6 @@
 """Embedded SmolLM2: today's path (transformers, fp32, batches of 16) against CTranslate2
-(float32, the same weights) over real FACT-OR-FAIR probes with the study's prompts, answer
+(float32, the same weights, handed every call at once and cutting its own length-sorted
+batches of ``CT2_BATCH``) over real FACT-OR-FAIR probes with the study's prompts, answer
 length (the model's ``max_tokens``) and greedy decoding, paired in one run (A, B, A, B...):
 calls per second, their ratio, and how many answers (text, answer letter) are identical.
 
@@ -20,7 +21,9 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.models import Request, build_backend
 
-N_PROBES = 32
+N_PROBES = 64
+#: CTranslate2's batch size (its ``max_batch_size``; the model config's ``batch_size``)
+CT2_BATCH = 64
 ROUNDS = 3
 
 
@@ -40,7 +43,8 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytest.importorskip("ctranslate2")
     config = load_params().models["smollm2"]
-    engines = {e: build_backend(config.model_copy(update={"engine": e, "dtype": "float32"}))
+    batch = {"transformers": config.batch_size, "ctranslate2": CT2_BATCH}
+    engines = {e: build_backend(config.model_copy(update={"engine": e, "dtype": "float32", "batch_size": batch[e]}))
                for e in ("transformers", "ctranslate2")}
     requests = [r for r, _ in probes]
     seconds: dict[str, list[float]] = {e: [] for e in engines}

@@ -380,7 +380,7 @@ def ct2_backend(model_dir: Path, threads: int = 1, **overrides):
     from genfair.models.ct2 import CT2Generator, converted
 
     backend = make(model_dir, **overrides)
-    backend.ct2 = CT2Generator(converted(model_dir), backend.tokenizer, threads)
+    backend.ct2 = CT2Generator(converted(model_dir), backend.tokenizer, threads, batch_size=backend.batch_size)
     return backend
 
 
@@ -392,6 +392,27 @@ def test_ctranslate2_greedy_answers_as_transformers_does(model_dir, monkeypatch)
     calls = record_generate(backend, monkeypatch)
     assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
     assert calls == []
+
+
+def test_ctranslate2_gets_whole_groups_and_answers_the_same_in_any_batch_size(model_dir):
+    """CTranslate2 is handed every greedy request of a call at once and sorts them by prompt
+    length into its own batches of ``batch_size``: the answers do not depend on that size."""
+    requests = [ask(p) for p in PROMPTS]
+    expected = [(c.text, c.finish_reason) for _, c in run(make(model_dir, batch_size=3), requests)]
+    for size in (1, 2, len(requests)):
+        backend = ct2_backend(model_dir, batch_size=size)
+        assert backend._batches(requests) == [requests]
+        seen = []
+        generator = backend.ct2.generator
+
+        class Spy:  # a ctranslate2.Generator's methods cannot be patched
+            def generate_batch(self, tokens, **kw):
+                seen.append(kw["max_batch_size"])
+                return generator.generate_batch(tokens, **kw)
+
+        backend.ct2.generator = Spy()
+        assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
+        assert seen == [size]
 
 
 def test_ctranslate2_leaves_sampled_and_constrained_requests_to_transformers(json_model_dir, monkeypatch):

@@ -50,10 +50,12 @@ def converted(source: Path) -> Path:
 class CT2Generator:
     """Greedy generation with CTranslate2 from token ids to new token ids."""
 
-    def __init__(self, path: Path, tokenizer: Any, threads: int):
+    def __init__(self, path: Path, tokenizer: Any, threads: int, batch_size: int = 16):
         import ctranslate2
 
         self.tokenizer = tokenizer
+        #: CTranslate2 sorts a call's prompts by length and generates them this many at a time
+        self.batch_size = batch_size
         self.generator = ctranslate2.Generator(
             str(path), device="cpu", compute_type=COMPUTE_TYPE, intra_threads=threads, inter_threads=1)
 
@@ -62,5 +64,5 @@ class CT2Generator:
         tokens = [self.tokenizer.convert_ids_to_tokens(list(p)) for p in prompts]
         results = self.generator.generate_batch(
             tokens, max_length=limit, sampling_topk=1, beam_size=1, include_prompt_in_result=False,
-            end_token=sorted(stop), max_batch_size=len(tokens))
+            end_token=sorted(stop), max_batch_size=self.batch_size)
         return [list(r.sequences_ids[0]) for r in results]

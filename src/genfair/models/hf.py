@@ -23,6 +23,7 @@ from genfair.models.base import (
     LLMBackend,
     OnDone,
     Request,
+    chunks,
     complete_in_batches,
     grouped_chunks,
     stable_hash,
@@ -95,7 +96,8 @@ class HFChatBackend(LLMBackend):
         if isinstance(config, EmbeddedModelConfig) and resolve_engine(config.engine) == "ctranslate2":
             if str(model.dtype) != "torch.float32" or config.device != "cpu":
                 raise ValueError("engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu")
-            ct2 = CT2Generator(converted(Path(source)), tokenizer, config.threads or available_cores())
+            ct2 = CT2Generator(converted(Path(source)), tokenizer, config.threads or available_cores(),
+                               batch_size=config.batch_size)
         return cls(
             model,
             tokenizer,
@@ -144,9 +146,17 @@ class HFChatBackend(LLMBackend):
         return request.sampling(self.sampling).temperature == 0
 
     def _batches(self, requests: Sequence[Request]) -> list[Sequence[Request]]:
-        """Batches of at most ``batch_size`` requests sharing one decoding (a batch generates
-        with one ``max_new_tokens``, temperature, top_p and schema)."""
-        return grouped_chunks(requests, self._decoding, self.batch_size)
+        """Batches of requests sharing one decoding (a batch generates with one
+        ``max_new_tokens``, temperature, top_p and schema): of at most ``batch_size`` for
+        transformers; whole for CTranslate2, which sorts them by prompt length and cuts its
+        own batches of ``batch_size`` (less padding, the same answers: docs/methodology.md)."""
+        groups = grouped_chunks(requests, self._decoding, max(len(requests), 1))
+        return [batch for group in groups
+                for batch in chunks(group, len(group) if self._on_ct2(group[0]) else self.batch_size)]
+
+    def _on_ct2(self, request: Request) -> bool:
+        """Whether CTranslate2 answers ``request``: greedy and unconstrained, engine ctranslate2."""
+        return self.ct2 is not None and self.repeats(request) and request.json_schema is None
 
     def _decoding(self, request: Request) -> tuple[int, float, float, str | None]:
         """What a batch must share: token limit, temperature, top_p and schema (by hash)."""
@@ -173,7 +183,7 @@ class HFChatBackend(LLMBackend):
         sampling = batch[0].sampling(self.sampling)  # the batch's (see _decoding)
         limit = sampling.max_tokens
         stop = eos_ids(self.model, self.tokenizer)
-        if self.ct2 is not None and sampling.temperature == 0 and batch[0].json_schema is None:
+        if self._on_ct2(batch[0]):
             ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
             return self._decoded(self.ct2.greedy(ids, limit, stop), stop, limit)
         inputs = self.tokenizer(
