@@ -104,8 +104,8 @@ def test_planted_prejudice_shift_is_recovered(tmp_path):
     prejudiced articles the mean change is their ratio (summed over articles)."""
     path, f, m = synthetic_corpus(tmp_path, n=160)
     low, high = 0.1, 0.5
-    _, result = simulate(tmp_path, path, {"news": {"kind": "rewrite", "female_to_male": low},
-                                          "news_biased": {"kind": "rewrite", "female_to_male": high}})
+    _, result = simulate(tmp_path, path, {"unbiased": {"kind": "rewrite", "female_to_male": low},
+                                          "biased": {"kind": "rewrite", "female_to_male": high}})
     table = result.tables["prompt_comparison"].set_index(["level", "attribute", "measure"])
 
     def pct(p):
@@ -143,7 +143,7 @@ def test_simulated_articles_have_the_originals_length_and_are_never_cut(tmp_path
     """The SIMULATOR returns the original with words swapped one for one: its mean word
     count is the originals', and it always finishes with "stop"."""
     path, _, _ = synthetic_corpus(tmp_path, n=40)
-    labels, result = simulate(tmp_path, path, {"news": {"kind": "rewrite", "female_to_male": 0.5}})
+    labels, result = simulate(tmp_path, path, {"unbiased": {"kind": "rewrite", "female_to_male": 0.5}})
     lengths = result.tables["article_lengths"].set_index("prompt_type")
     assert lengths.loc["unbiased", "mean_words"] == pytest.approx(lengths.loc["original", "mean_words"])
     assert lengths.loc["unbiased", "length_share"] == 0.0
