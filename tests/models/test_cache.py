@@ -328,3 +328,53 @@ def test_effective_sampling_is_the_models_with_the_requests_overrides():
     assert request(temperature=0.8, max_tokens=99).sampling(model) == SamplingParams(
         temperature=0.8, top_p=1.0, max_tokens=99)
     assert request(top_p=0.5).sampling(model) == SamplingParams(temperature=0.0, top_p=0.5, max_tokens=16)
+
+
+def test_a_new_cache_file_locked_by_another_machine_switches_to_wal_once_the_lock_goes(tmp_path: Path) -> None:
+    """Two machines opening a new cache at once (seen in a clean-clone run): the WAL switch
+    needs the file alone, and SQLite refuses it with "database is locked" while another
+    connection holds a lock on the still rollback-mode file. It is retried until the lock goes."""
+    import logging
+    import threading
+
+    from genfair.models.cache import _switch_to_wal
+
+    path = tmp_path / "responses.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")  # the other machine, mid-write
+    holder.execute("INSERT INTO t VALUES (1)")
+    opener = sqlite3.connect(path, timeout=0.05, isolation_level=None, check_same_thread=False)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        opener.execute("PRAGMA journal_mode=WAL")  # SQLite's own answer, which the retry is for
+
+    refused = threading.Event()
+
+    class Refusals(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "switching to WAL again" in record.getMessage():
+                refused.set()
+
+    logger = logging.getLogger("genfair.models.cache")
+    handler, level = Refusals(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    errors: list[BaseException] = []
+
+    def switch() -> None:
+        try:
+            _switch_to_wal(opener, seconds=60)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            errors.append(error)
+
+    try:
+        worker = threading.Thread(target=switch)
+        worker.start()
+        assert refused.wait(60), "the switch was never refused"  # a state: the lock held it back
+        holder.execute("COMMIT")
+        worker.join(60)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert not worker.is_alive() and errors == []
+    assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import socket
+import sqlite3
 import threading
 import time
 import uuid
@@ -48,6 +49,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from genfair.errors import CacheError
 from genfair.models.base import Completion, Request, stable_hash
@@ -55,6 +57,8 @@ from genfair.models.redaction import redact_completion
 from genfair.params import CacheConfig, cache_dir, cache_url, images_url
 
 log = logging.getLogger(__name__)
+#: how long a SQLite connection waits for another process's lock
+SQLITE_TIMEOUT_S = 60.0
 
 _META = sa.MetaData()
 # the tables earlier genfair created in SQLite (TEXT key, model, completion; claims' REAL
@@ -104,6 +108,23 @@ def host_id() -> str:
     return os.environ.get("GENFAIR_CACHE_HOST") or socket.gethostname()
 
 
+def _locked(error: BaseException) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+
+
+def _switch_to_wal(dbapi: Any, seconds: float = SQLITE_TIMEOUT_S) -> None:
+    """Put a SQLite file in WAL mode (once per file). The switch needs the file alone, and when
+    another process holds a lock on a file still in rollback mode (two machines opening a new
+    cache at once) SQLite answers "database is locked" at once, without waiting for its busy
+    timeout: retry for as long as that timeout."""
+    for attempt in Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(seconds),
+                            wait=wait_exponential(multiplier=0.01, max=0.5), reraise=True,
+                            before_sleep=lambda _: log.debug("the cache file is locked; switching to WAL again")):
+        with attempt:
+            if dbapi.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                dbapi.execute("PRAGMA journal_mode=WAL")
+
+
 def _engine(url: str) -> sa.Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -111,13 +132,12 @@ def _engine(url: str) -> sa.Engine:
             raise CacheError(f"response cache {url}: name a file (sqlite:///path/responses.sqlite)")
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the OpenAI backend reports results from its event loop thread
-        engine = sa.create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
+        engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_TIMEOUT_S, "check_same_thread": False})
 
         @sa.event.listens_for(engine, "connect")
         def _connect(dbapi: Any, _record: Any) -> None:
             dbapi.isolation_level = None  # genfair says when a transaction begins (below)
-            if dbapi.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # switching locks the file
-                dbapi.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(dbapi)
             dbapi.execute("PRAGMA synchronous=NORMAL")
 
         @sa.event.listens_for(engine, "begin")
