@@ -7,8 +7,8 @@ import logging
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings
+from hypothesis import example, strategies as st
 
 from genfair.config import params_from
 from genfair.errors import ConfigError
@@ -85,6 +85,7 @@ def test_log_lines_lose_url_credentials(capfd: pytest.CaptureFixture[str]) -> No
     logging.getLogger().handlers.clear()
 
 
+@example(f"http://key={CANARY}")  # found by this test in a clean-clone run: a secret where the host goes
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.text(max_size=60), st.builds(
     lambda scheme, user, host, port, query: f"{scheme}://{user}{host}{port}/v1{query}",

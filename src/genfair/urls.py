@@ -26,6 +26,10 @@ _QUERY_SECRET_IN_TEXT = re.compile(r"(?P<name>[?&][^=&\s#'\"<>]*(?:" + SECRET_PA
 _FIX = "give credentials through the environment (api_key_env; MLFLOW_TRACKING_USERNAME/PASSWORD; PGPASSWORD)"
 
 
+#: what a host name or IP address may hold (urlsplit lower-cases it and drops IPv6 brackets)
+_HOST = re.compile(r"[a-z0-9_.:-]+")
+
+
 def url_problem(value: object, schemes: frozenset[str] | None = frozenset({"http", "https"})) -> str | None:
     """Why ``value`` is not an acceptable config URL (one line, without any credential it
     holds), or ``None``. ``schemes`` None accepts any scheme (``tracking.uri``: sqlite,
@@ -49,6 +53,8 @@ def url_problem(value: object, schemes: frozenset[str] | None = frozenset({"http
     if scheme in {"http", "https"}:
         if not parts.hostname:
             return "has no host: use http(s)://host[:port]/path"
+        if not _HOST.fullmatch(parts.hostname):  # e.g. http://key=... : a pasted secret, not a host
+            return "the host is not a host name or IP address: use http(s)://host[:port]/path"
         if port == 0:
             return "port 0 is not a port: use 1-65535"
     if parts.username is not None or parts.password is not None:
