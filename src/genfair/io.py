@@ -118,13 +118,17 @@ def write_text(text: str, path: str | Path, *, if_changed: bool = False) -> Path
     untouched (same inode and mtime), so DVC finds its hash in its state database instead of
     hashing the file again and committing the new entry (an fsync) on every run."""
     path = Path(path)
-    if if_changed:
-        try:
-            if path.read_text(encoding="utf-8") == text:
-                return path
-        except (OSError, UnicodeDecodeError):
-            pass  # missing or unreadable: write it
+    if if_changed and _holds(path, text):
+        return path
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether ``path`` already holds ``text`` (a missing or unreadable file does not)."""
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def write_json(data: Any, path: str | Path, *, if_changed: bool = False) -> Path:
