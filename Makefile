@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup study test benchmark compose ui mlflow-server mlflow-server-stop clean
+.PHONY: setup study test lint benchmark compose ui mlflow-server mlflow-server-stop clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,11 @@ study: setup
 
 test: setup
 	$(BIN)/pytest
+
+# ruff's rules and formatting (pyproject.toml's [tool.ruff]); .ci/run runs it before the tests
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 benchmark: setup
 	$(BIN)/pytest benchmarks --benchmark-only -s
