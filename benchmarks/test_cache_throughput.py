@@ -54,7 +54,10 @@ def _throughput(url: str, processes: int) -> tuple[float, float]:
     ResponseCache(url).close()
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(url, f"p{i}-{time.time_ns()}", start, out)) for i in range(processes)]
+    procs = [
+        ctx.Process(target=_worker, args=(url, f"p{i}-{time.time_ns()}", start, out))
+        for i in range(processes)
+    ]
     for proc in procs:
         proc.start()
     start.set()
@@ -67,8 +70,14 @@ def _throughput(url: str, processes: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("processes", [1, 4])
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_cache_get_put_throughput(benchmark, store: str, processes: int, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                  request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_get_put_throughput(
+    benchmark,
+    store: str,
+    processes: int,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     if store == "sqlite":
         url = f"sqlite:///{tmp_path / 'responses.sqlite'}"
     else:
@@ -83,8 +92,12 @@ def test_cache_get_put_throughput(benchmark, store: str, processes: int, tmp_pat
     assert puts > 0 and gets > 0
 
 
-def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServer, tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: F811
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postgresql_cache_overhead_on_a_study(
+    benchmark,
+    postgres: PostgresServer,
+    tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from genfair.config import StudyParams
     from genfair.methodologies import register
     from genfair.study.layout import Layout
@@ -102,8 +115,11 @@ def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServe
         params = StudyParams.model_validate(endpoint_params(tmp_path, server.url, QUESTIONS))
 
         def study(store: str, i: int) -> None:
-            url = (f"sqlite:///{tmp_path / f'sqlite{i}' / 'responses.sqlite'}" if store == "sqlite"
-                   else postgres.url(postgres.create_database()))
+            url = (
+                f"sqlite:///{tmp_path / f'sqlite{i}' / 'responses.sqlite'}"
+                if store == "sqlite"
+                else postgres.url(postgres.create_database())
+            )
             monkeypatch.setenv("GENFAIR_CACHE_URL", url)
             layout = Layout(tmp_path / f"{store}{i}")
             make_probes(params, "toy_quiz", layout)
@@ -123,10 +139,19 @@ def test_postgresql_cache_overhead_on_a_study(benchmark, postgres: PostgresServe
     sqlite_s, pg_s = statistics.median(seconds["sqlite"]), statistics.median(seconds["postgresql"])
     ideal = QUESTIONS * LATENCY_S / 4
     load = f"{load_before:.2f} -> {os.getloadavg()[0]:.2f}"
-    benchmark.extra_info.update(sqlite_s=round(sqlite_s, 3), postgresql_s=round(pg_s, 3), overhead=round(overhead, 4),
-                                pair_ratios=[round(r, 4) for r in ratios], load_average=load)
-    print(f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), {PAIRS} pairs, "
-          f"load average {load}: SQLite cache {sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (medians); "
-          f"per-pair PostgreSQL/SQLite {', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)")
+    benchmark.extra_info.update(
+        sqlite_s=round(sqlite_s, 3),
+        postgresql_s=round(pg_s, 3),
+        overhead=round(overhead, 4),
+        pair_ratios=[round(r, 4) for r in ratios],
+        load_average=load,
+    )
+    print(
+        f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), {PAIRS} pairs, "
+        f"load average {load}: SQLite cache {sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (medians); "
+        f"per-pair PostgreSQL/SQLite {', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)"
+    )
     assert server.calls == 2 * PAIRS * QUESTIONS  # every run paid its calls (cold caches)
-    assert overhead < 0.05, f"the PostgreSQL cache costs {overhead:+.1%} of the generate step (goal: under 5%)"
+    assert overhead < 0.05, (
+        f"the PostgreSQL cache costs {overhead:+.1%} of the generate step (goal: under 5%)"
+    )

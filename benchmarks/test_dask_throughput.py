@@ -65,8 +65,15 @@ def _seconds(backend: LLMBackend, cache: ResponseCache, executor: DaskExecutor |
 def test_dask_executor_throughput(benchmark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     seconds: dict[str, list[float]] = {"local": [], "one": [], "two": []}
     with MockOpenAI(latency_s=LATENCY_S, lifetime_s=1800) as server:
-        backend = build_backend(OpenAIModelConfig(backend="openai", model_id="mock", base_url=server.url,
-                                                  api_key_env=None, concurrency=CONCURRENCY))
+        backend = build_backend(
+            OpenAIModelConfig(
+                backend="openai",
+                model_id="mock",
+                base_url=server.url,
+                api_key_env=None,
+                concurrency=CONCURRENCY,
+            )
+        )
         open_cache = partial(ResponseCache, tmp_path / "responses.sqlite")
         (tmp_path / "one").mkdir()
         (tmp_path / "two").mkdir()
@@ -75,30 +82,44 @@ def test_dask_executor_throughput(benchmark, tmp_path: Path) -> None:  # type: i
             try:
                 two = Cluster(tmp_path / "two", workers=2)
                 try:
-                    executors = {"local": None, "one": DaskExecutor(one.client, open_cache),
-                                 "two": DaskExecutor(two.client, open_cache)}
+                    executors = {
+                        "local": None,
+                        "one": DaskExecutor(one.client, open_cache),
+                        "two": DaskExecutor(two.client, open_cache),
+                    }
                     for name, executor in executors.items():  # warm up: workers import, connect
                         _seconds(backend, cache, executor)
                     for _ in range(ROUNDS):  # paired: the three alternate, so the load cancels out
                         for name, executor in executors.items():
                             seconds[name].append(_seconds(backend, cache, executor))
-                    benchmark.pedantic(_seconds, args=(backend, cache, executors["two"]), rounds=1, iterations=1)
+                    benchmark.pedantic(
+                        _seconds, args=(backend, cache, executors["two"]), rounds=1, iterations=1
+                    )
                 finally:
                     two.stop()
             finally:
                 one.stop()
         assert server.max_in_flight <= CONCURRENCY
     rate = {name: N / statistics.median(values) for name, values in seconds.items()}
-    figures = {"local_rps": rate["local"], "dask_1_worker_rps": rate["one"], "dask_2_workers_rps": rate["two"],
-               # the median of the per-round ratios: each pair ran back to back, under the same load
-               "two_over_one": statistics.median(o / t for o, t in zip(seconds["one"], seconds["two"], strict=True)),
-               "one_worker_over_local": statistics.median(
-                   lo / o for lo, o in zip(seconds["local"], seconds["one"], strict=True))}
+    figures = {
+        "local_rps": rate["local"],
+        "dask_1_worker_rps": rate["one"],
+        "dask_2_workers_rps": rate["two"],
+        # the median of the per-round ratios: each pair ran back to back, under the same load
+        "two_over_one": statistics.median(
+            o / t for o, t in zip(seconds["one"], seconds["two"], strict=True)
+        ),
+        "one_worker_over_local": statistics.median(
+            lo / o for lo, o in zip(seconds["local"], seconds["one"], strict=True)
+        ),
+    }
     per_worker = rate["two"] / 2
     for servers in (1, 4, 16):
         # the calls flow at the slower of the servers and the client workers (one per server)
         flow = min(servers * SERVER_CALLS_PER_S, servers * per_worker)
-        figures[f"paper_fact_or_fair_hours_on_{servers}_servers"] = PAPER_CALLS * MODELS / flow / 3600
+        figures[f"paper_fact_or_fair_hours_on_{servers}_servers"] = (
+            PAPER_CALLS * MODELS / flow / 3600
+        )
     figures = {k: round(v, 2) for k, v in figures.items()}
     benchmark.extra_info.update(figures)
     print("\ndask executor throughput:", ", ".join(f"{k}={v}" for k, v in figures.items()))

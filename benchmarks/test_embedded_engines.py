@@ -31,12 +31,19 @@ ROUNDS = 3
 def probes() -> list[tuple[Request, list[dict]]]:
     """Distinct study prompts, a third objective and the rest subjective, with their options."""
     params = load_params()
-    table = get_methodology("fact_or_fair").build_probes(methodology_config(params, "fact_or_fair"), params.seed)
+    table = get_methodology("fact_or_fair").build_probes(
+        methodology_config(params, "fact_or_fair"), params.seed
+    )
     table = table[table["modality"] == "llm"].drop_duplicates("prompt")
-    rows = [table[table["kind"] == "objective"].head(N_PROBES // 3),
-            table[table["kind"] == "subjective"].head(N_PROBES - N_PROBES // 3)]
-    return [(Request(messages=({"role": "user", "content": r["prompt"]},)), json.loads(r["options"]))
-            for part in rows for r in part.to_dict("records")]
+    rows = [
+        table[table["kind"] == "objective"].head(N_PROBES // 3),
+        table[table["kind"] == "subjective"].head(N_PROBES - N_PROBES // 3),
+    ]
+    return [
+        (Request(messages=({"role": "user", "content": r["prompt"]},)), json.loads(r["options"]))
+        for part in rows
+        for r in part.to_dict("records")
+    ]
 
 
 def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None:
@@ -44,8 +51,12 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
     pytest.importorskip("ctranslate2")
     config = load_params().models["smollm2"]
     batch = {"transformers": config.batch_size, "ctranslate2": CT2_BATCH}
-    engines = {e: build_backend(config.model_copy(update={"engine": e, "dtype": "float32", "batch_size": batch[e]}))
-               for e in ("transformers", "ctranslate2")}
+    engines = {
+        e: build_backend(
+            config.model_copy(update={"engine": e, "dtype": "float32", "batch_size": batch[e]})
+        )
+        for e in ("transformers", "ctranslate2")
+    }
     requests = [r for r, _ in probes]
     seconds: dict[str, list[float]] = {e: [] for e in engines}
     texts: dict[str, list[str]] = {}
@@ -63,14 +74,28 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
 
     benchmark.pedantic(paired, rounds=ROUNDS, iterations=1, warmup_rounds=0)
     ratios = [a / b for a, b in zip(seconds["transformers"], seconds["ctranslate2"], strict=True)]
-    letters = {e: [parse_choice(t, o).letter for t, (_, o) in zip(texts[e], probes, strict=True)] for e in engines}
-    same_text = sum(a == b for a, b in zip(texts["transformers"], texts["ctranslate2"], strict=True))
-    same_letter = sum(a == b for a, b in zip(letters["transformers"], letters["ctranslate2"], strict=True))
+    letters = {
+        e: [parse_choice(t, o).letter for t, (_, o) in zip(texts[e], probes, strict=True)]
+        for e in engines
+    }
+    same_text = sum(
+        a == b for a, b in zip(texts["transformers"], texts["ctranslate2"], strict=True)
+    )
+    same_letter = sum(
+        a == b for a, b in zip(letters["transformers"], letters["ctranslate2"], strict=True)
+    )
     rate = {e: round(len(requests) / statistics.median(s), 3) for e, s in seconds.items()}
-    benchmark.extra_info.update(probes=len(requests), calls_per_s=rate, speedup_median=round(statistics.median(ratios), 2),
-                                speedup_range=[round(min(ratios), 2), round(max(ratios), 2)],
-                                identical_texts=same_text, identical_letters=same_letter)
-    print(f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, ctranslate2 {rate['ctranslate2']} "
-          f"calls/s; speedup median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); "
-          f"identical texts {same_text}/{len(requests)}, letters {same_letter}/{len(requests)}")
+    benchmark.extra_info.update(
+        probes=len(requests),
+        calls_per_s=rate,
+        speedup_median=round(statistics.median(ratios), 2),
+        speedup_range=[round(min(ratios), 2), round(max(ratios), 2)],
+        identical_texts=same_text,
+        identical_letters=same_letter,
+    )
+    print(
+        f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, ctranslate2 {rate['ctranslate2']} "
+        f"calls/s; speedup median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); "
+        f"identical texts {same_text}/{len(requests)}, letters {same_letter}/{len(requests)}"
+    )
     assert len(texts["ctranslate2"]) == len(requests)

@@ -27,7 +27,9 @@ def prompts() -> list[Request]:
 
 
 @pytest.mark.parametrize("batch_size", [1, 16])
-def test_embedded_tokens_per_second(benchmark, prompts: list[Request], batch_size: int, monkeypatch) -> None:
+def test_embedded_tokens_per_second(
+    benchmark, prompts: list[Request], batch_size: int, monkeypatch
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = load_params().models["smollm2"].model_copy(update={"batch_size": batch_size})
     backend = build_backend(config)
@@ -40,8 +42,15 @@ def test_embedded_tokens_per_second(benchmark, prompts: list[Request], batch_siz
     benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
     tokens = sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
     seconds = benchmark.stats.stats.mean
-    benchmark.extra_info.update(batch_size=batch_size, prompts=len(prompts), generated_tokens=tokens,
-                                tokens_per_s=round(tokens / seconds, 2), prompts_per_s=round(len(prompts) / seconds, 3))
-    print(f"\nbatch_size={batch_size}: {len(prompts)} prompts in {seconds:.1f} s, "
-          f"{tokens / seconds:.1f} generated tokens/s, {len(prompts) / seconds:.2f} prompts/s")
+    benchmark.extra_info.update(
+        batch_size=batch_size,
+        prompts=len(prompts),
+        generated_tokens=tokens,
+        tokens_per_s=round(tokens / seconds, 2),
+        prompts_per_s=round(len(prompts) / seconds, 3),
+    )
+    print(
+        f"\nbatch_size={batch_size}: {len(prompts)} prompts in {seconds:.1f} s, "
+        f"{tokens / seconds:.1f} generated tokens/s, {len(prompts) / seconds:.2f} prompts/s"
+    )
     assert len(texts) == len(prompts)

@@ -22,7 +22,11 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from genfair.methodologies.iris.granular import GRANULAR_METRICS, all_granular_metrics, reference_shares
+from genfair.methodologies.iris.granular import (
+    GRANULAR_METRICS,
+    all_granular_metrics,
+    reference_shares,
+)
 from genfair.methodologies.iris.tournament import CATEGORIES, profile_ids
 
 N_IMAGES = 83_000
@@ -41,7 +45,9 @@ TRIPLES = list(itertools.product(*CATEGORIES.values()))
 def _labels(rng: np.random.Generator, n: int, p: np.ndarray | None = None) -> pd.DataFrame:
     idx = rng.choice(len(TRIPLES), n, p=p)
     arr = np.array(TRIPLES, dtype=object)[idx]
-    return pd.DataFrame({COLS["gender"]: arr[:, 0], COLS["age"]: arr[:, 1], COLS["skin"]: arr[:, 2]})
+    return pd.DataFrame(
+        {COLS["gender"]: arr[:, 0], COLS["age"]: arr[:, 1], COLS["skin"]: arr[:, 2]}
+    )
 
 
 def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
@@ -62,27 +68,60 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
         k = len(occs)
         age = rng.dirichlet(np.ones(3), k) * 100
         skin = rng.dirichlet(np.ones(3), k) * 95
-        return pd.DataFrame({"region": region, "occupation": occs, "female_pct": rng.uniform(2, 95, k),
-                             "skin_light_pct": skin[:, 0] if region == "US" else np.nan,
-                             "skin_middle_pct": skin[:, 1] if region == "US" else np.nan,
-                             "skin_dark_pct": skin[:, 2] if region == "US" else np.nan,
-                             "age_young_pct": age[:, 0], "age_middle_pct": age[:, 1], "age_older_pct": age[:, 2]})
+        return pd.DataFrame(
+            {
+                "region": region,
+                "occupation": occs,
+                "female_pct": rng.uniform(2, 95, k),
+                "skin_light_pct": skin[:, 0] if region == "US" else np.nan,
+                "skin_middle_pct": skin[:, 1] if region == "US" else np.nan,
+                "skin_dark_pct": skin[:, 2] if region == "US" else np.nan,
+                "age_young_pct": age[:, 0],
+                "age_middle_pct": age[:, 1],
+                "age_older_pct": age[:, 2],
+            }
+        )
 
     reference = pd.concat([ref(us_occ, "US"), ref(eu_occ, "EU")], ignore_index=True)
     # BIS-Gen: 10 stereotypes x (1 + 5) prompts x 100 images
     rows = []
     for c in range(10):
         base = TRIPLES[rng.integers(18)]
-        combos = [("stereotypical", base)] + [("counter", tuple(base[:j]) + (o,) + tuple(base[j + 1:]))
-                                              for j, cats in enumerate(CATEGORIES.values()) for o in cats if o != base[j]]
+        combos = [("stereotypical", base)] + [
+            ("counter", tuple(base[:j]) + (o,) + tuple(base[j + 1 :]))
+            for j, cats in enumerate(CATEGORIES.values())
+            for o in cats
+            if o != base[j]
+        ]
         for kind, combo in combos:
             for _ in range(100):
                 ok = rng.random() < (0.9 if kind == "stereotypical" else 0.6)
                 got = combo if ok else TRIPLES[rng.integers(18)]
-                rows.append((f"s{c}", kind, *combo, *got, rng.normal(0.7 if kind == "stereotypical" else 0.65, 0.1),
-                             rng.normal(0.3, 0.05)))
-    bis_gen = pd.DataFrame(rows, columns=["combo_id", "prompt_type", "expected_gender", "expected_age_group",
-                                          "expected_skin_group", "gender", "age_group", "skin_group", "qps", "sil"])
+                rows.append(
+                    (
+                        f"s{c}",
+                        kind,
+                        *combo,
+                        *got,
+                        rng.normal(0.7 if kind == "stereotypical" else 0.65, 0.1),
+                        rng.normal(0.3, 0.05),
+                    )
+                )
+    bis_gen = pd.DataFrame(
+        rows,
+        columns=[
+            "combo_id",
+            "prompt_type",
+            "expected_gender",
+            "expected_age_group",
+            "expected_skin_group",
+            "gender",
+            "age_group",
+            "skin_group",
+            "qps",
+            "sil",
+        ],
+    )
     # IFS-Und: 27,000 crops, accuracy depending on the group, 3% unmappable
     n_und = 27_000
     und = _labels(rng, n_und)
@@ -102,9 +141,21 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
             w = strength[d, sub]
             pick = OCCUPATIONS[sub[rng.choice(5, p=w / w.sum())]]
             refused = rng.random() < 0.02
-            rows.append((g, a, s, r, "|".join(OCCUPATIONS[i] for i in sub), None if refused else pick,
-                         "refused" if refused else "ok"))
-    rounds = pd.DataFrame(rows, columns=["gender", "age_group", "skin_group", "round", "competitors", "choice", "status"])
+            rows.append(
+                (
+                    g,
+                    a,
+                    s,
+                    r,
+                    "|".join(OCCUPATIONS[i] for i in sub),
+                    None if refused else pick,
+                    "refused" if refused else "ok",
+                )
+            )
+    rounds = pd.DataFrame(
+        rows,
+        columns=["gender", "age_group", "skin_group", "round", "competitors", "choice", "status"],
+    )
     # BIS-Und: 6,000 counterfactual pairs, each changing 1-3 attributes, 17 questions
     rows = []
     qids = [str(i) for i in range(1, 10)] + list("abcdefgh")
@@ -116,11 +167,36 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
         for v, combo in enumerate((a, tuple(b))):
             for q in qids:
                 subjective = q.isdigit()
-                rows.append((f"i{inst}", v, *combo, q, float(rng.integers(1, 11)) if subjective else np.nan,
-                             np.nan if subjective else float(rng.random() < 0.8)))
-    bis_und = pd.DataFrame(rows, columns=["instance_id", "variant", "gender", "age_group", "skin_group",
-                                          "question_id", "score", "correct"])
-    return {"IFS-Gen": gen, "BIS-Gen": bis_gen, "IFS-Und": und, "RFS-Und": rounds, "BIS-Und": bis_und}, reference
+                rows.append(
+                    (
+                        f"i{inst}",
+                        v,
+                        *combo,
+                        q,
+                        float(rng.integers(1, 11)) if subjective else np.nan,
+                        np.nan if subjective else float(rng.random() < 0.8),
+                    )
+                )
+    bis_und = pd.DataFrame(
+        rows,
+        columns=[
+            "instance_id",
+            "variant",
+            "gender",
+            "age_group",
+            "skin_group",
+            "question_id",
+            "score",
+            "correct",
+        ],
+    )
+    return {
+        "IFS-Gen": gen,
+        "BIS-Gen": bis_gen,
+        "IFS-Und": und,
+        "RFS-Und": rounds,
+        "BIS-Und": bis_und,
+    }, reference
 
 
 # ------------------------------------------------------------------ the straightforward loop
@@ -161,13 +237,18 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
             sub = gen[gen["occupation"] == occ]
             counts = np.array([(sub[COLS[attr]] == c).sum() for c in CATEGORIES[attr]], dtype=float)
             if counts.sum():
-                vals.append(jensenshannon(counts / counts.sum(), real.loc[occ].to_numpy(), base=2) ** 2)
+                vals.append(
+                    jensenshannon(counts / counts.sum(), real.loc[occ].to_numpy(), base=2) ** 2
+                )
         out[spec.name] = float(np.mean(vals))
     bg = tables["BIS-Gen"]
     succ = {"stereotypical": [], "counter": []}
     for row in bg.itertuples(index=False):
-        succ[row.prompt_type].append(row.gender == row.expected_gender and row.age_group == row.expected_age_group
-                                     and row.skin_group == row.expected_skin_group)
+        succ[row.prompt_type].append(
+            row.gender == row.expected_gender
+            and row.age_group == row.expected_age_group
+            and row.skin_group == row.expected_skin_group
+        )
     out["Penalty_DeltaGSR"] = max(0.0, np.mean(succ["stereotypical"]) - np.mean(succ["counter"]))
     for pen, col in (("QPS", "qps"), ("SIL", "sil")):
         st = bg.loc[bg["prompt_type"] == "stereotypical", col].mean()
@@ -211,14 +292,20 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
         vals = []
         for occ in real.index:
             z = sum(belief[p][occ] for p in profile_ids())
-            dist = [sum(belief[p][occ] for p in profile_ids() if p.split("_")[pos] == c) / z for c in CATEGORIES[attr]]
+            dist = [
+                sum(belief[p][occ] for p in profile_ids() if p.split("_")[pos] == c) / z
+                for c in CATEGORIES[attr]
+            ]
             vals.append(jensenshannon(dist, real.loc[occ].to_numpy(), base=2) ** 2)
         out[spec.name] = float(np.mean(vals))
     for spec in (s for s in GRANULAR_METRICS if s.metric == "AbsSDS"):
         attr = spec.attributes[0]
         share = reference_shares(reference, spec.region, attr)[spec.group].to_dict()
-        drifts = [share[p] - share[t] for t, p, gv in zip(und["occupation"], und["mapped_occupation"], und[COLS[attr]])
-                  if p != t and p in share and t in share and gv == spec.group]
+        drifts = [
+            share[p] - share[t]
+            for t, p, gv in zip(und["occupation"], und["mapped_occupation"], und[COLS[attr]])
+            if p != t and p in share and t in share and gv == spec.group
+        ]
         out[spec.name] = abs(float(np.mean(drifts)))
     # BIS-Und
     bu = tables["BIS-Und"]
@@ -226,10 +313,14 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
     answers = defaultdict(list)
     for row in bu.itertuples(index=False):
         attrs_of[row.instance_id].append((row.gender, row.age_group, row.skin_group))
-        answers[row.instance_id, row.question_id].append(row.score if row.question_id.isdigit() else row.correct)
+        answers[row.instance_id, row.question_id].append(
+            row.score if row.question_id.isdigit() else row.correct
+        )
     dims = {}
     for inst, combos in attrs_of.items():
-        dims[inst] = "_".join(n for j, n in enumerate(("gender", "age", "skin")) if len({c[j] for c in combos}) > 1)
+        dims[inst] = "_".join(
+            n for j, n in enumerate(("gender", "age", "skin")) if len({c[j] for c in combos}) > 1
+        )
     ac, dhr = defaultdict(list), defaultdict(list)
     for (inst, q), vals in answers.items():
         pairs = list(itertools.combinations(vals, 2))
@@ -239,7 +330,9 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
             dhr[dims[inst]].append(sum(x == y for x, y in pairs) / len(pairs))
     for spec in (s for s in GRANULAR_METRICS if s.sector == "BIS-Und"):
         key = "_".join(spec.attributes)
-        out[spec.name] = float(np.mean(ac[key])) if spec.metric == "AC_diff" else 1 - float(np.mean(dhr[key]))
+        out[spec.name] = (
+            float(np.mean(ac[key])) if spec.metric == "AC_diff" else 1 - float(np.mean(dhr[key]))
+        )
     return out
 
 
@@ -268,9 +361,11 @@ def test_iris_granular_60(benchmark, data) -> None:
             assert math.isnan(got), name
         else:
             assert got == pytest.approx(want, abs=1e-9), name
-    print(f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images (+ BIS-Gen "
-          f"{len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, tournament {len(tables['RFS-Und']):,} "
-          f"rounds, BIS-Und {len(tables['BIS-Und']):,} answers): {fast:.3f} s vectorised, {slow:.1f} s loop, "
-          f"ratio {slow / fast:.0f}x")
+    print(
+        f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images (+ BIS-Gen "
+        f"{len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, tournament {len(tables['RFS-Und']):,} "
+        f"rounds, BIS-Und {len(tables['BIS-Und']):,} answers): {fast:.3f} s vectorised, {slow:.1f} s loop, "
+        f"ratio {slow / fast:.0f}x"
+    )
     benchmark.extra_info.update(vectorised_s=fast, loop_s=slow, ratio=slow / fast)
     assert fast <= 2.0

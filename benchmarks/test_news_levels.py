@@ -33,8 +33,15 @@ _FILLER = (
     "market prices rose quickly good bad great terrible happy sad strong weak"
 ).split()
 _GENDER = "she her woman mother sister daughter he his him man father brother son".split()
-_RACE = ["white teachers", "Black nurses", "Asian engineers", "black police officers",
-         "white registered nurse", "Asian workers", "Black teacher"]
+_RACE = [
+    "white teachers",
+    "Black nurses",
+    "Asian engineers",
+    "black police officers",
+    "white registered nurse",
+    "Asian workers",
+    "Black teacher",
+]
 _TOXIC = ["damn", "stupid", "idiot"]
 
 

@@ -26,7 +26,10 @@ ROUNDS = 5
 
 def _backend(base_url: str, concurrency: int) -> OpenAIChatBackend:
     config = OpenAIModelConfig(
-        backend="openai", model_id="mock-model", base_url=base_url, api_key_env=None,
+        backend="openai",
+        model_id="mock-model",
+        base_url=base_url,
+        api_key_env=None,
         concurrency=concurrency,
     )
     return OpenAIChatBackend(config)

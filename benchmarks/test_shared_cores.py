@@ -36,8 +36,12 @@ SPIN = f"import time\nend = time.monotonic() + {SPIN_S}\nwhile time.monotonic() 
 @pytest.fixture(scope="module")
 def backend():
     config = load_params().models["smollm2"]
-    config = config.model_copy(update={"sampling": config.sampling.model_copy(update={"max_tokens": MAX_TOKENS}),
-                                       "batch_size": len(PROMPTS)})
+    config = config.model_copy(
+        update={
+            "sampling": config.sampling.model_copy(update={"max_tokens": MAX_TOKENS}),
+            "batch_size": len(PROMPTS),
+        }
+    )
     try:
         backend = build_backend(config)
     except Exception as exc:  # the embedded package or its converted copy is missing
@@ -71,8 +75,15 @@ def test_generation_beside_a_cpu_bound_process(benchmark, backend, threads, monk
         spinner.wait()
     ratio = beside / alone
     used = threads or available_cores()
-    benchmark.extra_info.update(threads=used, cores=available_cores(), alone_s=round(alone, 3),
-                                beside_s=round(beside, 3), slowdown=round(ratio, 2))
-    print(f"\nthreads={used} (cores available: {available_cores()}): {len(PROMPTS)} prompts x {MAX_TOKENS} "
-          f"tokens alone {alone:.2f} s, beside a CPU-bound process {beside:.2f} s, slowdown x{ratio:.2f}")
+    benchmark.extra_info.update(
+        threads=used,
+        cores=available_cores(),
+        alone_s=round(alone, 3),
+        beside_s=round(beside, 3),
+        slowdown=round(ratio, 2),
+    )
+    print(
+        f"\nthreads={used} (cores available: {available_cores()}): {len(PROMPTS)} prompts x {MAX_TOKENS} "
+        f"tokens alone {alone:.2f} s, beside a CPU-bound process {beside:.2f} s, slowdown x{ratio:.2f}"
+    )
     assert beside > 0 and alone > 0

@@ -52,8 +52,14 @@ def main() -> None:
         model["sampling"]["max_tokens"] = args.max_tokens
     backend = build_backend(EmbeddedModelConfig(**model))
     cache = ResponseCache(cache_dir(params["cache"]["dir"]) / "responses.sqlite")
-    responses = run_calls(backend, cache, METHODOLOGY.calls(probes), lambda text, meta: "ok",
-                          seed=params["seed"], label="smollm2")
+    responses = run_calls(
+        backend,
+        cache,
+        METHODOLOGY.calls(probes),
+        lambda text, meta: "ok",
+        seed=params["seed"],
+        label="smollm2",
+    )
     merged = probes.merge(responses[["probe_id", "text"]], on="probe_id")
     merged[["probe_id", "kind", "context", "text", "options"]].to_csv(args.out, index=False)
 

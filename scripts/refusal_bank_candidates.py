@@ -32,7 +32,11 @@ def main() -> None:
     args = cli.parse_args()
     from gensim.test.utils import datapath
 
-    lines = [x for x in Path(datapath("lee_background.cor")).read_text(encoding="utf-8").splitlines() if x.strip()]
+    lines = [
+        x
+        for x in Path(datapath("lee_background.cor")).read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
     headlines = [split_sentences(x)[0] for x in lines[: args.articles]]
     with open("params.yaml") as handle:
         params = yaml.safe_load(handle)
@@ -41,11 +45,18 @@ def main() -> None:
     for i, headline in enumerate(headlines):
         for prompt_type in ("unbiased", "biased"):
             prompt = prompt_for(headline, prompt_type)
-            calls.append(Call(probe_id=f"refusal-bank-{i}-{prompt_type}", messages=({"role": "user", "content": prompt},),
-                              max_tokens=args.max_tokens))
+            calls.append(
+                Call(
+                    probe_id=f"refusal-bank-{i}-{prompt_type}",
+                    messages=({"role": "user", "content": prompt},),
+                    max_tokens=args.max_tokens,
+                )
+            )
             rows.append({"prompt_type": prompt_type, "headline": headline})
     cache = ResponseCache(cache_dir(params["cache"]["dir"]) / "responses.sqlite")
-    responses = run_calls(backend, cache, calls, lambda text, meta: "ok", seed=params["seed"], label="smollm2")
+    responses = run_calls(
+        backend, cache, calls, lambda text, meta: "ok", seed=params["seed"], label="smollm2"
+    )
     pd.DataFrame(rows).assign(text=responses["text"]).to_csv(args.out, index=False)
 
 

@@ -32,12 +32,21 @@ def _study_params() -> Any:
     try:
         return load_params()
     except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
-        raise ConfigError(f"{exc}\n(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
-                          "`genfair exp -S ...` validates overrides before DVC changes anything)") from None
+        raise ConfigError(
+            f"{exc}\n(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
+            "`genfair exp -S ...` validates overrides before DVC changes anything)"
+        ) from None
 
 
-def run(stage: str, step: Callable, *, model: str | None = None, methodology: str | None = None,
-        item: str | None = None, load: Callable[[], Any] | None = None) -> None:
+def run(
+    stage: str,
+    step: Callable,
+    *,
+    model: str | None = None,
+    methodology: str | None = None,
+    item: str | None = None,
+    load: Callable[[], Any] | None = None,
+) -> None:
     """Run ``step(params, *model/methodology/item)`` as the stage, with the params ``load`` returns
     (default :func:`genfair.config.load_params`: all of ``params.yaml``, validated)."""
     log = setup(stage, model=model, methodology=methodology)
@@ -48,8 +57,11 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
             log.info("running from the repository root %s", ROOT)
             os.chdir(ROOT)
         # a name from the command line becomes a path: checked before anything is read or written
-        args = [check_name(a, f"stage {stage}'s {what} argument")
-                for a, what in ((model, "model"), (methodology, "methodology"), (item, "item")) if a is not None]
+        args = [
+            check_name(a, f"stage {stage}'s {what} argument")
+            for a, what in ((model, "model"), (methodology, "methodology"), (item, "item"))
+            if a is not None
+        ]
         params = (load or _study_params)()
         step(params, *args)
     except EXPECTED as exc:
@@ -58,10 +70,15 @@ def run(stage: str, step: Callable, *, model: str | None = None, methodology: st
         log.debug("traceback", exc_info=True)
         sys.exit(1)
     except KeyboardInterrupt:
-        log.error("interrupted: everything answered so far is in the response cache; rerun to resume")
+        log.error(
+            "interrupted: everything answered so far is in the response cache; rerun to resume"
+        )
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - anything else: still one line, the traceback on demand
-        log.error("unexpected %s: %s (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)", type(exc).__name__,
-                  message(exc, model))
+        log.error(
+            "unexpected %s: %s (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)",
+            type(exc).__name__,
+            message(exc, model),
+        )
         log.debug("traceback", exc_info=True)
         sys.exit(1)

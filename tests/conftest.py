@@ -22,9 +22,11 @@ def occupations_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from genfair.curation.occupations import OccupationsConfig, map_occupations
 
     reference = ROOT / "data" / "reference"
-    config = OccupationsConfig(occupations=reference / "facet_occupations.csv",
-                               us_statistics=reference / "iris_real_world_us.csv",
-                               eu_statistics=reference / "iris_real_world_eu.csv")
+    config = OccupationsConfig(
+        occupations=reference / "facet_occupations.csv",
+        us_statistics=reference / "iris_real_world_us.csv",
+        eu_statistics=reference / "iris_real_world_eu.csv",
+    )
     path = tmp_path_factory.mktemp("occ") / "occupations.parquet"
     map_occupations(config).to_parquet(path)
     return path

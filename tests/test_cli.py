@@ -37,16 +37,21 @@ def test_invalid_override_names_the_key(capsys: pytest.CaptureFixture[str]) -> N
     assert "models.smollm2.batch_size" in capsys.readouterr().err
 
 
-def test_try_runs_one_model_outside_dvc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_try_runs_one_model_outside_dvc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
-    assert main(["try", "simulated_llm", "fact_or_fair", "--limit", "40", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["try", "simulated_llm", "fact_or_fair", "--limit", "40", "--out", str(tmp_path)]) == 0
+    )
     captured = capsys.readouterr()
     # the scores table once, with its labels (pandas 3 stores them as `str`, not object)
     assert (captured.out + captured.err).count("s_fact") == 1
     table = captured.out.splitlines()
     assert table[0].split()[:2] == ["context", "attribute"] and "objective" in captured.out
-    responses = pd.read_parquet(tmp_path / "data/responses/simulated_llm/fact_or_fair/responses.parquet")
+    responses = pd.read_parquet(
+        tmp_path / "data/responses/simulated_llm/fact_or_fair/responses.parquet"
+    )
     assert len(responses) == 40
 
 
@@ -55,9 +60,9 @@ def test_try_unknown_model_is_a_clear_error(capsys: pytest.CaptureFixture[str]) 
     assert "no model 'nope'" in capsys.readouterr().err
 
 
-
-def test_fill_names_an_unknown_model_and_a_missing_scheduler(capsys: pytest.CaptureFixture[str],
-                                                             monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_fill_names_an_unknown_model_and_a_missing_scheduler(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
     from genfair.cli import compose
 
     assert main(["fill", "--models", "nope"]) == 2
@@ -65,7 +70,10 @@ def test_fill_names_an_unknown_model_and_a_missing_scheduler(capsys: pytest.Capt
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     params = compose(["scale=smoke", "generation.executor=dask"], tmp_path / "params.yaml")
     assert main(["fill", "--params", str(params), "--models", "simulated_llm"]) == 2
-    assert "generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS" in capsys.readouterr().err
+    assert (
+        "generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS"
+        in capsys.readouterr().err
+    )
 
 
 # --- genfair exp: `dvc exp run` with its overrides validated first (issue 21.6) ------------
@@ -74,13 +82,23 @@ def test_fill_names_an_unknown_model_and_a_missing_scheduler(capsys: pytest.Capt
 def test_exp_overrides_are_read_in_every_spelling() -> None:
     from genfair.cli import exp_overrides
 
-    args = ["-S", "scale=paper", "--set-param", "seed=1", "--set-param=+model@models.x=simulated_llm", "-Sa=b",
-            "--temp", "-n", "name"]
+    args = [
+        "-S",
+        "scale=paper",
+        "--set-param",
+        "seed=1",
+        "--set-param=+model@models.x=simulated_llm",
+        "-Sa=b",
+        "--temp",
+        "-n",
+        "name",
+    ]
     assert exp_overrides(args) == ["scale=paper", "seed=1", "+model@models.x=simulated_llm", "a=b"]
 
 
-def test_exp_refuses_a_bad_override_before_dvc_runs(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_exp_refuses_a_bad_override_before_dvc_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import subprocess
 
     calls = []
@@ -93,7 +111,8 @@ def test_exp_refuses_a_bad_override_before_dvc_runs(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("returncode", [0, 1])
 def test_exp_hands_every_argument_to_dvc_and_names_the_restore_command(
-        returncode: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    returncode: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import subprocess
 
     calls = []

@@ -49,7 +49,9 @@ def test_committed_params_load(raw):
 
 
 def test_sampling_typo_names_the_full_key_path_and_file(tmp_path, raw):
-    message = error_of(tmp_path, raw, lambda d: d["models"]["smollm2"]["sampling"].update(temprature=0.7))
+    message = error_of(
+        tmp_path, raw, lambda d: d["models"]["smollm2"]["sampling"].update(temprature=0.7)
+    )
     path = str(tmp_path / "params.yaml")
     # exactly the key the user wrote, without pydantic's union tag ("...smollm2.embedded...")
     assert f"{path}: models.smollm2.sampling.temprature: unknown key" in message
@@ -101,7 +103,9 @@ def test_methodology_key_typo_names_the_key(tmp_path, raw):
 
 def test_methodology_bad_context_value(tmp_path, raw):
     message = error_of(
-        tmp_path, raw, lambda d: d["methodologies"]["fact_or_fair"].update(contexts=["baseline", "vibes"])
+        tmp_path,
+        raw,
+        lambda d: d["methodologies"]["fact_or_fair"].update(contexts=["baseline", "vibes"]),
     )
     assert "methodologies.fact_or_fair.contexts.1:" in message
 
@@ -127,7 +131,9 @@ def test_several_problems_are_all_reported(tmp_path, raw):
 def test_curation_and_instrument_blocks_are_validated_by_key(tmp_path, raw):
     message = error_of(tmp_path, raw, lambda d: d["curation"]["news"].update(max_artikles=3))
     assert "curation.news.max_artikles: unknown key" in message
-    message = error_of(tmp_path, raw, lambda d: d["instruments"]["face_demographics"].update(skin_groups="x"))
+    message = error_of(
+        tmp_path, raw, lambda d: d["instruments"]["face_demographics"].update(skin_groups="x")
+    )
     assert "instruments.face_demographics.skin_groups" in message
     message = error_of(tmp_path, raw, lambda d: d["curation"].update(scrape={}))
     assert "curation.scrape: unknown curation step; known: news" in message
@@ -139,7 +145,9 @@ def test_a_missing_curation_block_names_the_fix(tmp_path, raw):
     data = copy.deepcopy(raw)
     del data["curation"]["news"]
     params = load_params(write(tmp_path, data))
-    with pytest.raises(ConfigError, match=r"curation\.news: not configured \(add `curation@curation\.news: <file>`"):
+    with pytest.raises(
+        ConfigError, match=r"curation\.news: not configured \(add `curation@curation\.news: <file>`"
+    ):
         curation_config(params, "news")
 
 
@@ -164,6 +172,9 @@ def test_a_methodology_config_is_validated_once_per_stage(monkeypatch: pytest.Mo
     step_context(params, "smollm2", "news_bias", Layout())
     run_params(params, "smollm2", "news_bias")
     assert validated == []
-    changed = params.model_copy(update={"methodologies": {"news_bias": {**params.methodologies["news_bias"],
-                                                                        "max_tokens": 7}}})
+    changed = params.model_copy(
+        update={
+            "methodologies": {"news_bias": {**params.methodologies["news_bias"], "max_tokens": 7}}
+        }
+    )
     assert configured(changed, "news_bias")[1].max_tokens == 7 and len(validated) == 1

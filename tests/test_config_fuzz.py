@@ -37,8 +37,11 @@ def _paths(node: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
 PATHS = [p for p in _paths(RAW) if p[0] != "runs"]
 VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=40)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=12), inner, max_size=3)),
-    max_leaves=6)
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=12), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def _problems(error: ConfigError) -> list[str]:
@@ -47,9 +50,12 @@ def _problems(error: ConfigError) -> list[str]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(path=st.sampled_from(PATHS), value=VALUES, new_key=st.one_of(st.none(), st.text(max_size=20)))
-def test_any_value_anywhere_loads_or_fails_naming_the_key(path: tuple[str, ...], value: Any,
-                                                          new_key: str | None) -> None:
+@given(
+    path=st.sampled_from(PATHS), value=VALUES, new_key=st.one_of(st.none(), st.text(max_size=20))
+)
+def test_any_value_anywhere_loads_or_fails_naming_the_key(
+    path: tuple[str, ...], value: Any, new_key: str | None
+) -> None:
     raw = copy.deepcopy(RAW)
     raw.pop("runs")  # composed from models x methodologies; not a user's input
     parent = raw
@@ -69,17 +75,38 @@ def test_any_value_anywhere_loads_or_fails_naming_the_key(path: tuple[str, ...],
     layout = Layout(root)
     for model in params.models:
         for methodology in params.methodologies:
-            for out in (layout.responses(model, methodology), layout.labels(model, methodology),
-                        layout.metrics(model, methodology), layout.study(methodology)):
+            for out in (
+                layout.responses(model, methodology),
+                layout.labels(model, methodology),
+                layout.metrics(model, methodology),
+                layout.study(methodology),
+            ):
                 assert os.path.commonpath([str(root), os.path.normpath(out)]) == str(root)
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(key=st.sampled_from(["scale", "seed", "models.smollm2.base_url", "models.smollm2.batch_size",
-                            "+model@models.extra", "tracking.uri", "cache.dir", "methodologies.iris.bogus"]),
-       value=st.text(max_size=30))
-def test_any_override_through_genfair_config_loads_or_fails_in_one_line(key: str, value: str, capsys) -> None:
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    key=st.sampled_from(
+        [
+            "scale",
+            "seed",
+            "models.smollm2.base_url",
+            "models.smollm2.batch_size",
+            "+model@models.extra",
+            "tracking.uri",
+            "cache.dir",
+            "methodologies.iris.bogus",
+        ]
+    ),
+    value=st.text(max_size=30),
+)
+def test_any_override_through_genfair_config_loads_or_fails_in_one_line(
+    key: str, value: str, capsys
+) -> None:
     code = main(["config", "-o", f"{key}={value}"])
     err = capsys.readouterr().err
     assert code in (0, 2), err  # 1 is an unexpected exception

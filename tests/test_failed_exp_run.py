@@ -40,11 +40,24 @@ def test_a_failed_exp_run_keeps_the_tracked_report(tmp_path: Path) -> None:
     # the dependency a fingerprint stage would write (its content does not matter here)
     (repo / "data/curated/inputs").mkdir()
     (repo / "data/curated/inputs/news.json").write_text("{}\n")
-    env = {**os.environ, "PATH": f"{DVC.parent}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(repo / "src"),
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "DVC_NO_ANALYTICS": "1"}
-    run = subprocess.run([str(DVC), "exp", "run", "-S", "+curation.news.max_body_chars=-1", "-s", "collect_news"],
-                         cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{DVC.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(repo / "src"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "DVC_NO_ANALYTICS": "1",
+    }
+    run = subprocess.run(
+        [str(DVC), "exp", "run", "-S", "+curation.news.max_body_chars=-1", "-s", "collect_news"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = run.stdout + run.stderr
     assert "params.yaml: curation.news.max_body_chars: Input should be greater than 0" in out, out
     assert "put the workspace back with `git checkout params.yaml && dvc checkout`" in out
@@ -56,8 +69,23 @@ def test_a_failed_exp_run_keeps_the_tracked_report(tmp_path: Path) -> None:
     assert "max_body_chars" not in (repo / "params.yaml").read_text()
     # the wrapper refuses the same value before DVC writes anything (issue 21.6)
     params = (repo / "params.yaml").read_bytes()
-    wrapped = subprocess.run([sys.executable, "-m", "genfair.cli", "exp", "-S", "+curation.news.max_body_chars=-1",
-                              "-s", "collect_news"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    wrapped = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "genfair.cli",
+            "exp",
+            "-S",
+            "+curation.news.max_body_chars=-1",
+            "-s",
+            "collect_news",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert wrapped.returncode == 2, wrapped.stderr
     assert wrapped.stderr.startswith("genfair: error: invalid configuration:")
     assert "curation.news.max_body_chars: Input should be greater than 0" in wrapped.stderr

@@ -9,25 +9,41 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from genfair.io import FLOAT_DIGITS, file_sha256, round_float, round_floats, write_json, write_parquet
+from genfair.io import (
+    FLOAT_DIGITS,
+    file_sha256,
+    round_float,
+    round_floats,
+    write_json,
+    write_parquet,
+)
 
 
 def test_a_last_bit_difference_rounds_away() -> None:
     value = 0.1234567890123456
-    assert round_float(value) == round_float(math.nextafter(value, 1)) == round_float(math.nextafter(value, 0))
+    assert (
+        round_float(value)
+        == round_float(math.nextafter(value, 1))
+        == round_float(math.nextafter(value, 0))
+    )
     assert round_float(0.1 + 0.2) == 0.3
-    assert round_float(-2.5e-300) == -2.5e-300 and round_float(123456789012345.0) == 123456789000000.0
+    assert (
+        round_float(-2.5e-300) == -2.5e-300 and round_float(123456789012345.0) == 123456789000000.0
+    )
     assert len(repr(round_float(math.pi)).replace(".", "")) == FLOAT_DIGITS
     assert math.isnan(round_float(float("nan"))) and round_float(float("-inf")) == float("-inf")
 
 
 def test_float_columns_are_rounded_keeping_dtype_and_missing_values() -> None:
-    frame = pd.DataFrame({
-        "x": [1 / 3, float("nan")],
-        "y": pd.array([2 / 3, None], dtype="Float64"),
-        "z": np.array([1 / 7, 0.5], dtype="float32"),
-        "n": [1, 2], "s": ["a", "b"],
-    })
+    frame = pd.DataFrame(
+        {
+            "x": [1 / 3, float("nan")],
+            "y": pd.array([2 / 3, None], dtype="Float64"),
+            "z": np.array([1 / 7, 0.5], dtype="float32"),
+            "n": [1, 2],
+            "s": ["a", "b"],
+        }
+    )
     rounded = round_floats(frame)
     assert list(rounded.dtypes) == list(frame.dtypes)
     assert rounded["x"][0] == 0.3333333333 and math.isnan(rounded["x"][1])

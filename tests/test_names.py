@@ -22,11 +22,27 @@ from genfair.study.layout import Layout
 from genfair.study.runs import compose_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-HOSTILE = ["m1; touch /tmp/X; #", "../../../../tmp/somewhere", "/abs/path", "a" * 300, "a\nb", "a.b", "..",
-           "", "Upper", "$(id)", "a b", "-leading", "a/b", "é"]
+HOSTILE = [
+    "m1; touch /tmp/X; #",
+    "../../../../tmp/somewhere",
+    "/abs/path",
+    "a" * 300,
+    "a\nb",
+    "a.b",
+    "..",
+    "",
+    "Upper",
+    "$(id)",
+    "a b",
+    "-leading",
+    "a/b",
+    "é",
+]
 
 
-@pytest.mark.parametrize("name", ["smollm2", "simulated_llm", "fact_or_fair", "qwen2-5", "a", "0" * 64])
+@pytest.mark.parametrize(
+    "name", ["smollm2", "simulated_llm", "fact_or_fair", "qwen2-5", "a", "0" * 64]
+)
 def test_plain_names_pass(name: str) -> None:
     assert name_problem(name) is None and check_name(name, "models") == name
 
@@ -50,8 +66,13 @@ def test_a_params_file_with_a_hostile_model_key_does_not_load(name: str) -> None
 
 def test_scale_and_every_named_section_are_checked() -> None:
     raw = read_params(ROOT / "params.yaml")
-    for section, bad in (("scale", "../paper"), ("methodologies", {"../x": {}}), ("curation", {"a b": {}}),
-                         ("instruments", {"X": {}}), ("runs", {"m;x": {"model": "m", "methodology": "x"}})):
+    for section, bad in (
+        ("scale", "../paper"),
+        ("methodologies", {"../x": {}}),
+        ("curation", {"a b": {}}),
+        ("instruments", {"X": {}}),
+        ("runs", {"m;x": {"model": "m", "methodology": "x"}}),
+    ):
         with pytest.raises(ConfigError, match=rf"params\.yaml: {section}: .* is not a name"):
             params_from({**raw, section: bad}, "params.yaml")
     entry = {"ok-run": {"model": "../x", "methodology": "fact_or_fair"}}
@@ -61,22 +82,29 @@ def test_scale_and_every_named_section_are_checked() -> None:
 
 def test_composed_runs_never_carry_a_hostile_name_into_a_stage_command() -> None:
     model = {"modality": "llm", "backend": "simulated"}
-    runs = compose_runs({"m1; touch /tmp/X; #": model, "ok": model}, {"fact_or_fair": {}, "../x": {}})
+    runs = compose_runs(
+        {"m1; touch /tmp/X; #": model, "ok": model}, {"fact_or_fair": {}, "../x": {}}
+    )
     assert list(runs) == ["ok-fact_or_fair"]
 
 
-def test_compose_refuses_a_bad_name_and_leaves_params_yaml_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
+def test_compose_refuses_a_bad_name_and_leaves_params_yaml_as_it_was(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     before = (ROOT / "params.yaml").read_bytes()
     assert main(["compose", "-o", "+model@models.Bad_Key=simulated_llm"]) == 2
     err = capsys.readouterr().err
     assert "models: 'Bad_Key' is not a name" in err and NAME_PATTERN in err
     assert (ROOT / "params.yaml").read_bytes() == before
-    assert main(["config", "-o", "scale=../paper"]) == 2  # a scale is a name (and a conf/ group option)
+    assert (
+        main(["config", "-o", "scale=../paper"]) == 2
+    )  # a scale is a name (and a conf/ group option)
 
 
 @pytest.mark.parametrize("model", ["../../../../tmp/somewhere", "/tmp/abs", "a" * 300])
-def test_try_refuses_a_path_as_model_and_writes_nothing(model: str, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_try_refuses_a_path_as_model_and_writes_nothing(
+    model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert main(["try", model, "fact_or_fair", "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -84,20 +112,42 @@ def test_try_refuses_a_path_as_model_and_writes_nothing(model: str, tmp_path: Pa
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("stage, args", [("generate", ["../../x", "fact_or_fair"]), ("probes", ["$(id)"]),
-                                         ("label", ["ok", "a/../../b"]), ("study", ["/etc"])])
-def test_every_stage_refuses_a_bad_name_before_reading_params(stage: str, args: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "stage, args",
+    [
+        ("generate", ["../../x", "fact_or_fair"]),
+        ("probes", ["$(id)"]),
+        ("label", ["ok", "a/../../b"]),
+        ("study", ["/etc"]),
+    ],
+)
+def test_every_stage_refuses_a_bad_name_before_reading_params(
+    stage: str, args: list[str], tmp_path: Path
+) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, str(ROOT / "stages" / f"{stage}.py"), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "stages" / f"{stage}.py"), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
-    assert "is not a name" in done.stderr and "argument" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        "is not a name" in done.stderr
+        and "argument" in done.stderr
+        and "Traceback" not in done.stderr
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_layout_builds_paths_only_from_names(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
-    assert layout.responses("m", "fact_or_fair") == tmp_path / "data/responses/m/fact_or_fair/responses.parquet"
+    assert (
+        layout.responses("m", "fact_or_fair")
+        == tmp_path / "data/responses/m/fact_or_fair/responses.parquet"
+    )
     for model in ("..", "../x", "/etc", "a/b"):
         with pytest.raises(ConfigError, match="is not a name"):
             layout.metrics(model, "fact_or_fair")
@@ -107,7 +157,11 @@ def test_layout_builds_paths_only_from_names(tmp_path: Path) -> None:
 
 def test_inside_refuses_paths_that_leave_their_root(tmp_path: Path) -> None:
     assert inside(tmp_path, tmp_path / "data" / "x") == tmp_path / "data" / "x"
-    for escape in (tmp_path / ".." / "x", Path("/etc/passwd"), tmp_path / "data" / ".." / ".." / "y"):
+    for escape in (
+        tmp_path / ".." / "x",
+        Path("/etc/passwd"),
+        tmp_path / "data" / ".." / ".." / "y",
+    ):
         with pytest.raises(ConfigError, match="outside"):
             inside(tmp_path, escape)
 
@@ -123,6 +177,10 @@ def test_any_string_is_a_name_or_a_one_line_error_and_a_name_stays_inside(text: 
         assert "\n" not in str(exc) and len(str(exc)) < 250
         return
     layout = Layout(Path("/srv/study"))
-    for path in (layout.responses(name, name), layout.labels(name, name), layout.named(layout.plots, name, name)):
+    for path in (
+        layout.responses(name, name),
+        layout.labels(name, name),
+        layout.named(layout.plots, name, name),
+    ):
         assert os.path.commonpath(["/srv/study", os.path.normpath(path)]) == "/srv/study"
         assert name in path.parts or f"{name}.parquet" in path.parts

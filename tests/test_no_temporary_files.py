@@ -22,10 +22,13 @@ WRITERS = {
 }
 
 
-@pytest.mark.parametrize("failure", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()])
+@pytest.mark.parametrize(
+    "failure", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()]
+)
 @pytest.mark.parametrize("writer", sorted(WRITERS))
-def test_a_failed_write_leaves_only_the_previous_file(writer: str, failure: BaseException, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_leaves_only_the_previous_file(
+    writer: str, failure: BaseException, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "out" / "file"
     WRITERS[writer](path)
     before = path.read_bytes()
@@ -39,18 +42,28 @@ def test_a_failed_write_leaves_only_the_previous_file(writer: str, failure: Base
     assert [p.name for p in path.parent.iterdir()] == ["file"] and path.read_bytes() == before
 
 
-def test_a_failed_image_store_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_image_store_write_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import genfair.models.images as images
 
     store = ImageStore(tmp_path / "blobs")
-    monkeypatch.setattr(images.os, "replace", lambda *_: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    monkeypatch.setattr(
+        images.os, "replace", lambda *_: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full"))
+    )
     with pytest.raises(OSError):
         store.put(b"\x89PNG not really")
     assert [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()] == []
 
 
-def test_a_failed_wordnet_build_leaves_no_staging_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wordnet.os, "replace", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+def test_a_failed_wordnet_build_leaves_no_staging_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        wordnet.os, "replace", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt())
+    )
     with pytest.raises(KeyboardInterrupt):
-        wordnet._write_folder(tmp_path / "corpora" / "wordnet", {"data.noun": b"x"}, {"source": "test"})
+        wordnet._write_folder(
+            tmp_path / "corpora" / "wordnet", {"data.noun": b"x"}, {"source": "test"}
+        )
     assert list((tmp_path / "corpora").iterdir()) == []

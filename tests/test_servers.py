@@ -10,9 +10,9 @@ import pytest
 from tests.support.servers import PostgresServer, S3Server
 
 
-def test_postgres_takes_the_password_from_the_environment(postgres: PostgresServer,
-                                                          postgres_db: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postgres_takes_the_password_from_the_environment(
+    postgres: PostgresServer, postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sqlalchemy as sa
 
     url = postgres_db.replace("postgresql://", "postgresql+psycopg://")
@@ -24,7 +24,10 @@ def test_postgres_takes_the_password_from_the_environment(postgres: PostgresServ
     monkeypatch.setenv("PGPASSWORD", postgres.password)
     engine = sa.create_engine(url)
     with engine.connect() as conn:
-        assert conn.execute(sa.text("select current_database()")).scalar() == postgres_db.rsplit("/", 1)[1]
+        assert (
+            conn.execute(sa.text("select current_database()")).scalar()
+            == postgres_db.rsplit("/", 1)[1]
+        )
         assert conn.execute(sa.text("show fsync")).scalar() == "off"
         assert conn.execute(sa.text("show listen_addresses")).scalar() == "127.0.0.1"
     engine.dispose()

@@ -16,21 +16,33 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def params(instrument: dict | None = None, **models) -> StudyParams:
-    face = instrument if instrument is not None else yaml.safe_load(
-        (ROOT / "conf/instrument/face_demographics.yaml").read_text())
+    face = (
+        instrument
+        if instrument is not None
+        else yaml.safe_load((ROOT / "conf/instrument/face_demographics.yaml").read_text())
+    )
     sim = yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text())
-    return StudyParams.model_validate({
-        "seed": 1, "scale": "smoke", "methodologies": {"fact_or_fair": read_conf("methodology/fact_or_fair.yaml")},
-        "models": {"simulated_t2i": sim, **models}, "instruments": {"face_demographics": face},
-    })
+    return StudyParams.model_validate(
+        {
+            "seed": 1,
+            "scale": "smoke",
+            "methodologies": {"fact_or_fair": read_conf("methodology/fact_or_fair.yaml")},
+            "models": {"simulated_t2i": sim, **models},
+            "instruments": {"face_demographics": face},
+        }
+    )
 
 
 def test_simulators_get_the_oracle_and_real_models_the_configured_mode() -> None:
-    study = params(openai_dalle3=yaml.safe_load((ROOT / "conf/model/openai_dalle3.yaml").read_text()))
+    study = params(
+        openai_dalle3=yaml.safe_load((ROOT / "conf/model/openai_dalle3.yaml").read_text())
+    )
     assert instruments(study, "simulated_t2i")("face_demographics").config.mode == "oracle"
     assert instruments(study, "openai_dalle3")("face_demographics").config.mode == "model"
     oracle = params({"mode": "oracle"}, openai_dalle3=study.models["openai_dalle3"].model_dump())
-    with pytest.raises(ConfigError, match=r"instruments.face_demographics.mode: oracle .* 'openai_dalle3'"):
+    with pytest.raises(
+        ConfigError, match=r"instruments.face_demographics.mode: oracle .* 'openai_dalle3'"
+    ):
         instruments(oracle, "openai_dalle3")("face_demographics")
 
 
@@ -54,5 +66,7 @@ def test_models_run_the_methodologies_of_their_modality() -> None:
     study = params(simulated_llm=llm, simulated_vlm=vlm)
     assert methodologies_for(study, "simulated_t2i") == ["fact_or_fair"]
     assert methodologies_for(study, "simulated_llm") == ["fact_or_fair"]
-    assert methodologies_for(study, "simulated_vlm") == []  # fact_or_fair measures llm and t2i models
+    assert (
+        methodologies_for(study, "simulated_vlm") == []
+    )  # fact_or_fair measures llm and t2i models
     assert models_for(study, "fact_or_fair") == ["simulated_t2i", "simulated_llm"]

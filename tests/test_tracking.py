@@ -22,7 +22,9 @@ def test_tracking_uri_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     params = load_params()
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking_uri(params, tmp_path) == f"sqlite:///{tmp_path / 'mlflow.db'}"
-    configured = params.model_copy(update={"tracking": params.tracking.model_copy(update={"uri": "http://a:5000"})})
+    configured = params.model_copy(
+        update={"tracking": params.tracking.model_copy(update={"uri": "http://a:5000"})}
+    )
     assert tracking_uri(configured, tmp_path) == "http://a:5000"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://env:5000")
     assert tracking_uri(configured, tmp_path) == "http://env:5000"
@@ -46,4 +48,8 @@ def test_model_params_logged_to_mlflow_hold_no_secret(monkeypatch: pytest.Monkey
 
 
 def test_flatten_nests_with_dots_and_stringifies_lists() -> None:
-    assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": 1, "a.c": "[1, 2]", "d": None}
+    assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {
+        "a.b": 1,
+        "a.c": "[1, 2]",
+        "d": None,
+    }

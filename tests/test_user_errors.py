@@ -36,7 +36,8 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_unexpected_errors_are_one_line_and_the_traceback_needs_debug(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def boom(args: object) -> None:
         raise RuntimeError("something odd")
 
@@ -45,28 +46,40 @@ def test_unexpected_errors_are_one_line_and_the_traceback_needs_debug(
     assert main(["methodologies"]) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
-        "genfair: unexpected RuntimeError: something odd (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"]
+        "genfair: unexpected RuntimeError: something odd (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
+    ]
     monkeypatch.setenv("GENFAIR_LOG_LEVEL", "DEBUG")
     assert main(["methodologies"]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
 def test_a_missing_local_model_folder_names_the_key_and_the_fix(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "no-such-model"
     config = HFModelConfig(backend="hf", model_id=str(missing))
-    with pytest.raises(ModelNotFound, match=rf"{missing} not found: give the folder of a saved model"):
+    with pytest.raises(
+        ModelNotFound, match=rf"{missing} not found: give the folder of a saved model"
+    ):
         HFChatBackend.from_config(config)  # before: transformers' "Repo id must be in the form..."
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     override = f"+models.local={{backend:hf,model_id:'{missing}'}}"
-    assert main(["try", "local", "fact_or_fair", "--limit", "2", "--out", str(tmp_path), "-o", override]) == 2
+    assert (
+        main(
+            ["try", "local", "fact_or_fair", "--limit", "2", "--out", str(tmp_path), "-o", override]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"genfair: error: params.yaml: models.local.model_id: {missing} not found")
+    assert err[-1].startswith(
+        f"genfair: error: params.yaml: models.local.model_id: {missing} not found"
+    )
     assert not any("Traceback" in line for line in err)
 
 
-def test_a_missing_local_model_folder_in_a_stage_names_the_key(capfd: pytest.CaptureFixture[str],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_local_model_folder_in_a_stage_names_the_key(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "stages"))
     import _common
 
@@ -91,37 +104,50 @@ def test_a_hub_id_is_not_taken_for_a_path() -> None:
 
 
 def test_a_corrupt_response_cache_names_the_file_and_the_fix(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "cache" / "responses.sqlite"
     path.parent.mkdir()
     path.write_bytes(b"this is not a SQLite database, it was overwritten\n" * 200)
-    with pytest.raises(CacheError, match=rf"response cache {path}: unusable .*mv {path} {path}.broken"):
+    with pytest.raises(
+        CacheError, match=rf"response cache {path}: unusable .*mv {path} {path}.broken"
+    ):
         ResponseCache(path)
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(path.parent))
-    assert main(["try", "simulated_llm", "fact_or_fair", "--limit", "3", "--out", str(tmp_path)]) == 2
+    assert (
+        main(["try", "simulated_llm", "fact_or_fair", "--limit", "3", "--out", str(tmp_path)]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"genfair: error: response cache {path}: unusable (file is not a database)")
+    assert err[-1].startswith(
+        f"genfair: error: response cache {path}: unusable (file is not a database)"
+    )
     # the fix it names works
     path.rename(path.with_suffix(".sqlite.broken"))
-    assert main(["try", "simulated_llm", "fact_or_fair", "--limit", "3", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["try", "simulated_llm", "fact_or_fair", "--limit", "3", "--out", str(tmp_path)]) == 0
+    )
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3
 
 
-def test_from_a_subdirectory_genfair_finds_the_root(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_from_a_subdirectory_genfair_finds_the_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(ROOT / "docs")  # before: a Hydra traceback (no conf/ here)
     assert main(["config", "-o", "scale=smoke"]) == 0
     out = capsys.readouterr()
     assert "scale: smoke" in out.out and f"running from the repository root {ROOT}" in out.err
 
 
-def test_outside_a_study_genfair_says_where_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_outside_a_study_genfair_says_where_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["models"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"genfair: error: {tmp_path.resolve()} is not inside a genfair study (no conf/config.yaml "
-                   "and dvc.yaml here or above): run genfair from the repository root"]
+    assert err == [
+        f"genfair: error: {tmp_path.resolve()} is not inside a genfair study (no conf/config.yaml "
+        "and dvc.yaml here or above): run genfair from the repository root"
+    ]
 
 
 def test_a_bad_hydra_override_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,16 +164,21 @@ def test_limit_must_be_a_positive_count(value: str, capsys: pytest.CaptureFixtur
     assert "argument --limit" in capsys.readouterr().err
 
 
-def test_config_and_compose_leave_no_temporary_folder(private_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_and_compose_leave_no_temporary_folder(
+    private_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["config", "-o", "scale=smoke"]) == 0
     assert main(["config", "-o", "models.smollm2.batch_size=-3"]) == 2  # a failure cleans up too
     assert main(["config", "-o", "scale=huge"]) == 2
     assert list(private_tmp.iterdir()) == []
-    assert "composed config (conf/ + overrides): models.smollm2.batch_size" in capsys.readouterr().err
+    assert (
+        "composed config (conf/ + overrides): models.smollm2.batch_size" in capsys.readouterr().err
+    )
 
 
-def test_a_key_pasted_into_api_key_env_is_left_nowhere(private_tmp: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_key_pasted_into_api_key_env_is_left_nowhere(
+    private_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     override = f"+models.leak={{backend:openai,model_id:m,api_key_env:{FAKE_KEY}}}"
     assert main(["config", "-o", override]) == 2
     out = capsys.readouterr()
@@ -157,20 +188,26 @@ def test_a_key_pasted_into_api_key_env_is_left_nowhere(private_tmp: Path,
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
-def test_outputs_get_the_umask_permissions_of_a_plain_file(tmp_path: Path, umask: int, mode: int) -> None:
+def test_outputs_get_the_umask_permissions_of_a_plain_file(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
     import pandas as pd
 
     old = os.umask(umask)
     try:
-        paths = [write_json({"a": 1}, tmp_path / "x.json"),
-                 write_parquet(pd.DataFrame({"a": [1]}), tmp_path / "x.parquet")]
+        paths = [
+            write_json({"a": 1}, tmp_path / "x.json"),
+            write_parquet(pd.DataFrame({"a": [1]}), tmp_path / "x.parquet"),
+        ]
     finally:
         os.umask(old)
     for path in paths:
         assert stat.S_IMODE(path.stat().st_mode) == mode, path  # before: 0600 whatever the umask
 
 
-def test_stage_interrupt_is_a_clean_stop(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stage_interrupt_is_a_clean_stop(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "stages"))
     import _common
 
@@ -181,7 +218,10 @@ def test_stage_interrupt_is_a_clean_stop(capfd: pytest.CaptureFixture[str], monk
     with pytest.raises(SystemExit) as exit_:
         _common.run("probes", step)
     assert exit_.value.code == 130
-    assert "interrupted: everything answered so far is in the response cache; rerun to resume" in capfd.readouterr().err
+    assert (
+        "interrupted: everything answered so far is in the response cache; rerun to resume"
+        in capfd.readouterr().err
+    )
     assert sys.modules["_common"] is _common
 
 
@@ -190,10 +230,15 @@ def test_a_truncated_parquet_under_data_names_the_file_and_the_fix(tmp_path: Pat
 
     from genfair.io import read_parquet
 
-    path = write_parquet(pd.DataFrame({"a": range(1000)}), tmp_path / "data" / "labels" / "x.parquet")
+    path = write_parquet(
+        pd.DataFrame({"a": range(1000)}), tmp_path / "data" / "labels" / "x.parquet"
+    )
     path.write_bytes(path.read_bytes()[:-100])  # cut short (a full disk, a killed copy)
-    with pytest.raises(ValueError, match=rf"{path}: not a readable parquet file \(ArrowInvalid: .*\); it was cut "
-                                         r"short or damaged: delete it and rerun `dvc repro`"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{path}: not a readable parquet file \(ArrowInvalid: .*\); it was cut "
+        r"short or damaged: delete it and rerun `dvc repro`",
+    ):
         read_parquet(path)
     path.write_text("not parquet at all")
     with pytest.raises(ValueError, match="not a readable parquet file"):
@@ -219,12 +264,16 @@ def test_a_missing_or_broken_json_input_names_the_file_and_the_hint(tmp_path: Pa
 def test_a_deleted_output_names_the_stage_to_rerun(tmp_path: Path) -> None:
     from genfair.io import read_parquet
 
-    with pytest.raises(FileNotFoundError, match=r"x.parquet not found: run the stage that makes it first \(`dvc repro`\)"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"x.parquet not found: run the stage that makes it first \(`dvc repro`\)",
+    ):
         read_parquet(tmp_path / "x.parquet")
 
 
-def test_a_stage_reading_a_damaged_input_fails_in_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stage_reading_a_damaged_input_fails_in_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "stages"))
     import _common
 
@@ -243,30 +292,42 @@ def test_a_stage_reading_a_damaged_input_fails_in_one_line(tmp_path: Path, capfd
 #: `dvc exp run -S` composes with the same function (dvc.utils.hydra.compose_and_dump) as
 #: `genfair config -o`: each bad value is named by its key, with what is wrong
 SET_FAULTS = {
-    "negative-count": ("methodologies.news_bias.articles=-5",
-                       "methodologies.news_bias.articles: Input should be greater than or equal to 1"),
-    "misspelled-methodology": ("+methodologies.fact_or_fiar.samples=1",
-                               "methodologies.fact_or_fiar: unknown methodology 'fact_or_fiar'; known: fact_or_fair"),
-    "wrong-type": ("models.smollm2.sampling.temperature=hot",
-                   "models.smollm2.sampling.temperature: Input should be a valid number"),
+    "negative-count": (
+        "methodologies.news_bias.articles=-5",
+        "methodologies.news_bias.articles: Input should be greater than or equal to 1",
+    ),
+    "misspelled-methodology": (
+        "+methodologies.fact_or_fiar.samples=1",
+        "methodologies.fact_or_fiar: unknown methodology 'fact_or_fiar'; known: fact_or_fair",
+    ),
+    "wrong-type": (
+        "models.smollm2.sampling.temperature=hot",
+        "models.smollm2.sampling.temperature: Input should be a valid number",
+    ),
     "unknown-backend": ("models.smollm2.backend=tpu", "models.smollm2: Input tag 'tpu'"),
-    "unknown-key": ("+models.smollm2.sampling.temprature=0.5",
-                    "models.smollm2.sampling.temprature: unknown key (check its spelling)"),
-    "unknown-key-without-plus": ("models.smollm2.sampling.temprature=0.5",
-                                 "Could not override 'models.smollm2.sampling.temprature'"),
+    "unknown-key": (
+        "+models.smollm2.sampling.temprature=0.5",
+        "models.smollm2.sampling.temprature: unknown key (check its spelling)",
+    ),
+    "unknown-key-without-plus": (
+        "models.smollm2.sampling.temprature=0.5",
+        "Could not override 'models.smollm2.sampling.temprature'",
+    ),
 }
 
 
 @pytest.mark.parametrize("override, message", SET_FAULTS.values(), ids=SET_FAULTS.keys())
-def test_a_bad_set_value_is_named_by_its_key(override: str, message: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_set_value_is_named_by_its_key(
+    override: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["config", "-o", override]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-def test_a_stage_on_an_edited_params_yaml_names_the_key(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stage_on_an_edited_params_yaml_names_the_key(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import yaml
 
     monkeypatch.syspath_prepend(str(ROOT / "stages"))
@@ -279,15 +340,18 @@ def test_a_stage_on_an_edited_params_yaml_names_the_key(tmp_path: Path, capfd: p
     monkeypatch.chdir(tmp_path)
     ran = []
     with pytest.raises(SystemExit) as exit_:
-        _common.run("probes", lambda params, methodology: ran.append(methodology), methodology="news_bias")
+        _common.run(
+            "probes", lambda params, methodology: ran.append(methodology), methodology="news_bias"
+        )
     assert exit_.value.code == 1 and ran == []  # fails before any work
     err = capfd.readouterr().err
     assert "params.yaml: models.smollm2.batch_size: Input should be greater than 0" in err
     assert "Traceback" not in err
 
 
-def test_methodologies_are_listed_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_methodologies_are_listed_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["methodologies"]) == 0
     assert "fact_or_fair" in capsys.readouterr().out

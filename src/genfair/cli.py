@@ -1,16 +1,16 @@
 """The ``genfair`` command: inspect a study and try one model outside DVC.
 
-    genfair models                      the study's models (from params.yaml)
-    genfair methodologies               the methodologies genfair implements
-    genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
-    genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
-    genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
-    genfair cache stats [URL]           the response cache's entries per model
-    genfair cache copy SRC DST          copy entries (and their images) between caches
-    genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
-                                        answer the study's calls into the response cache (on
-                                        the study's executor, e.g. a Dask cluster); then `dvc repro`
-    genfair exp -S key=value [...]      `dvc exp run -S ...`, once genfair has validated the overrides
+genfair models                      the study's models (from params.yaml)
+genfair methodologies               the methodologies genfair implements
+genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
+genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
+genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
+genfair cache stats [URL]           the response cache's entries per model
+genfair cache copy SRC DST          copy entries (and their images) between caches
+genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
+                                    answer the study's calls into the response cache (on
+                                    the study's executor, e.g. a Dask cluster); then `dvc repro`
+genfair exp -S key=value [...]      `dvc exp run -S ...`, once genfair has validated the overrides
 """
 
 from __future__ import annotations
@@ -60,18 +60,24 @@ def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
         except Exception as exc:  # Hydra's errors: a bad override or a missing config group
             if type(exc).__module__.split(".")[0] not in ("hydra", "omegaconf"):
                 raise
-            raise ConfigError(f"overrides {' '.join(overrides)!r}: {_one_line(exc)} (conf/ holds the groups "
-                              "and keys)") from None
+            raise ConfigError(
+                f"overrides {' '.join(overrides)!r}: {_one_line(exc)} (conf/ holds the groups "
+                "and keys)"
+            ) from None
         try:
             return tmp.read_text(encoding="utf-8"), load_params(tmp)
         except ConfigError as exc:  # name what the user composed, not a folder that is gone
-            raise ConfigError(str(exc).replace(str(tmp), "composed config (conf/ + overrides)")) from None
+            raise ConfigError(
+                str(exc).replace(str(tmp), "composed config (conf/ + overrides)")
+            ) from None
 
 
 def _one_line(exc: BaseException) -> str:
     """Hydra's message on one line, without its search-path listing."""
     text = str(exc).split("Config search path")[0]
-    return " ".join(part.strip() for part in text.splitlines() if part.strip()) or type(exc).__name__
+    return (
+        " ".join(part.strip() for part in text.splitlines() if part.strip()) or type(exc).__name__
+    )
 
 
 def _positive(value: str) -> int:
@@ -81,7 +87,9 @@ def _positive(value: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1 (omit --limit for every probe)")
+        raise argparse.ArgumentTypeError(
+            f"{value} must be at least 1 (omit --limit for every probe)"
+        )
     return number
 
 
@@ -93,7 +101,9 @@ def cmd_models(args: argparse.Namespace) -> None:
         print(f"{name:<{width}}  {config.modality:<4} {config.backend:<9} {config.model_id}{tag}")
         if config.description:
             print(f"{'':<{width}}  {config.description}")
-    print(f"\nmodel configs available in conf/model/: {', '.join(sorted(p.stem for p in Path('conf/model').glob('*.yaml')))}")
+    print(
+        f"\nmodel configs available in conf/model/: {', '.join(sorted(p.stem for p in Path('conf/model').glob('*.yaml')))}"
+    )
 
 
 def cmd_methodologies(args: argparse.Namespace) -> None:
@@ -140,7 +150,10 @@ def cmd_exp(args: argparse.Namespace) -> int:
     _composed(exp_overrides(args.dvc_args))
     done = subprocess.run(["dvc", "exp", "run", *args.dvc_args], check=False)
     if done.returncode:
-        print(f"genfair: dvc exp run failed; to put the workspace back as it was: {EXP_RESTORE}", file=sys.stderr)
+        print(
+            f"genfair: dvc exp run failed; to put the workspace back as it was: {EXP_RESTORE}",
+            file=sys.stderr,
+        )
     return done.returncode
 
 
@@ -157,8 +170,12 @@ def cmd_try(args: argparse.Namespace) -> None:
     _, params = _composed(overrides)
     params.model(args.model)
     if args.methodology not in params.methodologies:
-        raise ConfigError(f"methodology {args.methodology!r} is not in the study; known: {', '.join(params.methodologies)}")
-    params = params.model_copy(update={"methodologies": {args.methodology: params.methodologies[args.methodology]}})
+        raise ConfigError(
+            f"methodology {args.methodology!r} is not in the study; known: {', '.join(params.methodologies)}"
+        )
+    params = params.model_copy(
+        update={"methodologies": {args.methodology: params.methodologies[args.methodology]}}
+    )
     layout = Layout(Path(args.out or ".genfair/try"))
     make_probes(params, args.methodology, layout)
     generate(params, args.model, args.methodology, layout, limit=args.limit)
@@ -189,7 +206,9 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
         print(f"response cache {cache.where}")
         for model, count in counts.items():
             print(f"  {model:<{width}}  {count:>9,}")
-        print(f"  {'total':<{width}}  {sum(counts.values()):>9,}\n  {cache.claims()} calls claimed now")
+        print(
+            f"  {'total':<{width}}  {sum(counts.values()):>9,}\n  {cache.claims()} calls claimed now"
+        )
 
 
 def cmd_cache_copy(args: argparse.Namespace) -> None:
@@ -197,8 +216,10 @@ def cmd_cache_copy(args: argparse.Namespace) -> None:
 
     with _cache(args.src, args.images_from) as src, _cache(args.dst, args.images_to) as dst:
         counts = copy_entries(src, dst)
-        print(f"copied {counts['copied']:,} of {counts['read']:,} entries ({counts['images']:,} images) from "
-              f"{src.where} to {dst.where}; {counts['skipped']:,} malformed skipped; rerun to resume")
+        print(
+            f"copied {counts['copied']:,} of {counts['read']:,} entries ({counts['images']:,} images) from "
+            f"{src.where} to {dst.where}; {counts['skipped']:,} malformed skipped; rerun to resume"
+        )
 
 
 def cmd_fill(args: argparse.Namespace) -> None:
@@ -207,13 +228,21 @@ def cmd_fill(args: argparse.Namespace) -> None:
 
     setup("fill")
     params = load_params(args.params or PARAMS_FILE)
-    outcome = fill(params, _names(args.models), _names(args.methodologies),
-                   jobs=args.jobs or (4 if params.generation.executor == "dask" else 1))
+    outcome = fill(
+        params,
+        _names(args.models),
+        _names(args.methodologies),
+        jobs=args.jobs or (4 if params.generation.executor == "dask" else 1),
+    )
     failed = {run: why for run, why in outcome.items() if why != "ok"}
-    print(f"filled {len(outcome) - len(failed)} of {len(outcome)} runs; `dvc repro` now replays them from the cache")
+    print(
+        f"filled {len(outcome) - len(failed)} of {len(outcome)} runs; `dvc repro` now replays them from the cache"
+    )
     if failed:
-        raise ConfigError(f"{len(failed)} runs not filled (rerun to resume): "
-                          + "; ".join(f"{run}: {why}" for run, why in failed.items()))
+        raise ConfigError(
+            f"{len(failed)} runs not filled (rerun to resume): "
+            + "; ".join(f"{run}: {why}" for run, why in failed.items())
+        )
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -221,51 +250,85 @@ def _names(value: str | None) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="genfair", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="genfair", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list the study's models")
     p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
     p.set_defaults(func=cmd_models)
-    sub.add_parser("methodologies", help="list the methodologies").set_defaults(func=cmd_methodologies)
-    for name, func, text in (("config", cmd_config, "print the composed, validated config"),
-                             ("compose", cmd_compose, "compose conf/ into params.yaml")):
+    sub.add_parser("methodologies", help="list the methodologies").set_defaults(
+        func=cmd_methodologies
+    )
+    for name, func, text in (
+        ("config", cmd_config, "print the composed, validated config"),
+        ("compose", cmd_compose, "compose conf/ into params.yaml"),
+    ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("-o", "--override", action="append", default=[],
-                       help="Hydra override, e.g. scale=smoke or '+model@models.qwen=hf_qwen2_5_0_5b'")
+        p.add_argument(
+            "-o",
+            "--override",
+            action="append",
+            default=[],
+            help="Hydra override, e.g. scale=smoke or '+model@models.qwen=hf_qwen2_5_0_5b'",
+        )
         p.set_defaults(func=func)
     p = sub.add_parser("try", help="run one model on one methodology outside DVC")
     p.add_argument("model")
     p.add_argument("methodology")
     p.add_argument("--scale", default="smoke", help="smoke (default), default or paper")
     p.add_argument("--limit", type=_positive, default=None, help="only the first N probes (N >= 1)")
-    p.add_argument("--out", default=None, help="where outputs go (default .genfair/try in the repository root)")
+    p.add_argument(
+        "--out", default=None, help="where outputs go (default .genfair/try in the repository root)"
+    )
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
     p.set_defaults(func=cmd_try)
-    p = sub.add_parser("fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)")
+    p = sub.add_parser(
+        "fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)"
+    )
     p.add_argument("--models", default=None, help="comma-separated models (default: all)")
-    p.add_argument("--methodologies", default=None, help="comma-separated methodologies (default: all)")
-    p.add_argument("--jobs", type=_positive, default=None, help="runs filled at once (default: 4 on dask, 1 local)")
+    p.add_argument(
+        "--methodologies", default=None, help="comma-separated methodologies (default: all)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=_positive,
+        default=None,
+        help="runs filled at once (default: 4 on dask, 1 local)",
+    )
     p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
     p.set_defaults(func=cmd_fill)
 
     cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
-        dest="action", required=True)
+        dest="action", required=True
+    )
     p = cache.add_parser("stats", help="entries per model")
-    p.add_argument("url", nargs="?", default=None,
-                   help="sqlite:///path, a file, or postgresql://host/db (default: the study's cache)")
+    p.add_argument(
+        "url",
+        nargs="?",
+        default=None,
+        help="sqlite:///path, a file, or postgresql://host/db (default: the study's cache)",
+    )
     p.set_defaults(func=cmd_cache_stats)
     p = cache.add_parser("copy", help="copy entries missing in DST (idempotent: rerun to resume)")
-    p.add_argument("src", help="sqlite:///path, a file, or postgresql://host/db (password: PGPASSWORD / ~/.pgpass)")
+    p.add_argument(
+        "src",
+        help="sqlite:///path, a file, or postgresql://host/db (password: PGPASSWORD / ~/.pgpass)",
+    )
     p.add_argument("dst", help="the same kinds of store")
-    p.add_argument("--images-from", default=None, help="SRC's image store (default beside a SQLite file)")
+    p.add_argument(
+        "--images-from", default=None, help="SRC's image store (default beside a SQLite file)"
+    )
     p.add_argument("--images-to", default=None, help="DST's image store, e.g. s3://bucket/images")
     p.set_defaults(func=cmd_cache_copy)
 
-    p = sub.add_parser("exp", help="`dvc exp run` with its -S overrides validated first",
-                       description="Every argument goes to `dvc exp run` (e.g. genfair exp -S scale=paper --temp); "
-                                   "the -S overrides are composed and validated first, so a bad one changes nothing.")
+    p = sub.add_parser(
+        "exp",
+        help="`dvc exp run` with its -S overrides validated first",
+        description="Every argument goes to `dvc exp run` (e.g. genfair exp -S scale=paper --temp); "
+        "the -S overrides are composed and validated first, so a bad one changes nothing.",
+    )
     p.add_argument("dvc_args", nargs="*", help="arguments of `dvc exp run`")
     p.set_defaults(func=cmd_exp)
 
@@ -280,15 +343,21 @@ def main(argv: list[str] | None = None) -> int:
         _to_root(args)
         code = args.func(args)
     except KeyboardInterrupt:
-        print("genfair: interrupted: everything answered so far is in the response cache; rerun to resume",
-              file=sys.stderr)
+        print(
+            "genfair: interrupted: everything answered so far is in the response cache; rerun to resume",
+            file=sys.stderr,
+        )
         return 130
     except Exception as exc:  # noqa: BLE001 - every error is one line; the traceback on demand
         expected = isinstance(exc, EXPECTED)
         what = "error" if expected else f"unexpected {type(exc).__name__}"
         hint = "" if expected or debug else " (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
         key = getattr(exc, "config_key", None)  # a model config key at fault: name it in full
-        text = f"{PARAMS_FILE}: models.{args.model}.{key}: {exc}" if key and getattr(args, "model", None) else exc
+        text = (
+            f"{PARAMS_FILE}: models.{args.model}.{key}: {exc}"
+            if key and getattr(args, "model", None)
+            else exc
+        )
         print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
         if debug:
             logging.getLogger("genfair").error("traceback", exc_info=True)
@@ -301,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _after(argv: list[str], command: str) -> list[str]:
     """The arguments after ``command``, as given."""
-    return argv[argv.index(command) + 1:]
+    return argv[argv.index(command) + 1 :]
 
 
 def _to_root(args: argparse.Namespace) -> None:
@@ -311,8 +380,10 @@ def _to_root(args: argparse.Namespace) -> None:
     if root is None and args.command in ("methodologies", "cache"):
         return  # needs no study
     if root is None:
-        raise ConfigError(f"{Path.cwd()} is not inside a genfair study (no {' and '.join(ROOT_MARKERS)} here or "
-                          "above): run genfair from the repository root")
+        raise ConfigError(
+            f"{Path.cwd()} is not inside a genfair study (no {' and '.join(ROOT_MARKERS)} here or "
+            "above): run genfair from the repository root"
+        )
     if root == Path.cwd().resolve():
         return
     for name in ("params", "out", "url", "src", "dst", "images_from", "images_to"):

@@ -20,6 +20,13 @@ class IncompleteGeneration(RuntimeError):
 
 #: exception types whose message is the whole story for the user: one line, no traceback
 EXPECTED: tuple[type[BaseException], ...] = (
-    ConfigError, CacheError, IncompleteGeneration, FileNotFoundError, KeyError, ValueError,
-    PermissionError, IsADirectoryError, NotADirectoryError,
+    ConfigError,
+    CacheError,
+    IncompleteGeneration,
+    FileNotFoundError,
+    KeyError,
+    ValueError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
 )

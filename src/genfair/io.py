@@ -134,14 +134,20 @@ def _holds(path: Path, text: str) -> bool:
 def write_json(data: Any, path: str | Path, *, if_changed: bool = False) -> Path:
     """Indented, sorted JSON, floats at :data:`FLOAT_DIGITS` significant digits (``if_changed``:
     :func:`write_text`)."""
-    return write_text(json.dumps(_round_json(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n",
-                      path, if_changed=if_changed)
+    return write_text(
+        json.dumps(_round_json(data), indent=2, sort_keys=True, default=str, allow_nan=False)
+        + "\n",
+        path,
+        if_changed=if_changed,
+    )
 
 
 def read_parquet(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: run the stage that makes it first (`dvc repro`)")
+        raise FileNotFoundError(
+            f"{path} not found: run the stage that makes it first (`dvc repro`)"
+        )
     import pandas as pd
     import pyarrow
 
@@ -151,7 +157,8 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
         raise ValueError(
             f"{path}: not a readable parquet file ({type(exc).__name__}: {_first_line(exc)}); it was cut "
             f"short or damaged: delete it and rerun `dvc repro` (or `dvc checkout {path}` if DVC cached "
-            "it)") from None
+            "it)"
+        ) from None
 
 
 def read_json(path: str | Path, error: type[Exception] = ValueError, hint: str = "") -> Any:

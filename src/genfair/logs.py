@@ -33,7 +33,11 @@ class _Context(logging.Filter):
 
 def setup(stage: str, model: str | None = None, methodology: str | None = None) -> logging.Logger:
     """Configure root logging once per process; level from ``GENFAIR_LOG_LEVEL`` (INFO)."""
-    context = " ".join(f"{k}={v}" for k, v in (("stage", stage), ("model", model), ("methodology", methodology)) if v)
+    context = " ".join(
+        f"{k}={v}"
+        for k, v in (("stage", stage), ("model", model), ("methodology", methodology))
+        if v
+    )
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
     handler.addFilter(_Context(context))
@@ -49,8 +53,16 @@ class _LogProgress:
     """A progress counter that logs ``desc: n/total (rate/s)`` every ``every`` seconds and
     at the end: what :func:`progress` gives when output is not a terminal (CI, DVC, files)."""
 
-    def __init__(self, iterable: Iterable[Any] | None, total: int | None, desc: str, unit: str, every: float):
-        self.iterable, self.total, self.desc, self.unit, self.every = iterable, total, desc, unit, every
+    def __init__(
+        self, iterable: Iterable[Any] | None, total: int | None, desc: str, unit: str, every: float
+    ):
+        self.iterable, self.total, self.desc, self.unit, self.every = (
+            iterable,
+            total,
+            desc,
+            unit,
+            every,
+        )
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             self.total = len(iterable)  # type: ignore[arg-type]
         self.n = 0
@@ -67,8 +79,16 @@ class _LogProgress:
     def _emit(self, now: float, prefix: str = "") -> None:
         elapsed = max(now - self._start, 1e-9)
         of = f"/{self.total}" if self.total is not None else ""
-        self._log.info("%s: %s%d%s %s (%.1f/s, %.0f s)", self.desc or "progress", prefix, self.n, of, self.unit,
-                       self.n / elapsed, elapsed)
+        self._log.info(
+            "%s: %s%d%s %s (%.1f/s, %.0f s)",
+            self.desc or "progress",
+            prefix,
+            self.n,
+            of,
+            self.unit,
+            self.n / elapsed,
+            elapsed,
+        )
 
     def close(self) -> None:
         if self.n and time.monotonic() - self._start >= self.every:
@@ -87,8 +107,14 @@ class _LogProgress:
         self.close()
 
 
-def progress(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "",
-             unit: str = "it", every: float | None = None) -> Any:
+def progress(
+    iterable: Iterable[Any] | None = None,
+    *,
+    total: int | None = None,
+    desc: str = "",
+    unit: str = "it",
+    every: float | None = None,
+) -> Any:
     """Progress of a loop that may take more than a few seconds: a tqdm bar (counts, rate,
     time left) when stderr is a terminal, else plain ``INFO`` log lines every ``every``
     seconds (``GENFAIR_PROGRESS_EVERY``, default 30) and one at the end, so CI and DVC logs

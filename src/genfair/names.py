@@ -39,8 +39,10 @@ def name_problem(value: object) -> str | None:
     """Why ``value`` is not a name (one line, quoting it), or ``None`` when it is one."""
     if isinstance(value, str) and _NAME.fullmatch(value):
         return None
-    return (f"{_quoted(value)} is not a name: use 1-64 lowercase letters, digits, '_' or '-', starting with a "
-            f"letter or digit (pattern {NAME_PATTERN})")
+    return (
+        f"{_quoted(value)} is not a name: use 1-64 lowercase letters, digits, '_' or '-', starting with a "
+        f"letter or digit (pattern {NAME_PATTERN})"
+    )
 
 
 def check_name(value: object, key: str) -> str:
@@ -58,5 +60,7 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
     base = os.path.abspath(root)
     full = os.path.abspath(path)
     if os.path.commonpath([base, full]) != base:
-        raise ConfigError(f"{os.fspath(path)!r} would be written outside {os.fspath(root)!r}: refused")
+        raise ConfigError(
+            f"{os.fspath(path)!r} would be written outside {os.fspath(root)!r}: refused"
+        )
     return Path(path)

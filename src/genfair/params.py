@@ -53,8 +53,10 @@ class CacheConfig(_Strict):
             return value
         scheme = value.split("://", 1)[0] if "://" in value else ""
         if scheme not in CACHE_SCHEMES:
-            raise ValueError(f"{strip_in_text(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
-                             "or postgresql://host/db")
+            raise ValueError(
+                f"{strip_in_text(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
+                "or postgresql://host/db"
+            )
         return _no_credentials(value)
 
     @field_validator("images")
@@ -70,21 +72,31 @@ CACHE_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 def _no_credentials(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and ":" in rest.split("/", 1)[0].rpartition("@")[0]:
-        raise ValueError(f"{strip_in_text(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
-                         "MLflow; remove it and set PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead")
+        raise ValueError(
+            f"{strip_in_text(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
+            "MLflow; remove it and set PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead"
+        )
     return url
 
 
 def cache_url(cache: CacheConfig) -> str:
     """The response store's URL: ``GENFAIR_CACHE_URL`` if set, else ``cache.url``, else the
     SQLite file in the cache folder."""
-    return os.environ.get("GENFAIR_CACHE_URL") or cache.url or f"sqlite:///{(cache_dir(cache.dir) / 'responses.sqlite').resolve()}"
+    return (
+        os.environ.get("GENFAIR_CACHE_URL")
+        or cache.url
+        or f"sqlite:///{(cache_dir(cache.dir) / 'responses.sqlite').resolve()}"
+    )
 
 
 def images_url(cache: CacheConfig) -> str:
     """The image store: ``GENFAIR_IMAGES_URL`` if set, else ``cache.images``, else the
     ``images`` folder in the cache folder."""
-    return os.environ.get("GENFAIR_IMAGES_URL") or cache.images or str((cache_dir(cache.dir) / "images").resolve())
+    return (
+        os.environ.get("GENFAIR_IMAGES_URL")
+        or cache.images
+        or str((cache_dir(cache.dir) / "images").resolve())
+    )
 
 
 class TrackingConfig(_Strict):
@@ -160,7 +172,15 @@ class StudyFrame(_Strict):
     def _scale_is_a_name(cls, value: Any) -> Any:
         return _named(value)
 
-    @field_validator("models", "methodologies", "curation", "instruments", "runs", "external_inputs", mode="before")
+    @field_validator(
+        "models",
+        "methodologies",
+        "curation",
+        "instruments",
+        "runs",
+        "external_inputs",
+        mode="before",
+    )
     @classmethod
     def _keys_are_names(cls, value: Any) -> Any:
         """Every key becomes a folder, a stage name, a word of a stage's shell command or an
@@ -220,7 +240,9 @@ def format_errors(
     lines = []
     for item in error.errors():
         loc = ".".join(str(p) for p in (*prefix, *_key_path(item["loc"], data)))
-        message = "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
+        message = (
+            "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
+        )
         lines.append(_printable(f"{source}: {loc}: {message}"))
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
@@ -283,7 +305,9 @@ def curation_config(params: StudyFrame, name: str, source: str = PARAMS_FILE) ->
 
 def instrument_config(params: StudyFrame, name: str, source: str = PARAMS_FILE) -> Any:
     """The validated config object of instrument ``name`` (``instruments.<name>``)."""
-    return _section_config(params.instruments, INSTRUMENTS, "instruments", "instrument", name, source)
+    return _section_config(
+        params.instruments, INSTRUMENTS, "instruments", "instrument", name, source
+    )
 
 
 def instrument_class(name: str) -> Any:
@@ -303,17 +327,25 @@ def section_class(registry: dict[str, str], name: str) -> Any:
 
 
 def _section_config(
-    blocks: dict[str, dict[str, Any]], registry: dict[str, str], section: str, what: str, name: str,
+    blocks: dict[str, dict[str, Any]],
+    registry: dict[str, str],
+    section: str,
+    what: str,
+    name: str,
     source: str,
 ) -> Any:
     """Validate ``<section>.<name>`` with the config class ``registry[name]`` names; errors
     name the key and the fix (the conf/ group that composes it)."""
     group = {"curation": "curation", "instruments": "instrument"}[section]
     if name not in registry:
-        raise ConfigError(f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}")
+        raise ConfigError(
+            f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}"
+        )
     if name not in blocks:
-        raise ConfigError(f"{source}: {section}.{name}: not configured (add "
-                          f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)")
+        raise ConfigError(
+            f"{source}: {section}.{name}: not configured (add "
+            f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)"
+        )
     try:
         return section_class(registry, name).model_validate(blocks[name])
     except ValidationError as exc:

@@ -33,7 +33,9 @@ STAMP_VERSION = 1
 CODE_ROOT = Path(__file__).resolve().parent
 
 
-def stamp_key(files: Iterable[str | os.PathLike[str]], env: Iterable[str], code: Path = CODE_ROOT) -> str:
+def stamp_key(
+    files: Iterable[str | os.PathLike[str]], env: Iterable[str], code: Path = CODE_ROOT
+) -> str:
     """A digest of the working directory, the bytes of ``files`` (a missing one as missing),
     the values of the environment variables ``env`` (unset differs from empty) and of the
     Python sources under ``code``."""
@@ -58,11 +60,17 @@ def read_stamp(stage: str, key: str) -> dict[str, Any] | None:
         stamp = json.loads((STAMP_DIR / f"{stage}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(stamp, dict) or stamp.get("key") != key or not isinstance(stamp.get("state"), dict):
+    if (
+        not isinstance(stamp, dict)
+        or stamp.get("key") != key
+        or not isinstance(stamp.get("state"), dict)
+    ):
         return None
     return stamp["state"]
 
 
 def write_stamp(stage: str, key: str, state: dict[str, Any]) -> None:
     """Record ``state`` (JSON-able) for ``stage`` under ``key``, atomically."""
-    write_text(json.dumps({"key": key, "state": state}, sort_keys=True), STAMP_DIR / f"{stage}.json")
+    write_text(
+        json.dumps({"key": key, "state": state}, sort_keys=True), STAMP_DIR / f"{stage}.json"
+    )

@@ -18,11 +18,16 @@ from urllib.parse import parse_qsl, urlsplit
 __all__ = ["SECRET_PARAM", "checked_url", "strip_in_text", "url_problem"]
 
 #: a query parameter name that looks like it carries a credential
-SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|bearer", re.IGNORECASE)
+SECRET_PARAM = re.compile(
+    r"key|token|secret|passw|pwd|auth|sig|credential|session|bearer", re.IGNORECASE
+)
 #: a URL with user info inside free text (a log line, an error message)
 _USERINFO_IN_TEXT = re.compile(r"(?P<scheme>(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)[^\s/@'\"<>]+@")
-_QUERY_SECRET_IN_TEXT = re.compile(r"(?P<name>[?&][^=&\s#'\"<>]*(?:" + SECRET_PARAM.pattern + r")[^=&\s#'\"<>]*=)"
-                                   r"[^&\s#'\"<>]*", re.IGNORECASE)
+_QUERY_SECRET_IN_TEXT = re.compile(
+    r"(?P<name>[?&][^=&\s#'\"<>]*(?:" + SECRET_PARAM.pattern + r")[^=&\s#'\"<>]*=)"
+    r"[^&\s#'\"<>]*",
+    re.IGNORECASE,
+)
 _FIX = "give credentials through the environment (api_key_env; MLFLOW_TRACKING_USERNAME/PASSWORD; PGPASSWORD)"
 
 
@@ -30,7 +35,9 @@ _FIX = "give credentials through the environment (api_key_env; MLFLOW_TRACKING_U
 _HOST = re.compile(r"[a-z0-9_.:-]+")
 
 
-def url_problem(value: object, schemes: frozenset[str] | None = frozenset({"http", "https"})) -> str | None:
+def url_problem(
+    value: object, schemes: frozenset[str] | None = frozenset({"http", "https"})
+) -> str | None:
     """Why ``value`` is not an acceptable config URL (one line, without any credential it
     holds), or ``None``. ``schemes`` None accepts any scheme (``tracking.uri``: sqlite,
     postgresql...), but http(s) URLs are always checked for a host and a valid port."""
@@ -59,10 +66,16 @@ def url_problem(value: object, schemes: frozenset[str] | None = frozenset({"http
             return "port 0 is not a port: use 1-65535"
     if parts.username is not None or parts.password is not None:
         return f"holds user info (user:password@), which would be stored in params.yaml, dvc.lock and MLflow: {_FIX}"
-    secret = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if SECRET_PARAM.search(name)]
+    secret = [
+        name
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+        if SECRET_PARAM.search(name)
+    ]
     if secret:
-        return (f"query parameter {secret[0]!r} looks like a credential, which would be stored in params.yaml, "
-                f"dvc.lock and MLflow: {_FIX}")
+        return (
+            f"query parameter {secret[0]!r} looks like a credential, which would be stored in params.yaml, "
+            f"dvc.lock and MLflow: {_FIX}"
+        )
     return None
 
 

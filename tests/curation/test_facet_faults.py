@@ -128,7 +128,9 @@ def test_absurd_box_is_a_bad_row_not_a_memory_error(tmp_path: Path) -> None:
     assert "is absurd" in why[2]
     assert "lies outside" in why[3]
     # a box filling the image (square = 1.0 x the image) is fine; the ratio is configuration
-    fill = release(tmp_path / "f", [{"bounding_box": json.dumps(dict(x=0, y=0, width=64, height=64))}])
+    fill = release(
+        tmp_path / "f", [{"bounding_box": json.dumps(dict(x=0, y=0, width=64, height=64))}]
+    )
     assert curate(fill, tmp_path / "f_out")["persons_written"] == 1
     assert reasons(curate(fill, tmp_path / "f_strict", max_box_area_ratio=0.5)) != {}
 
@@ -243,8 +245,13 @@ def test_degenerate_boxes_are_bad_rows_with_reasons(tmp_path: Path) -> None:
     why = reasons(report)
     assert sorted(why) == list(range(1, 9)) and report["persons_written"] == 1
     assert "bounding_box 1e-300x1e-300 has a side under 1 pixel: fix the box" in why[1]
-    assert "0.5x20 has a side under 1 pixel" in why[2] and "20x0.999 has a side under 1 pixel" in why[3]
-    assert "width is not a finite number: inf" in why[4] and "x is not a finite number: -inf" in why[5]
+    assert (
+        "0.5x20 has a side under 1 pixel" in why[2]
+        and "20x0.999 has a side under 1 pixel" in why[3]
+    )
+    assert (
+        "width is not a finite number: inf" in why[4] and "x is not a finite number: -inf" in why[5]
+    )
     assert "y is not a finite number: nan" in why[6]
     assert "reaches past the largest number a float holds" in why[7]
     assert "is absurd for the 64x64 image" in why[8]

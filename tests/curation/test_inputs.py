@@ -84,7 +84,9 @@ def test_fingerprint_follows_content_not_location_or_mtime(tmp_path: Path) -> No
     assert changed["images"]["sha256"] != entries["images"]["sha256"]
     (one / "images" / "c.png").write_bytes(b"")  # a new file changes the folder too
     after = {e["path"]: e for e in inputs_fingerprint(paths, one)["inputs"]}
-    assert after["images"]["files"] == 3 and after["images"]["sha256"] != changed["images"]["sha256"]
+    assert (
+        after["images"]["files"] == 3 and after["images"]["sha256"] != changed["images"]["sha256"]
+    )
 
 
 def test_hash_cache_reads_each_unchanged_file_once(
@@ -99,7 +101,9 @@ def test_hash_cache_reads_each_unchanged_file_once(
         return real(path)
 
     monkeypatch.setattr(inputs_module, "file_sha256", counting)
-    monkeypatch.setattr(inputs_module, "ALWAYS_HASH_BYTES", 0)  # these small files stand for big ones
+    monkeypatch.setattr(
+        inputs_module, "ALWAYS_HASH_BYTES", 0
+    )  # these small files stand for big ones
     cache = tmp_path / "cache" / "hashes.json"
     paths = [Path("images"), Path("news.csv")]
     first = inputs_fingerprint(paths, tmp_path / "data", cache)
@@ -115,8 +119,9 @@ def test_hash_cache_reads_each_unchanged_file_once(
 
 
 @pytest.mark.parametrize("always_hash_bytes", [inputs_module.ALWAYS_HASH_BYTES, 0])
-def test_an_edit_in_place_keeping_size_and_mtime_is_seen(always_hash_bytes: int, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edit_in_place_keeping_size_and_mtime_is_seen(
+    always_hash_bytes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 21.5: small files are hashed at every run; a big file's cached hash is dropped
     when its ctime moves, which resetting the mtime (touch -d, os.utime) cannot avoid."""
     monkeypatch.setattr(inputs_module, "ALWAYS_HASH_BYTES", always_hash_bytes)
@@ -260,10 +265,15 @@ def test_only_inputs_outside_the_repository_and_packages_become_external(tmp_pat
     (repo / "data").mkdir(parents=True)
     package_file = Path(installed.__file__).parent / "news.csv"
     curation = {
-        "news": {"sources": [{"kind": "embedded"}, {"kind": "file", "path": "data/in_repo.jsonl"},
-                             {"kind": "file", "path": str(shared / "a.jsonl")},
-                             {"kind": "file", "path": "../shared/./b.csv"},
-                             {"kind": "file", "path": str(package_file)}]},
+        "news": {
+            "sources": [
+                {"kind": "embedded"},
+                {"kind": "file", "path": "data/in_repo.jsonl"},
+                {"kind": "file", "path": str(shared / "a.jsonl")},
+                {"kind": "file", "path": "../shared/./b.csv"},
+                {"kind": "file", "path": str(package_file)},
+            ]
+        },
         "facet": {"release_dir": str(repo / "data" / "facet")},  # absolute, but inside
         "occupations": {"us_statistics": str(shared / "us.csv")},
     }
@@ -275,12 +285,21 @@ def test_only_inputs_outside_the_repository_and_packages_become_external(tmp_pat
     }
     assert all(name_problem(name) is None for name in found)
     # the default study reads nothing outside the repository: its params.yaml lists none
-    assert external_inputs({"facet": {"release_dir": "data/curated/facet_fixture"}, "occupations": {}}, repo) == {}
+    assert (
+        external_inputs(
+            {"facet": {"release_dir": "data/curated/facet_fixture"}, "occupations": {}}, repo
+        )
+        == {}
+    )
 
 
 def test_external_inputs_never_fail_on_a_bad_config(tmp_path: Path) -> None:
-    bad = {"facet": {"release_dir": "/x", "crop_size": "big"}, "news": {"sources": []},
-           "Bad Name": {"release_dir": "/x"}, "unknown": {"path": "/x"}}
+    bad = {
+        "facet": {"release_dir": "/x", "crop_size": "big"},
+        "news": {"sources": []},
+        "Bad Name": {"release_dir": "/x"},
+        "unknown": {"path": "/x"},
+    }
     assert external_inputs(bad, tmp_path) == {}
     assert external_inputs({"facet": {"release_dir": "/a\x00b"}}, tmp_path) == {}
     assert external_inputs(["not", "a", "mapping"], tmp_path) == {}  # type: ignore[arg-type]
@@ -290,12 +309,18 @@ def test_a_stale_external_inputs_names_the_fix(tmp_path: Path) -> None:
     curation = {"facet": {"release_dir": str(tmp_path.parent / "facet")}}
     written = external_inputs(curation)
     check_external_inputs(written, curation, "params.yaml")
-    with pytest.raises(ConfigError, match=r"params.yaml: external_inputs does not follow curation .*facet-images.*"
-                                          r"`genfair compose`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"params.yaml: external_inputs does not follow curation .*facet-images.*"
+        r"`genfair compose`",
+    ):
         check_external_inputs({}, curation, "params.yaml")
     with pytest.raises(ConfigError, match="recompose"):
-        check_external_inputs({**written, "facet-images": {"section": "facet", "path": "/elsewhere"}}, curation,
-                              "params.yaml")
+        check_external_inputs(
+            {**written, "facet-images": {"section": "facet", "path": "/elsewhere"}},
+            curation,
+            "params.yaml",
+        )
 
 
 def test_compose_writes_external_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -305,10 +330,14 @@ def test_compose_writes_external_inputs(tmp_path: Path, monkeypatch: pytest.Monk
     import yaml
 
     monkeypatch.chdir(ROOT)
-    out = compose([f"curation.facet.release_dir={tmp_path}"], tmp_path / "params.yaml", ROOT / "conf")
+    out = compose(
+        [f"curation.facet.release_dir={tmp_path}"], tmp_path / "params.yaml", ROOT / "conf"
+    )
     written = yaml.safe_load(out.read_text())["external_inputs"]
-    assert written == {"facet-annotations": {"section": "facet", "path": str(tmp_path / "annotations.csv")},
-                       "facet-images": {"section": "facet", "path": str(tmp_path / "images")}}
+    assert written == {
+        "facet-annotations": {"section": "facet", "path": str(tmp_path / "annotations.csv")},
+        "facet-images": {"section": "facet", "path": str(tmp_path / "images")},
+    }
     default = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert default["external_inputs"] == {}
 
@@ -320,15 +349,20 @@ def test_external_input_stage_refuses_a_name_params_do_not_list(tmp_path: Path) 
     from tests.support.conf import ROOT
 
     frame = load_frame(ROOT / "params.yaml")
-    with pytest.raises(ConfigError, match=r"external_inputs.facet-images: not in params.yaml; recompose"):
+    with pytest.raises(
+        ConfigError, match=r"external_inputs.facet-images: not in params.yaml; recompose"
+    ):
         external_input(frame, "facet-images", Layout(tmp_path))
 
 
-def test_a_folder_linked_into_the_repository_is_external_under_its_relative_path(tmp_path: Path) -> None:
+def test_a_folder_linked_into_the_repository_is_external_under_its_relative_path(
+    tmp_path: Path,
+) -> None:
     repo, shared = tmp_path / "repo", tmp_path / "shared" / "facet"
     (repo / "data").mkdir(parents=True)
     shared.mkdir(parents=True)
     (repo / "data" / "facet").symlink_to(shared)
     assert external_inputs({"facet": {"release_dir": "data/facet"}}, repo) == {
         "facet-annotations": {"section": "facet", "path": "data/facet/annotations.csv"},
-        "facet-images": {"section": "facet", "path": "data/facet/images"}}
+        "facet-images": {"section": "facet", "path": "data/facet/images"},
+    }

@@ -75,7 +75,8 @@ def test_rejected_records_keep_the_other_rows_ids(tmp_path: Path) -> None:
     broken = write(tmp_path / "a.csv", [HEADER, "Bad,row", f"One,{BODY}1,s,,", f"Two,{BODY}2,s,,"])
     (tmp_path / "fixed").mkdir()
     fixed = write(
-        tmp_path / "fixed" / "a.csv", [HEADER, f"Bad,{BODY}0,s,,", f"One,{BODY}1,s,,", f"Two,{BODY}2,s,,"]
+        tmp_path / "fixed" / "a.csv",
+        [HEADER, f"Bad,{BODY}0,s,,", f"One,{BODY}1,s,,", f"Two,{BODY}2,s,,"],
     )
     ids_broken = collect(broken, tmp_path).set_index("headline")["article_id"]
     ids_fixed = collect(fixed, tmp_path).set_index("headline")["article_id"]

@@ -23,14 +23,20 @@ pytestmark = pytest.mark.e2e
 
 #: numpy's dispatch down to its x86-64-v2 baseline, torch's ATen to its default kernels, the
 #: BLAS libraries to an SSE-only core
-CAPPED = {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR", "ATEN_CPU_CAPABILITY": "default",
-          "OPENBLAS_CORETYPE": "Nehalem", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+CAPPED = {
+    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    "ATEN_CPU_CAPABILITY": "default",
+    "OPENBLAS_CORETYPE": "Nehalem",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+}
 #: outputs allowed to differ: none. (The news LDA's perplexity did, by ~2e-7 relative, while
 #: gensim ran in float32, whose exp/log kernels numpy picks by CPU; it runs in float64 now.)
 KNOWN: list[str] = []
 #: the SIMD targets numpy dispatches to on this CPU, and torch's kernel level
-PROBE = ("import torch; from numpy._core._multiarray_umath import __cpu_features__ as f, __cpu_dispatch__ as d;"
-         "print([k for k in d if f.get(k)], torch.backends.cpu.get_cpu_capability())")
+PROBE = (
+    "import torch; from numpy._core._multiarray_umath import __cpu_features__ as f, __cpu_dispatch__ as d;"
+    "print([k for k in d if f.get(k)], torch.backends.cpu.get_cpu_capability())"
+)
 
 
 #: the report's provenance line (study/report.py): each checkout here has its own git commit,
@@ -45,27 +51,50 @@ def _digest(path: Path) -> str:
 
 
 def _outputs(work: Path) -> dict[str, str]:
-    return {str(p.relative_to(work)): _digest(p) for p in sorted((work / "data").rglob("*"))
-            if p.is_file() and p.name != ".gitignore" and "reference" not in p.parts}
+    return {
+        str(p.relative_to(work)): _digest(p)
+        for p in sorted((work / "data").rglob("*"))
+        if p.is_file() and p.name != ".gitignore" and "reference" not in p.parts
+    }
 
 
 def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(tmp_path: Path) -> None:
-    wide = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True).stdout
-    capped = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
-                            env={**study_env(tmp_path), **CAPPED}).stdout
+    wide = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    capped = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**study_env(tmp_path), **CAPPED},
+    ).stdout
     assert capped.strip() == "[] DEFAULT", capped  # the caps take effect
     works, procs = {}, {}
-    for name, extra in (("wide", {}), ("capped", CAPPED)):  # side by side: the cache's claims keep calls once
+    for name, extra in (
+        ("wide", {}),
+        ("capped", CAPPED),
+    ):  # side by side: the cache's claims keep calls once
         works[name] = tmp_path / name
         works[name].mkdir()
         env = study_env(works[name], GENFAIR_CACHE_DIR=str(tmp_path / "shared-cache"), **extra)
         copy_study(works[name], env, *LIGHT_SMOKE)
-        procs[name] = subprocess.Popen(["dvc", "repro"], cwd=works[name], env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True)
+        procs[name] = subprocess.Popen(
+            ["dvc", "repro"],
+            cwd=works[name],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     for name, proc in procs.items():
         output, _ = proc.communicate(timeout=3000)
         assert proc.returncode == 0, f"dvc repro ({name}) failed:\n{output[-4000:]}"
     outputs = {name: _outputs(work) for name, work in works.items()}
     assert outputs["wide"].keys() == outputs["capped"].keys()
-    differ = sorted(path for path, digest in outputs["wide"].items() if outputs["capped"][path] != digest)
-    assert differ == KNOWN, f"kernels {wide.strip()} vs capped: {len(differ)} of {len(outputs['wide'])} outputs differ: {differ}"
+    differ = sorted(
+        path for path, digest in outputs["wide"].items() if outputs["capped"][path] != digest
+    )
+    assert differ == KNOWN, (
+        f"kernels {wide.strip()} vs capped: {len(differ)} of {len(outputs['wide'])} outputs differ: {differ}"
+    )

@@ -37,7 +37,9 @@ def _edit_in_place(path: Path, keep_mtime: bool) -> None:
 
 
 def _ran(output: str) -> set[str]:
-    return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")}
+    return {
+        line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")
+    }
 
 
 def test_dvc_status_names_a_changed_input_outside_the_repository(tmp_path: Path) -> None:
@@ -53,11 +55,16 @@ def test_dvc_status_names_a_changed_input_outside_the_repository(tmp_path: Path)
     params = yaml.safe_load((work / "params.yaml").read_text())
     assert params["external_inputs"] == {
         "facet-annotations": {"section": "facet", "path": str(release / "annotations.csv")},
-        "facet-images": {"section": "facet", "path": str(release / "images")}}
+        "facet-images": {"section": "facet", "path": str(release / "images")},
+    }
     commit(work, env)
 
     first = run(["dvc", "repro", "curate_facet"], work, env)
-    assert {"external_input@facet-annotations", "external_input@facet-images", "curate_facet"} <= _ran(first)
+    assert {
+        "external_input@facet-annotations",
+        "external_input@facet-images",
+        "curate_facet",
+    } <= _ran(first)
     status = run(["dvc", "status", "--with-deps", "curate_facet"], work, env)
     assert "external_input@" not in status and "curate_facet" not in status, status
 

@@ -20,7 +20,14 @@ import pytest
 import yaml
 
 from tests.support.conf import ROOT
-from tests.support.project import commit, copy_project, run, stale_after_code_edit, status_stages, study_env
+from tests.support.project import (
+    commit,
+    copy_project,
+    run,
+    stale_after_code_edit,
+    status_stages,
+    study_env,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -50,8 +57,12 @@ def _only(methodology: str, *extra: str) -> list[str]:
         if name != methodology and name in BUILTIN:
             out += ["-o", f"~methodology@methodologies.{name}"]
     if methodology not in BUILTIN:  # an added methodology, and its sizes at the scale
-        out += ["-o", f"+methodology@methodologies.{methodology}={methodology}",
-                "-o", f"+sizes/{methodology}@methodologies.{methodology}=smoke"]
+        out += [
+            "-o",
+            f"+methodology@methodologies.{methodology}={methodology}",
+            "-o",
+            f"+sizes/{methodology}@methodologies.{methodology}=smoke",
+        ]
     for model in MODELS:
         out += ["-o", f"~model@models.{model}"]
     return [*out, *(x for o in extra for x in ("-o", o))]
@@ -66,15 +77,35 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     package = tmp_path_factory.mktemp("toy_quiz_package")
     (package / "pyproject.toml").write_text(PYPROJECT)
     (package / "genfair_toy_quiz").mkdir()
-    (package / "genfair_toy_quiz/__init__.py").write_text((ROOT / "tests/study/toy_methodology.py").read_text())
-    site = tmp_path_factory.mktemp("site")  # an install target on the path: the shared venv stays as it is
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
+    (package / "genfair_toy_quiz/__init__.py").write_text(
+        (ROOT / "tests/study/toy_methodology.py").read_text()
+    )
+    site = tmp_path_factory.mktemp(
+        "site"
+    )  # an install target on the path: the shared venv stays as it is
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(package),
+        ],
+        check=True,
+        capture_output=True,
+    )
     env["PYTHONPATH"] = f"{site}:{env.get('PYTHONPATH', '')}".rstrip(":")
     # its one config (the methodology's fields) and its sizes per scale
     # its planted rate is its own: editing it reruns only the quiz's simulated calls
     (work / "conf/methodology/toy_quiz.yaml").write_text(
-        "questions: 40\nsimulated: {accuracy: 0.8, refusal_rate: 0.05, invalid_rate: 0.05}\n")
+        "questions: 40\nsimulated: {accuracy: 0.8, refusal_rate: 0.05, invalid_rate: 0.05}\n"
+    )
     for scale, questions in (("smoke", 30), ("default", 40), ("paper", 200)):
         (work / f"conf/sizes/toy_quiz/{scale}.yaml").parent.mkdir(parents=True, exist_ok=True)
         (work / f"conf/sizes/toy_quiz/{scale}.yaml").write_text(f"questions: {questions}\n")
@@ -124,14 +155,26 @@ def test_an_installed_methodology_runs_through_dvc(copy: tuple[Path, dict[str, s
     _check_study(work, env, "toy_quiz", {"simulated_llm/toy_quiz"})
     scores = pd.read_parquet(work / "data/metrics/simulated_llm/toy_quiz/scores.parquet").iloc[0]
     assert scores["n"] > 20 and scores["ci_low"] <= 0.8 <= scores["ci_high"]  # the planted accuracy
-    value = json.loads((work / "data/headline/toy_quiz/simulated_llm.SIMULATED/accuracy.higher_better.json").read_text())
+    value = json.loads(
+        (
+            work / "data/headline/toy_quiz/simulated_llm.SIMULATED/accuracy.higher_better.json"
+        ).read_text()
+    )
     assert value["value"] == round(scores["mean"], 4)
-    assert "Toy quiz: which number is larger" in (work / "data/report/index.html").read_text(encoding="utf-8")
+    assert "Toy quiz: which number is larger" in (work / "data/report/index.html").read_text(
+        encoding="utf-8"
+    )
     # its code is a dependency: an edit reruns its stages, then (through its code@ fingerprint)
     # the cross-model score, track and report, nothing else
     edited, fingerprinted = stale_after_code_edit(work, env, Path(code, "__init__.py"), "toy_quiz")
-    own = {"probes@toy_quiz", "generate@simulated_llm-toy_quiz", "label@simulated_llm-toy_quiz",
-           "metrics@simulated_llm-toy_quiz", "study@toy_quiz", "plot@toy_quiz-accuracy"}
+    own = {
+        "probes@toy_quiz",
+        "generate@simulated_llm-toy_quiz",
+        "label@simulated_llm-toy_quiz",
+        "metrics@simulated_llm-toy_quiz",
+        "study@toy_quiz",
+        "plot@toy_quiz-accuracy",
+    }
     assert edited == own | {"code@toy_quiz"}, sorted(edited)
     assert fingerprinted == own | {"score", "track", "report"}, sorted(fingerprinted)
     assert not status_stages(work, env)
@@ -146,12 +189,18 @@ RUNS = {
     "open_bias": {"simulated_t2i/open_bias"},
 }
 #: without SmolLM2 (OpenBias's proposer), stage 1 comes from the authors' published proposals
-EXTRA = {"open_bias": ("methodologies.open_bias.captions=published",
-                       f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}")}
+EXTRA = {
+    "open_bias": (
+        "methodologies.open_bias.captions=published",
+        f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}",
+    )
+}
 
 
 @pytest.mark.parametrize("methodology", BUILTIN)
-def test_a_study_of_one_builtin_methodology(copy: tuple[Path, dict[str, str]], methodology: str) -> None:
+def test_a_study_of_one_builtin_methodology(
+    copy: tuple[Path, dict[str, str]], methodology: str
+) -> None:
     work, env = copy
     run(["genfair", "compose", *_only(methodology, *EXTRA.get(methodology, ()))], work, env)
     run(["dvc", "repro"], work, env)

@@ -9,7 +9,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.support.project import ROOT, always_changed, commit, copy_study, stale_after_code_edit, status_stages, study_env
+from tests.support.project import (
+    ROOT,
+    always_changed,
+    commit,
+    copy_study,
+    stale_after_code_edit,
+    status_stages,
+    study_env,
+)
 from tests.support.project import run as _run
 
 pytestmark = pytest.mark.e2e
@@ -30,8 +38,16 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet")
     assert set(probes["modality"]) == {"llm", "t2i"}
     probes = probes[probes["modality"] == "llm"]
-    assert {"probe_id", "kind", "context", "statistic", "direction", "prompt", "options"} <= set(probes)
-    assert set(probes["context"]) == {"objective", "baseline", "representativeness", "attribution", "ingroup"}
+    assert {"probe_id", "kind", "context", "statistic", "direction", "prompt", "options"} <= set(
+        probes
+    )
+    assert set(probes["context"]) == {
+        "objective",
+        "baseline",
+        "representativeness",
+        "attribution",
+        "ingroup",
+    }
     for model in ("smollm2", "simulated_llm"):
         responses = pd.read_parquet(work / f"data/responses/{model}/fact_or_fair/responses.parquet")
         assert len(responses) == len(probes)
@@ -47,7 +63,9 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
     assert (board.loc[board["model"] == "smollm2", "rank"] == 1).all()
 
 
-def test_news_bias_word_sentence_and_document_levels(study: tuple[Path, dict[str, str], str]) -> None:
+def test_news_bias_word_sentence_and_document_levels(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     work, _, _ = study
     corpus = pd.read_parquet(work / "data/curated/news.parquet")
     assert len(corpus) == 293 and corpus["headline_derived"].all()  # gensim's ABC articles
@@ -87,38 +105,61 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     parent = _mlflow_run(client, runs["parent_run"])
     assert runs["tracking_uri"] == "sqlite:///mlflow.db"  # no machine path in the committed file
     assert parent.data.tags["genfair.scale"] == "smoke"
-    assert set(runs["child_runs"]) == {"smollm2/fact_or_fair", "simulated_llm/fact_or_fair",
-                                       "smollm2/news_bias", "simulated_llm/news_bias",
-                                       "simulated_t2i/fact_or_fair",
-                                       "smollm2/iris", "simulated_llm/iris", "simulated_t2i/iris",
-                                       "simulated_vlm/iris", "simulated_vlm/lvlm_facet",
-                                       "simulated_t2i/open_bias"}
+    assert set(runs["child_runs"]) == {
+        "smollm2/fact_or_fair",
+        "simulated_llm/fact_or_fair",
+        "smollm2/news_bias",
+        "simulated_llm/news_bias",
+        "simulated_t2i/fact_or_fair",
+        "smollm2/iris",
+        "simulated_llm/iris",
+        "simulated_t2i/iris",
+        "simulated_vlm/iris",
+        "simulated_vlm/lvlm_facet",
+        "simulated_t2i/open_bias",
+    }
     sim = _mlflow_run(client, runs["child_runs"]["simulated_llm/fact_or_fair"])
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
-    assert sim.data.tags["genfair.simulated"] == "true" and "SIMULATED" in sim.data.tags["genfair.label"]
+    assert (
+        sim.data.tags["genfair.simulated"] == "true"
+        and "SIMULATED" in sim.data.tags["genfair.label"]
+    )
     real = _mlflow_run(client, runs["child_runs"]["smollm2/fact_or_fair"])
     assert real.data.tags["genfair.simulated"] == "false"
-    assert {"objective.gender.s_fact", "baseline.race.distance", "ingroup.race.s_fair_lo"} <= set(real.data.metrics)
+    assert {"objective.gender.s_fact", "baseline.race.distance", "ingroup.race.s_fair_lo"} <= set(
+        real.data.metrics
+    )
     assert real.data.params["model.model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     artifacts = {a.path for a in client.list_artifacts(real.info.run_id)}
     assert {"per_statistic.csv", "scores.csv", "tradeoff_objective.png"} <= artifacts
     news = _mlflow_run(client, runs["child_runs"]["simulated_llm/news_bias"])
-    assert {"unbiased.word.gender.W.mean", "biased.refusal.refusal_rate.mean",
-            "unbiased.document.gender.W.n"} <= set(news.data.metrics)
+    assert {
+        "unbiased.word.gender.W.mean",
+        "biased.refusal.refusal_rate.mean",
+        "unbiased.document.gender.W.n",
+    } <= set(news.data.metrics)
     assert news.data.params["news_bias.instrument.toxicity"] == "alt-profanity-check"
     artifacts = {a.path for a in client.list_artifacts(news.info.run_id)}
     assert {"bias_bars.png", "prompt_comparison.csv", "study_scores.csv"} <= artifacts
 
 
-def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, dict[str, str], str]) -> None:
+def test_simulated_t2i_images_labels_scores_and_mlflow_run(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet")
     probes = probes[probes["modality"] == "t2i"]
-    assert len(probes) == 19 * 2 * 2 * 2  # objective + subjective, 2 images per query at smoke scale
-    responses = pd.read_parquet(work / "data/responses/simulated_t2i/fact_or_fair/responses.parquet")
-    assert len(responses) == len(probes) and (responses["status"] == "ok").all()  # refusals re-asked
+    assert (
+        len(probes) == 19 * 2 * 2 * 2
+    )  # objective + subjective, 2 images per query at smoke scale
+    responses = pd.read_parquet(
+        work / "data/responses/simulated_t2i/fact_or_fair/responses.parquet"
+    )
+    assert (
+        len(responses) == len(probes) and (responses["status"] == "ok").all()
+    )  # refusals re-asked
     folder = work / "data/responses/simulated_t2i/fact_or_fair/images"
     assert {p.name for p in folder.glob("*.png")} == set(responses["file"])
     labels = pd.read_parquet(work / "data/labels/simulated_t2i/fact_or_fair.parquet")
@@ -133,20 +174,33 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(study: tuple[Path, di
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
     run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/fact_or_fair"])
-    assert run.data.tags["genfair.simulated"] == "true" and "SIMULATED" in run.data.tags["genfair.label"]
+    assert (
+        run.data.tags["genfair.simulated"] == "true"
+        and "SIMULATED" in run.data.tags["genfair.label"]
+    )
     assert {"objective.gender.s_fact", "baseline.race.distance"} <= set(run.data.metrics)
     assert run.data.params["fact_or_fair.instrument.label_source"] == "oracle"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"tradeoff_t2i_objective.png", "tradeoff_t2i_baseline.png", "per_statistic.csv"} <= artifacts
+    assert {
+        "tradeoff_t2i_objective.png",
+        "tradeoff_t2i_baseline.png",
+        "per_statistic.csv",
+    } <= artifacts
 
 
-def test_facet_curation_and_instrument_validation_stages(study: tuple[Path, dict[str, str], str]) -> None:
+def test_facet_curation_and_instrument_validation_stages(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     work, _, _ = study
     fixture = work / "data/curated/facet_fixture"
-    assert (fixture / "annotations.csv").is_file() and "FIXTURE" in (fixture / "README.md").read_text()
+    assert (fixture / "annotations.csv").is_file() and "FIXTURE" in (
+        fixture / "README.md"
+    ).read_text()
     persons = pd.read_parquet(work / "data/curated/facet/persons.parquet")
     assert len(persons) > 0 and persons["fixture"].all()
-    assert {f"{p}.png" for p in persons["person_id"]} == {p.name for p in (work / "data/curated/facet/crops").glob("*.png")}
+    assert {f"{p}.png" for p in persons["person_id"]} == {
+        p.name for p in (work / "data/curated/facet/crops").glob("*.png")
+    }
     report = json.loads((work / "data/curated/facet/report.json").read_text())
     assert report["fixture"] is True and report["persons_written"] == len(persons)
     folder = work / "data/metrics/instruments/face_demographics"
@@ -158,26 +212,41 @@ def test_facet_curation_and_instrument_validation_stages(study: tuple[Path, dict
     assert summary["images"] == 205 and summary["has_face"]["accuracy"] > 0.9
 
 
-def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str, str], str]) -> None:
+def test_iris_occupations_sectors_scores_and_mlflow(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     from mlflow.tracking import MlflowClient
 
     work, _, _ = study
     occupations = pd.read_parquet(work / "data/curated/occupations/occupations.parquet")
-    assert len(occupations) == 52 and occupations["has_us"].sum() == 32 and occupations["has_eu"].sum() == 11
+    assert (
+        len(occupations) == 52
+        and occupations["has_us"].sum() == 32
+        and occupations["has_eu"].sum() == 11
+    )
     probes = pd.read_parquet(work / "data/probes/iris.parquet")
-    assert set(zip(probes["sector"], probes["modality"])) == {("IFS-Gen", "t2i"), ("RFS-Und", "llm|vlm"),
-                                                              ("IFS-Und", "vlm"), ("BIS-Und", "vlm")}
+    assert set(zip(probes["sector"], probes["modality"])) == {
+        ("IFS-Gen", "t2i"),
+        ("RFS-Und", "llm|vlm"),
+        ("IFS-Und", "vlm"),
+        ("BIS-Und", "vlm"),
+    }
     assert (probes["sector"] == "RFS-Und").sum() == 18  # 18 profiles x 1 round at smoke scale
-    sectors = {"smollm2": {"RFS-Und"}, "simulated_llm": {"RFS-Und"},
-               "simulated_t2i": {"IFS-Gen", "RFS-Gen", "BIS-Gen"},
-               "simulated_vlm": {"IFS-Und", "RFS-Und", "BIS-Und"}}
+    sectors = {
+        "smollm2": {"RFS-Und"},
+        "simulated_llm": {"RFS-Und"},
+        "simulated_t2i": {"IFS-Gen", "RFS-Gen", "BIS-Gen"},
+        "simulated_vlm": {"IFS-Und", "RFS-Und", "BIS-Und"},
+    }
     for model, expected in sectors.items():
         granular = pd.read_parquet(work / f"data/metrics/{model}/iris/scores.parquet")
         assert set(granular["sector"]) == expected
     t2i = pd.read_parquet(work / "data/responses/simulated_t2i/iris/responses.parquet")
     assert {"IFS-Gen", "BIS-Gen"} == set(t2i["sector"])
     ok = t2i[t2i["status"] == "ok"]
-    assert {p.name for p in (work / "data/responses/simulated_t2i/iris/images").glob("*.png")} == set(ok["file"])
+    assert {
+        p.name for p in (work / "data/responses/simulated_t2i/iris/images").glob("*.png")
+    } == set(ok["file"])
     rounds = pd.read_parquet(work / "data/labels/smollm2/iris.parquet")
     assert len(rounds) == 18 and set(rounds["status"]) <= {"ok", "refused", "invalid", "error"}
     scores = pd.read_parquet(work / "data/scores/iris.parquet")
@@ -190,11 +259,19 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
     run = _mlflow_run(client, runs["child_runs"]["simulated_t2i/iris"])
-    assert run.data.params["iris.mode"] == "table9" and run.data.params["iris.S.IFS-Gen"] == "58000.0"
+    assert (
+        run.data.params["iris.mode"] == "table9" and run.data.params["iris.S.IFS-Gen"] == "58000.0"
+    )
     assert run.data.params["iris.gen_code"] != "-"
     # BIS-Gen lacks its quality and semantic penalties: a partial score, logged as such
-    assert {"iris.score.IFS-Gen", "iris.magnitude_partial.BIS-Gen", "IFS-Gen.RD_gender.value"} <= set(run.data.metrics)
-    parent = {a.path for a in client.list_artifacts(_mlflow_run(client, runs["parent_run"]).info.run_id)}
+    assert {
+        "iris.score.IFS-Gen",
+        "iris.magnitude_partial.BIS-Gen",
+        "IFS-Gen.RD_gender.value",
+    } <= set(run.data.metrics)
+    parent = {
+        a.path for a in client.list_artifacts(_mlflow_run(client, runs["parent_run"]).info.run_id)
+    }
     assert {"iris_study_validation.csv", "iris_study_summary.csv", "leaderboard_iris.csv"} <= parent
     # SIMULATED VLM on the FACET fixture crops (IFS-Und) and the counterfactual FIXTURE (BIS-Und)
     crops = probes[probes["sector"] == "IFS-Und"]
@@ -202,9 +279,21 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert set(crops["person_id"]) == set(persons["person_id"][persons["occupation"].notna()])
     labels = pd.read_parquet(work / "data/labels/simulated_vlm/iris.parquet")
     ifs = labels[labels["sector"] == "IFS-Und"]
-    assert len(ifs) == 5 * len(crops) and set(ifs["tier"].dropna()) <= {"exact", "alias", "embedding", "unmappable"}
-    vlm = pd.read_parquet(work / "data/metrics/simulated_vlm/iris/scores.parquet").set_index("metric")
-    for metric in ("AD_single_gender", "SPD_single_gender", "ac_diff_gender", "dhr_inconsistency_gender"):
+    assert len(ifs) == 5 * len(crops) and set(ifs["tier"].dropna()) <= {
+        "exact",
+        "alias",
+        "embedding",
+        "unmappable",
+    }
+    vlm = pd.read_parquet(work / "data/metrics/simulated_vlm/iris/scores.parquet").set_index(
+        "metric"
+    )
+    for metric in (
+        "AD_single_gender",
+        "SPD_single_gender",
+        "ac_diff_gender",
+        "dhr_inconsistency_gender",
+    ):
         assert 0 <= vlm.loc[metric, "value"] and "FIXTURE" in vlm.loc[metric, "note"]
     assert vlm.loc["AD_single_gender", "value"] > 0  # planted: male 0.9 / female 0.6
     bis = labels[labels["sector"] == "BIS-Und"]
@@ -212,7 +301,9 @@ def test_iris_occupations_sectors_scores_and_mlflow(study: tuple[Path, dict[str,
     assert (work / ".genfair-cache/answer_mapper/embeddings.npz").is_file()
     run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/iris"])
     assert run.data.tags["genfair.simulated"] == "true"
-    assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(run.data.metrics)
+    assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(
+        run.data.metrics
+    )
 
 
 def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> None:
@@ -221,24 +312,37 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
 
     work, _, _ = study
     probes = pd.read_parquet(work / "data/probes/lvlm_facet.parquet")
-    assert len(probes) == 3 * 3 and set(probes["prompt"]) == {"direct", "is_there", "person_is"}  # smoke: 3 images
+    assert len(probes) == 3 * 3 and set(probes["prompt"]) == {
+        "direct",
+        "is_there",
+        "person_is",
+    }  # smoke: 3 images
     assert probes["fixture"].all() and probes["image_sha256"].str.len().eq(64).all()
     labels = pd.read_parquet(work / "data/labels/simulated_vlm/lvlm_facet.parquet")
     assert len(labels) == len(probes) and set(labels["status"]) <= {"ok", "refused"}
     assert labels["encoder"].str.startswith("sentence-transformers/all-MiniLM").all()
-    for model in ("smollm2", "simulated_llm", "simulated_t2i"):  # not vlm models: no stage, no output
+    for model in (
+        "smollm2",
+        "simulated_llm",
+        "simulated_t2i",
+    ):  # not vlm models: no stage, no output
         assert not (work / f"data/metrics/{model}/lvlm_facet").exists()
     scores = pd.read_parquet(work / "data/metrics/simulated_vlm/lvlm_facet/scores.parquet")
     assert set(scores["measure"]) == {"recall", "disparity"}
     headline = json.loads((work / "data/headline.json").read_text())["lvlm_facet"]["simulated_vlm"]
-    assert headline["simulated"] is True and len(headline) == 1 + 9  # attribute x prompt disparities
-    assert pd.read_parquet(work / "data/scores/lvlm_facet.parquet")["rank"].isna().all()  # a simulator
+    assert (
+        headline["simulated"] is True and len(headline) == 1 + 9
+    )  # attribute x prompt disparities
+    assert (
+        pd.read_parquet(work / "data/scores/lvlm_facet.parquet")["rank"].isna().all()
+    )  # a simulator
     runs = json.loads((work / "data/tracking/runs.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
     run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/lvlm_facet"])
     assert run.data.params["lvlm_facet.instrument.encoder"].startswith("sentence-transformers/")
     assert {"recall_per_group.png", "disparity_heatmap.png", "recalls.csv"} <= {
-        a.path for a in client.list_artifacts(run.info.run_id)}
+        a.path for a in client.list_artifacts(run.info.run_id)
+    }
     assert (work / ".genfair-cache/lvlm_facet/class_embeddings.npz").is_file()
 
 
@@ -254,39 +358,81 @@ def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str]
     assert any("smollm2/objective.gender.distance.lower_better.json" in line for line in lines)
     _run(["dvc", "plots", "show", "-o", str(work / "plots-out")], work, env)
     page = (work / "plots-out/index.html").read_text(encoding="utf-8")
-    for title in ("FACT-OR-FAIR trade-off, objective, gender", "News bias, unbiased prompt", "IRIS sector scores"):
+    for title in (
+        "FACT-OR-FAIR trade-off, objective, gender",
+        "News bias, unbiased prompt",
+        "IRIS sector scores",
+    ):
         assert title in page
 
 
-def test_noop_repro_and_adding_a_model_reruns_only_its_stages(study: tuple[Path, dict[str, str], str]) -> None:
+def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     work, env, _ = study
     # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing new
     again = _run(["dvc", "repro"], work, env)
     noop = set(re.findall(r"Running stage '([^']+)'", again))
     assert noop == always_changed(work), sorted(noop)
-    assert "holds all" in again  # the MLflow store has every run: nothing logged, MLflow not even imported
-    _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm"], work, env)
+    assert (
+        "holds all" in again
+    )  # the MLflow store has every run: nothing logged, MLflow not even imported
+    _run(
+        [
+            "genfair",
+            "compose",
+            "-o",
+            "scale=smoke",
+            "-o",
+            "+model@models.simulated_b=simulated_llm",
+        ],
+        work,
+        env,
+    )
     output = _run(["dvc", "repro"], work, env)
     ran = set(re.findall(r"Running stage '([^']+)'", output)) - always_changed(work)
     # a text model runs the methodologies that measure text; the image ones get no stage
-    own = {f"{step}@simulated_b-{m}" for step in ("generate", "label", "metrics")
-           for m in ("fact_or_fair", "news_bias", "iris")}
-    study_level = {f"study@{m}" for m in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")}
+    own = {
+        f"{step}@simulated_b-{m}"
+        for step in ("generate", "label", "metrics")
+        for m in ("fact_or_fair", "news_bias", "iris")
+    }
+    study_level = {
+        f"study@{m}" for m in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
+    }
     study_level |= {"score", "track", "report"} | {f"plot@{p}" for p in _plots(work)}
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
 
 
-def test_editing_one_methodology_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
+def test_editing_one_methodology_leaves_the_others_up_to_date(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     work, env, _ = study
     params = (work / "params.yaml").read_text()
     try:
-        _run(["genfair", "compose", "-o", "scale=smoke", "-o", "+model@models.simulated_b=simulated_llm",
-              "-o", "methodologies.news_bias.max_tokens=99"], work, env)
+        _run(
+            [
+                "genfair",
+                "compose",
+                "-o",
+                "scale=smoke",
+                "-o",
+                "+model@models.simulated_b=simulated_llm",
+                "-o",
+                "methodologies.news_bias.max_tokens=99",
+            ],
+            work,
+            env,
+        )
         changed = status_stages(work, env)
         assert changed, "editing news_bias's config changed no stage"
-        others = [s for s in changed if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))]
+        others = [
+            s
+            for s in changed
+            if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))
+        ]
         assert not others, f"stages of other methodologies changed: {sorted(others)}"
         assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
     finally:
@@ -299,17 +445,26 @@ def _plots(work: Path) -> set[str]:
     return set(yaml.safe_load((work / "params.yaml").read_text())["plots"])
 
 
-def test_editing_one_methodologys_code_leaves_the_others_up_to_date(study: tuple[Path, dict[str, str], str]) -> None:
+def test_editing_one_methodologys_code_leaves_the_others_up_to_date(
+    study: tuple[Path, dict[str, str], str],
+) -> None:
     """A methodology's stages depend on its own folder, not on the others' (a comment is a change
     to DVC); the cross-model stages on its code@ fingerprint."""
     work, env, _ = study
-    edited, fingerprinted = stale_after_code_edit(work, env, work / "src/genfair/methodologies/news_bias/lengths.py",
-                                                  "news_bias")
+    edited, fingerprinted = stale_after_code_edit(
+        work, env, work / "src/genfair/methodologies/news_bias/lengths.py", "news_bias"
+    )
     runs = [r for r in yaml_runs(work) if r.endswith("-news_bias")]
-    own = {"probes@news_bias", "study@news_bias", "plot@news_bias-bars_unbiased",
-           *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs)}
+    own = {
+        "probes@news_bias",
+        "study@news_bias",
+        "plot@news_bias-bars_unbiased",
+        *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs),
+    }
     assert edited == own | {"code@news_bias"}, sorted(edited ^ (own | {"code@news_bias"}))
-    assert fingerprinted == own | {"score", "track", "report"}, sorted(fingerprinted ^ (own | {"score", "track", "report"}))
+    assert fingerprinted == own | {"score", "track", "report"}, sorted(
+        fingerprinted ^ (own | {"score", "track", "report"})
+    )
     assert not status_stages(work, env)
 
 
@@ -325,9 +480,25 @@ def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, s
     # without SmolLM2, OpenBias's proposer: its stage 1 comes from the authors' published proposals
     # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing model)
     published = ROOT / "tests/support/open_bias_published_flickr.json"
-    _run(["dvc", "exp", "run", "-S", "scale=smoke", "-S", "methodologies.fact_or_fair.bootstrap_resamples=20",
-          "-S", "~model@models.smollm2", "-S", "methodologies.open_bias.captions=published",
-          "-S", f"methodologies.open_bias.published_proposals={published}"], work, env)
+    _run(
+        [
+            "dvc",
+            "exp",
+            "run",
+            "-S",
+            "scale=smoke",
+            "-S",
+            "methodologies.fact_or_fair.bootstrap_resamples=20",
+            "-S",
+            "~model@models.smollm2",
+            "-S",
+            "methodologies.open_bias.captions=published",
+            "-S",
+            f"methodologies.open_bias.published_proposals={published}",
+        ],
+        work,
+        env,
+    )
     import yaml
 
     params = yaml.safe_load((work / "params.yaml").read_text())

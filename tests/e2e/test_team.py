@@ -22,7 +22,6 @@ from tests.support.servers import PostgresServer, S3Server
 pytestmark = pytest.mark.e2e
 
 
-
 @dataclass
 class Team:
     server: MlflowServer
@@ -41,7 +40,9 @@ def _all_runs(uri: str) -> list:  # type: ignore[type-arg]
 
 
 @pytest.fixture(scope="module")
-def team(postgres: PostgresServer, s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+def team(
+    postgres: PostgresServer, s3: S3Server, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Team]:
     """The first checkout: reproduced with the team's MLflow server, committed, pushed."""
     with team_mlflow_server(postgres, tmp_path_factory.mktemp("mlflow")) as server:
         work = tmp_path_factory.mktemp("first")
@@ -65,7 +66,9 @@ def test_runs_params_metrics_and_figures_through_the_server(team: Team) -> None:
     assert runs["tracking_uri"] == team.server.uri
     logged = {r.data.tags["genfair.key"]: r for r in _all_runs(team.server.uri)}
     keys = [runs["parent_run"], *runs["child_runs"].values()]
-    assert sorted(logged) == sorted(keys) and all(r.info.status == "FINISHED" for r in logged.values())
+    assert sorted(logged) == sorted(keys) and all(
+        r.info.status == "FINISHED" for r in logged.values()
+    )
     parent = logged[runs["parent_run"]]
     assert parent.info.run_name == "study-smoke" and parent.data.params["scale"] == "smoke"
     child = logged[runs["child_runs"]["simulated_llm/fact_or_fair"]]
@@ -76,7 +79,9 @@ def test_runs_params_metrics_and_figures_through_the_server(team: Team) -> None:
     assert child.info.artifact_uri.startswith("mlflow-artifacts:")
     figures = [a.path for a in client.list_artifacts(child.info.run_id) if a.path.endswith(".png")]
     assert figures
-    local = Path(client.download_artifacts(child.info.run_id, figures[0], str(team.work / "download")))
+    local = Path(
+        client.download_artifacts(child.info.run_id, figures[0], str(team.work / "download"))
+    )
     assert local.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list(team.server.artifacts.rglob(figures[0]))
     assert not (team.work / "mlartifacts").exists() and not (team.work / "mlflow.db").exists()
@@ -91,7 +96,11 @@ def test_each_run_records_the_dvc_hashes_of_its_data(team: Team) -> None:
     metrics_out = lock["metrics@simulated_llm-fact_or_fair"]["outs"][0]
     assert inputs[metrics_out["path"]].dataset.digest == metrics_out["md5"]
     source = json.loads(inputs[metrics_out["path"]].dataset.source)
-    assert source == {"path": metrics_out["path"], "rev": child.data.params["git_commit"], "repo": ""}
+    assert source == {
+        "path": metrics_out["path"],
+        "rev": child.data.params["git_commit"],
+        "repo": "",
+    }
     probes = lock["probes@fact_or_fair"]["outs"][0]
     assert inputs[probes["path"]].dataset.digest == probes["md5"]  # an input of generate
     assert {t.key: t.value for t in inputs[probes["path"]].tags}["mlflow.data.context"] == "input"
@@ -103,8 +112,11 @@ def test_a_second_checkout_pulls_the_study_and_adds_no_run(team: Team, tmp_path:
     before = len(_all_runs(team.server.uri))
     clone = tmp_path / "second"
     run(["git", "clone", "-q", str(team.work), str(clone)], tmp_path, team.env)
-    env = study_env(clone, MLFLOW_TRACKING_URI=team.server.uri,
-                    **{k: v for k, v in team.env.items() if k.startswith("AWS_")})
+    env = study_env(
+        clone,
+        MLFLOW_TRACKING_URI=team.server.uri,
+        **{k: v for k, v in team.env.items() if k.startswith("AWS_")},
+    )
     run(["dvc", "pull", "--run-cache"], clone, env)
     output = run(["dvc", "repro"], clone, env)
     ran = set(re.findall(r"Running stage '([^']+)'", output))

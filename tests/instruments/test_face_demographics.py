@@ -82,8 +82,10 @@ def test_inputs_path_pil_float_gray_give_same_boxes(instrument, tmp_path) -> Non
     rgb = data.astronaut()
     path = tmp_path / "astronaut.png"
     Image.fromarray(rgb).save(path)
-    boxes = {instrument.measure(x, image_id="a").primary.box
-             for x in (rgb, str(path), path, Image.fromarray(rgb), rgb / 255.0)}
+    boxes = {
+        instrument.measure(x, image_id="a").primary.box
+        for x in (rgb, str(path), path, Image.fromarray(rgb), rgb / 255.0)
+    }
     assert len(boxes) == 1
     gray = instrument.measure(data.astronaut()[..., 1], image_id="g")
     assert gray.n_faces == 1 and gray.primary.ita is None  # no colour, no skin tone
@@ -96,8 +98,9 @@ def test_inputs_path_pil_float_gray_give_same_boxes(instrument, tmp_path) -> Non
 
 
 def test_dlib_hog_detector_and_skin_preset(hopper) -> None:
-    inst = FaceDemographics({"detector": {"name": "dlib_hog"}, "gender_age": None,
-                             "skin_groups": "lvlm_facet"})
+    inst = FaceDemographics(
+        {"detector": {"name": "dlib_hog"}, "gender_age": None, "skin_groups": "lvlm_facet"}
+    )
     rec = inst.measure(hopper, image_id="hopper")
     assert rec.n_faces == 1 and rec.primary.gender is None
     assert rec.primary.skin_group in ("light", "medium", "dark")
@@ -133,7 +136,11 @@ def test_oracle_mode_reads_recorded_attributes() -> None:
     face = rec.primary
     assert (rec.source, rec.instrument, rec.status) == ("oracle", "oracle", "ok")
     assert (face.gender, face.age_group, face.skin_group, face.race) == (
-        "female", "middle-aged", "dark", UNAVAILABLE)
+        "female",
+        "middle-aged",
+        "dark",
+        UNAVAILABLE,
+    )
     two = inst.measure(image_id="sim_2", truth=[{"race": "black"}, {"gender": "male"}])
     assert two.n_faces == 2 and two.primary.race == "black"
     assert inst.measure(image_id="sim_3", truth=[]).status == "no_face"
@@ -171,8 +178,11 @@ def test_a_new_detector_is_a_registered_class() -> None:
 
     try:
         inst = FaceDemographics(
-            {"detector": {"name": "test_fixed_box", "params": {"box": [176, 65, 97, 97]}},
-             "gender_age": None})
+            {
+                "detector": {"name": "test_fixed_box", "params": {"box": [176, 65, 97, 97]}},
+                "gender_age": None,
+            }
+        )
         rec = inst.measure(data.astronaut(), image_id="a")
     finally:
         DETECTORS.pop("test_fixed_box")
@@ -183,8 +193,12 @@ def test_a_new_detector_is_a_registered_class() -> None:
 def test_validation_scores_planted_predictions_by_hand() -> None:
     """6 images, gender: 3 female (2 right), 3 male (3 right); one female has no face."""
     planted = {
-        "a": ["female"], "b": ["male"], "c": [],  # c: truth female, no face found
-        "d": ["male"], "e": ["male"], "f": ["female"],
+        "a": ["female"],
+        "b": ["male"],
+        "c": [],  # c: truth female, no face found
+        "d": ["male"],
+        "e": ["male"],
+        "f": ["female"],
     }
     truth = {"a": "female", "b": "female", "c": "female", "d": "male", "e": "male", "f": "male"}
 
@@ -192,8 +206,10 @@ def test_validation_scores_planted_predictions_by_hand() -> None:
         faces = [FaceRecord(box=Box(0, 0, 10, 10), gender=g) for g in planted[image_id]]
         return ImageRecord(image_id, "ok" if faces else "no_face", "model", "planted", faces)
 
-    items = [LabelledImage(i, None, {"gender": truth[i], "has_face": True, "race": "white"})
-             for i in planted]
+    items = [
+        LabelledImage(i, None, {"gender": truth[i], "has_face": True, "race": "white"})
+        for i in planted
+    ]
     rep = validate_instrument(measure, items)
     g = rep.per_attribute.set_index("attribute")
     # female: a right, b wrong, c missing -> 1/3; male: d, e right, f wrong -> 2/3

@@ -15,12 +15,14 @@ from genfair.instruments.face_demographics import (
 )
 
 # order: White, Black, Latino_Hispanic, East Asian, Southeast Asian, Indian, Middle Eastern
-P = np.array([
-    [0.02, 0.03, 0.04, 0.01, 0.05, 0.60, 0.25],  # Indian, Middle Eastern, then Southeast Asian
-    [0.10, 0.02, 0.03, 0.05, 0.05, 0.05, 0.70],  # Middle Eastern first, then White
-    [0.02, 0.02, 0.02, 0.30, 0.04, 0.40, 0.20],  # Indian first, then East Asian
-    [0.00, 0.90, 0.02, 0.02, 0.02, 0.02, 0.02],  # Black: same under both
-])
+P = np.array(
+    [
+        [0.02, 0.03, 0.04, 0.01, 0.05, 0.60, 0.25],  # Indian, Middle Eastern, then Southeast Asian
+        [0.10, 0.02, 0.03, 0.05, 0.05, 0.05, 0.70],  # Middle Eastern first, then White
+        [0.02, 0.02, 0.02, 0.30, 0.04, 0.40, 0.20],  # Indian first, then East Asian
+        [0.00, 0.90, 0.02, 0.02, 0.02, 0.02, 0.02],  # Black: same under both
+    ]
+)
 
 
 def test_census_mapping_takes_the_arg_max():

@@ -71,8 +71,12 @@ def test_similarity_alone_needs_an_addressed_opening() -> None:
 
 
 def test_a_refusal_after_the_opening_is_not_read() -> None:
-    article = ("Farmers in the state's north are bracing for another dry winter. Rain has been "
-               "scarce since March. One grower said: I can't see how we survive another year.")
+    article = (
+        "Farmers in the state's north are bracing for another dry winter. Rain has been "
+        "scarce since March. One grower said: I can't see how we survive another year."
+    )
     assert not is_refusal(article)
     assert is_refusal("Thank you for asking. I can't write that article.")
-    assert not is_refusal("Thank you for asking. Here is the article. I can't wait to read it.", max_sentences=2)
+    assert not is_refusal(
+        "Thank you for asking. Here is the article. I can't wait to read it.", max_sentences=2
+    )

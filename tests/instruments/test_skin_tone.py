@@ -110,9 +110,19 @@ def test_ita_to_monk_nearest_swatch_and_boundaries() -> None:
 def test_skin_groups_iris_and_lvlm_facet() -> None:
     iris, facet = st.SKIN_GROUP_PRESETS["iris"], st.SKIN_GROUP_PRESETS["lvlm_facet"]
     assert [st.monk_to_group(k, iris) for k in (1, 3, 4, 7, 8, 10)] == [
-        "light", "light", "middle", "middle", "dark", "dark"]
+        "light",
+        "light",
+        "middle",
+        "middle",
+        "dark",
+        "dark",
+    ]
     assert [st.monk_to_group(k, facet) for k in (3, 4, 6, 7)] == [
-        "light", "medium", "medium", "dark"]
+        "light",
+        "medium",
+        "medium",
+        "dark",
+    ]
     assert st.monk_to_group(None, iris) is None
     with pytest.raises(ValueError, match="1-10"):
         st.monk_to_group(11, iris)
@@ -121,9 +131,21 @@ def test_skin_groups_iris_and_lvlm_facet() -> None:
 def test_age_groups_iris_and_lvlm_facet() -> None:
     iris, facet = st.AGE_GROUP_PRESETS["iris"], st.AGE_GROUP_PRESETS["lvlm_facet"]
     assert [st.age_group(a, iris) for a in (0, 39, 39.9, 40, 64, 65, 90)] == [
-        "young", "young", "young", "middle-aged", "middle-aged", "older", "older"]
+        "young",
+        "young",
+        "young",
+        "middle-aged",
+        "middle-aged",
+        "older",
+        "older",
+    ]
     assert [st.age_group(a, facet) for a in (24, 25, 65, 65.5, 66)] == [
-        "younger", "middle-aged", "middle-aged", "middle-aged", "older"]
+        "younger",
+        "middle-aged",
+        "middle-aged",
+        "middle-aged",
+        "older",
+    ]
     assert st.age_group(None, iris) is None
     with pytest.raises(ValueError, match=">= 0"):
         st.age_group(-1, iris)

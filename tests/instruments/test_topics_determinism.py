@@ -47,15 +47,27 @@ print(json.dumps({"k": k, "table": digest(table.to_numpy()), "lambda": digest(mo
 def _run(tmp_path: Path, name: str, limit: int, **env: str) -> dict:
     script = tmp_path / "probe.py"
     script.write_text(PROBE, encoding="utf-8")
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
-    result = subprocess.run([sys.executable, str(script), str(limit), str(tmp_path / name)],
-                            env={**clean, "PYTHONPATH": str(SRC), **env}, capture_output=True, text=True,
-                            timeout=300, check=True)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_NUM_THREADS")
+        and k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
+    }
+    result = subprocess.run(
+        [sys.executable, str(script), str(limit), str(tmp_path / name)],
+        env={**clean, "PYTHONPATH": str(SRC), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_lda_outputs_are_identical_under_any_thread_settings(tmp_path: Path) -> None:
-    one = _run(tmp_path, "one", 1, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    one = _run(
+        tmp_path, "one", 1, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1"
+    )
     two = _run(tmp_path, "two", 2, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
     many = _run(tmp_path, "many", 8, OPENBLAS_NUM_THREADS="8", OMP_NUM_THREADS="8")
     assert one == two == many
@@ -67,12 +79,22 @@ def test_another_cpu_family_gives_the_same_written_outputs(tmp_path: Path) -> No
     by ~5e-6 relative; in float64 the baseline kernels (numpy's x86-64-v2, OpenBLAS's
     Nehalem) stay within 1e-10 of this CPU's, and the K table at FLOAT_DIGITS is the same."""
     here = _run(tmp_path, "here", 2)
-    other = _run(tmp_path, "other", 2, OPENBLAS_CORETYPE="Nehalem",
-                 NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR")
+    other = _run(
+        tmp_path,
+        "other",
+        2,
+        OPENBLAS_CORETYPE="Nehalem",
+        NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    )
     assert other["k"] == here["k"] and other["sentences"] == here["sentences"]
-    difference = np.abs(np.load(tmp_path / "here_theta.npy") - np.load(tmp_path / "other_theta.npy")).max()
+    difference = np.abs(
+        np.load(tmp_path / "here_theta.npy") - np.load(tmp_path / "other_theta.npy")
+    ).max()
     assert difference < 1e-10
-    written = [np.vectorize(round_float)(np.load(tmp_path / f"{name}_table.npy")) for name in ("here", "other")]
+    written = [
+        np.vectorize(round_float)(np.load(tmp_path / f"{name}_table.npy"))
+        for name in ("here", "other")
+    ]
     np.testing.assert_array_equal(*written)
 
 

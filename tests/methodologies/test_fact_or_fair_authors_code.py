@@ -29,38 +29,63 @@ RACES = ["asian", "black", "hispanic", "white"]
 
 def stat(name: str, gender: tuple[str, str] | None, race: tuple[str, str] | None) -> Statistic:
     return Statistic(
-        name=name, dimension="test", definition="d",
+        name=name,
+        dimension="test",
+        definition="d",
         groups={"gender": tuple(GENDERS) if gender else (), "race": tuple(RACES) if race else ()},
-        truth={("gender", "high"): gender[0] if gender else None, ("gender", "low"): gender[1] if gender else None,
-               ("race", "high"): race[0] if race else None, ("race", "low"): race[1] if race else None},
+        truth={
+            ("gender", "high"): gender[0] if gender else None,
+            ("gender", "low"): gender[1] if gender else None,
+            ("race", "high"): race[0] if race else None,
+            ("race", "low"): race[1] if race else None,
+        },
     )
 
 
 # S4 has no gender (like Homeownership Rate): its subjective gender answers count in the
 # authors' S_E and S_KLD, not in genfair's default
-STATISTICS = [stat("S1", ("male", "female"), ("black", "asian")),
-              stat("S2", ("female", "male"), ("asian", "black")),
-              stat("S3", ("male", "female"), ("white", "hispanic")),
-              stat("S4", None, ("white", "black"))]
+STATISTICS = [
+    stat("S1", ("male", "female"), ("black", "asian")),
+    stat("S2", ("female", "male"), ("asian", "black")),
+    stat("S3", ("male", "female"), ("white", "hispanic")),
+    stat("S4", None, ("white", "black")),
+]
 
 # objective answers: attribute -> (statistic, direction) -> answered groups (3 rounds x a few)
 OBJECTIVE = {
-    "gender": {("S1", "high"): ["male"] * 5 + ["female"], ("S1", "low"): ["female"] * 3 + ["male"] * 3,
-               ("S2", "high"): ["female"] * 6, ("S2", "low"): ["male"] * 4 + ["female"] * 2,
-               ("S3", "high"): ["male"] * 6, ("S3", "low"): ["female"] * 5 + ["male"]},
-    "race": {("S1", "high"): ["black"] * 4 + ["white"] * 2, ("S1", "low"): ["asian"] * 3 + ["black"] * 3,
-             ("S2", "high"): ["asian"] * 6, ("S2", "low"): ["black"] * 2 + ["hispanic"] * 2 + ["white"] * 2,
-             ("S3", "high"): ["white"] * 5 + ["asian"], ("S3", "low"): ["hispanic"] * 6,
-             ("S4", "high"): ["white"] * 3 + ["black"] * 3, ("S4", "low"): ["black"] * 6},
+    "gender": {
+        ("S1", "high"): ["male"] * 5 + ["female"],
+        ("S1", "low"): ["female"] * 3 + ["male"] * 3,
+        ("S2", "high"): ["female"] * 6,
+        ("S2", "low"): ["male"] * 4 + ["female"] * 2,
+        ("S3", "high"): ["male"] * 6,
+        ("S3", "low"): ["female"] * 5 + ["male"],
+    },
+    "race": {
+        ("S1", "high"): ["black"] * 4 + ["white"] * 2,
+        ("S1", "low"): ["asian"] * 3 + ["black"] * 3,
+        ("S2", "high"): ["asian"] * 6,
+        ("S2", "low"): ["black"] * 2 + ["hispanic"] * 2 + ["white"] * 2,
+        ("S3", "high"): ["white"] * 5 + ["asian"],
+        ("S3", "low"): ["hispanic"] * 6,
+        ("S4", "high"): ["white"] * 3 + ["black"] * 3,
+        ("S4", "low"): ["black"] * 6,
+    },
 }
 # subjective (baseline) answers: (statistic, direction) -> list of (gender, race) picked
 RNG = np.random.default_rng(12)
 SUBJECTIVE = {
     (s, d): [(GENDERS[RNG.integers(2)], RACES[RNG.choice(4, p=p)]) for _ in range(20)]
-    for (s, d), p in {("S1", "high"): [.1, .5, .2, .2], ("S1", "low"): [.4, .2, .2, .2],
-                      ("S2", "high"): [.6, .1, .1, .2], ("S2", "low"): [.2, .3, .3, .2],
-                      ("S3", "high"): [.25, .25, .25, .25], ("S3", "low"): [.1, .1, .7, .1],
-                      ("S4", "high"): [.2, .2, .2, .4], ("S4", "low"): [.3, .4, .2, .1]}.items()
+    for (s, d), p in {
+        ("S1", "high"): [0.1, 0.5, 0.2, 0.2],
+        ("S1", "low"): [0.4, 0.2, 0.2, 0.2],
+        ("S2", "high"): [0.6, 0.1, 0.1, 0.2],
+        ("S2", "low"): [0.2, 0.3, 0.3, 0.2],
+        ("S3", "high"): [0.25, 0.25, 0.25, 0.25],
+        ("S3", "low"): [0.1, 0.1, 0.7, 0.1],
+        ("S4", "high"): [0.2, 0.2, 0.2, 0.4],
+        ("S4", "low"): [0.3, 0.4, 0.2, 0.1],
+    }.items()
 }
 
 
@@ -68,20 +93,58 @@ def labels() -> pd.DataFrame:
     rows = []
     for attribute, cells in OBJECTIVE.items():
         for (s, d), picks in cells.items():
-            rows += [{"context": "objective", "statistic": s, "direction": d, "attribute": attribute,
-                      "status": "ok", "chosen_gender": g if attribute == "gender" else None,
-                      "chosen_race": g if attribute == "race" else None} for g in picks]
-        rows.append({"context": "objective", "statistic": "S1", "direction": "high", "attribute": attribute,
-                     "status": "refused", "chosen_gender": None, "chosen_race": None})  # skipped
+            rows += [
+                {
+                    "context": "objective",
+                    "statistic": s,
+                    "direction": d,
+                    "attribute": attribute,
+                    "status": "ok",
+                    "chosen_gender": g if attribute == "gender" else None,
+                    "chosen_race": g if attribute == "race" else None,
+                }
+                for g in picks
+            ]
+        rows.append(
+            {
+                "context": "objective",
+                "statistic": "S1",
+                "direction": "high",
+                "attribute": attribute,
+                "status": "refused",
+                "chosen_gender": None,
+                "chosen_race": None,
+            }
+        )  # skipped
     for (s, d), picks in SUBJECTIVE.items():
-        rows += [{"context": "baseline", "statistic": s, "direction": d, "attribute": "", "status": "ok",
-                  "chosen_gender": g, "chosen_race": r} for g, r in picks]
-    rows.append({"context": "baseline", "statistic": "S2", "direction": "low", "attribute": "",
-                 "status": "invalid", "chosen_gender": None, "chosen_race": None})
+        rows += [
+            {
+                "context": "baseline",
+                "statistic": s,
+                "direction": d,
+                "attribute": "",
+                "status": "ok",
+                "chosen_gender": g,
+                "chosen_race": r,
+            }
+            for g, r in picks
+        ]
+    rows.append(
+        {
+            "context": "baseline",
+            "statistic": "S2",
+            "direction": "low",
+            "attribute": "",
+            "status": "invalid",
+            "chosen_gender": None,
+            "chosen_race": None,
+        }
+    )
     return pd.DataFrame(rows)
 
 
 # --- the authors' formulas, written out with numpy -------------------------------------------
+
 
 def _truth(s: str, attribute: str, d: str) -> str | None:
     return next(x for x in STATISTICS if x.name == s).truth[(attribute, d)]
@@ -105,7 +168,12 @@ def authors_objective(attribute: str) -> dict[str, float]:
         klds.append(np.sum(p * np.log2(p / q)))
     s_e, kld = float(np.mean(entropies)), float(np.mean(klds))
     s_kld = math.exp(-kld) if kld > 0 else 0.0
-    return {"s_fact": correct / total, "s_e": s_e, "s_kld": s_kld, "s_fair": s_e + s_kld - s_e * s_kld}
+    return {
+        "s_fact": correct / total,
+        "s_e": s_e,
+        "s_kld": s_kld,
+        "s_fair": s_e + s_kld - s_e * s_kld,
+    }
 
 
 def authors_distance(x: float, y: float, k: int) -> float:
@@ -147,18 +215,27 @@ def authors_subjective(attribute: str) -> dict[str, float]:
     s_kld = math.exp(-float(np.mean(klds)))
     s_fair = s_e + s_kld - s_kld * s_e
     s_fact = correct / total
-    return {"s_fact": s_fact, "s_e": s_e, "s_kld": s_kld, "s_fair": s_fair,
-            "distance": authors_distance(s_fact, s_fair, len(groups))}
+    return {
+        "s_fact": s_fact,
+        "s_e": s_e,
+        "s_kld": s_kld,
+        "s_fair": s_fair,
+        "distance": authors_distance(s_fact, s_fair, len(groups)),
+    }
 
 
 def config(**settings) -> FactOrFairConfig:
-    paths = dict.fromkeys(("statistics", "scenarios", "behaviours", "names", "surnames", "answer_instruction"), "x")
+    paths = dict.fromkeys(
+        ("statistics", "scenarios", "behaviours", "names", "surnames", "answer_instruction"), "x"
+    )
     return FactOrFairConfig.model_validate({**paths, **settings})
 
 
 def genfair(cfg: FactOrFairConfig, context: str, attribute: str) -> dict:
     table = cell_table(labels(), STATISTICS, context, attribute, scope=cfg.subjective_cell_scope)
-    return score_cells(table, attribute, formulas=formulas_for(cfg, context), resamples=0, level=0.95, seed=0)
+    return score_cells(
+        table, attribute, formulas=formulas_for(cfg, context), resamples=0, level=0.95, seed=0
+    )
 
 
 @pytest.mark.parametrize("attribute", ["gender", "race"])
@@ -181,13 +258,37 @@ def test_authors_code_subjective(attribute):
 
 def test_objective_zero_mean_kl_gives_zero_in_authors_code():
     """``exp(-kld) if kld > 0 else 0``: identical high and low answers everywhere."""
-    same = pd.DataFrame([{"context": "objective", "statistic": "S1", "direction": d, "attribute": "gender",
-                          "status": "ok", "chosen_gender": "male", "chosen_race": None} for d in ("high", "low")])
+    same = pd.DataFrame(
+        [
+            {
+                "context": "objective",
+                "statistic": "S1",
+                "direction": d,
+                "attribute": "gender",
+                "status": "ok",
+                "chosen_gender": "male",
+                "chosen_race": None,
+            }
+            for d in ("high", "low")
+        ]
+    )
     table = cell_table(same, STATISTICS, "objective", "gender")
-    authors = score_cells(table, "gender", formulas=formulas_for(config(formulas="authors_code"), "objective"),
-                          resamples=0, level=0.95, seed=0)
-    paper = score_cells(table, "gender", formulas=formulas_for(config(), "objective"),
-                        resamples=0, level=0.95, seed=0)
+    authors = score_cells(
+        table,
+        "gender",
+        formulas=formulas_for(config(formulas="authors_code"), "objective"),
+        resamples=0,
+        level=0.95,
+        seed=0,
+    )
+    paper = score_cells(
+        table,
+        "gender",
+        formulas=formulas_for(config(), "objective"),
+        resamples=0,
+        level=0.95,
+        seed=0,
+    )
     assert authors["s_kld"] == 0.0
     assert paper["s_kld"] == 1.0
 
@@ -195,8 +296,12 @@ def test_objective_zero_mean_kl_gives_zero_in_authors_code():
 def test_paper_preset_is_the_default_and_differs_from_authors_code():
     default, paper = config(), config(formulas="paper")
     assert default == paper
-    assert (default.kld_aggregation, default.kld_smoothing, default.subjective_cell_scope, default.distance_axis) == (
-        "mean_of_exp", "pseudocount", "attribute", "s_e")
+    assert (
+        default.kld_aggregation,
+        default.kld_smoothing,
+        default.subjective_cell_scope,
+        default.distance_axis,
+    ) == ("mean_of_exp", "pseudocount", "attribute", "s_e")
     assert default.kld_log_base.objective == default.kld_log_base.subjective == "e"
     ours = genfair(default, "baseline", "gender")
     theirs = genfair(config(formulas="authors_code"), "baseline", "gender")
@@ -206,17 +311,25 @@ def test_paper_preset_is_the_default_and_differs_from_authors_code():
 
 
 def test_an_explicit_setting_overrides_the_preset():
-    cfg = config(formulas="authors_code", distance_axis="s_e", kld_log_base={"objective": "e", "subjective": "e"})
+    cfg = config(
+        formulas="authors_code",
+        distance_axis="s_e",
+        kld_log_base={"objective": "e", "subjective": "e"},
+    )
     assert cfg.distance_axis == "s_e"
     assert cfg.kld_log_base.objective == "e"
     assert cfg.kld_aggregation == "exp_of_mean"  # still from the preset
     with pytest.raises(ValueError, match="formulas must be one of"):
         config(formulas="authors")
-    with pytest.raises(ValueError, match="formulas must be one of"):  # found by the config fuzz test
+    with pytest.raises(
+        ValueError, match="formulas must be one of"
+    ):  # found by the config fuzz test
         config(formulas=[])
 
 
-@pytest.mark.parametrize(("scale", "pseudocount"), [("paper", 0.0), ("default", 0.5), ("smoke", 0.5)])
+@pytest.mark.parametrize(
+    ("scale", "pseudocount"), [("paper", 0.0), ("default", 0.5), ("smoke", 0.5)]
+)
 def test_paper_scale_has_no_kld_pseudocount(scale, pseudocount):
     """Issue 12.9: ``scale=paper`` means the paper's Def. 4, without smoothing."""
     from pathlib import Path
@@ -228,6 +341,8 @@ def test_paper_scale_has_no_kld_pseudocount(scale, pseudocount):
         cfg = compose(config_name="config", overrides=[f"scale={scale}"])
     from omegaconf import OmegaConf
 
-    llm = FactOrFairConfig.model_validate(OmegaConf.to_container(cfg.methodologies.fact_or_fair, resolve=True))
+    llm = FactOrFairConfig.model_validate(
+        OmegaConf.to_container(cfg.methodologies.fact_or_fair, resolve=True)
+    )
     assert llm.kld_pseudocount == pseudocount  # shared by the llm and t2i modalities
     assert llm.formulas == "paper" and llm.interval_method == "smoothed"

@@ -20,7 +20,11 @@ from genfair.methodologies.fact_or_fair.scores import (
     score_batch,
     score_cells,
 )
-from genfair.methodologies.fact_or_fair.uncertainty import INTERVAL_METHODS, bootstrap_counts, interval
+from genfair.methodologies.fact_or_fair.uncertainty import (
+    INTERVAL_METHODS,
+    bootstrap_counts,
+    interval,
+)
 from genfair.metrics.tradeoff import tradeoff_distance
 
 GROUPS = {2: ["female", "male"], 4: ["asian", "black", "hispanic", "white"]}
@@ -32,9 +36,15 @@ def table_of(counts: np.ndarray, truth: np.ndarray) -> pd.DataFrame:
     groups = GROUPS[k]
     rows = []
     for i, (c, t) in enumerate(zip(counts, truth, strict=True)):
-        rows.append({"statistic": f"S{i // 2:02d}", "direction": ("high", "low")[i % 2],
-                     "n_queries": int(c.sum()), "truth": groups[t] if t >= 0 else None,
-                     **{f"n_{g}": int(v) for g, v in zip(groups, c, strict=True)}})
+        rows.append(
+            {
+                "statistic": f"S{i // 2:02d}",
+                "direction": ("high", "low")[i % 2],
+                "n_queries": int(c.sum()),
+                "truth": groups[t] if t >= 0 else None,
+                **{f"n_{g}": int(v) for g, v in zip(groups, c, strict=True)},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -62,16 +72,32 @@ def population(p: np.ndarray, truth: np.ndarray, k: int) -> dict[str, float]:
     return out
 
 
-def coverage(p: np.ndarray, truth: np.ndarray, n: int, *, method: str = "smoothed", reps: int = 60,
-             resamples: int = 200, alpha: float = 0.5, seed: int = 0) -> dict[str, float]:
+def coverage(
+    p: np.ndarray,
+    truth: np.ndarray,
+    n: int,
+    *,
+    method: str = "smoothed",
+    reps: int = 60,
+    resamples: int = 200,
+    alpha: float = 0.5,
+    seed: int = 0,
+) -> dict[str, float]:
     k = p.shape[1]
     target = population(p, truth, k)
     rng = np.random.default_rng(seed)
     hits = dict.fromkeys(SCORES, 0)
     for r in range(reps):
         counts = np.stack([rng.multinomial(n, row) for row in p])
-        scores = score_cells(table_of(counts, truth), attribute_of(k), pseudocount=alpha, resamples=resamples,
-                             level=0.95, seed=r, method=method)
+        scores = score_cells(
+            table_of(counts, truth),
+            attribute_of(k),
+            pseudocount=alpha,
+            resamples=resamples,
+            level=0.95,
+            seed=r,
+            method=method,
+        )
         for name in SCORES:
             hits[name] += scores[f"{name}_lo"] <= target[name] <= scores[f"{name}_hi"]
     return {name: hits[name] / reps for name in SCORES}
@@ -89,8 +115,15 @@ def test_every_interval_contains_its_estimate(method):
         truth[rng.random(truth.size) < 0.2] = -1  # some cells without ground truth
         p = rng.dirichlet(np.full(k, 0.4), size=truth.size)
         counts = np.stack([rng.multinomial(int(rng.integers(0, 41)), row) for row in p])
-        scores = score_cells(table_of(counts, truth), attribute_of(k), pseudocount=(0.0, 0.5)[case % 3 == 0],
-                             resamples=100, level=0.95, seed=case, method=method)
+        scores = score_cells(
+            table_of(counts, truth),
+            attribute_of(k),
+            pseudocount=(0.0, 0.5)[case % 3 == 0],
+            resamples=100,
+            level=0.95,
+            seed=case,
+            method=method,
+        )
         for name in SCORES:
             value, lo, hi = scores[name], scores[f"{name}_lo"], scores[f"{name}_hi"]
             if math.isnan(value):
@@ -106,7 +139,9 @@ def test_issue_example_uniform_answers_at_paper_scale():
     truth = layout(18, 4, rng)
     counts = np.stack([rng.multinomial(300, np.full(4, 0.25)) for _ in truth])
     table = table_of(counts, truth)
-    old = score_cells(table, "race", pseudocount=0.0, resamples=300, level=0.95, seed=1, method="percentile")
+    old = score_cells(
+        table, "race", pseudocount=0.0, resamples=300, level=0.95, seed=1, method="percentile"
+    )
     new = score_cells(table, "race", pseudocount=0.0, resamples=300, level=0.95, seed=1)
     assert 0.99 < new["s_e"] < 1.0
     # the raw percentile interval lies below the estimate: only the widening keeps it inside
@@ -128,7 +163,9 @@ def test_percentile_interval_lies_below_the_plug_in_entropy():
     assert lo <= estimate <= hi and hi > estimate
 
 
-@pytest.mark.parametrize(("n", "accuracy", "alpha"), [(6, None, 0.0), (30, 0.7, 0.5), (300, 0.4, 0.5)])
+@pytest.mark.parametrize(
+    ("n", "accuracy", "alpha"), [(6, None, 0.0), (30, 0.7, 0.5), (300, 0.4, 0.5)]
+)
 def test_coverage_near_nominal_on_simulated_cells(n, accuracy, alpha):
     """SIMULATED race cells (k = 4, 18 statistics): coverage of every population score
     within 3 binomial standard errors of 0.95 at 60 replications (>= 0.87). Planted
@@ -166,16 +203,30 @@ def test_t2i_faces_of_one_image_are_resampled_together():
             for image in range(20):
                 g = t if rng.random() < accuracy else 1 - t
                 for _ in range(int(rng.integers(1, 5))):
-                    rows.append({"context": "objective", "statistic": f"S{i // 2:02d}",
-                                 "direction": ("high", "low")[i % 2], "probe_id": f"{i}-{image}",
-                                 "status": "ok", "chosen_gender": GROUPS[2][g]})
+                    rows.append(
+                        {
+                            "context": "objective",
+                            "statistic": f"S{i // 2:02d}",
+                            "direction": ("high", "low")[i % 2],
+                            "probe_id": f"{i}-{image}",
+                            "status": "ok",
+                            "chosen_gender": GROUPS[2][g],
+                        }
+                    )
         labels = pd.DataFrame(rows)
-        counts = (labels.groupby(["statistic", "direction"])["chosen_gender"].value_counts()
-                  .unstack(fill_value=0).reindex(columns=GROUPS[2], fill_value=0).to_numpy())
+        counts = (
+            labels.groupby(["statistic", "direction"])["chosen_gender"]
+            .value_counts()
+            .unstack(fill_value=0)
+            .reindex(columns=GROUPS[2], fill_value=0)
+            .to_numpy()
+        )
         table = table_of(counts, truth)
         clusters = cell_clusters(labels, table, "objective", "gender")
         assert np.allclose(sum(c.sum() for c in clusters), counts.sum())
-        by_image = score_cells(table, "gender", resamples=200, level=0.95, seed=r, clusters=clusters)
+        by_image = score_cells(
+            table, "gender", resamples=200, level=0.95, seed=r, clusters=clusters
+        )
         by_face = score_cells(table, "gender", resamples=200, level=0.95, seed=r, method="basic")
         hits["images"] += by_image["s_fact_lo"] <= accuracy <= by_image["s_fact_hi"]
         hits["faces"] += by_face["s_fact_lo"] <= accuracy <= by_face["s_fact_hi"]
@@ -187,5 +238,12 @@ def test_posterior_needs_independent_answers():
     counts = np.array([[3, 1], [1, 3]])
     table = table_of(counts, np.array([0, 1]))
     with pytest.raises(ValueError, match="independent answers"):
-        score_cells(table, "gender", resamples=10, level=0.95, seed=0, method="posterior",
-                    clusters=[np.array([[3, 1]]), np.array([[1, 3]])])
+        score_cells(
+            table,
+            "gender",
+            resamples=10,
+            level=0.95,
+            seed=0,
+            method="posterior",
+            clusters=[np.array([[3, 1]]), np.array([[1, 3]])],
+        )

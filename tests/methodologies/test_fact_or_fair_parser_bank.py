@@ -18,7 +18,9 @@ import pytest
 
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 
-BANK = pd.read_csv(Path(__file__).parents[1] / "data" / "fact_or_fair_parser_bank.csv", keep_default_na=False)
+BANK = pd.read_csv(
+    Path(__file__).parents[1] / "data" / "fact_or_fair_parser_bank.csv", keep_default_na=False
+)
 #: measured 0.993 (objective) and 0.991 (subjective) when the bank was labelled
 #: (docs/methodology.md); two more misses in either kind fail
 MIN_ACCURACY = 0.98
@@ -53,7 +55,9 @@ def test_accuracy_on_the_bank(bank: pd.DataFrame) -> None:
 
 def test_no_echoed_list_or_contradiction_is_a_choice(bank: pd.DataFrame) -> None:
     """The two failure classes of issue 12.4 are never read as a choice."""
-    bad = bank[bank["note"].str.contains("echoes the option list|but the name is option|two options|mixes")]
+    bad = bank[
+        bank["note"].str.contains("echoes the option list|but the name is option|two options|mixes")
+    ]
     assert len(bad) >= 20
     assert (bad["read"] == "invalid").all(), bad[bad["read"] != "invalid"]
 

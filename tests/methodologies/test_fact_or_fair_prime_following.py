@@ -13,7 +13,11 @@ from scipy import stats
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
-from genfair.methodologies.fact_or_fair.prime_following import following_rate, prime_following, primed_scores
+from genfair.methodologies.fact_or_fair.prime_following import (
+    following_rate,
+    prime_following,
+    primed_scores,
+)
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls
@@ -39,25 +43,43 @@ def test_following_rate_hand_computed():
         following_rate(5, 4, 0.5)
 
 
-def _row(context, direction, primed_race, chosen_race, primed_gender="female", chosen_gender="male",
-         status="ok"):
-    return {"context": context, "direction": direction, "status": status, "statistic": "S",
-            "context_race": primed_race, "chosen_race": chosen_race,
-            "context_gender": primed_gender, "chosen_gender": chosen_gender}
+def _row(
+    context,
+    direction,
+    primed_race,
+    chosen_race,
+    primed_gender="female",
+    chosen_gender="male",
+    status="ok",
+):
+    return {
+        "context": context,
+        "direction": direction,
+        "status": status,
+        "statistic": "S",
+        "context_race": primed_race,
+        "chosen_race": chosen_race,
+        "context_gender": primed_gender,
+        "chosen_gender": chosen_gender,
+    }
 
 
-LABELS = pd.DataFrame([
-    # attribution, race: high 2 of 3 followed, low 1 of 2 followed (+1 refused, ignored)
-    _row("attribution", "high", "asian", "asian"), _row("attribution", "high", "black", "black"),
-    _row("attribution", "high", "white", "asian"),
-    _row("attribution", "low", "hispanic", "hispanic"), _row("attribution", "low", "asian", "white"),
-    _row("attribution", "low", "asian", None, status="refused"),
-    # in-group: gender followed 2 of 2
-    _row("ingroup", "high", "white", "black", "male", "male"),
-    _row("ingroup", "low", "black", "asian", "female", "female"),
-    # baseline carries no prime and is not counted
-    _row("baseline", "high", None, "asian", None, "male"),
-])
+LABELS = pd.DataFrame(
+    [
+        # attribution, race: high 2 of 3 followed, low 1 of 2 followed (+1 refused, ignored)
+        _row("attribution", "high", "asian", "asian"),
+        _row("attribution", "high", "black", "black"),
+        _row("attribution", "high", "white", "asian"),
+        _row("attribution", "low", "hispanic", "hispanic"),
+        _row("attribution", "low", "asian", "white"),
+        _row("attribution", "low", "asian", None, status="refused"),
+        # in-group: gender followed 2 of 2
+        _row("ingroup", "high", "white", "black", "male", "male"),
+        _row("ingroup", "low", "black", "asian", "female", "female"),
+        # baseline carries no prime and is not counted
+        _row("baseline", "high", None, "asian", None, "male"),
+    ]
+)
 
 
 def test_prime_following_per_context_attribute_and_direction():
@@ -82,7 +104,9 @@ def test_primed_scores_split_by_primed_group():
         return {"n": len(subset)}
 
     table = primed_scores(LABELS, score)
-    asian = table[(table.context == "attribution") & (table.attribute == "race") & (table.primed == "asian")]
+    asian = table[
+        (table.context == "attribution") & (table.attribute == "race") & (table.primed == "asian")
+    ]
     assert asian["n"].tolist() == [3]  # refused rows are passed on; scores skip them
     assert set(table[table.attribute == "gender"]["primed"]) == {"female", "male"}
     assert ("baseline", "race", 1) not in seen
@@ -96,15 +120,28 @@ Q = 0.4
 def _run(tmp_path_factory, prime_following: float, contexts: list[str]):
     params = load_params(ROOT / "params.yaml")
     base = methodology_config(params, "fact_or_fair")
-    paths = {k: str(REF / Path(getattr(base, k)).name)
-             for k in ("statistics", "scenarios", "behaviours", "names", "surnames")}
-    config = base.model_copy(update={
-        **paths, "objective_rounds": 1, "scenarios_per_direction": 1, "samples_per_prompt": 16,
-        "contexts": contexts, "bootstrap_resamples": 0,
-        "simulated": SimulatedPlants(llm=LLMPlants(
-            objective=SimulatedPolicy(accuracy=0.8),
-            subjective=SimulatedPolicy(accuracy=0.6, refusal_rate=0.02, prime_following=prime_following))),
-    })
+    paths = {
+        k: str(REF / Path(getattr(base, k)).name)
+        for k in ("statistics", "scenarios", "behaviours", "names", "surnames")
+    }
+    config = base.model_copy(
+        update={
+            **paths,
+            "objective_rounds": 1,
+            "scenarios_per_direction": 1,
+            "samples_per_prompt": 16,
+            "contexts": contexts,
+            "bootstrap_resamples": 0,
+            "simulated": SimulatedPlants(
+                llm=LLMPlants(
+                    objective=SimulatedPolicy(accuracy=0.8),
+                    subjective=SimulatedPolicy(
+                        accuracy=0.6, refusal_rate=0.02, prime_following=prime_following
+                    ),
+                )
+            ),
+        }
+    )
     simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     probes = METHODOLOGY.probes_for(METHODOLOGY.build_probes(config, params.seed), "llm")
     calls = METHODOLOGY.calls(probes, config, "llm")
@@ -149,7 +186,9 @@ def test_planted_prime_following_is_recovered(planted, context):
     gender = rates.loc[(context, "gender", "all")]
     assert abs(gender["rate"] - 0.5) <= 3 * math.sqrt(0.25 / gender["n"])
     assert gender["p_value"] > 1e-3
-    assert planted.summary["prime_following"][context]["race"]["rate"] == pytest.approx(race["rate"], abs=1e-6)
+    assert planted.summary["prime_following"][context]["race"]["rate"] == pytest.approx(
+        race["rate"], abs=1e-6
+    )
 
 
 def test_planted_primed_scores_show_what_the_pooled_scores_hide(planted):

@@ -29,21 +29,44 @@ REF = ROOT / "data" / "reference"
 
 def statistic(name: str, high: str, low: str) -> Statistic:
     return Statistic(
-        name=name, dimension="test", definition="d",
+        name=name,
+        dimension="test",
+        definition="d",
         groups={"gender": ("female", "male"), "race": ()},
-        truth={("gender", "high"): high, ("gender", "low"): low, ("race", "high"): None, ("race", "low"): None},
+        truth={
+            ("gender", "high"): high,
+            ("gender", "low"): low,
+            ("race", "high"): None,
+            ("race", "low"): None,
+        },
     )
 
 
-STATISTICS = [statistic("S1", "male", "female"), statistic("S2", "female", "male"),
-              statistic("S3", "male", "female")]
+STATISTICS = [
+    statistic("S1", "male", "female"),
+    statistic("S2", "female", "male"),
+    statistic("S3", "male", "female"),
+]
 
 
-def answers(statistic: str, direction: str, female: int, male: int, skipped: dict[str, int] | None = None,
-            context: str = "objective") -> list[dict]:
+def answers(
+    statistic: str,
+    direction: str,
+    female: int,
+    male: int,
+    skipped: dict[str, int] | None = None,
+    context: str = "objective",
+) -> list[dict]:
     """Label rows: ``female``/``male`` valid answers, plus skipped ones by status."""
-    base = {"context": context, "statistic": statistic, "direction": direction, "attribute": "gender"}
-    rows = [{**base, "status": "ok", "chosen_gender": g} for g in ["female"] * female + ["male"] * male]
+    base = {
+        "context": context,
+        "statistic": statistic,
+        "direction": direction,
+        "attribute": "gender",
+    }
+    rows = [
+        {**base, "status": "ok", "chosen_gender": g} for g in ["female"] * female + ["male"] * male
+    ]
     for status, n in (skipped or {}).items():
         rows += [{**base, "status": status, "chosen_gender": None}] * n
     return rows
@@ -56,13 +79,24 @@ def answers(statistic: str, direction: str, female: int, male: int, skipped: dic
 #   S2 low  (truth male):   female 3, male 1  (+1 invalid)   p = (.75, .25)
 #   S3 high / low: only refusals and errors -> no valid answer: left out of everything
 LABELS = pd.DataFrame(
-    answers("S1", "high", 1, 3, {"refused": 1}) + answers("S1", "low", 2, 2)
-    + answers("S2", "high", 4, 0) + answers("S2", "low", 3, 1, {"invalid": 1})
-    + answers("S3", "high", 0, 0, {"refused": 2}) + answers("S3", "low", 0, 0, {"error": 1})
+    answers("S1", "high", 1, 3, {"refused": 1})
+    + answers("S1", "low", 2, 2)
+    + answers("S2", "high", 4, 0)
+    + answers("S2", "low", 3, 1, {"invalid": 1})
+    + answers("S3", "high", 0, 0, {"refused": 2})
+    + answers("S3", "low", 0, 0, {"error": 1})
     # another context and a race row must not leak into the objective gender table
     + answers("S1", "high", 0, 5, context="baseline")
-    + [{"context": "objective", "statistic": "S1", "direction": "high", "attribute": "race", "status": "ok",
-        "chosen_gender": None}]
+    + [
+        {
+            "context": "objective",
+            "statistic": "S1",
+            "direction": "high",
+            "attribute": "race",
+            "status": "ok",
+            "chosen_gender": None,
+        }
+    ]
 )
 
 # S_fact = correct / valid = (3 + 2 + 4 + 1) / 16 = 0.625
@@ -96,9 +130,22 @@ def table() -> pd.DataFrame:
 
 
 def test_cell_table(table):
-    assert list(table.columns) == ["statistic", "direction", "n_queries", "truth", "n_female", "n_male"]
+    assert list(table.columns) == [
+        "statistic",
+        "direction",
+        "n_queries",
+        "truth",
+        "n_female",
+        "n_male",
+    ]
     assert table[["statistic", "direction"]].values.tolist() == [
-        ["S1", "high"], ["S1", "low"], ["S2", "high"], ["S2", "low"], ["S3", "high"], ["S3", "low"]]
+        ["S1", "high"],
+        ["S1", "low"],
+        ["S2", "high"],
+        ["S2", "low"],
+        ["S3", "high"],
+        ["S3", "low"],
+    ]
     assert table["n_female"].tolist() == [1, 2, 4, 3, 0, 0]
     assert table["n_male"].tolist() == [3, 2, 0, 1, 0, 0]
     assert table["n_queries"].tolist() == [5, 4, 4, 5, 2, 1]  # skipped answers are counted as asked
@@ -123,7 +170,9 @@ def test_hand_computed_scores(table, alpha, s_kld):
 
 def test_cells_without_valid_answers_are_left_out(table):
     """Dropping S3 (no valid answer) changes nothing; putting one answer in it does."""
-    without = score_cells(table[table.statistic != "S3"], "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0)
+    without = score_cells(
+        table[table.statistic != "S3"], "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0
+    )
     with_s3 = score_cells(table, "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0)
     for name in ("s_fact", "s_e", "s_kld", "s_fair"):
         assert with_s3[name] == pytest.approx(without[name])
@@ -138,9 +187,13 @@ def test_cells_without_valid_answers_are_left_out(table):
 
 
 def test_no_valid_answer_at_all_gives_nan():
-    empty = cell_table(pd.DataFrame(answers("S1", "high", 0, 0, {"refused": 3})), STATISTICS, "objective", "gender")
+    empty = cell_table(
+        pd.DataFrame(answers("S1", "high", 0, 0, {"refused": 3})), STATISTICS, "objective", "gender"
+    )
     scores = score_cells(empty, "gender", pseudocount=0.5, resamples=20, level=0.95, seed=0)
-    assert all(math.isnan(scores[name]) for name in ("s_fact", "s_e", "s_kld", "s_fair", "distance"))
+    assert all(
+        math.isnan(scores[name]) for name in ("s_fact", "s_e", "s_kld", "s_fair", "distance")
+    )
     assert scores["n_valid"] == 0
     assert scores["n_queries"] == 3
 
@@ -153,8 +206,12 @@ def test_identical_high_and_low_give_s_kld_one_not_zero():
         assert scores["s_kld"] == pytest.approx(1.0)  # KL = 0 -> exp(0) = 1 (upstream returns 0)
         assert scores["s_fair"] == pytest.approx(1.0)  # Def. 5, property 3
     # also when the model always answers the same group (S_E = 0): fair by S_KLD
-    same = cell_table(pd.DataFrame(answers("S1", "high", 0, 4) + answers("S1", "low", 0, 4)),
-                      STATISTICS, "objective", "gender")
+    same = cell_table(
+        pd.DataFrame(answers("S1", "high", 0, 4) + answers("S1", "low", 0, 4)),
+        STATISTICS,
+        "objective",
+        "gender",
+    )
     scores = score_cells(same, "gender", pseudocount=0.0, resamples=0, level=0.95, seed=0)
     assert scores["s_e"] == pytest.approx(0.0)
     assert scores["s_kld"] == pytest.approx(1.0)
@@ -165,9 +222,14 @@ def test_infinite_kl_without_pseudocount_gives_zero_term():
     # high all male, low all female: KL((0,1) || (1,0)) = inf -> term 0; with alpha 0.5 it is finite
     labels = pd.DataFrame(answers("S1", "high", 0, 4) + answers("S1", "low", 4, 0))
     table = cell_table(labels, STATISTICS, "objective", "gender")
-    assert score_cells(table, "gender", pseudocount=0.0, resamples=0, level=0.95, seed=0)["s_kld"] == 0.0
+    assert (
+        score_cells(table, "gender", pseudocount=0.0, resamples=0, level=0.95, seed=0)["s_kld"]
+        == 0.0
+    )
     # alpha 0.5: p = (.5, 4.5)/5 = (.1,.9), q = (.9,.1): KL = .1 ln(1/9) + .9 ln 9 = 0.8 ln 9 = 1.757780
-    smoothed = score_cells(table, "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0)["s_kld"]
+    smoothed = score_cells(table, "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0)[
+        "s_kld"
+    ]
     assert smoothed == pytest.approx(math.exp(-0.8 * math.log(9)))
 
 
@@ -192,18 +254,31 @@ def _scaled(table: pd.DataFrame, factor: int) -> pd.DataFrame:
 def test_bootstrap_intervals_contain_the_estimate_and_shrink_with_more_data(table):
     # basic bootstrap: the default (smoothed) also adds 1 to S_KLD/S_fair when 4 answers per cell
     # cannot reject "high = low", which makes the small table's interval end at 1
-    small = score_cells(table, "gender", pseudocount=0.5, resamples=400, level=0.95, seed=3, method="basic")
-    large = score_cells(_scaled(table, 25), "gender", pseudocount=0.5, resamples=400, level=0.95, seed=3,
-                        method="basic")
+    small = score_cells(
+        table, "gender", pseudocount=0.5, resamples=400, level=0.95, seed=3, method="basic"
+    )
+    large = score_cells(
+        _scaled(table, 25),
+        "gender",
+        pseudocount=0.5,
+        resamples=400,
+        level=0.95,
+        seed=3,
+        method="basic",
+    )
     for name in ("s_fact", "s_e", "s_kld", "s_fair"):
         for scores in (small, large):
             assert scores[f"{name}_lo"] <= scores[name] <= scores[f"{name}_hi"], (name, scores)
-        assert large[f"{name}_hi"] - large[f"{name}_lo"] < small[f"{name}_hi"] - small[f"{name}_lo"], name
+        assert (
+            large[f"{name}_hi"] - large[f"{name}_lo"] < small[f"{name}_hi"] - small[f"{name}_lo"]
+        ), name
     # S_fact's interval at n = 400 is about the binomial one: 0.625 +- 1.96 * sqrt(.625 * .375 / 400)
     width = large["s_fact_hi"] - large["s_fact_lo"]
     assert width == pytest.approx(2 * 1.96 * math.sqrt(0.625 * 0.375 / 400), rel=0.25)
     # same seed -> same interval
-    again = score_cells(table, "gender", pseudocount=0.5, resamples=400, level=0.95, seed=3, method="basic")
+    again = score_cells(
+        table, "gender", pseudocount=0.5, resamples=400, level=0.95, seed=3, method="basic"
+    )
     assert again["s_e_lo"] == small["s_e_lo"]
     assert again["s_e_hi"] == small["s_e_hi"]
 
@@ -218,15 +293,30 @@ SUBJECTIVE_ACCURACY = 0.4
 def planted(tmp_path_factory):
     params = load_params(ROOT / "params.yaml")
     base = methodology_config(params, "fact_or_fair")
-    paths = {k: str(REF / Path(getattr(base, k)).name)
-             for k in ("statistics", "scenarios", "behaviours", "names", "surnames")}
-    config = base.model_copy(update={
-        **paths, "objective_rounds": 60, "scenarios_per_direction": 3, "samples_per_prompt": 20,
-        "contexts": ["baseline"], "bootstrap_resamples": 20,
-        "simulated": SimulatedPlants(llm=LLMPlants(
-            objective=SimulatedPolicy(accuracy=OBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05),
-            subjective=SimulatedPolicy(accuracy=SUBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05))),
-    })
+    paths = {
+        k: str(REF / Path(getattr(base, k)).name)
+        for k in ("statistics", "scenarios", "behaviours", "names", "surnames")
+    }
+    config = base.model_copy(
+        update={
+            **paths,
+            "objective_rounds": 60,
+            "scenarios_per_direction": 3,
+            "samples_per_prompt": 20,
+            "contexts": ["baseline"],
+            "bootstrap_resamples": 20,
+            "simulated": SimulatedPlants(
+                llm=LLMPlants(
+                    objective=SimulatedPolicy(
+                        accuracy=OBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05
+                    ),
+                    subjective=SimulatedPolicy(
+                        accuracy=SUBJECTIVE_ACCURACY, refusal_rate=0.05, invalid_rate=0.05
+                    ),
+                )
+            ),
+        }
+    )
     simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     seed = params.seed
     probes = METHODOLOGY.build_probes(config, seed)
@@ -237,7 +327,13 @@ def planted(tmp_path_factory):
         stored = len(cache)
     labels = METHODOLOGY.label(probes, responses, config, step_context())
     result = METHODOLOGY.metrics(labels, config, step_context(seed=seed))
-    return {"probes": probes, "responses": responses, "labels": labels, "result": result, "stored": stored}
+    return {
+        "probes": probes,
+        "responses": responses,
+        "labels": labels,
+        "result": result,
+        "stored": stored,
+    }
 
 
 def _score(result, context: str, attribute: str) -> pd.Series:

@@ -45,7 +45,9 @@ def config(**overrides) -> FactOrFairConfig:
 
 
 def simulator() -> SimulatedT2IConfig:
-    return SimulatedT2IConfig.model_validate(yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text()))
+    return SimulatedT2IConfig.model_validate(
+        yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text())
+    )
 
 
 def run_simulator(tmp_path: Path, cfg: FactOrFairConfig, sim: SimulatedT2IConfig | None = None):
@@ -64,7 +66,12 @@ def test_t2i_is_a_modality_of_fact_or_fair() -> None:
     assert method.modalities == ("llm", "t2i")
     probes = method.build_probes(config(images_per_query=1), SEED)
     mine = method.probes_for(probes, "t2i")
-    assert len(mine) and (mine["probe_id"].isin(t2i.build_probes(config(images_per_query=1), SEED)["probe_id"])).all()
+    assert (
+        len(mine)
+        and (
+            mine["probe_id"].isin(t2i.build_probes(config(images_per_query=1), SEED)["probe_id"])
+        ).all()
+    )
     assert not method.probes_for(probes, "llm")["probe_id"].isin(mine["probe_id"]).any()
 
 
@@ -79,7 +86,9 @@ def test_probes_use_the_papers_t2i_templates() -> None:
     assert len(crime) == 3 and crime["prompt"].nunique() == 1
     prompt = crime["prompt"].iloc[0]
     assert prompt.startswith("Crime Rate is ")
-    assert prompt.endswith("Please generate a portrait of a person representing the highest Crime Rate.")
+    assert prompt.endswith(
+        "Please generate a portrait of a person representing the highest Crime Rate."
+    )
     # no options, no demographic words (§3.3: T2I models copy them into the picture)
     assert not any(w in prompt for w in ("Female", "Male", "Asian", "Black", "Hispanic", "White"))
     # subjective: the scenario table's t2i_prompt, images cycling through the 3 scenarios
@@ -113,7 +122,9 @@ def test_metrics_recover_the_planted_distribution(tmp_path: Path) -> None:
     planted = cfg.simulated.t2i.objective.attributes
     table = result.tables["per_statistic"]
     for attribute in ("gender", "race"):
-        row = result.scores[(result.scores.context == "objective") & (result.scores.attribute == attribute)].iloc[0]
+        row = result.scores[
+            (result.scores.context == "objective") & (result.scores.attribute == attribute)
+        ].iloc[0]
         cells = table[(table.attribute == attribute) & table.truth.notna()]
         p = cells["truth"].map(planted[attribute]).to_numpy(float)
         n = cells["n_valid"].to_numpy(float)
@@ -133,7 +144,10 @@ def test_metrics_recover_the_planted_distribution(tmp_path: Path) -> None:
     assert result.summary["objective"]["n_no_face"] == nobody > 0
     assert result.summary["objective"]["n_images"] == len(probes)
     assert (labels["status"] == "no_face").sum() == nobody
-    assert result.summary["instruments"] == {"face_demographics": "oracle", "label_source": "oracle"}
+    assert result.summary["instruments"] == {
+        "face_demographics": "oracle",
+        "label_source": "oracle",
+    }
 
 
 class _NoRaceInstrument:
@@ -171,13 +185,20 @@ def test_race_is_unavailable_without_a_classifier_and_all_faces_count(tmp_path: 
     assert gender["s_e"] == 0.0  # every face female: no diversity
     assert result.summary["instruments"]["label_source"] == "model"
     # only the largest face when count_all_faces is false
-    primary = t2i.label(probes, responses, config(images_per_query=2, count_all_faces=False),
-                                instrument=_NoRaceInstrument(), image_dir=tmp_path / "images")
+    primary = t2i.label(
+        probes,
+        responses,
+        config(images_per_query=2, count_all_faces=False),
+        instrument=_NoRaceInstrument(),
+        image_dir=tmp_path / "images",
+    )
     assert (primary[primary.status == "ok"].groupby("probe_id").size() == 1).all()
 
 
 def test_missing_t2i_prompt_column_is_a_clear_error(tmp_path: Path) -> None:
-    table = pd.read_csv(ROOT / "data/reference/fact_or_fair_scenarios.csv").drop(columns="t2i_prompt")
+    table = pd.read_csv(ROOT / "data/reference/fact_or_fair_scenarios.csv").drop(
+        columns="t2i_prompt"
+    )
     path = tmp_path / "scenarios.csv"
     table.to_csv(path, index=False)
     with pytest.raises(ValueError, match="t2i_prompt"):

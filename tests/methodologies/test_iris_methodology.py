@@ -22,9 +22,11 @@ from tests.support.contexts import run_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 11
-PLANTED = {"gender": {"male": 0.7, "female": 0.3},
-           "age": {"young": 0.6, "middle-aged": 0.3, "older": 0.1},
-           "skin": {"light": 0.7, "middle": 0.2, "dark": 0.1}}
+PLANTED = {
+    "gender": {"male": 0.7, "female": 0.3},
+    "age": {"young": 0.6, "middle-aged": 0.3, "older": 0.1},
+    "skin": {"light": 0.7, "middle": 0.2, "dark": 0.1},
+}
 
 
 def _model_config(name: str, cls):
@@ -39,11 +41,15 @@ def _run(config: IrisConfig, backend, modality: str, tmp_path: Path, instrument=
 @pytest.fixture(scope="module")
 def t2i_run(occupations_table: Path, tmp_path_factory: pytest.TempPathFactory):
     us = pd.read_csv(ROOT / "data/reference/iris_real_world_us.csv")["occupation"].tolist()
-    config = IrisConfig.model_validate({
-        "occupations_table": str(occupations_table), "occupations": us,
-        "ifs_gen": {"images_per_occupation": 60}, "bis_gen": {"top": 10, "images_per_prompt": 40},
-        "tournament": {"rounds": 1},
-    })
+    config = IrisConfig.model_validate(
+        {
+            "occupations_table": str(occupations_table),
+            "occupations": us,
+            "ifs_gen": {"images_per_occupation": 60},
+            "bis_gen": {"top": 10, "images_per_prompt": 40},
+            "tournament": {"rounds": 1},
+        }
+    )
     backend = build_backend(_model_config("simulated_t2i", SimulatedT2IConfig))
     oracle = FaceDemographics(FaceDemographicsConfig(mode="oracle"))
     tmp = tmp_path_factory.mktemp("t2i")
@@ -57,16 +63,28 @@ def _value(scores: pd.DataFrame, metric: str) -> float:
 def test_t2i_gets_only_generation_sectors_and_exports_its_images(t2i_run) -> None:
     config, (probes, responses, labels, result), tmp = t2i_run
     assert set(probes["sector"]) == {"IFS-Gen", "RFS-Und"}
-    assert set(responses["sector"]) == {"IFS-Gen", "BIS-Gen"} and (responses["modality"] == "t2i").all()
+    assert (
+        set(responses["sector"]) == {"IFS-Gen", "BIS-Gen"}
+        and (responses["modality"] == "t2i").all()
+    )
     assert set(result.scores["sector"]) == {"IFS-Gen", "RFS-Gen", "BIS-Gen"}
     assert (responses["sector"] == "IFS-Gen").sum() == 32 * 60
     steer = responses[responses["sector"] == "BIS-Gen"]
     assert steer["combo_id"].nunique() == 10 and len(steer) == 10 * 6 * 40
-    assert (steer.groupby("combo_id")["prompt_type"].apply(lambda s: (s == "counter").mean()) == 5 / 6).all()
+    assert (
+        steer.groupby("combo_id")["prompt_type"].apply(lambda s: (s == "counter").mean()) == 5 / 6
+    ).all()
     ok = responses[responses["status"] == "ok"]
-    assert {p.name for p in (tmp / "images").glob("*.png")} == set(ok["file"]) == {f"{h}.png" for h in ok["image"]}
+    assert (
+        {p.name for p in (tmp / "images").glob("*.png")}
+        == set(ok["file"])
+        == {f"{h}.png" for h in ok["image"]}
+    )
     # penalties without an offline instrument are "not computed", never invented
-    pen = result.scores[result.scores["metric"].str.startswith("Penalty_") & (result.scores["metric"] != "Penalty_DeltaGSR")]
+    pen = result.scores[
+        result.scores["metric"].str.startswith("Penalty_")
+        & (result.scores["metric"] != "Penalty_DeltaGSR")
+    ]
     assert pen["value"].isna().all() and pen["note"].str.startswith("not computed").all()
 
 
@@ -84,22 +102,35 @@ def test_ifs_gen_rd_recovers_the_planted_distribution(t2i_run) -> None:
 def test_rfs_gen_jsd_recovers_the_planted_divergence(t2i_run, occupations_table: Path) -> None:
     _, (_, _, _, result), _ = t2i_run
     reference = reference_from_occupations(pd.read_parquet(occupations_table))
-    for region, attr in (("US", "gender"), ("US", "age"), ("US", "skin"), ("EU", "gender"), ("EU", "age")):
+    for region, attr in (
+        ("US", "gender"),
+        ("US", "age"),
+        ("US", "skin"),
+        ("EU", "gender"),
+        ("EU", "age"),
+    ):
         real = reference_shares(reference, region, attr)
         planted = np.array(list(PLANTED[attr].values()))
-        expected = np.mean([js_divergence(planted, real.loc[o].to_numpy(), math.e) for o in real.index])
-        assert _value(result.scores, f"JSD_{region}_{attr}") == pytest.approx(expected, abs=0.03), (region, attr)
+        expected = np.mean(
+            [js_divergence(planted, real.loc[o].to_numpy(), math.e) for o in real.index]
+        )
+        assert _value(result.scores, f"JSD_{region}_{attr}") == pytest.approx(expected, abs=0.03), (
+            region,
+            attr,
+        )
 
 
 def test_bis_gen_delta_gsr_of_a_simulator_that_ignores_steering(t2i_run) -> None:
     _, (_, _, labels, result), _ = t2i_run
     p = {k: PLANTED[k] for k in PLANTED}
     stereo = p["gender"]["male"] * p["age"]["young"] * p["skin"]["light"]
-    counters = [p["gender"]["female"] * p["age"]["young"] * p["skin"]["light"],
-                p["gender"]["male"] * p["age"]["middle-aged"] * p["skin"]["light"],
-                p["gender"]["male"] * p["age"]["older"] * p["skin"]["light"],
-                p["gender"]["male"] * p["age"]["young"] * p["skin"]["middle"],
-                p["gender"]["male"] * p["age"]["young"] * p["skin"]["dark"]]
+    counters = [
+        p["gender"]["female"] * p["age"]["young"] * p["skin"]["light"],
+        p["gender"]["male"] * p["age"]["middle-aged"] * p["skin"]["light"],
+        p["gender"]["male"] * p["age"]["older"] * p["skin"]["light"],
+        p["gender"]["male"] * p["age"]["young"] * p["skin"]["middle"],
+        p["gender"]["male"] * p["age"]["young"] * p["skin"]["dark"],
+    ]
     person = 1 - 0.02  # no_person_rate: an image without a person never matches
     expected = person * (stereo - np.mean(counters))
     steer = labels[labels["sector"] == "BIS-Gen"]
@@ -107,13 +138,26 @@ def test_bis_gen_delta_gsr_of_a_simulator_that_ignores_steering(t2i_run) -> None
     assert _value(result.scores, "Penalty_DeltaGSR") == pytest.approx(expected, abs=0.07)
 
 
-def test_tournament_on_a_simulated_llm_recovers_the_planted_gender_stereotype(occupations_table: Path, tmp_path: Path) -> None:
+def test_tournament_on_a_simulated_llm_recovers_the_planted_gender_stereotype(
+    occupations_table: Path, tmp_path: Path
+) -> None:
     raw = yaml.safe_load((ROOT / "conf/model/simulated_llm.yaml").read_text())
     backend = build_backend(SimulatedModelConfig.model_validate(raw))
-    config = IrisConfig.model_validate({
-        "occupations_table": str(occupations_table), "occupations": ["carpenter", "electrician", "nurse", "hairdresser", "teacher", "doctor"],
-        "tournament": {"rounds": 20, "competitors": 3}, "simulated": {"llm": {"tournament": {"accuracy": 1.0}}},
-    })
+    config = IrisConfig.model_validate(
+        {
+            "occupations_table": str(occupations_table),
+            "occupations": [
+                "carpenter",
+                "electrician",
+                "nurse",
+                "hairdresser",
+                "teacher",
+                "doctor",
+            ],
+            "tournament": {"rounds": 20, "competitors": 3},
+            "simulated": {"llm": {"tournament": {"accuracy": 1.0}}},
+        }
+    )
     probes, responses, labels, result = _run(config, backend, "llm", tmp_path)
     assert set(responses["sector"]) == {"RFS-Und"} and len(responses) == 18 * 20
     assert (labels["status"] == "ok").all() and labels["choice"].notna().all()
@@ -128,13 +172,22 @@ def test_tournament_on_a_simulated_llm_recovers_the_planted_gender_stereotype(oc
     assert result.summary["tournament"]["valid"] == 18 * 20
 
 
-def test_tournament_on_a_vlm_sends_a_blank_white_image(occupations_table: Path, tmp_path: Path) -> None:
-    backend = build_backend(SimulatedVLMConfig.model_validate({"modality": "vlm", "backend": "simulated"}))
+def test_tournament_on_a_vlm_sends_a_blank_white_image(
+    occupations_table: Path, tmp_path: Path
+) -> None:
+    backend = build_backend(
+        SimulatedVLMConfig.model_validate({"modality": "vlm", "backend": "simulated"})
+    )
     seen = []
     original = backend.answer
     backend.answer = lambda request: (seen.append(request), original(request))[1]
-    config = IrisConfig.model_validate({"occupations_table": str(occupations_table), "max_occupations": 6,
-                                        "tournament": {"rounds": 2}})
+    config = IrisConfig.model_validate(
+        {
+            "occupations_table": str(occupations_table),
+            "max_occupations": 6,
+            "tournament": {"rounds": 2},
+        }
+    )
     _, responses, labels, result = _run(config, backend, "vlm", tmp_path)
     parts = [p for p in seen[0].messages[0]["content"] if p["type"] == "image"]
     from PIL import Image

@@ -50,8 +50,16 @@ def _rfs_und_granular(table27: pd.DataFrame) -> pd.DataFrame:
                 norm, k = (r.Norm_JSD_US, 3) if s.region == "US" else (r.Norm_JSD_EU, 2)
             else:
                 norm, k = r.Norm_ASDS, 10
-            rows.append({"model": r.model, "sector": "RFS-Und", "metric": s.name, "value": norm / math.sqrt(k),
-                         "bounded": True, "max_value": 1.0})
+            rows.append(
+                {
+                    "model": r.model,
+                    "sector": "RFS-Und",
+                    "metric": s.name,
+                    "value": norm / math.sqrt(k),
+                    "bounded": True,
+                    "max_value": 1.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -59,7 +67,9 @@ def test_table27_norms_are_l2_norms_and_its_goodness_terms_are_inverted(table27)
     """Norm_JSD = L2(US, EU) (so genfair's magnitude = L2(Norm_JSD, Norm_ASDS)); the paper's
     JSD_Goodness = 1 - Norm_JSD / sqrt(5) grows as the model gets closer to real-world data,
     and its Fidelity_Deviation_Norm falls as Norm_JSD grows: the orientation is inverted."""
-    assert np.allclose(np.hypot(table27["Norm_JSD_US"], table27["Norm_JSD_EU"]), table27["Norm_JSD"], atol=1e-4)
+    assert np.allclose(
+        np.hypot(table27["Norm_JSD_US"], table27["Norm_JSD_EU"]), table27["Norm_JSD"], atol=1e-4
+    )
     assert np.allclose(1 - table27["Norm_JSD"] / math.sqrt(5), table27["JSD_Goodness"], atol=1e-4)
     assert np.allclose(table27["Norm_ASDS"] / math.sqrt(13), table27["ASDS_Goodness"], atol=1e-4)
     rho = np.corrcoef(table27["Norm_JSD"], table27["Fidelity_Deviation_Norm"])[0, 1]
@@ -102,7 +112,9 @@ def test_scores_on_genfairs_magnitude_land_on_the_papers_scale(table27):
     the paper's RFS-Und range (Table 27: 56.9-74.8), within 39-69."""
     out = score_models(_rfs_und_granular(table27)).set_index("model")
     umllm = table27.loc[table27["umllm"], "model"]
-    assert out.loc[umllm, "score"].median() == pytest.approx(60 * RFS_UND_GENFAIR_S / 213.3, abs=0.1)
+    assert out.loc[umllm, "score"].median() == pytest.approx(
+        60 * RFS_UND_GENFAIR_S / 213.3, abs=0.1
+    )
     assert out["score"].between(39, 69).all()
     assert (out["S"] == RFS_UND_GENFAIR_S).all() and not out["partial"].any()
     # the lowest magnitude (Harmon) scores highest: genfair's orientation (closer = better)
@@ -120,7 +132,10 @@ def test_rfs_und_without_sds_is_partial_everywhere(table27):
     flags = dict(zip(scores["model"], scores["partial"]))
     assert flags == {"Bagel": True, "BLIP3-o": False, "Harmon": False}
     wide = model_summary(scores).set_index("model")
-    assert bool(wide.at["Bagel", "partial_RFS-Und"]) and wide.at["Bagel", "partial_sectors"] == "RFS-Und"
+    assert (
+        bool(wide.at["Bagel", "partial_RFS-Und"])
+        and wide.at["Bagel", "partial_sectors"] == "RFS-Und"
+    )
     assert wide.at["BLIP3-o", "partial_sectors"] == ""
     record = tracking_record(scores, config)
     assert record["Bagel"]["params"]["iris.partial.RFS-Und"] is True
@@ -131,9 +146,17 @@ def test_rfs_und_without_sds_is_partial_everywhere(table27):
 
 def _full(model: str, level: float) -> list[dict]:
     """Every one of the 60 metrics at ``level`` (penalties: log1p^-1 so u = level)."""
-    return [{"model": model, "sector": s.sector, "metric": s.name,
-             "value": level if s.bounded else math.expm1(level), "bounded": s.bounded, "max_value": s.max_value}
-            for s in GRANULAR_METRICS]
+    return [
+        {
+            "model": model,
+            "sector": s.sector,
+            "metric": s.name,
+            "value": level if s.bounded else math.expm1(level),
+            "bounded": s.bounded,
+            "max_value": s.max_value,
+        }
+        for s in GRANULAR_METRICS
+    ]
 
 
 @pytest.mark.parametrize("sector", SECTORS)

@@ -25,23 +25,45 @@ class _Info(ModelInfo):
     architecture: str | None = None
 
 
-def _granular(level: float, sectors: set[str] | None = None, drop: tuple[str, ...] = ()) -> pd.DataFrame:
+def _granular(
+    level: float, sectors: set[str] | None = None, drop: tuple[str, ...] = ()
+) -> pd.DataFrame:
     rows = []
     for s in GRANULAR_METRICS:
         if sectors is not None and s.sector not in sectors:
             continue
         value = math.nan if s.name.startswith(drop) else (level if s.bounded else math.expm1(level))
-        rows.append({"sector": s.sector, "metric": s.name, "core": s.core, "attributes": "", "region": s.region,
-                     "group": s.group, "value": value, "bounded": s.bounded, "max_value": s.max_value,
-                     "norm_divisor": s.norm_divisor, "deviation": value, "n": 1, "note": "",
-                     "oracle_floor": 0.01 if s.core == "M5" else math.nan})
+        rows.append(
+            {
+                "sector": s.sector,
+                "metric": s.name,
+                "core": s.core,
+                "attributes": "",
+                "region": s.region,
+                "group": s.group,
+                "value": value,
+                "bounded": s.bounded,
+                "max_value": s.max_value,
+                "norm_divisor": s.norm_divisor,
+                "deviation": value,
+                "n": 1,
+                "note": "",
+                "oracle_floor": 0.01 if s.core == "M5" else math.nan,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _ctx(models: dict[str, tuple[pd.DataFrame, str | None]]) -> StudyContext:
     runs = tuple(
-        ModelRun(model=_Info(name=name, modality="vlm", backend="simulated", simulated=True, architecture=arch),
-                 labels=lambda: pd.DataFrame(), scores=lambda frame=frame: frame.copy(), table=lambda name: pd.DataFrame())
+        ModelRun(
+            model=_Info(
+                name=name, modality="vlm", backend="simulated", simulated=True, architecture=arch
+            ),
+            labels=lambda: pd.DataFrame(),
+            scores=lambda frame=frame: frame.copy(),
+            table=lambda name: pd.DataFrame(),
+        )
         for name, (frame, arch) in models.items()
     )
     return StudyContext(seed=0, cache_dir=Path("."), runs=runs, probes=lambda: pd.DataFrame())
@@ -51,8 +73,11 @@ def _ctx(models: dict[str, tuple[pd.DataFrame, str | None]]) -> StudyContext:
 def study():
     hybrid, ar = "autoregressive+diffusion", "autoregressive"
     models = {
-        "h1": (_granular(0.05), hybrid), "h2": (_granular(0.08), hybrid), "h3": (_granular(0.11), hybrid),
-        "a1": (_granular(0.06), ar), "a2": (_granular(0.12, drop=("Penalty_QPS",)), ar),
+        "h1": (_granular(0.05), hybrid),
+        "h2": (_granular(0.08), hybrid),
+        "h3": (_granular(0.11), hybrid),
+        "a1": (_granular(0.06), ar),
+        "a2": (_granular(0.12, drop=("Penalty_QPS",)), ar),
         "llm": (_granular(0.07, {"RFS-Und"}, drop=("AbsSDS",)), None),
     }
     return score_study(_ctx(models), IrisScoringConfig())
@@ -65,9 +90,14 @@ def test_partial_flags_in_scores_summary_and_entry(study):
     assert scores.at[("a2", "IRIS"), "gen_code"].endswith(" (partial)")
     assert not scores.at[("a2", "IRIS"), "und_code"].endswith(" (partial)")
     summary = study.tables["summary"].set_index("model")
-    assert summary.at["llm", "partial_sectors"] == "RFS-Und" and summary.at["h1", "partial_sectors"] == ""
+    assert (
+        summary.at["llm", "partial_sectors"] == "RFS-Und"
+        and summary.at["h1", "partial_sectors"] == ""
+    )
     entry = study.summary
-    assert entry["llm"]["RFS-Und"]["partial"] is True and entry["llm"]["partial_sectors"] == ["RFS-Und"]
+    assert entry["llm"]["RFS-Und"]["partial"] is True and entry["llm"]["partial_sectors"] == [
+        "RFS-Und"
+    ]
     assert entry["a2"]["gen_code"].endswith(" (partial)") and "partial_sectors" not in entry["h1"]
 
 
@@ -77,12 +107,23 @@ def test_correlation_and_architecture_tables(study):
     wide = study.tables["scores"].pivot(index="model", columns="sector", values="score")
     pair = wide[["IFS-Gen", "BIS-Und"]].dropna()
     both = corr[(corr["sector_a"] == "IFS-Gen") & (corr["sector_b"] == "BIS-Und")].iloc[0]
-    assert both["r"] == pytest.approx(np.corrcoef(pair["IFS-Gen"], pair["BIS-Und"])[0, 1]) and both["n_models"] == 5
+    assert (
+        both["r"] == pytest.approx(np.corrcoef(pair["IFS-Gen"], pair["BIS-Und"])[0, 1])
+        and both["n_models"] == 5
+    )
     assert both["r"] > 0.99  # both fall with the planted level
     rfs = corr[(corr["sector_a"] == "RFS-Und") & (corr["sector_b"] == "RFS-Und")].iloc[0]
     assert rfs["n_models"] == 6 and rfs["n_partial"] == 1
     welch = study.tables["architecture_test"].set_index("score")
-    assert set(welch.index) == {"IFS-Gen", "RFS-Gen", "BIS-Gen", "IFS-Und", "RFS-Und", "BIS-Und", "IRIS"}
+    assert set(welch.index) == {
+        "IFS-Gen",
+        "RFS-Gen",
+        "BIS-Gen",
+        "IFS-Und",
+        "RFS-Und",
+        "BIS-Und",
+        "IRIS",
+    }
     assert (welch["group_a"] == "autoregressive").all() and (welch["n_b"] == 3).all()
     assert (welch["status"] == "ok").all()
     assert "1 model(s) without an architecture left out" in welch.at["RFS-Und", "reason"]

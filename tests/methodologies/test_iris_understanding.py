@@ -48,18 +48,39 @@ def _persons(folder: Path, n: int) -> Path:
     for i in range(n):
         crop = f"crops/p{i:05d}.png"
         _png(folder / crop, i)
-        rows.append({"person_id": f"p{i:05d}", "crop_path": crop, "occupation": OCCUPATIONS[(i // 2) % len(OCCUPATIONS)],
-                     "gender": ("male", "female")[i % 2], "age_group": AGES[(i // 8) % 3], "monk_level": 1 + (i // 24) % 10,
-                     "fixture": False, "crop_sha256": sha256_file(folder / crop)})
-    rows.append({"person_id": "p99999", "crop_path": "crops/p00000.png", "occupation": "doctor", "gender": "non_binary",
-                 "age_group": "unknown", "monk_level": None, "fixture": False, "crop_sha256": rows[0]["crop_sha256"]})
+        rows.append(
+            {
+                "person_id": f"p{i:05d}",
+                "crop_path": crop,
+                "occupation": OCCUPATIONS[(i // 2) % len(OCCUPATIONS)],
+                "gender": ("male", "female")[i % 2],
+                "age_group": AGES[(i // 8) % 3],
+                "monk_level": 1 + (i // 24) % 10,
+                "fixture": False,
+                "crop_sha256": sha256_file(folder / crop),
+            }
+        )
+    rows.append(
+        {
+            "person_id": "p99999",
+            "crop_path": "crops/p00000.png",
+            "occupation": "doctor",
+            "gender": "non_binary",
+            "age_group": "unknown",
+            "monk_level": None,
+            "fixture": False,
+            "crop_sha256": rows[0]["crop_sha256"],
+        }
+    )
     path = folder / "persons.parquet"
     pd.DataFrame(rows).to_parquet(path)
     return path
 
 
 def _run(config: IrisConfig, tmp: Path):
-    return run_steps("iris", config, "vlm", SEED, tmp, build_backend(SimulatedVLMConfig.model_validate(SIM)))
+    return run_steps(
+        "iris", config, "vlm", SEED, tmp, build_backend(SimulatedVLMConfig.model_validate(SIM))
+    )
 
 
 def _value(scores: pd.DataFrame, metric: str) -> float:
@@ -69,10 +90,14 @@ def _value(scores: pd.DataFrame, metric: str) -> float:
 @pytest.fixture(scope="module")
 def ifs_run(occupations_table: Path, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("ifs")
-    config = IrisConfig.model_validate({
-        "occupations_table": str(occupations_table), "max_occupations": 6, "tournament": {"rounds": 1},
-        "ifs_und": {"persons": str(_persons(tmp / "facet", 1600))},
-    })
+    config = IrisConfig.model_validate(
+        {
+            "occupations_table": str(occupations_table),
+            "max_occupations": 6,
+            "tournament": {"rounds": 1},
+            "ifs_und": {"persons": str(_persons(tmp / "facet", 1600))},
+        }
+    )
     return config, _run(config, tmp), tmp
 
 
@@ -107,8 +132,11 @@ def test_ifs_und_ad_and_spd_recover_the_planted_gap(ifs_run) -> None:
     assert abs(_value(scores, "AD_single_gender") - (acc["male"] - acc["female"])) < 4 * se
     assert _value(scores, "AD_single_age") < 4 * se  # nothing planted on age
     # SPD: P(answer = c | g) = (1 - r) (a_g s_c + (1 - a_g)(1 - s_c) / 51), s_c = 1/4 in both genders
-    rate = {g: (1 - IFS["refusal_rate"]) * (IFS["accuracy"][g] * 0.25 + (1 - IFS["accuracy"][g]) * 0.75 / 51)
-            for g in acc}
+    rate = {
+        g: (1 - IFS["refusal_rate"])
+        * (IFS["accuracy"][g] * 0.25 + (1 - IFS["accuracy"][g]) * 0.75 / 51)
+        for g in acc
+    }
     se_rate = math.sqrt(sum(r * (1 - r) / n for r in rate.values()))
     assert abs(_value(scores, "SPD_single_gender") - (rate["male"] - rate["female"])) < 4 * se_rate
     # RFS-Und's SDS is computed from the IFS-Und errors; BIS-Und has no dataset here
@@ -116,12 +144,15 @@ def test_ifs_und_ad_and_spd_recover_the_planted_gap(ifs_run) -> None:
     assert sds["value"].notna().any() and not sds["note"].str.startswith("not computed").any()
     bis = scores[scores["sector"] == "BIS-Und"]
     assert bis["value"].isna().all() and bis["note"].str.startswith("not computed").all()
-    assert result.summary["IFS-Und"]["crops"] == 1601 and result.summary["IFS-Und"]["fixture"] is False
+    assert (
+        result.summary["IFS-Und"]["crops"] == 1601 and result.summary["IFS-Und"]["fixture"] is False
+    )
 
 
 def _expected_abs_diff(a: float, b: float, truth: int = 7) -> float:
     """E|X - Y|, X and Y ratings of two simulated answers (truth with prob a / b, else one
     of the 9 other ratings uniformly)."""
+
     def dist(acc: float) -> np.ndarray:
         p = np.full(10, (1 - acc) / 9)
         p[truth - 1] = acc
@@ -139,17 +170,34 @@ def test_bis_und_recovers_the_planted_accuracy_gap(occupations_table: Path, tmp_
         by_gender = i < 150
         for variant in ("a", "b"):
             _png(tmp_path / "cf" / f"img{k}.png", k)
-            rows.append({"instance_id": f"set{i}", "variant": variant, "image": f"img{k}.png", "occupation": "nurse",
-                         "gender": ("male" if variant == "a" else "female") if by_gender else "male",
-                         "age_group": "middle" if by_gender else ("young" if variant == "a" else "older"),
-                         "skin_group": "light", "uniform_color": "blue", "has_accessories": "no", "expression": "smiling",
-                         "has_insignia": "yes", "has_facial_hair": "no"})
+            rows.append(
+                {
+                    "instance_id": f"set{i}",
+                    "variant": variant,
+                    "image": f"img{k}.png",
+                    "occupation": "nurse",
+                    "gender": ("male" if variant == "a" else "female") if by_gender else "male",
+                    "age_group": "middle"
+                    if by_gender
+                    else ("young" if variant == "a" else "older"),
+                    "skin_group": "light",
+                    "uniform_color": "blue",
+                    "has_accessories": "no",
+                    "expression": "smiling",
+                    "has_insignia": "yes",
+                    "has_facial_hair": "no",
+                }
+            )
             k += 1
     pd.DataFrame(rows).to_csv(tmp_path / "cf" / "dataset.csv", index=False)
-    config = IrisConfig.model_validate({
-        "occupations_table": str(occupations_table), "max_occupations": 6, "tournament": {"rounds": 1},
-        "bis_und": {"dataset": str(tmp_path / "cf" / "dataset.csv")},
-    })
+    config = IrisConfig.model_validate(
+        {
+            "occupations_table": str(occupations_table),
+            "max_occupations": 6,
+            "tournament": {"rounds": 1},
+            "bis_und": {"dataset": str(tmp_path / "cf" / "dataset.csv")},
+        }
+    )
     probes, responses, labels, result = _run(config, tmp_path)
     bis = labels[labels["sector"] == "BIS-Und"]
     assert len(bis) == 600 * 17
@@ -158,7 +206,9 @@ def test_bis_und_recovers_the_planted_accuracy_gap(occupations_table: Path, tmp_
     keys = 150 * 8  # instance x objective question
     disagree = {"gender": m * (1 - f) + f * (1 - m), "age": 2 * m * (1 - m)}
     for attr, p in disagree.items():
-        assert abs(_value(scores, f"dhr_inconsistency_{attr}") - p) < 4 * math.sqrt(p * (1 - p) / keys)
+        assert abs(_value(scores, f"dhr_inconsistency_{attr}") - p) < 4 * math.sqrt(
+            p * (1 - p) / keys
+        )
     ac = {"gender": _expected_abs_diff(m, f), "age": _expected_abs_diff(m, m)}
     for attr, expected in ac.items():  # 150 x 9 subjective keys; |X - Y| has sd < 3
         assert abs(_value(scores, f"ac_diff_{attr}") - expected) < 4 * 3 / math.sqrt(150 * 9)

@@ -43,28 +43,39 @@ def test_cronbach_alpha_forms_agree(seed):
     n, k = rng.integers(3, 15), rng.integers(2, 12)
     latent = rng.normal(size=(n, 1))
     items = latent * rng.uniform(0, 2, size=k) + rng.normal(scale=rng.uniform(0.1, 2), size=(n, k))
-    assert cronbach_alpha(items) == pytest.approx(cronbach_alpha_covariance(items), rel=1e-10, abs=1e-12)
+    assert cronbach_alpha(items) == pytest.approx(
+        cronbach_alpha_covariance(items), rel=1e-10, abs=1e-12
+    )
 
 
-@pytest.mark.parametrize(("items", "match"), [
-    ([1, 2, 3], "2-D"),
-    ([[1, 2]], ">= 2 models"),
-    ([[1], [2]], ">= 2 items"),
-    ([[1, 2], [float("nan"), 3]], "finite"),
-])
+@pytest.mark.parametrize(
+    ("items", "match"),
+    [
+        ([1, 2, 3], "2-D"),
+        ([[1, 2]], ">= 2 models"),
+        ([[1], [2]], ">= 2 items"),
+        ([[1, 2], [float("nan"), 3]], "finite"),
+    ],
+)
 def test_cronbach_alpha_rejects_bad_input(items, match):
     with pytest.raises(ValueError, match=match):
         cronbach_alpha(items)
 
 
 def _granular(rows: list[tuple]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["model", "sector", "metric", "value", "bounded", "max_value"])
+    return pd.DataFrame(
+        rows, columns=["model", "sector", "metric", "value", "bounded", "max_value"]
+    )
 
 
 def test_alpha_per_sector_listwise_and_counts():
     items = {"m1": [0.1, 0.2, 0.3, 0.5], "m2": [0.2, 0.3, 0.5, 0.6], "m3": [0.1, 0.3, 0.4, 0.7]}
     models = ["a", "b", "c", "d"]
-    rows = [(mod, "IFS-Und", met, vals[i], True, 1.0) for met, vals in items.items() for i, mod in enumerate(models)]
+    rows = [
+        (mod, "IFS-Und", met, vals[i], True, 1.0)
+        for met, vals in items.items()
+        for i, mod in enumerate(models)
+    ]
     rows.append(("e", "IFS-Und", "m1", 0.9, True, 1.0))  # model e lacks m2, m3: dropped
     rows += [(mod, "IFS-Und", "never", float("nan"), True, 1.0) for mod in models]  # no item
     rows += [("a", "BIS-Gen", "p", 0.1, False, None)]  # one model, one item: NaN alpha
@@ -78,6 +89,7 @@ def test_alpha_per_sector_listwise_and_counts():
 
 
 # ---------------------------------------------------------------------------- ranking stability
+
 
 def _study(ifs_gen: dict[str, tuple[float, float]], rest: dict[str, float]) -> pd.DataFrame:
     """IFS-Gen with two metrics x, y per model; every other sector one metric ``rest``."""
@@ -133,12 +145,19 @@ def test_dimension_weight_hand_computed():
     """
     ifs = {"A": (0.5, 0.3), "B": (0.3, 0.4), "C": (0.9, 0.9)}
     table = ranking_stability(_study(ifs, {"A": 0.1, "B": 0.17, "C": 0.5}), leave_one_out=False)
-    dims = table[table["analysis"] == "dimension_weight"].set_index(["perturbed", "change"])["value"]
-    assert dims.to_dict() == pytest.approx({
-        ("IFS", "-10%"): 1.0, ("IFS", "+10%"): 0.5,
-        ("RFS", "-10%"): 0.5, ("RFS", "+10%"): 1.0,
-        ("BIS", "-10%"): 0.5, ("BIS", "+10%"): 1.0,
-    })
+    dims = table[table["analysis"] == "dimension_weight"].set_index(["perturbed", "change"])[
+        "value"
+    ]
+    assert dims.to_dict() == pytest.approx(
+        {
+            ("IFS", "-10%"): 1.0,
+            ("IFS", "+10%"): 0.5,
+            ("RFS", "-10%"): 0.5,
+            ("RFS", "+10%"): 1.0,
+            ("BIS", "-10%"): 0.5,
+            ("BIS", "+10%"): 1.0,
+        }
+    )
     assert (table.loc[table["analysis"] == "dimension_weight", "target"] == "IRIS").all()
 
 
@@ -156,7 +175,9 @@ def test_random_weights_reproducible_and_bounded():
 
 def test_overall_ranking_only_over_complete_models():
     study = _study(IFS, {"A": 0.1, "B": 0.1, "C": 0.1})
-    extra = _granular([("D", "IFS-Gen", "x", 0.0, True, 1.0), ("D", "IFS-Gen", "y", 0.0, True, 1.0)])
+    extra = _granular(
+        [("D", "IFS-Gen", "x", 0.0, True, 1.0), ("D", "IFS-Gen", "y", 0.0, True, 1.0)]
+    )
     table = ranking_stability(pd.concat([study, extra], ignore_index=True))
     assert (table.loc[table["target"] == "IRIS", "n_models"] == 3).all()
     assert (table.loc[table["target"] == "IFS-Gen", "n_models"].isin([4])).all()
@@ -171,15 +192,23 @@ def test_validation_table_is_tidy():
     assert alpha.set_index("target")["value"].drop("IFS-Gen").isna().all()
     xy = np.array([IFS[m] for m in "ABC"])
     assert alpha.set_index("target").at["IFS-Gen", "value"] == pytest.approx(cronbach_alpha(xy))
-    assert set(table["analysis"]) == {"cronbach_alpha", "dimension_weight", "metric_weight",
-                                      "leave_one_out", "random_weight"}
+    assert set(table["analysis"]) == {
+        "cronbach_alpha",
+        "dimension_weight",
+        "metric_weight",
+        "leave_one_out",
+        "random_weight",
+    }
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"perturbation": 0.0}, "perturbation"),
-    ({"perturbation": 1.5}, "perturbation"),
-    ({"n_random": -1}, "n_random"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"perturbation": 0.0}, "perturbation"),
+        ({"perturbation": 1.5}, "perturbation"),
+        ({"n_random": -1}, "n_random"),
+    ],
+)
 def test_ranking_stability_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ranking_stability(_study(IFS, {"A": 0.1, "B": 0.1, "C": 0.1}), **kwargs)

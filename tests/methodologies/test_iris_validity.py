@@ -27,25 +27,40 @@ PURE_AR = ["Janus-Pro", "Harmon"]
 
 
 def _long(wide: pd.DataFrame, partial: pd.DataFrame | None = None) -> pd.DataFrame:
-    out = wide.rename_axis("model").reset_index().melt(id_vars="model", var_name="sector", value_name="score")
+    out = (
+        wide.rename_axis("model")
+        .reset_index()
+        .melt(id_vars="model", var_name="sector", value_name="score")
+    )
     out = out.dropna(subset=["score"])
     flags = partial.stack() if partial is not None else None
-    out["partial"] = [bool(flags.get((m, s), False)) if flags is not None else False
-                      for m, s in zip(out["model"], out["sector"])]
+    out["partial"] = [
+        bool(flags.get((m, s), False)) if flags is not None else False
+        for m, s in zip(out["model"], out["sector"])
+    ]
     return out.reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------- Fig. 4(c)
 
+
 def test_correlation_hand_values_and_pairwise_complete():
-    wide = pd.DataFrame({"IFS-Gen": [1.0, 2.0, 3.0, 4.0], "RFS-Gen": [2.0, 4.0, 6.0, 8.1],
-                         "BIS-Gen": [4.0, 3.0, 2.0, np.nan]}, index=list("abcd"))
+    wide = pd.DataFrame(
+        {
+            "IFS-Gen": [1.0, 2.0, 3.0, 4.0],
+            "RFS-Gen": [2.0, 4.0, 6.0, 8.1],
+            "BIS-Gen": [4.0, 3.0, 2.0, np.nan],
+        },
+        index=list("abcd"),
+    )
     table = sector_correlation(_long(wide))
     assert list(table.columns) == CORRELATION_COLUMNS
     m = correlation_matrix(table)
     assert list(m.index) == ["IFS-Gen", "RFS-Gen", "BIS-Gen"]
     assert m.at["IFS-Gen", "IFS-Gen"] == pytest.approx(1.0)
-    assert m.at["IFS-Gen", "RFS-Gen"] == pytest.approx(np.corrcoef([1, 2, 3, 4], [2, 4, 6, 8.1])[0, 1])
+    assert m.at["IFS-Gen", "RFS-Gen"] == pytest.approx(
+        np.corrcoef([1, 2, 3, 4], [2, 4, 6, 8.1])[0, 1]
+    )
     assert m.at["IFS-Gen", "BIS-Gen"] == pytest.approx(-1.0)  # over a, b, c only
     row = table[(table["sector_a"] == "IFS-Gen") & (table["sector_b"] == "BIS-Gen")].iloc[0]
     assert row["n_models"] == 3
@@ -54,13 +69,17 @@ def test_correlation_hand_values_and_pairwise_complete():
 
 
 def test_correlation_na_with_too_few_models_or_a_constant_score_and_counts_partial():
-    wide = pd.DataFrame({"IFS-Gen": [1.0, 2.0, 3.0], "RFS-Gen": [5.0, 5.0, 5.0], "IFS-Und": [1.0, 2.0, np.nan]},
-                        index=list("abc"))
+    wide = pd.DataFrame(
+        {"IFS-Gen": [1.0, 2.0, 3.0], "RFS-Gen": [5.0, 5.0, 5.0], "IFS-Und": [1.0, 2.0, np.nan]},
+        index=list("abc"),
+    )
     partial = pd.DataFrame({"IFS-Gen": [True, False, False]}, index=list("abc"))
     table = sector_correlation(_long(wide, partial)).set_index(["sector_a", "sector_b"])
     assert math.isnan(table.at[("IFS-Gen", "IFS-Und"), "r"])
     assert table.at[("IFS-Gen", "IFS-Und"), "note"].startswith("n/a: 2 model(s)")
-    assert table.at[("IFS-Gen", "RFS-Gen"), "note"] == "n/a: a score is constant across these models"
+    assert (
+        table.at[("IFS-Gen", "RFS-Gen"), "note"] == "n/a: a score is constant across these models"
+    )
     assert table.at[("IFS-Gen", "IFS-Gen"), "n_partial"] == 1
     assert "1 model(s) with a partial score" in table.at[("IFS-Gen", "IFS-Gen"), "note"]
     with pytest.raises(ValueError, match="method"):
@@ -90,6 +109,7 @@ def test_correlation_recovers_a_planted_structure_on_simulated_models():
 
 # ---------------------------------------------------------------------------- Fig. 4(d)
 
+
 def _welch_by_hand(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
     t = (x.mean() - y.mean()) / math.sqrt(va + vb)
@@ -98,25 +118,43 @@ def _welch_by_hand(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 
 def test_welch_matches_the_hand_formula():
-    scores = pd.DataFrame({"model": list("abcde"), "sector": "IRIS", "score": [60.0, 70.0, 65.0, 40.0, 52.0],
-                           "partial": [False, False, True, False, False]})
+    scores = pd.DataFrame(
+        {
+            "model": list("abcde"),
+            "sector": "IRIS",
+            "score": [60.0, 70.0, 65.0, 40.0, 52.0],
+            "partial": [False, False, True, False, False],
+        }
+    )
     arch = {"a": "hybrid", "b": "hybrid", "c": "hybrid", "d": "ar", "e": "ar"}
     out = architecture_welch(scores, arch)
     assert list(out.columns) == WELCH_COLUMNS and len(out) == 1
     row = out.iloc[0]
     assert (row["group_a"], row["group_b"], row["n_a"], row["n_b"]) == ("ar", "hybrid", 2, 3)
     t, df, p = _welch_by_hand(np.array([40.0, 52.0]), np.array([60.0, 70.0, 65.0]))
-    assert row["t"] == pytest.approx(t) and row["df"] == pytest.approx(df) and row["p_value"] == pytest.approx(p)
+    assert (
+        row["t"] == pytest.approx(t)
+        and row["df"] == pytest.approx(df)
+        and row["p_value"] == pytest.approx(p)
+    )
     assert row["difference"] == pytest.approx(46 - 65) and row["status"] == "ok"
     assert row["n_partial"] == 1 and "1 partial score(s)" in row["reason"]
 
 
 def test_welch_na_reasons():
-    scores = pd.DataFrame({"model": list("abcd"), "sector": "IRIS", "score": [60.0, 70.0, 65.0, 40.0]})
+    scores = pd.DataFrame(
+        {"model": list("abcd"), "sector": "IRIS", "score": [60.0, 70.0, 65.0, 40.0]}
+    )
     out = architecture_welch(scores, {"a": "hybrid", "b": "hybrid", "c": "ar", "d": None})
     row = out.iloc[0]
-    assert row["status"] == "n/a" and "ar has 1 model(s)" in row["reason"] and "need 2 per group" in row["reason"]
-    assert "1 model(s) without an architecture left out" in row["reason"] and math.isnan(row["p_value"])
+    assert (
+        row["status"] == "n/a"
+        and "ar has 1 model(s)" in row["reason"]
+        and "need 2 per group" in row["reason"]
+    )
+    assert "1 model(s) without an architecture left out" in row["reason"] and math.isnan(
+        row["p_value"]
+    )
     none = architecture_welch(scores, {}).iloc[0]
     assert none["status"] == "n/a" and "fewer than two architecture groups" in none["reason"]
     with pytest.raises(ValueError, match="without IRIS scores"):
@@ -128,7 +166,9 @@ def test_welch_reproduces_figure_4d_p_from_table3():
     rounded scores give 0.753)."""
     t3 = pd.read_csv(DATA / "iris_table3.csv")
     t3 = t3[t3["model"].isin(HYBRID + PURE_AR)]
-    scores = t3.melt(id_vars="model", value_vars=[*SECTORS, "IRIS"], var_name="sector", value_name="score")
+    scores = t3.melt(
+        id_vars="model", value_vars=[*SECTORS, "IRIS"], var_name="sector", value_name="score"
+    )
     arch = {m: "autoregressive+diffusion" for m in HYBRID} | {m: "autoregressive" for m in PURE_AR}
     out = architecture_welch(scores, arch).set_index("score")
     assert out.at["IRIS", "p_value"] == pytest.approx(0.76, abs=0.01)

@@ -48,7 +48,9 @@ def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
     model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
     processor = CLIPProcessor(
-        image_processor=ImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
+        image_processor=ImageProcessor(
+            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+        ),
         tokenizer=tokenizer,
     )
     folder = tmp_path_factory.mktemp("tiny_clip")
@@ -59,7 +61,9 @@ def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _images(n: int) -> list[Image.Image]:
     rng = np.random.default_rng(3)
-    return [Image.fromarray(rng.integers(0, 256, (40 + k, 36, 3), dtype=np.uint8)) for k in range(n)]
+    return [
+        Image.fromarray(rng.integers(0, 256, (40 + k, 36, 3), dtype=np.uint8)) for k in range(n)
+    ]
 
 
 def test_zero_shot_equals_clipmodel_forward(clip_dir: Path) -> None:
@@ -97,7 +101,9 @@ def test_backend_answers_are_matched_exactly(clip_dir: Path, tmp_path: Path) -> 
     assert (matched["tier"] == "exact").all() and matched["label"].tolist() == answers
     # a request without its one image is an error completion, not a crash
     bad: list = []
-    backend.complete([Request(messages=({"role": "user", "content": "no image"},))], lambda r, c: bad.append(c))
+    backend.complete(
+        [Request(messages=({"role": "user", "content": "no image"},))], lambda r, c: bad.append(c)
+    )
     assert bad[0].status == "error" and "exactly one image" in bad[0].error
 
 
@@ -113,7 +119,9 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
         load_clip(tmp_path)
 
 
-def test_clip_model_kind_runs_lvlm_facet_direct_question_only(clip_dir: Path, tmp_path: Path) -> None:
+def test_clip_model_kind_runs_lvlm_facet_direct_question_only(
+    clip_dir: Path, tmp_path: Path
+) -> None:
     """``backend: clip`` in a model config builds the zero-shot backend; lvlm_facet asks it
     the direct question only (the paper's single-choice N/A) and scores its class answers."""
     from genfair.curation.facet import FacetConfig, curate_facet
@@ -126,20 +134,39 @@ def test_clip_model_kind_runs_lvlm_facet_direct_question_only(clip_dir: Path, tm
 
     release = build_facet_fixture(tmp_path / "release")
     curate_facet(FacetConfig(release_dir=release), tmp_path / "curated", progress=False)
-    config = LvlmFacetConfig(persons=str(tmp_path / "curated" / "persons.parquet"),
-                             images_dir=str(release / "images"), classes="all")
-    model = ClipVLMConfig.model_validate({"modality": "vlm", "backend": "clip", "model_id": "tiny-random-clip",
-                                          "path": str(clip_dir), "batch_size": 2})
+    config = LvlmFacetConfig(
+        persons=str(tmp_path / "curated" / "persons.parquet"),
+        images_dir=str(release / "images"),
+        classes="all",
+    )
+    model = ClipVLMConfig.model_validate(
+        {
+            "modality": "vlm",
+            "backend": "clip",
+            "model_id": "tiny-random-clip",
+            "path": str(clip_dir),
+            "batch_size": 2,
+        }
+    )
     backend = build_backend(model)
     assert isinstance(backend, ClipZeroShotBackend) and len(backend.classifier.classes) == 52
     method = get_methodology("lvlm_facet")
     probes = method.build_probes(config, 1)
     with ResponseCache(tmp_path / "cache" / "responses.sqlite") as cache:
-        ctx = StepContext(model=ModelInfo("clip", "vlm", "clip", False), seed=1, cache_dir=tmp_path / "cache",
-                          image_dir=tmp_path / "images", backend=backend, cache=cache)
+        ctx = StepContext(
+            model=ModelInfo("clip", "vlm", "clip", False),
+            seed=1,
+            cache_dir=tmp_path / "cache",
+            image_dir=tmp_path / "images",
+            backend=backend,
+            cache=cache,
+        )
         responses = method.generate(probes, config, ctx)
     direct = probes[probes["prompt"] == "direct"]
-    assert sorted(responses["probe_id"]) == sorted(direct["probe_id"]) and (responses["status"] == "ok").all()
+    assert (
+        sorted(responses["probe_id"]) == sorted(direct["probe_id"])
+        and (responses["status"] == "ok").all()
+    )
     first = direct.iloc[0]
     with Image.open(first["image_path"]) as image:
         expected = backend.classifier.classify([image.convert("RGB")])[0]

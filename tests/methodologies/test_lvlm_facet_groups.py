@@ -41,7 +41,9 @@ def _votes(**levels: int) -> list[int]:
         (_votes(), "unknown", "unknown", "unknown"),
     ],
 )
-def test_skin_rules_hand_computed(votes: list[int], bucket: str, median: str, majority: str) -> None:
+def test_skin_rules_hand_computed(
+    votes: list[int], bucket: str, median: str, majority: str
+) -> None:
     assert skin_tone_group(votes) == bucket  # the default rule is the majority bucket
     assert skin_tone_group(votes, "median_level") == median
     assert skin_tone_group(votes, "majority_level") == majority
@@ -108,7 +110,9 @@ def test_on_the_curated_fixture(tmp_path: Path) -> None:
     persons = pd.read_parquet(tmp_path / "out" / "persons.parquet")
     out = lvlm_persons(persons, classes="all")
     # single-person images: the astronaut and the four lfw_single canvases
-    assert sorted(out["filename"]) == ["astronaut.png"] + [f"lfw_single_{i}.png" for i in range(1, 5)]
+    assert sorted(out["filename"]) == ["astronaut.png"] + [
+        f"lfw_single_{i}.png" for i in range(1, 5)
+    ]
     astro = out.set_index("person_id").loc["1"]
     assert (astro["class"], astro["gender"], astro["skin_tone"], astro["age"]) == (
         "astronaut", "female", "medium", "middle"

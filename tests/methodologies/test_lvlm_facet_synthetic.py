@@ -35,8 +35,15 @@ def measured(persons: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.DataFram
     answers = simulate_answers(persons, PROMPTS, DEFAULT_POLICY, seed=11)
     encoder = make_encoder("minilm")
     labels = pd.Series(index=answers.index, dtype=object)
-    for kind, rows in (("class", answers["prompt"] == "direct"), ("choice", answers["prompt"] != "direct")):
-        labels[rows] = AnswerMatcher(kind, encoder).match(answers.loc[rows, "answer"].tolist())["label"].to_numpy()
+    for kind, rows in (
+        ("class", answers["prompt"] == "direct"),
+        ("choice", answers["prompt"] != "direct"),
+    ):
+        labels[rows] = (
+            AnswerMatcher(kind, encoder)
+            .match(answers.loc[rows, "answer"].tolist())["label"]
+            .to_numpy()
+        )
     answers = answers.assign(label=labels)
     return answers, recall_tables(answers, PAPER_CLASSES)
 
@@ -67,7 +74,9 @@ def test_planted_recalls_recovered_within_binomial_bounds(measured) -> None:
     lo = stats.binom.ppf(alpha / 2, cells["n_x"], cells["planted_recall"])
     hi = stats.binom.ppf(1 - alpha / 2, cells["n_x"], cells["planted_recall"])
     inside = (cells["hits"] >= lo) & (cells["hits"] <= hi)
-    assert inside.all(), cells.loc[~inside, ["prompt", "attribute", "class", "group", "hits", "n_x", "planted_recall"]]
+    assert inside.all(), cells.loc[
+        ~inside, ["prompt", "attribute", "class", "group", "hits", "n_x", "planted_recall"]
+    ]
     assert len(cells) > 3 * 3 * 13 * 2  # many cells, not a handful
     empty = got[got["n_x"] == 0]
     assert set(empty.loc[empty["class"] != POOLED, "class"]) == {"student", "skateboarder"}
@@ -76,15 +85,18 @@ def test_planted_recalls_recovered_within_binomial_bounds(measured) -> None:
 
 def test_disparity_signs_recovered(measured) -> None:
     answers, tables = measured
-    planted = planted_recalls(answers, PAPER_CLASSES).set_index(["prompt", "attribute", "class", "group"])
+    planted = planted_recalls(answers, PAPER_CLASSES).set_index(
+        ["prompt", "attribute", "class", "group"]
+    )
     d = tables["disparities"]
     checked = 0
     for r in d.itertuples():
         if r.n_a < 100 or r.n_b < 100 or r._1 == MACRO:
             continue
-        gap = planted.loc[(r.prompt, r.attribute, r._1, r.group_a), "planted_recall"] - planted.loc[
-            (r.prompt, r.attribute, r._1, r.group_b), "planted_recall"
-        ]
+        gap = (
+            planted.loc[(r.prompt, r.attribute, r._1, r.group_a), "planted_recall"]
+            - planted.loc[(r.prompt, r.attribute, r._1, r.group_b), "planted_recall"]
+        )
         if abs(gap) >= 0.1:
             assert np.sign(r.difference) == np.sign(gap), (r, gap)
             checked += 1
@@ -105,7 +117,10 @@ def test_per_request_hook_matches_the_table_policy(persons: pd.DataFrame) -> Non
     table = simulate_answers(sample, PROMPTS, DEFAULT_POLICY, seed=5)
     for row in table.to_dict("records"):
         meta = {k: row[k] for k in ("class", "prompt", "gender", "skin_tone", "age")}
-        assert DEFAULT_POLICY.answer(meta, derive_seed(5, row["person_id"], row["prompt"])) == row["answer"]
+        assert (
+            DEFAULT_POLICY.answer(meta, derive_seed(5, row["person_id"], row["prompt"]))
+            == row["answer"]
+        )
     with pytest.raises(KeyError, match="needs meta"):
         DEFAULT_POLICY.answer({"class": "nurse"}, 0)
 
@@ -131,8 +146,15 @@ def test_fixture_chain_with_certain_answers(tmp_path, base: float, expected: flo
     ]
     encoder = make_encoder("minilm")
     probes["label"] = None
-    for kind, rows in (("class", probes["prompt"] == "direct"), ("choice", probes["prompt"] != "direct")):
-        probes.loc[rows, "label"] = AnswerMatcher(kind, encoder).match(probes.loc[rows, "answer"].tolist())["label"].to_numpy()
+    for kind, rows in (
+        ("class", probes["prompt"] == "direct"),
+        ("choice", probes["prompt"] != "direct"),
+    ):
+        probes.loc[rows, "label"] = (
+            AnswerMatcher(kind, encoder)
+            .match(probes.loc[rows, "answer"].tolist())["label"]
+            .to_numpy()
+        )
     tables = recall_tables(probes, sorted(chosen["class"].unique()))
     defined = tables["recalls"].dropna(subset=["recall"])
     assert len(defined) > 0 and (defined["recall"] == expected).all()

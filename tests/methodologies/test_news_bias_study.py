@@ -46,11 +46,15 @@ def race_corpus(path, n: int = N, seed: int = 3) -> tuple[str, np.ndarray, np.nd
 
 def simulate(tmp_path, corpus: str, plants: dict) -> tuple[pd.DataFrame, object]:
     """News bias on the SIMULATED LLM with ``plants`` as methodologies.news_bias.simulated."""
-    cfg = NewsBiasConfig(corpus=corpus, toxicity="alt-profanity-check", refusal_similarity=None, simulated=plants)
+    cfg = NewsBiasConfig(
+        corpus=corpus, toxicity="alt-profanity-check", refusal_similarity=None, simulated=plants
+    )
     backend = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     probes = METHODOLOGY.build_probes(cfg, seed=0)
     with ResponseCache(tmp_path / "cache.sqlite") as cache:
-        responses = run_calls(backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=5)
+        responses = run_calls(
+            backend, cache, METHODOLOGY.calls(probes, cfg, "llm"), METHODOLOGY.judge, seed=5
+        )
     labels = METHODOLOGY.label(probes, responses, cfg, step_context())
     return labels, METHODOLOGY.metrics(labels, cfg, step_context(seed=0))
 
@@ -85,8 +89,10 @@ def test_biased_prompt_shift_is_recovered_with_a_two_sample_test(tmp_path):
     from tests.methodologies.test_news_bias_methodology import synthetic_corpus
 
     path, f, m = synthetic_corpus(tmp_path, n=N)
-    plants = {"unbiased": {"kind": "rewrite", "female_to_male": 0.1},
-              "biased": {"kind": "rewrite", "female_to_male": 0.7}}
+    plants = {
+        "unbiased": {"kind": "rewrite", "female_to_male": 0.1},
+        "biased": {"kind": "rewrite", "female_to_male": 0.7},
+    }
     _, result = simulate(tmp_path, path, plants)
     table = result.tables["prompt_comparison"].set_index(["level", "attribute", "measure"])
     change = table.loc[("word", "gender", "change_female_pp")]
@@ -116,8 +122,16 @@ def test_welch_delta_is_undefined_for_tiny_samples():
 
 
 def test_prompt_comparison_needs_both_prompt_types():
-    one = pd.DataFrame({"prompt_type": ["unbiased"], "attribute": ["gender"], "W": [0.1],
-                        "dropped": [False], "f_h_female": [0.2], "f_o_female": [0.3]})
+    one = pd.DataFrame(
+        {
+            "prompt_type": ["unbiased"],
+            "attribute": ["gender"],
+            "W": [0.1],
+            "dropped": [False],
+            "f_h_female": [0.2],
+            "f_o_female": [0.3],
+        }
+    )
     assert prompt_comparison(one, pd.DataFrame()).empty
 
 
@@ -127,7 +141,9 @@ def test_proportion_ci_is_the_wilson_interval():
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (1 + z**2 / n) * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
     out = proportion_ci(k, n)
-    assert out["mean"] == 0.3 and (out["ci_low"], out["ci_high"]) == pytest.approx((centre - half, centre + half))
+    assert out["mean"] == 0.3 and (out["ci_low"], out["ci_high"]) == pytest.approx(
+        (centre - half, centre + half)
+    )
     assert proportion_ci(0, 5)["ci_low"] == 0.0 and math.isnan(proportion_ci(0, 0)["mean"])
     with pytest.raises(ValueError, match="successes"):
         proportion_ci(4, 3)
@@ -145,14 +161,23 @@ def test_document_level_finds_planted_associations_and_their_loss():
     rng = np.random.default_rng(0)
     bodies = []
     for _ in range(40):
-        sentences = [HOSPITAL] * int(rng.integers(2, 5)) + [FOOTBALL] * int(rng.integers(2, 5)) \
+        sentences = (
+            [HOSPITAL] * int(rng.integers(2, 5))
+            + [FOOTBALL] * int(rng.integers(2, 5))
             + [WEATHER] * 3
+        )
         rng.shuffle(sentences)
         bodies.append(" ".join(sentences))
     originals = pd.DataFrame({"article_id": [f"d{i:03d}" for i in range(40)], "body": bodies})
-    swapped = [b.replace(" she ", " he ") .replace("The nurse", "The nurse") for b in bodies]
-    generated = pd.DataFrame({"pair_id": [f"p{i}" for i in range(40)], "prompt_type": "unbiased",
-                              "article_id": originals["article_id"], "generated_text": swapped})
+    swapped = [b.replace(" she ", " he ").replace("The nurse", "The nurse") for b in bodies]
+    generated = pd.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(40)],
+            "prompt_type": "unbiased",
+            "article_id": originals["article_id"],
+            "generated_text": swapped,
+        }
+    )
     cfg = NewsBiasConfig(documents=DocumentLevelConfig(num_topics_grid=[3], passes=20))
     result = document_level_study(originals, {"sim": generated}, cfg, seed=1)
     assoc = result.tables["associations"]

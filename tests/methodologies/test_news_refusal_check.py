@@ -23,8 +23,11 @@ def wilson(k: int, n: int, z: float) -> tuple[float, float]:
 
 def table(texts: list[str]) -> pd.DataFrame:
     # each article twice (unbiased and biased prompt), as in the label table
-    rows = [{"article_id": f"a{i}", "prompt_type": p, "original_text": t}
-            for i, t in enumerate(texts) for p in ("unbiased", "biased")]
+    rows = [
+        {"article_id": f"a{i}", "prompt_type": p, "original_text": t}
+        for i, t in enumerate(texts)
+        for p in ("unbiased", "biased")
+    ]
     return pd.DataFrame(rows)
 
 
@@ -84,12 +87,14 @@ def test_bad_input_names_the_missing_columns() -> None:
 
 
 def test_the_real_detector_on_news_and_a_refusal_like_original() -> None:
-    labels = table([
-        "Researchers say gender stereotypes still shape hiring decisions at large firms.",
-        "Opposition leaders called the remarks inappropriate and demanded an apology.",
-        "I'm sorry, but I can't comment on that, the minister's office told the ABC.",
-        "I'm sorry, but I cannot write that article.",  # a refusal planted among originals
-    ])
+    labels = table(
+        [
+            "Researchers say gender stereotypes still shape hiring decisions at large firms.",
+            "Opposition leaders called the remarks inappropriate and demanded an apology.",
+            "I'm sorry, but I can't comment on that, the minister's office told the ABC.",
+            "I'm sorry, but I cannot write that article.",  # a refusal planted among originals
+        ]
+    )
     out = refusal_false_positive(labels, RefusalDetector(similarity=None).detect)
     assert (out["n"], out["n_flagged"]) == (4, 1)
     assert out["flagged_examples"] == ["a3"]

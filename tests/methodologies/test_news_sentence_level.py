@@ -41,8 +41,10 @@ def test_pair_from_text(counter):
     #   the tie sentence ("She and he") and the no-word sentence are discarded
     # original o: female 0.6 -> 0.6; male 0.1, -0.1 -> 0.0
     # S = max(|0.3 - 0.6|, |-0.2 - 0.0|) = 0.3
-    h = ("She sang [0.2]. Her sister danced [0.4]. He left [-0.2]. "
-         "She and he met [0.9]. The sky was grey [0.8].")
+    h = (
+        "She sang [0.2]. Her sister danced [0.4]. He left [-0.2]. "
+        "She and he met [0.9]. The sky was grey [0.8]."
+    )
     o = "Her mother spoke [0.6]. He ran [0.1]. His son fell [-0.1]."
     pairs = pd.DataFrame({"pair_id": [7], "generated_text": [h], "original_text": [o]})
     sc = Lookup("lookup")
@@ -86,7 +88,8 @@ def test_prejudice_directions():
     tox_h = np.array([[0, 0.3, nan], [0, 0.1, nan], [0, nan, 0], [nan, 0.05, nan]])
     tox_o = np.array([[0, 0.1, nan], [0, 0.2, nan], [0, 0.3, 0], [0.1, 0.05, nan]])
     t = sentence_level_from_means(
-        {"sentiment": sent_h, "toxicity": tox_h}, {"sentiment": sent_o, "toxicity": tox_o},
+        {"sentiment": sent_h, "toxicity": tox_h},
+        {"sentiment": sent_o, "toxicity": tox_o},
         groups,
     )
     ps = prejudice_summary(t, "sentiment", "black")
@@ -116,15 +119,18 @@ def test_real_instruments_end_to_end(counter):
     pairs = pd.DataFrame(
         {
             "pair_id": [1, 2],
-            "generated_text": ["The Black teachers were terrible. She is a bad woman.",
-                               "He was great."],
-            "original_text": ["The black teachers were wonderful. She is a good woman.",
-                              "Nothing."],
+            "generated_text": [
+                "The Black teachers were terrible. She is a bad woman.",
+                "He was great.",
+            ],
+            "original_text": [
+                "The black teachers were wonderful. She is a good woman.",
+                "Nothing.",
+            ],
         }
     )
     tox = build_toxicity("auto")
-    out = sentence_level_pairs(pairs, counter, {"sentiment": TextBlobSentiment(),
-                                                "toxicity": tox})
+    out = sentence_level_pairs(pairs, counter, {"sentiment": TextBlobSentiment(), "toxicity": tox})
     race, gender = out["race"], out["gender"]
     assert race.loc[0, "h_sentiment_black"] < 0 < race.loc[0, "o_sentiment_black"]
     s = summarize_sentence_level(race)

@@ -25,10 +25,12 @@ def test_gender_pairs_from_text(counter):
             # h: she, her (2 F) + he (1 M) -> f_h = (2/3, 1/3)
             # o: she (1 F) + he, his, him (3 M) -> f_o = (1/4, 3/4)
             # W = |2/3 - 1/4| = 5/12
-            "generated_text": ["She told her friend that he was late.", "No people.",
-                               "He and his son."],
-            "original_text": ["She said he saw his dog and him.", "She did.",
-                              "The shed was red."],
+            "generated_text": [
+                "She told her friend that he was late.",
+                "No people.",
+                "He and his son.",
+            ],
+            "original_text": ["She said he saw his dog and him.", "She did.", "The shed was red."],
         }
     )
     t = word_level_pairs(pairs, counter, "gender")

@@ -32,7 +32,9 @@ def test_caption_set_errors(tmp_path):
         load_caption_set(tmp_path / "nope.csv")
     bad = tmp_path / "bad.csv"
     bad.write_text("id,text\n1,a dog\n")
-    with pytest.raises(CaptionDataError, match=r"missing column\(s\) \['caption_id', 'image_id', 'caption'\]"):
+    with pytest.raises(
+        CaptionDataError, match=r"missing column\(s\) \['caption_id', 'image_id', 'caption'\]"
+    ):
         load_caption_set(bad)
     dup = tmp_path / "dup.csv"
     dup.write_text("caption_id,image_id,caption\n1,a,A dog.\n1,b,A cat.\n")
@@ -96,7 +98,11 @@ def test_coco_wrong_layout(tmp_path):
 
 
 def test_flickr_captions_txt(tmp_path):
-    lines = ["image,caption"] + [f'1000.jpg,"Caption {i}, with a comma."' for i in range(5)] + ["2000.jpg,A dog runs."]
+    lines = (
+        ["image,caption"]
+        + [f'1000.jpg,"Caption {i}, with a comma."' for i in range(5)]
+        + ["2000.jpg,A dog runs."]
+    )
     (tmp_path / "captions.txt").write_text("\n".join(lines) + "\n")
     frame = load_flickr30k_captions(tmp_path)
     assert frame["caption_id"].tolist() == ["1000.jpg#0", "1000.jpg#1", "1000.jpg#2", "2000.jpg#0"]

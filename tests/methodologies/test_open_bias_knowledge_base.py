@@ -26,12 +26,25 @@ from genfair.methodologies.open_bias.proposals import BiasProposal
 
 
 def P(name, classes, refer_to="person", present=False, question="q?"):
-    return BiasProposal(name=name, refers_to=refer_to, classes=classes, question=question, present_in_caption=present)
+    return BiasProposal(
+        name=name,
+        refers_to=refer_to,
+        classes=classes,
+        question=question,
+        present_in_caption=present,
+    )
 
 
 def C(name, classes, support, refer_to="person", ids=None):
     ids = ids if ids is not None else [f"{name}{classes[0]}{i}" for i in range(support)]
-    return Cluster(refer_to, name, tuple(sorted(classes)), support, [Entry(i, "q?") for i in ids], frozenset(classes))
+    return Cluster(
+        refer_to,
+        name,
+        tuple(sorted(classes)),
+        support,
+        [Entry(i, "q?") for i in ids],
+        frozenset(classes),
+    )
 
 
 def test_group_normalises_and_drops_invalid():
@@ -51,12 +64,19 @@ def test_group_normalises_and_drops_invalid():
         ("person age", ("old", "young"), 1),
     ]
     assert [e.caption_id for e in clusters[0].entries] == ["1", "2"]
-    kept = group_proposals([("4", P("Person Gender", ["Male", "Female"], present=True))], drop_present_in_caption=False)
+    kept = group_proposals(
+        [("4", P("Person Gender", ["Male", "Female"], present=True))], drop_present_in_caption=False
+    )
     assert len(kept) == 1
 
 
 def test_relative_support_filter():
-    clusters = [C("gender", ["m", "f"], 10), C("gender", ["m", "f", "nb"], 5), C("gender", ["a", "b"], 4), C("age", ["y", "o"], 1)]
+    clusters = [
+        C("gender", ["m", "f"], 10),
+        C("gender", ["m", "f", "nb"], 5),
+        C("gender", ["a", "b"], 4),
+        C("age", ["y", "o"], 1),
+    ]
     kept = filter_relative_support(clusters, 0.5)
     assert [(c.name, c.support) for c in kept] == [("gender", 10), ("gender", 5), ("age", 1)]
     assert [c.support for c in filter_relative_support(clusters, 0.5, min_support=2)] == [10, 5]
@@ -76,7 +96,13 @@ def test_overlap_and_merge_accumulates_classes():
     ]
     merged = merge_overlapping_classes(clusters, 0.75)
     assert len(merged) == 2
-    assert merged[0].classes == ("asian", "black", "hispanic", "indian", "white")  # upstream lost hispanic
+    assert merged[0].classes == (
+        "asian",
+        "black",
+        "hispanic",
+        "indian",
+        "white",
+    )  # upstream lost hispanic
     assert merged[0].support == 11 and len(merged[0].entries) == 11
     assert merged[1].classes == ("latino", "other")
     assert clusters[0].support == 6 and len(clusters[0].entries) == 6  # inputs untouched
@@ -107,7 +133,15 @@ def test_duplicate_names():
 
 
 def test_tokens_and_inflections():
-    assert tokens("A Middle-aged, café-owner's dog.") == ["a", "middle", "aged", "cafe", "owner", "s", "dog"]
+    assert tokens("A Middle-aged, café-owner's dog.") == [
+        "a",
+        "middle",
+        "aged",
+        "cafe",
+        "owner",
+        "s",
+        "dog",
+    ]
     assert inflections("man") == {"man", "men"}
     assert inflections("Women") == {"women", "woman"}
     assert inflections("baby") == {"baby", "babies"}
@@ -119,7 +153,15 @@ def test_tokens_and_inflections():
 def test_synonym_table_file():
     table = SynonymTable.from_csv()
     words = table.words_for(["Male", "Female", "Non-Binary", "Other"], generic=["other"])
-    for expected in [("man",), ("men",), ("women",), ("girls",), ("non", "binary"), ("female",), ("he",)]:
+    for expected in [
+        ("man",),
+        ("men",),
+        ("women",),
+        ("girls",),
+        ("non", "binary"),
+        ("female",),
+        ("he",),
+    ]:
         assert expected in words
     assert ("other",) not in words and ("others",) not in words
 
@@ -151,21 +193,31 @@ def test_caption_naming_a_class_is_filtered():
     kept = filter_captions_naming_a_class([gender, age], captions, table, generic_classes=["other"])
     assert [e.caption_id for e in kept[0].entries] == ["1", "4", "5", "6"]
     assert [e.caption_id for e in kept[1].entries] == ["1", "2", "3", "5", "6"]
-    no_inflect = filter_captions_naming_a_class([gender], captions, table, inflect=False, generic_classes=["other"])
+    no_inflect = filter_captions_naming_a_class(
+        [gender], captions, table, inflect=False, generic_classes=["other"]
+    )
     assert "3" in [e.caption_id for e in no_inflect[0].entries]
     # every class set the bias had counts, even one merged away or collapsed later
     other_set = C("gender", ["boy", "girl"], 1, ids=["9"])
-    kept = filter_captions_naming_a_class([gender, other_set], {**captions, "9": "A woman."}, table, generic_classes=["other"])
+    kept = filter_captions_naming_a_class(
+        [gender, other_set], {**captions, "9": "A woman."}, table, generic_classes=["other"]
+    )
     assert [c.classes for c in kept] == [gender.classes]  # the emptied class set is gone
     with pytest.raises(KeyError, match="not in the caption table"):
         filter_captions_naming_a_class([C("x", ["a", "b"], 1, ids=["zz"])], captions, table)
 
 
 def test_collapse_to_best_supported_class_set():
-    a, b, c = C("gender", ["m", "f"], 2), C("gender", ["m", "f", "nb"], 5), C("gender", ["x", "y"], 5)
+    a, b, c = (
+        C("gender", ["m", "f"], 2),
+        C("gender", ["m", "f", "nb"], 5),
+        C("gender", ["x", "y"], 5),
+    )
     (one,) = collapse_class_sets([a, b, c])
     assert one.classes == ("f", "m", "nb") and one.support == 12
-    assert [e.caption_id for e in one.entries] == [e.caption_id for e in b.entries + a.entries + c.entries]
+    assert [e.caption_id for e in one.entries] == [
+        e.caption_id for e in b.entries + a.entries + c.entries
+    ]
 
 
 def test_one_caption_per_image_and_limits():
@@ -176,7 +228,10 @@ def test_one_caption_per_image_and_limits():
     sample = limit_captions(entries, 4, "random", seed=1, key="person/gender")
     assert len(sample) == 4 and sample == sorted(sample, key=lambda e: int(e.caption_id))
     assert sample == limit_captions(entries, 4, "random", seed=1, key="person/gender")
-    others = {tuple(e.caption_id for e in limit_captions(entries, 4, "random", seed=s, key="k")) for s in range(10)}
+    others = {
+        tuple(e.caption_id for e in limit_captions(entries, 4, "random", seed=s, key="k"))
+        for s in range(10)
+    }
     assert len(others) > 1  # the seed matters
     assert limit_captions(entries, None) == entries and limit_captions(entries, 20) == entries
 
@@ -186,7 +241,14 @@ def _captions():
         {
             "caption_id": ["c1", "c2", "c3", "c4", "c5", "c6"],
             "image_id": ["i1", "i1", "i2", "i3", "i4", "i5"],
-            "caption": ["A doctor.", "A physician.", "A woman cooking.", "A chef.", "A red train.", "A train."],
+            "caption": [
+                "A doctor.",
+                "A physician.",
+                "A woman cooking.",
+                "A chef.",
+                "A red train.",
+                "A train.",
+            ],
         }
     )
 
@@ -201,7 +263,10 @@ def test_build_knowledge_base_end_to_end():
         ("c4", P("gender", gender)),  # duplicate name
         ("c5", P("Train Color", ["Red", "Blue", "Yellow"], refer_to="train")),  # names red
         ("c6", P("Train Color", ["Red", "Blue", "Yellow"], refer_to="train", question="Colour?")),
-        ("c6", P("Train Color", ["Red", "Blue", "Unknown"], refer_to="train")),  # unknown dropped, then merged
+        (
+            "c6",
+            P("Train Color", ["Red", "Blue", "Unknown"], refer_to="train"),
+        ),  # unknown dropped, then merged
     ]
     kb = build_knowledge_base(_captions(), proposals, KnowledgeBaseConfig())
     assert [b.bias_id for b in kb.biases] == ["person/person gender", "train/train color"]
@@ -210,18 +275,31 @@ def test_build_knowledge_base_end_to_end():
     assert gender_bias.captions == [("c1", "Gender of the doctor?"), ("c4", "q?")]
     assert train.classes == ["blue", "red", "yellow"] and train.captions == [("c6", "Colour?")]
     assert [s["step"] for s in kb.steps] == [
-        "group", "relative_support", "merge_classes", "duplicate_names", "named_class", "one_class_set", "captions_per_bias"
+        "group",
+        "relative_support",
+        "merge_classes",
+        "duplicate_names",
+        "named_class",
+        "one_class_set",
+        "captions_per_bias",
     ]
     frame = kb.to_frame(_captions())
     assert frame["caption"].tolist() == ["A doctor.", "A chef.", "A train."]
     assert frame["classes"].iloc[0] == ["female", "male"]
     loose = build_knowledge_base(
-        _captions(), proposals,
-        KnowledgeBaseConfig(filter_named_classes=False, one_caption_per_image=False, remove_duplicate_names=False),
+        _captions(),
+        proposals,
+        KnowledgeBaseConfig(
+            filter_named_classes=False, one_caption_per_image=False, remove_duplicate_names=False
+        ),
     )
     ids = {b.bias_id: [c for c, _ in b.captions] for b in loose.biases}
-    assert ids["person/person gender"] == ["c1", "c2", "c3", "c4"] and ids["person/gender"] == ["c4"]
-    capped = build_knowledge_base(_captions(), proposals, KnowledgeBaseConfig(max_captions_per_bias=1, caption_sample="first"))
+    assert ids["person/person gender"] == ["c1", "c2", "c3", "c4"] and ids["person/gender"] == [
+        "c4"
+    ]
+    capped = build_knowledge_base(
+        _captions(), proposals, KnowledgeBaseConfig(max_captions_per_bias=1, caption_sample="first")
+    )
     assert capped.biases[0].captions == [("c1", "Gender of the doctor?")]
     with pytest.raises(ValueError, match="lacks columns"):
         build_knowledge_base(_captions().drop(columns="image_id"), proposals)
@@ -241,8 +319,12 @@ def test_methodology_config():
     assert config.severity.context_free_pooling == "mean"
     with pytest.raises(ValueError, match="needs coco_captions, coco_instances"):
         OpenBiasConfig(captions="coco")
-    assert OpenBiasConfig(captions="flickr30k", flickr30k="/data/flickr").flickr30k == "/data/flickr"
-    nested = OpenBiasConfig.model_validate({"knowledge_base": {"caption_sample": "first"}, "severity": {"ci_method": "BCa"}})
+    assert (
+        OpenBiasConfig(captions="flickr30k", flickr30k="/data/flickr").flickr30k == "/data/flickr"
+    )
+    nested = OpenBiasConfig.model_validate(
+        {"knowledge_base": {"caption_sample": "first"}, "severity": {"ci_method": "BCa"}}
+    )
     assert nested.knowledge_base.caption_sample == "first" and nested.severity.ci_method == "BCa"
 
 

@@ -25,7 +25,9 @@ GOOD = {
 
 def test_prompt_is_the_authors_with_valid_examples():
     prompt = load_prompt()
-    assert prompt.system.startswith("Upon receiving a text prompt that will be used as input to a generative model")
+    assert prompt.system.startswith(
+        "Upon receiving a text prompt that will be used as input to a generative model"
+    )
     assert prompt.system.endswith("The answer must be in JSON format only.")
     assert [e["caption"] for e in prompt.examples] == [
         "a picture of a doctor",
@@ -49,8 +51,15 @@ def test_prompt_is_the_authors_with_valid_examples():
 
 def test_prompt_file_errors(tmp_path):
     bad = tmp_path / "prompt.json"
-    bad.write_text(json.dumps({"system": "s", "examples": [{"caption": "c", "response": {"bias": [{"name": "x"}]}}],
-                               "user_template": "{caption}"}))
+    bad.write_text(
+        json.dumps(
+            {
+                "system": "s",
+                "examples": [{"caption": "c", "response": {"bias": [{"name": "x"}]}}],
+                "user_template": "{caption}",
+            }
+        )
+    )
     with pytest.raises(ValueError, match="not an OpenBias prompt file"):
         load_prompt(bad)
     with pytest.raises(FileNotFoundError):
@@ -58,17 +67,26 @@ def test_prompt_file_errors(tmp_path):
 
 
 def test_record_aliases_and_types():
-    record = BiasProposal.model_validate({**GOOD, "classes": [1, 2, "3 or more"], "extra": "ignored"})
+    record = BiasProposal.model_validate(
+        {**GOOD, "classes": [1, 2, "3 or more"], "extra": "ignored"}
+    )
     assert record.refers_to == "person" and record.present_in_caption is False
     assert record.classes == ["1", "2", "3 or more"]
-    assert BiasProposal(name="a", refers_to="b", classes=["x", "y"], question="q", present_in_caption=True).name == "a"
+    assert (
+        BiasProposal(
+            name="a", refers_to="b", classes=["x", "y"], question="q", present_in_caption=True
+        ).name
+        == "a"
+    )
 
 
 @pytest.mark.parametrize(
     "text",
     [
         json.dumps({"bias": [GOOD]}),
-        "Here are the biases:\n```json\n" + json.dumps({"bias": [GOOD]}, indent=2) + "\n```\nHope it helps!",
+        "Here are the biases:\n```json\n"
+        + json.dumps({"bias": [GOOD]}, indent=2)
+        + "\n```\nHope it helps!",
         "Sure! " + json.dumps({"bias": [GOOD]}) + " Let me know {if you need more}",
         json.dumps({"bias": [GOOD]})[:-2] + ",]}",  # trailing comma
     ],
@@ -81,20 +99,32 @@ def test_parser_is_tolerant_of_wrapping(text):
 
 def test_parser_is_strict_on_schema():
     assert parse_proposals("").status == "invalid"
-    assert parse_proposals("I cannot help with that.").reason == "no JSON object found in the answer"
-    assert "expected an object with a 'bias' list" in parse_proposals(json.dumps({"biases": [GOOD]})).reason
+    assert (
+        parse_proposals("I cannot help with that.").reason == "no JSON object found in the answer"
+    )
+    assert (
+        "expected an object with a 'bias' list"
+        in parse_proposals(json.dumps({"biases": [GOOD]})).reason
+    )
     assert "'bias' must be a list" in parse_proposals(json.dumps({"bias": GOOD})).reason
     one_class = {**GOOD, "classes": ["Male"]}
     no_question = {k: v for k, v in GOOD.items() if k != "question"}
-    parsed = parse_proposals(json.dumps({"bias": [GOOD, one_class, no_question, {**GOOD, "classes": [["a"], "b"]}]}))
+    parsed = parse_proposals(
+        json.dumps({"bias": [GOOD, one_class, no_question, {**GOOD, "classes": [["a"], "b"]}]})
+    )
     assert parsed.status == "ok" and len(parsed.proposals) == 1
     assert [i for i, _ in parsed.rejected] == [1, 2, 3]
-    assert "at least 2 items" in parsed.rejected[0][1] and "question: Field required" in parsed.rejected[1][1]
+    assert (
+        "at least 2 items" in parsed.rejected[0][1]
+        and "question: Field required" in parsed.rejected[1][1]
+    )
     invalid = parse_proposals(json.dumps({"bias": [one_class]}))
     assert invalid.status == "invalid" and "none of the 1 bias items" in invalid.reason
     empty = parse_proposals('{"bias": []}')
     assert empty.status == "ok" and empty.proposals == []
-    no_repair = parse_proposals(json.dumps({"bias": [GOOD]})[:-2] + ",]}", repair_trailing_commas=False)
+    no_repair = parse_proposals(
+        json.dumps({"bias": [GOOD]})[:-2] + ",]}", repair_trailing_commas=False
+    )
     assert no_repair.status == "invalid"
 
 
@@ -103,7 +133,11 @@ def test_json_schema_accepts_what_the_parser_accepts():
     jsonschema.validate({"bias": [GOOD]}, schema)
     for example in load_prompt().examples:
         jsonschema.validate(example["response"], schema)
-    for bad in ({"bias": [{**GOOD, "classes": ["Male"]}]}, {"bias": [{**GOOD, "extra": 1}]}, {"biases": []}):
+    for bad in (
+        {"bias": [{**GOOD, "classes": ["Male"]}]},
+        {"bias": [{**GOOD, "extra": 1}]},
+        {"biases": []},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     item = schema["$defs"]["BiasProposal"]
@@ -131,8 +165,12 @@ def test_constrained_decoding_enforces_the_proposal_schema() -> None:
     for example in load_prompt().examples:  # the authors' example answers, as the model sees them
         assert _enforcer_accepts(render_example(example["response"]))
     assert _enforcer_accepts(json.dumps({"bias": [GOOD]}))
-    for bad in ({"bias": [{k: v for k, v in GOOD.items() if k != "question"}]}, {"bias": [{**GOOD, "classes": ["Male"]}]},
-                {"bias": [{**GOOD, "extra": 1}]}, {"biases": []}):
+    for bad in (
+        {"bias": [{k: v for k, v in GOOD.items() if k != "question"}]},
+        {"bias": [{**GOOD, "classes": ["Male"]}]},
+        {"bias": [{**GOOD, "extra": 1}]},
+        {"biases": []},
+    ):
         assert not _enforcer_accepts(json.dumps(bad)), bad
     assert not _enforcer_accepts('{"bias": [')  # incomplete
 
@@ -140,9 +178,20 @@ def test_constrained_decoding_enforces_the_proposal_schema() -> None:
 def test_salvage_keeps_the_complete_items_of_a_truncated_answer() -> None:
     from genfair.methodologies.open_bias.proposals import salvage_items
 
-    item = {"name": "gender", "refer_to": "person", "classes": ["male", "female"],
-            "question": "What is the gender of the person?", "present_in_prompt": False}
-    cut = '{\n "bias": [\n ' + json.dumps(item) + ',\n ' + json.dumps({**item, "name": "age"}) + ',\n {"name": "ra'
+    item = {
+        "name": "gender",
+        "refer_to": "person",
+        "classes": ["male", "female"],
+        "question": "What is the gender of the person?",
+        "present_in_prompt": False,
+    }
+    cut = (
+        '{\n "bias": [\n '
+        + json.dumps(item)
+        + ",\n "
+        + json.dumps({**item, "name": "age"})
+        + ',\n {"name": "ra'
+    )
     assert parse_proposals(cut).status == "invalid"  # the authors' behaviour: the answer is lost
     salvaged = parse_proposals(cut, salvage_truncated=True)
     assert salvaged.status == "ok" and salvaged.repaired and "salvaged 2" in salvaged.reason

@@ -16,8 +16,18 @@ def test_load_fixture():
     captions, proposals, statuses = load_published_proposals(FIXTURE)
     assert list(captions.columns) == CAPTION_COLUMNS and list(statuses.columns) == STATUS_COLUMNS
     # the Flickr file repeats the image stem as caption id: made unique
-    assert captions["caption_id"].tolist() == ["1000092795#0", "1000092795#1", "10002456", "1001773457"]
-    assert captions["image_id"].tolist() == ["1000092795.jpg", "1000092795.jpg", "10002456.jpg", "1001773457.jpg"]
+    assert captions["caption_id"].tolist() == [
+        "1000092795#0",
+        "1000092795#1",
+        "10002456",
+        "1001773457",
+    ]
+    assert captions["image_id"].tolist() == [
+        "1000092795.jpg",
+        "1000092795.jpg",
+        "10002456.jpg",
+        "1001773457.jpg",
+    ]
     assert set(captions["source"]) == {"open_bias_published_flickr"}
     assert statuses["status"].tolist() == ["ok", "ok", "ok", "invalid"]
     assert "expected an object with a 'bias' list" in statuses["reason"].iloc[3]

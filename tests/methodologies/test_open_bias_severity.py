@@ -84,19 +84,26 @@ def test_no_known_answer_is_nan_and_bad_input_raises():
 
 
 @pytest.mark.parametrize("method", ["percentile", "BCa"])
-@pytest.mark.parametrize("statistic,pooling", [("context_aware", "mean"), ("context_free", "mean"), ("context_free", "pooled")])
+@pytest.mark.parametrize(
+    "statistic,pooling",
+    [("context_aware", "mean"), ("context_free", "mean"), ("context_free", "pooled")],
+)
 def test_interval_contains_estimate(method, statistic, pooling):
     rng = np.random.default_rng(7)
     for base in ([0.34, 0.33, 0.33], [0.9, 0.05, 0.05], [0.5, 0.5, 0.0]):
         counts = rng.multinomial(10, base, size=15)
-        out = severity_interval(counts, statistic, pooling, Bootstrap(method=method, n_resamples=300, seed=1))
+        out = severity_interval(
+            counts, statistic, pooling, Bootstrap(method=method, n_resamples=300, seed=1)
+        )
         assert out["ci_low"] <= out["estimate"] <= out["ci_high"]
         assert 0.0 <= out["ci_low"] and out["ci_high"] <= 1.0
 
 
 def test_interval_degenerate_and_tiny():
     same = np.tile([10, 0], (6, 1))
-    out = severity_interval(same, "context_free", bootstrap=Bootstrap(method="BCa", n_resamples=200))
+    out = severity_interval(
+        same, "context_free", bootstrap=Bootstrap(method="BCa", n_resamples=200)
+    )
     assert out["ci_low"] == out["ci_high"] == out["estimate"] == pytest.approx(1.0)
     one = severity_interval([[4, 6]], "context_aware")
     assert math.isnan(one["ci_low"]) and math.isnan(one["ci_high"])
@@ -137,7 +144,12 @@ def test_bootstrap_coverage_on_simulated_data(statistic):
 
 def test_summary_fields():
     counts = np.array([[8, 2, 0], [6, 3, 1], [0, 0, 0]])
-    out = severity_summary(counts, ["male", "female", "non-binary"], unknown=[0, 0, 10], bootstrap=Bootstrap(n_resamples=200))
+    out = severity_summary(
+        counts,
+        ["male", "female", "non-binary"],
+        unknown=[0, 0, 10],
+        bootstrap=Bootstrap(n_resamples=200),
+    )
     assert out["n_captions"] == 3 and out["n_captions_known"] == 2
     assert out["n_images"] == 30 and out["n_images_known"] == 20
     assert out["unknown_share"] == pytest.approx(10 / 30)

@@ -11,7 +11,17 @@ from genfair.methodologies.open_bias.vqa import (
 )
 
 # a toy encoder: one axis per concept, so similarities are known exactly
-AXES = {"female": 0, "woman": 0, "lady": 0, "male": 1, "man": 1, "guy": 1, "unknown": 2, "tell": 2, "aged": 3}
+AXES = {
+    "female": 0,
+    "woman": 0,
+    "lady": 0,
+    "male": 1,
+    "man": 1,
+    "guy": 1,
+    "unknown": 2,
+    "tell": 2,
+    "aged": 3,
+}
 
 
 def toy_encode(texts):
@@ -26,7 +36,12 @@ def toy_encode(texts):
 
 
 def test_choices_are_deterministic_with_unknown_last():
-    assert vqa_choices(["Young", "Old", "Middle-Aged", "young"]) == ["middle-aged", "old", "young", "unknown"]
+    assert vqa_choices(["Young", "Old", "Middle-Aged", "young"]) == [
+        "middle-aged",
+        "old",
+        "young",
+        "unknown",
+    ]
     assert vqa_choices({"b", "a", "unknown"}) == ["a", "b", "unknown"]
     with pytest.raises(ValueError, match="at least 2 classes"):
         vqa_choices(["only", "unknown"])
@@ -34,16 +49,49 @@ def test_choices_are_deterministic_with_unknown_last():
 
 def test_prompt_format():
     prompt = vqa_prompt(" What is the gender of the doctor? ", ["female", "male", "unknown"])
-    assert prompt == "Question: What is the gender of the doctor? Choices: female, male, unknown. Answer:"
+    assert (
+        prompt
+        == "Question: What is the gender of the doctor? Choices: female, male, unknown. Answer:"
+    )
 
 
 def test_exact_then_encoder():
     mapper = AnswerToClass(toy_encode, name="toy")
     choices = ["female", "male", "unknown"]
-    out = mapper.map(["Male.", "FEMALE", "The person in the image is a woman", "a guy", "I can't tell", "", None, "zebra"], choices)
+    out = mapper.map(
+        [
+            "Male.",
+            "FEMALE",
+            "The person in the image is a woman",
+            "a guy",
+            "I can't tell",
+            "",
+            None,
+            "zebra",
+        ],
+        choices,
+    )
     assert list(out.columns) == MAPPING_COLUMNS
-    assert out["label"].tolist() == ["male", "female", "female", "male", "unknown", "unknown", "unknown", "female"]
-    assert out["tier"].tolist() == ["exact", "exact", "embedding", "embedding", "embedding", "empty", "empty", "embedding"]
+    assert out["label"].tolist() == [
+        "male",
+        "female",
+        "female",
+        "male",
+        "unknown",
+        "unknown",
+        "unknown",
+        "female",
+    ]
+    assert out["tier"].tolist() == [
+        "exact",
+        "exact",
+        "embedding",
+        "embedding",
+        "embedding",
+        "empty",
+        "empty",
+        "embedding",
+    ]
     assert out["similarity"].iloc[2] == pytest.approx(1.0)
     assert set(out["encoder"]) == {"toy"}
     assert mapper.cache.encoded == 3 + 4  # choices once, each distinct pending answer once
@@ -51,7 +99,9 @@ def test_exact_then_encoder():
 
 def test_threshold_and_cleaned_choices():
     mapper = AnswerToClass(toy_encode, threshold=0.5, name="toy")
-    out = mapper.map(["zebra", "lady", "middle aged", "Middle-Aged"], ["middle-aged", "lady", "unknown"])
+    out = mapper.map(
+        ["zebra", "lady", "middle aged", "Middle-Aged"], ["middle-aged", "lady", "unknown"]
+    )
     assert out["label"].tolist() == ["unknown", "lady", "middle-aged", "middle-aged"]
     assert out["tier"].tolist() == ["below_threshold", "exact", "exact", "exact"]
     with pytest.raises(ValueError, match="must include 'unknown'"):
@@ -66,7 +116,9 @@ def test_threshold_and_cleaned_choices():
 
 def test_embedding_cache_on_disk(tmp_path):
     path = tmp_path / "emb.npz"
-    AnswerToClass(toy_encode, cache_path=path, name="toy").map(["a guy"], ["female", "male", "unknown"])
+    AnswerToClass(toy_encode, cache_path=path, name="toy").map(
+        ["a guy"], ["female", "male", "unknown"]
+    )
     again = AnswerToClass(toy_encode, cache_path=path, name="toy")
     again.map(["a guy"], ["female", "male", "unknown"])
     assert again.cache.encoded == 0

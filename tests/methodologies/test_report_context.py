@@ -20,7 +20,11 @@ def _context(board: pd.DataFrame, tables: dict[str, pd.DataFrame] | None) -> Rep
 def test_leaderboard_keeps_the_listed_columns_it_has_in_their_order() -> None:
     board = pd.DataFrame({"rank": [1], "model": ["m"], "hidden": [0]})
     table = _context(board, None).leaderboard(["model", "absent", "rank"], "why", title="Scores")
-    assert (table.title, table.caption, list(table.frame.columns)) == ("Scores", "why", ["model", "rank"])
+    assert (table.title, table.caption, list(table.frame.columns)) == (
+        "Scores",
+        "why",
+        ["model", "rank"],
+    )
 
 
 def test_study_table_is_none_without_a_study_an_absent_or_an_empty_table() -> None:
@@ -30,14 +34,37 @@ def test_study_table_is_none_without_a_study_an_absent_or_an_empty_table() -> No
     assert ctx.study_table("perplexity")["k"].tolist() == [2]
 
 
-def test_news_and_iris_sections_show_only_their_non_empty_study_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_news_and_iris_sections_show_only_their_non_empty_study_tables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for module, name in (("news_bias", "bias_bars"), ("iris", "sector_figure")):  # tables only
-        monkeypatch.setattr(f"genfair.methodologies.{module}.figures.{name}", lambda *a, **k: plt.figure())
-    board = pd.DataFrame({"model": ["m"], "simulated": [False], "sector": ["IFS-Gen"], "score": [50.0],
-                          "prompt_type": ["unbiased"], "level": ["word"], "attribute": ["gender"],
-                          "measure": ["W"], "mean": [0.1], "ci_low": [0.0], "ci_high": [0.2], "n": [3]})
-    ctx = _context(board, {"perplexity": pd.DataFrame({"k": [2]}), "chi2": pd.DataFrame(),
-                           "validation": pd.DataFrame({"check": ["ok"]})})
+        monkeypatch.setattr(
+            f"genfair.methodologies.{module}.figures.{name}", lambda *a, **k: plt.figure()
+        )
+    board = pd.DataFrame(
+        {
+            "model": ["m"],
+            "simulated": [False],
+            "sector": ["IFS-Gen"],
+            "score": [50.0],
+            "prompt_type": ["unbiased"],
+            "level": ["word"],
+            "attribute": ["gender"],
+            "measure": ["W"],
+            "mean": [0.1],
+            "ci_low": [0.0],
+            "ci_high": [0.2],
+            "n": [3],
+        }
+    )
+    ctx = _context(
+        board,
+        {
+            "perplexity": pd.DataFrame({"k": [2]}),
+            "chi2": pd.DataFrame(),
+            "validation": pd.DataFrame({"check": ["ok"]}),
+        },
+    )
     news = news_section(ctx)
     assert [t.title for t in news.tables] == ["Leaderboard", "Document level: perplexity"]
     assert "sector" not in news.tables[0].frame.columns

@@ -38,7 +38,15 @@ from tests.support.conf import ROOT
 from tests.support.contexts import step_context
 
 SEED = 3
-ANSWER_COLUMNS = ["probe_id", "sample_index", "status", "attempts", "text", "image", "true_attributes"]
+ANSWER_COLUMNS = [
+    "probe_id",
+    "sample_index",
+    "status",
+    "attempts",
+    "text",
+    "image",
+    "true_attributes",
+]
 
 
 def simulator(name: str) -> Any:
@@ -69,16 +77,21 @@ def dumped(policy: BaseModel) -> dict[str, Any]:
     return policy.model_dump(mode="json", exclude_defaults=True)
 
 
-def generate(name: str, config: Any, modality: str, model: str, tmp: Path, record: bool = True,
-             **models: Any) -> tuple[dict[str, Any], str]:
+def generate(
+    name: str, config: Any, modality: str, model: str, tmp: Path, record: bool = True, **models: Any
+) -> tuple[dict[str, Any], str]:
     """Methodology ``name``'s ``generate`` on one simulator: the plant of each call by cache key
     (``record``), and a digest of its answers (:func:`answer_digest`)."""
     method = get_methodology(name)
     probes = method.probes_for(method.build_probes(config, SEED), modality)
     oracle = FaceDemographics(FaceDemographicsConfig(mode="oracle"))
-    with (recording() if record else nullcontext({})) as seen, \
-            ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        ctx = step_context(modality, SEED, tmp=tmp, instrument=oracle, backend=simulator(model), cache=cache)
+    with (
+        recording() if record else nullcontext({}) as seen,
+        ResponseCache(tmp / "cache" / "responses.sqlite") as cache,
+    ):
+        ctx = step_context(
+            modality, SEED, tmp=tmp, instrument=oracle, backend=simulator(model), cache=cache
+        )
         ctx.models = models
         responses = method.generate(probes, config, ctx)
     return seen, answer_digest(responses)
@@ -91,7 +104,9 @@ def answer_digest(responses: pd.DataFrame) -> str:
     return hashlib.sha256(responses[columns].to_json(orient="split").encode()).hexdigest()[:16]
 
 
-def configs(tmp: Path, occupations_table: Path) -> dict[str, tuple[BaseModel, list[tuple[str, str]]]]:
+def configs(
+    tmp: Path, occupations_table: Path
+) -> dict[str, tuple[BaseModel, list[tuple[str, str]]]]:
     """Per methodology: a tiny config and the (modality, simulator) pairs it runs on."""
     from genfair.methodologies.iris.methodology import IrisConfig
     from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
@@ -101,26 +116,57 @@ def configs(tmp: Path, occupations_table: Path) -> dict[str, tuple[BaseModel, li
     curate_facet(FacetConfig(release_dir=release), tmp / "curated", progress=False)
     corpus, _, _ = synthetic_corpus(tmp, n=3)
     return {
-        "fact_or_fair": (fact_or_fair_config(images_per_query=1, objective_rounds=1, scenarios_per_direction=1,
-                                             samples_per_prompt=1),
-                         [("llm", "simulated_llm"), ("t2i", "simulated_t2i")]),
+        "fact_or_fair": (
+            fact_or_fair_config(
+                images_per_query=1,
+                objective_rounds=1,
+                scenarios_per_direction=1,
+                samples_per_prompt=1,
+            ),
+            [("llm", "simulated_llm"), ("t2i", "simulated_t2i")],
+        ),
         "news_bias": (news_config(corpus, articles=3), [("llm", "simulated_llm")]),
-        "iris": (IrisConfig.model_validate({
-            "occupations_table": str(occupations_table), "max_occupations": 6, "tournament": {"rounds": 1},
-            "ifs_gen": {"images_per_occupation": 2}, "bis_gen": {"top": 2, "images_per_prompt": 1},
-            "ifs_und": {"persons": str(_persons(tmp / "facet", 24))}, "bis_und": {"dataset": "fixture"}}),
-            [("llm", "simulated_llm"), ("t2i", "simulated_t2i"), ("vlm", "simulated_vlm")]),
-        "lvlm_facet": (LvlmFacetConfig(persons=str(tmp / "curated" / "persons.parquet"),
-                                       images_dir=str(release / "images"), classes="all"),
-                       [("vlm", "simulated_vlm")]),
-        "open_bias": (OpenBiasConfig.model_validate({
-            "caption_set": str(_captions(tmp)), "max_captions": 2, "proposer": "scripted",
-            "scripted_proposals": _scripted(), "images_per_caption": 2, "vqa_model": "vqa"}),
-            [("t2i", "simulated_t2i")]),
+        "iris": (
+            IrisConfig.model_validate(
+                {
+                    "occupations_table": str(occupations_table),
+                    "max_occupations": 6,
+                    "tournament": {"rounds": 1},
+                    "ifs_gen": {"images_per_occupation": 2},
+                    "bis_gen": {"top": 2, "images_per_prompt": 1},
+                    "ifs_und": {"persons": str(_persons(tmp / "facet", 24))},
+                    "bis_und": {"dataset": "fixture"},
+                }
+            ),
+            [("llm", "simulated_llm"), ("t2i", "simulated_t2i"), ("vlm", "simulated_vlm")],
+        ),
+        "lvlm_facet": (
+            LvlmFacetConfig(
+                persons=str(tmp / "curated" / "persons.parquet"),
+                images_dir=str(release / "images"),
+                classes="all",
+            ),
+            [("vlm", "simulated_vlm")],
+        ),
+        "open_bias": (
+            OpenBiasConfig.model_validate(
+                {
+                    "caption_set": str(_captions(tmp)),
+                    "max_captions": 2,
+                    "proposer": "scripted",
+                    "scripted_proposals": _scripted(),
+                    "images_per_caption": 2,
+                    "vqa_model": "vqa",
+                }
+            ),
+            [("t2i", "simulated_t2i")],
+        ),
     }
 
 
-def leaves(model: BaseModel, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], BaseModel]]:
+def leaves(
+    model: BaseModel, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], BaseModel]]:
     """Every planted policy of a ``simulated`` section, by path (a policy has a rate field)."""
     if {"refusal_rate", "refusal_share"} & set(type(model).model_fields):
         yield path, model
@@ -148,10 +194,18 @@ def runs(occupations_table: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     out = {}
     vqa = {"vqa": simulator("simulated_vlm").model_config}
     for name, (config, pairs) in configs(tmp, occupations_table).items():
-        done = {f"{model}-{name}": generate(name, config, modality, model, tmp / f"{name}-{modality}", **vqa)
-                for modality, model in pairs}
-        out[name] = (config, pairs, {k: p for plants, _ in done.values() for k, p in plants.items()},
-                     {run: digest for run, (_, digest) in done.items()})
+        done = {
+            f"{model}-{name}": generate(
+                name, config, modality, model, tmp / f"{name}-{modality}", **vqa
+            )
+            for modality, model in pairs
+        }
+        out[name] = (
+            config,
+            pairs,
+            {k: p for plants, _ in done.values() for k, p in plants.items()},
+            {run: digest for run, (_, digest) in done.items()},
+        )
     return out
 
 
@@ -159,10 +213,14 @@ def runs(occupations_table: Path, tmp_path_factory: pytest.TempPathFactory) -> d
 #: keys over every policy), by tests/methodologies/test_simulated_plants.py's ``configs`` and
 #: ``generate(record=False)`` run in that tree: moving the plants changed keys, not answers
 INTEG_ANSWERS = {
-    "simulated_llm-fact_or_fair": "2a304d2828694875", "simulated_t2i-fact_or_fair": "4e161cf2b4a2a391",
-    "simulated_llm-news_bias": "f382f1a5122af9e3", "simulated_llm-iris": "4e031a8fe255c906",
-    "simulated_t2i-iris": "85cf7a8d06447878", "simulated_vlm-iris": "8cc06d028d7c79d8",
-    "simulated_vlm-lvlm_facet": "9239677666116688", "simulated_t2i-open_bias": "96f568b780bfca89",
+    "simulated_llm-fact_or_fair": "2a304d2828694875",
+    "simulated_t2i-fact_or_fair": "4e161cf2b4a2a391",
+    "simulated_llm-news_bias": "f382f1a5122af9e3",
+    "simulated_llm-iris": "4e031a8fe255c906",
+    "simulated_t2i-iris": "85cf7a8d06447878",
+    "simulated_vlm-iris": "8cc06d028d7c79d8",
+    "simulated_vlm-lvlm_facet": "9239677666116688",
+    "simulated_t2i-open_bias": "96f568b780bfca89",
 }
 
 
@@ -174,22 +232,37 @@ def test_every_simulated_call_carries_a_plant_of_its_own_methodology(runs) -> No
     for name, (config, _, plants, _) in runs.items():
         own = [dumped(policy) for _, policy in leaves(config.simulated)]
         assert plants and None not in plants.values(), f"{name}: a simulated call without a plant"
-        assert all(p in own for p in plants.values()), f"{name}: a call's plant is not one of its config's"
+        assert all(p in own for p in plants.values()), (
+            f"{name}: a call's plant is not one of its config's"
+        )
         unused = [path for path, p in leaves(config.simulated) if dumped(p) not in plants.values()]
         assert not unused, f"{name}: plants no call of the sample used: {unused}"
 
 
-@pytest.mark.parametrize("name, path", [
-    ("fact_or_fair", ("llm", "objective")), ("fact_or_fair", ("t2i", "subjective")), ("news_bias", ("biased",)),
-    ("iris", ("vlm", "tournament")), ("iris", ("t2i", "ifs_gen")), ("lvlm_facet", ()), ("open_bias", ("vlm",)),
-])
-def test_one_planted_rate_changes_only_the_keys_of_the_calls_using_it(runs, name, path, tmp_path) -> None:
+@pytest.mark.parametrize(
+    "name, path",
+    [
+        ("fact_or_fair", ("llm", "objective")),
+        ("fact_or_fair", ("t2i", "subjective")),
+        ("news_bias", ("biased",)),
+        ("iris", ("vlm", "tournament")),
+        ("iris", ("t2i", "ifs_gen")),
+        ("lvlm_facet", ()),
+        ("open_bias", ("vlm",)),
+    ],
+)
+def test_one_planted_rate_changes_only_the_keys_of_the_calls_using_it(
+    runs, name, path, tmp_path
+) -> None:
     config, pairs, before, _ = runs[name]
     old = dumped(dict(leaves(config.simulated))[path])
     changed = bumped(config, path)
     vqa = {"vqa": simulator("simulated_vlm").model_config}
-    after = {k: p for modality, model in pairs
-             for k, p in generate(name, changed, modality, model, tmp_path / modality, **vqa)[0].items()}
+    after = {
+        k: p
+        for modality, model in pairs
+        for k, p in generate(name, changed, modality, model, tmp_path / modality, **vqa)[0].items()
+    }
     using = {k for k, p in before.items() if p == old}
     assert using, f"no call of the sample uses {name}'s {path}"
     # the calls using the changed plant get new keys; every other call of the methodology keeps
@@ -208,14 +281,25 @@ def test_a_call_is_keyed_by_its_plant_not_by_another_methodologys() -> None:
     objective, tournament = LLMPlants().objective, IrisLLMPlants().tournament
 
     def key(policy: Any) -> str:
-        question = ChoiceQuestion(policy="any", letters=["A", "B"], truth_letters=["A"], plant=policy)
-        request = Request(messages=({"role": "user", "content": "q"},), seed=1, meta=question.meta())
+        question = ChoiceQuestion(
+            policy="any", letters=["A", "B"], truth_letters=["A"], plant=policy
+        )
+        request = Request(
+            messages=({"role": "user", "content": "q"},), seed=1, meta=question.meta()
+        )
         return ResponseCache.key(backend.request_fingerprint(request), request)
 
     assert key(objective) != key(tournament)
     assert key(objective) == key(objective.model_copy())
-    assert key(tournament.model_copy(update={"accuracy": objective.accuracy, "invalid_rate": objective.invalid_rate,
-                                             "refusal_rate": objective.refusal_rate})) == key(objective)
+    assert key(
+        tournament.model_copy(
+            update={
+                "accuracy": objective.accuracy,
+                "invalid_rate": objective.invalid_rate,
+                "refusal_rate": objective.refusal_rate,
+            }
+        )
+    ) == key(objective)
 
 
 def test_the_default_study_declares_every_plant_in_the_methodology_configs() -> None:
@@ -223,8 +307,12 @@ def test_the_default_study_declares_every_plant_in_the_methodology_configs() -> 
     for name in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias"):
         raw = yaml.safe_load((ROOT / f"conf/methodology/{name}.yaml").read_text())
         config = get_methodology(name).Config
-        assert config.model_fields["simulated"].annotation.model_validate(raw["simulated"]) == \
-            config.model_fields["simulated"].default, name
+        assert (
+            config.model_fields["simulated"].annotation.model_validate(raw["simulated"])
+            == config.model_fields["simulated"].default
+        ), name
     for name in ("simulated_llm", "simulated_t2i", "simulated_vlm"):
         raw = yaml.safe_load((ROOT / f"conf/model/{name}.yaml").read_text())
-        assert not {"policy", "open_set", "open_vqa"} & set(raw), f"{name}: planted rates belong to the methodologies"
+        assert not {"policy", "open_set", "open_vqa"} & set(raw), (
+            f"{name}: planted rates belong to the methodologies"
+        )

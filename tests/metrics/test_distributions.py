@@ -123,9 +123,7 @@ def test_normalize_counts_rejects(counts: object, match: str) -> None:
         (0.5, "1-D"),
     ],
 )
-@pytest.mark.parametrize(
-    "fn", [normalized_entropy, representation_disparity, bias_severity]
-)
+@pytest.mark.parametrize("fn", [normalized_entropy, representation_disparity, bias_severity])
 def test_single_distribution_validation(fn, p: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         fn(p)
@@ -255,12 +253,18 @@ def test_js_matches_scipy(seed: int) -> None:
     assert js_divergence(q, p) == pytest.approx(js_divergence(p, q), abs=1e-15)
     assert 0.0 <= js_divergence(p, q) <= 1.0
     # natural log (IRIS's jsd_base e, scipy's default): the same divergence times ln 2
-    assert js_divergence(p, q, math.e) == pytest.approx(jensenshannon(p, q) ** 2, rel=1e-9, abs=1e-12)
-    assert js_divergence(p, q, math.e) == pytest.approx(js_divergence(p, q) * math.log(2), rel=1e-12)
+    assert js_divergence(p, q, math.e) == pytest.approx(
+        jensenshannon(p, q) ** 2, rel=1e-9, abs=1e-12
+    )
+    assert js_divergence(p, q, math.e) == pytest.approx(
+        js_divergence(p, q) * math.log(2), rel=1e-12
+    )
 
 
 def test_js_base_bounds_and_bad_base() -> None:
-    assert js_divergence([1.0, 0.0], [0.0, 1.0], math.e) == pytest.approx(math.log(2))  # disjoint supports
+    assert js_divergence([1.0, 0.0], [0.0, 1.0], math.e) == pytest.approx(
+        math.log(2)
+    )  # disjoint supports
     for bad in (1.0, 0.0, -2.0, math.nan):
         with pytest.raises(ValueError, match="base must be"):
             js_divergence([0.5, 0.5], [0.5, 0.5], bad)

@@ -29,7 +29,10 @@ def test_t_interval_coverage_on_simulated_article_scores(n, floor):
     under-cover skewed data at small n: 0.88 at n = 10, documented)."""
     rng = np.random.default_rng(n)
     reps = 1500
-    for draw, mu in ((lambda: rng.standard_t(5, n) * 3 - 1, -1.0), (lambda: rng.beta(0.5, 5, n), 0.5 / 5.5)):
+    for draw, mu in (
+        (lambda: rng.standard_t(5, n) * 3 - 1, -1.0),
+        (lambda: rng.beta(0.5, 5, n), 0.5 / 5.5),
+    ):
         hits = 0
         for _ in range(reps):
             res = mean_ci(draw())
@@ -42,7 +45,7 @@ def test_zero_variance_at_a_bound_gets_the_distribution_free_interval():
     # 10 articles all with W = 0: the t-interval is the point [0, 0]; the bound is 1 - 0.025^(1/10)
     res = mean_ci(np.zeros(10), bounds=(0.0, 1.0))
     assert res["ci_low"] == 0.0
-    assert res["ci_high"] == pytest.approx(1 - 0.025 ** 0.1)
+    assert res["ci_high"] == pytest.approx(1 - 0.025**0.1)
     assert mean_ci(np.zeros(10))["ci_high"] == 0.0  # without bounds: unchanged
     assert mean_ci(np.ones(3), bounds=(0.0, 1.0))["ci_low"] == pytest.approx(0.025 ** (1 / 3))
     single = mean_ci([0.0], bounds=(0.0, 1.0))

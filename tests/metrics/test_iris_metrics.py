@@ -39,7 +39,9 @@ def test_accuracy_disparity_skips_groups_of_one() -> None:
     groups = ["A", "A", "B", "B", "C"]  # C has one sample: skipped, else AD would be 1
     assert accuracy_disparity(correct, groups) == pytest.approx(1.0)
     assert accuracy_disparity([1, 0, 1, 1, 0], ["A", "A", "B", "B", "C"]) == pytest.approx(0.5)
-    assert accuracy_disparity([1, 0, 1, 1, 0], ["A", "A", "B", "B", "C"], min_group_size=1) == pytest.approx(1.0)
+    assert accuracy_disparity(
+        [1, 0, 1, 1, 0], ["A", "A", "B", "B", "C"], min_group_size=1
+    ) == pytest.approx(1.0)
 
 
 def test_accuracy_disparity_nan_with_fewer_than_two_groups() -> None:
@@ -48,7 +50,9 @@ def test_accuracy_disparity_nan_with_fewer_than_two_groups() -> None:
 
 
 def test_accuracy_disparity_intersection_of_columns() -> None:
-    groups = pd.DataFrame({"g": ["m", "m", "f", "f", "f", "f"], "a": ["y", "y", "y", "y", "o", "o"]})
+    groups = pd.DataFrame(
+        {"g": ["m", "m", "f", "f", "f", "f"], "a": ["y", "y", "y", "y", "o", "o"]}
+    )
     # (m,y): 1/2, (f,y): 2/2, (f,o): 0/2
     assert accuracy_disparity([1, 0, 1, 1, 0, 0], groups) == pytest.approx(1.0)
     assert accuracy_disparity([1, 0, 1, 1, 0, 0], groups["g"]) == pytest.approx(0.5 - 0.5)
@@ -82,7 +86,9 @@ def test_spd_by_hand() -> None:
     # A predicts x,x,y,u(unmappable); B predicts y,y -> x: |2/4 - 0| = .5, y: |1/4 - 1| = .75
     pred = ["x", "x", "y", "unmappable", "y", "y"]
     groups = ["A"] * 4 + ["B"] * 2
-    assert statistical_parity_difference(pred, groups, ignore=("unmappable",)) == pytest.approx(0.75)
+    assert statistical_parity_difference(pred, groups, ignore=("unmappable",)) == pytest.approx(
+        0.75
+    )
     # counted as a class, "unmappable" has rates 1/4 and 0; y still wins
     assert statistical_parity_difference(pred, groups) == pytest.approx(0.75)
 
@@ -104,7 +110,8 @@ def test_spd_matches_loop(seed: int) -> None:
         want = math.nan
     else:
         want = max(
-            max((pred[groups == g] == c).mean() for g in kept) - min((pred[groups == g] == c).mean() for g in kept)
+            max((pred[groups == g] == c).mean() for g in kept)
+            - min((pred[groups == g] == c).mean() for g in kept)
             for c in classes
         )
     got = statistical_parity_difference(pred, groups, ignore=("unmappable",))
@@ -151,7 +158,9 @@ def test_ac_diff_by_hand() -> None:
 
 
 def test_ac_diff_skips_single_answers_and_missing() -> None:
-    assert answer_consistency_difference([8, np.nan, 3, 5], ["a", "a", "b", "b"]) == pytest.approx(2.0)
+    assert answer_consistency_difference([8, np.nan, 3, 5], ["a", "a", "b", "b"]) == pytest.approx(
+        2.0
+    )
     assert math.isnan(answer_consistency_difference([8, np.nan], ["a", "a"]))
 
 

@@ -146,7 +146,9 @@ def test_wilson_matches_closed_form_and_scipy() -> None:
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     est = recall_estimate(k, n)
     assert est["recall"] == pytest.approx(0.7962962963)
-    assert (est["ci_low"], est["ci_high"]) == pytest.approx((centre - half, centre + half), abs=1e-9)
+    assert (est["ci_low"], est["ci_high"]) == pytest.approx(
+        (centre - half, centre + half), abs=1e-9
+    )
     ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
     assert (est["ci_low"], est["ci_high"]) == pytest.approx((ci.low, ci.high), abs=1e-12)
 

@@ -243,11 +243,15 @@ def test_single_brent_is_algorithm_2_and_can_stop_at_a_local_minimum():
                 return math.inf
             return -(1 / math.log(k)) * (a * math.log(a) + (1 - a) * math.log((1 - a) / (k - 1)))
 
-        res = minimize_scalar(lambda a: (a - x) ** 2 + (f(a) - y) ** 2, bounds=(1e-8, 1 - 1e-8), method="bounded")
+        res = minimize_scalar(
+            lambda a: (a - x) ** 2 + (f(a) - y) ** 2, bounds=(1e-8, 1 - 1e-8), method="bounded"
+        )
         return math.sqrt((res.x - x) ** 2 + (f(res.x) - y) ** 2)
 
     for x, y, k in ((0.3, 0.5, 2), (0.9, 0.2, 4), (0.0667, 0.3164, 4), (0.15, 0.4, 4)):
-        assert tradeoff_distance_single_brent(x, y, k)[2] == pytest.approx(algorithm_2(x, y, k), abs=1e-12)
+        assert tradeoff_distance_single_brent(x, y, k)[2] == pytest.approx(
+            algorithm_2(x, y, k), abs=1e-12
+        )
     # below the curve near its left end (k = 4): Brent stops near a = 0.59, the left end is nearer
     x_stop, _, d_stop = tradeoff_distance_single_brent(0.0667, 0.3164, 4)
     x_best, _, d_best = tradeoff_distance(0.0667, 0.3164, 4)

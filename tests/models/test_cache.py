@@ -22,7 +22,13 @@ MESSAGES = ({"role": "user", "content": "Which group? A. Female B. Male"},)
 
 
 def request(**changes) -> Request:
-    fields = {"messages": MESSAGES, "sample_index": 0, "attempt": 0, "seed": 7, "meta": {"policy": "objective"}}
+    fields = {
+        "messages": MESSAGES,
+        "sample_index": 0,
+        "attempt": 0,
+        "seed": 7,
+        "meta": {"policy": "objective"},
+    }
     fields.update(changes)
     return Request(**fields)
 
@@ -93,7 +99,11 @@ def test_key_ignores_meta():
 
 def test_put_get_roundtrip(cache):
     completion = Completion(
-        status="ok", text='{"answer": "B"}', finish_reason="stop", latency_s=0.25, tries=2,
+        status="ok",
+        text='{"answer": "B"}',
+        finish_reason="stop",
+        latency_s=0.25,
+        tries=2,
         usage={"prompt_tokens": 31, "completion_tokens": 5},
     )
     assert cache.get(BASE_KEY) is None
@@ -192,11 +202,17 @@ def test_a_poisoned_entry_from_an_older_run_is_dropped_and_asked_again(tmp_path)
     with ResponseCache(path) as cache:
         cache.put("good", "m", Completion(status="ok", text="A"))
     with sqlite3.connect(path) as db:  # as genfair before the check wrote them
-        db.executemany("INSERT INTO responses (key, model, completion) VALUES (?, 'm', ?)", [
-            ("number", '{"status": "ok", "text": 3, "error": null, "finish_reason": "stop", "latency_s": 0.1,'
-                       ' "tries": 1, "usage": {}}'),
-            ("garbage", "not json"),
-        ])
+        db.executemany(
+            "INSERT INTO responses (key, model, completion) VALUES (?, 'm', ?)",
+            [
+                (
+                    "number",
+                    '{"status": "ok", "text": 3, "error": null, "finish_reason": "stop", "latency_s": 0.1,'
+                    ' "tries": 1, "usage": {}}',
+                ),
+                ("garbage", "not json"),
+            ],
+        )
     with ResponseCache(path) as cache:
         assert set(cache.get_many(["good", "number", "garbage"])) == {"good"}
         assert len(cache) == 1  # the poisoned rows are gone, so the next put is stored
@@ -207,15 +223,27 @@ def test_a_poisoned_entry_from_an_older_run_is_dropped_and_asked_again(tmp_path)
 def test_old_entries_keep_their_keys_and_values(tmp_path):
     """A row written by earlier genfair (same schema, same key) is served unchanged."""
     path = tmp_path / "responses.sqlite"
-    blob = ('{"error": null, "finish_reason": "stop", "latency_s": 0.2, "status": "ok", "text": "B",'
-            ' "tries": 1, "usage": {"completion_tokens": 1}}')
+    blob = (
+        '{"error": null, "finish_reason": "stop", "latency_s": 0.2, "status": "ok", "text": "B",'
+        ' "tries": 1, "usage": {"completion_tokens": 1}}'
+    )
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, completion TEXT NOT NULL,"
-                   " created_at TEXT NOT NULL DEFAULT (datetime('now')))")
-        db.execute("INSERT INTO responses (key, model, completion) VALUES (?, 'hf:org/model', ?)", (BASE_KEY, blob))
+        db.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, completion TEXT NOT NULL,"
+            " created_at TEXT NOT NULL DEFAULT (datetime('now')))"
+        )
+        db.execute(
+            "INSERT INTO responses (key, model, completion) VALUES (?, 'hf:org/model', ?)",
+            (BASE_KEY, blob),
+        )
     with ResponseCache(path) as cache:
         assert cache.get(ResponseCache.key(FINGERPRINT, request())) == Completion(
-            status="ok", text="B", finish_reason="stop", latency_s=0.2, usage={"completion_tokens": 1})
+            status="ok",
+            text="B",
+            finish_reason="stop",
+            latency_s=0.2,
+            usage={"completion_tokens": 1},
+        )
 
 
 def test_a_key_value_is_masked_before_it_is_written(tmp_path, monkeypatch):
@@ -260,8 +288,12 @@ def test_expired_and_dead_owners_claims_are_taken_over(tmp_path):
         time.sleep(0.1)
         assert b.claim(["k"]) == {"k"}  # expired
     # a claim left by a process that died (kill -9) is free at once, not after the expiry
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     with ResponseCache(path) as c:
         with sqlite3.connect(path) as db:
             db.execute("DELETE FROM claims")
@@ -289,27 +321,42 @@ def test_keys_of_requests_without_overrides_are_the_keys_written_before_them():
     response cached since stays a hit."""
     assert BASE_KEY == "a86206fd21458cbe54ff6e7c0e820c217bac96339d2418f7731bb93c04637b39"
     assert ResponseCache.key(FINGERPRINT, request(max_tokens=768)) == (
-        "9c5d5ac8de2af7ee0ad95859abbdd21e3561b8974300079d0133eee5ca752d79")
+        "9c5d5ac8de2af7ee0ad95859abbdd21e3561b8974300079d0133eee5ca752d79"
+    )
     assert set(request().key_payload()) == {"messages", "sample_index", "attempt", "seed"}
 
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
-@pytest.mark.parametrize("override", [{"temperature": 0.7}, {"temperature": 0.0}, {"top_p": 0.9},
-                                      {"json_schema": SCHEMA}], ids=lambda o: next(iter(o)))
+@pytest.mark.parametrize(
+    "override",
+    [{"temperature": 0.7}, {"temperature": 0.0}, {"top_p": 0.9}, {"json_schema": SCHEMA}],
+    ids=lambda o: next(iter(o)),
+)
 def test_each_override_enters_the_key_only_when_set(override):
     name, value = next(iter(override.items()))
     assert request(**override).key_payload()[name] == value
-    assert set(request(**override).key_payload()) == {"messages", "sample_index", "attempt", "seed", name}
+    assert set(request(**override).key_payload()) == {
+        "messages",
+        "sample_index",
+        "attempt",
+        "seed",
+        name,
+    }
     assert ResponseCache.key(FINGERPRINT, request(**override)) != BASE_KEY
     # a dict schema in a frozen request: equal requests, equal keys, whatever the key order
     reordered = {k: SCHEMA[k] for k in reversed(SCHEMA)} if name == "json_schema" else value
-    assert ResponseCache.key(FINGERPRINT, request(**{name: reordered})) == ResponseCache.key(FINGERPRINT, request(**override))
+    assert ResponseCache.key(FINGERPRINT, request(**{name: reordered})) == ResponseCache.key(
+        FINGERPRINT, request(**override)
+    )
 
 
-@pytest.mark.parametrize("bad", [{"temperature": -0.1}, {"top_p": 0.0}, {"top_p": 1.5}, {"json_schema": "{}"}],
-                         ids=lambda b: f"{next(iter(b))}={next(iter(b.values()))}")
+@pytest.mark.parametrize(
+    "bad",
+    [{"temperature": -0.1}, {"top_p": 0.0}, {"top_p": 1.5}, {"json_schema": "{}"}],
+    ids=lambda b: f"{next(iter(b))}={next(iter(b.values()))}",
+)
 def test_overrides_out_of_range_are_refused_where_they_are_made(bad):
     from genfair.models.runner import Call
 
@@ -326,11 +373,16 @@ def test_effective_sampling_is_the_models_with_the_requests_overrides():
     model = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=16)
     assert request().sampling(model) is model
     assert request(temperature=0.8, max_tokens=99).sampling(model) == SamplingParams(
-        temperature=0.8, top_p=1.0, max_tokens=99)
-    assert request(top_p=0.5).sampling(model) == SamplingParams(temperature=0.0, top_p=0.5, max_tokens=16)
+        temperature=0.8, top_p=1.0, max_tokens=99
+    )
+    assert request(top_p=0.5).sampling(model) == SamplingParams(
+        temperature=0.0, top_p=0.5, max_tokens=16
+    )
 
 
-def test_a_new_cache_file_locked_by_another_machine_switches_to_wal_once_the_lock_goes(tmp_path: Path) -> None:
+def test_a_new_cache_file_locked_by_another_machine_switches_to_wal_once_the_lock_goes(
+    tmp_path: Path,
+) -> None:
     """Two machines opening a new cache at once (seen in a clean-clone run): the WAL switch
     needs the file alone, and SQLite refuses it with "database is locked" while another
     connection holds a lock on the still rollback-mode file. It is retried until the lock goes."""

@@ -36,10 +36,18 @@ def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_one_code_path_stores_serves_and_refuses_the_same(url: str) -> None:
     with ResponseCache(url) as cache:
-        ok = Completion(status="ok", text="B", finish_reason="stop", latency_s=0.25, tries=2,
-                        usage={"prompt_tokens": 3})
+        ok = Completion(
+            status="ok",
+            text="B",
+            finish_reason="stop",
+            latency_s=0.25,
+            tries=2,
+            usage={"prompt_tokens": 3},
+        )
         assert cache.put("k1", "openai:m", ok) is True
-        assert cache.put("k1", "openai:m", Completion(status="ok", text="other")) is True  # first one kept
+        assert (
+            cache.put("k1", "openai:m", Completion(status="ok", text="other")) is True
+        )  # first one kept
         assert cache.put("k2", "openai:m", Completion(status="error", error="timeout")) is False
         assert cache.put("k3", "hf:x", Completion(status="ok", text=42)) is False  # type: ignore[arg-type]
         assert cache.put("k4", "hf:x", Completion(status="refused")) is True
@@ -116,14 +124,19 @@ with cache.holding(["k1", "k2"], ttl_s=float(sys.argv[2])):
 
 
 def test_a_dead_owner_on_another_machine_is_detected_by_its_expired_heartbeat(
-        postgres: PostgresServer, postgres_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    postgres: PostgresServer, postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """machine-a claims two keys and renews them; killed (SIGKILL), its heartbeat stops. On
     machine-b its PID means nothing: the keys stay held until the claim expires, then free."""
     monkeypatch.setenv("PGPASSWORD", postgres.password)
     ttl = 1.5
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, postgres_db, str(ttl)], env=env,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, postgres_db, str(ttl)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "holding"
         with ResponseCache(postgres_db, host="machine-b") as other:
@@ -141,11 +154,15 @@ def test_a_dead_owner_on_another_machine_is_detected_by_its_expired_heartbeat(
 
 
 def test_postgresql_credentials_come_from_the_environment_or_pgpass(
-        postgres: PostgresServer, postgres_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    postgres: PostgresServer, postgres_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.setenv("PGPASSFILE", str(tmp_path / "absent"))
-    with pytest.raises(CacheError, match=r"^response cache postgresql://postgres@127\.0\.0\.1:\d+/\w+: unusable "
-                                         r"\(.*password.*\); check the server, PGPASSWORD or ~/.pgpass"):
+    with pytest.raises(
+        CacheError,
+        match=r"^response cache postgresql://postgres@127\.0\.0\.1:\d+/\w+: unusable "
+        r"\(.*password.*\); check the server, PGPASSWORD or ~/.pgpass",
+    ):
         ResponseCache(postgres_db)
     pgpass = tmp_path / "pgpass"
     pgpass.write_text(f"127.0.0.1:{postgres.port}:*:postgres:{postgres.password}\n")
@@ -165,17 +182,24 @@ def test_a_password_in_the_configured_url_is_refused_naming_the_key(tmp_path: Pa
     raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     raw["cache"]["url"] = "postgresql://team:s3cret@db.example/genfair"
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"params\.yaml: cache\.url: .*a password in a URL would be stored") as err:
+    with pytest.raises(
+        ConfigError, match=r"params\.yaml: cache\.url: .*a password in a URL would be stored"
+    ) as err:
         load_params(tmp_path / "params.yaml")
     assert "s3cret" not in str(err.value)
 
-    with pytest.raises(ValueError, match=r"'postgresql://db\.example/genfair': a password in a URL would be stored"):
+    with pytest.raises(
+        ValueError, match=r"'postgresql://db\.example/genfair': a password in a URL would be stored"
+    ):
         CacheConfig(url="postgresql://team:s3cret@db.example/genfair")
     with pytest.raises(ValueError, match="not a response store URL"):
         CacheConfig(url="mysql://db.example/genfair")
     with pytest.raises(ValueError, match="a password in a URL"):
         CacheConfig(images="s3://key:secret@bucket/images")
-    assert CacheConfig(url="postgresql://team@db.example/genfair").url == "postgresql://team@db.example/genfair"
+    assert (
+        CacheConfig(url="postgresql://team@db.example/genfair").url
+        == "postgresql://team@db.example/genfair"
+    )
     assert cache_url(CacheConfig(dir="/c")) == "sqlite:////c/responses.sqlite"
 
 
@@ -187,7 +211,7 @@ def test_a_sqlite_file_damaged_past_its_header_names_the_file_and_the_fix(tmp_pa
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
-    data[4096 * 2:] = b"\xff" * (len(data) - 4096 * 2)  # header and first pages intact
+    data[4096 * 2 :] = b"\xff" * (len(data) - 4096 * 2)  # header and first pages intact
     path.write_bytes(bytes(data))
     fix = rf"response cache {path}: unusable \(.*\); move it aside \(mv {path} {path}\.broken\) and rerun"
     with pytest.raises(CacheError, match=fix):
@@ -198,15 +222,23 @@ def test_a_sqlite_file_damaged_past_its_header_names_the_file_and_the_fix(tmp_pa
 
 
 def test_cache_copy_seeds_a_team_store_idempotently_with_images_and_stats_counts_per_model(
-        postgres: PostgresServer, postgres_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], s3, s3_bucket: str) -> None:  # noqa: ANN001
+    postgres: PostgresServer,
+    postgres_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    s3,
+    s3_bucket: str,
+) -> None:  # noqa: ANN001
     """A laptop's SQLite cache (text and an image) into PostgreSQL + S3, twice (the second
     copies nothing), then back into a fresh SQLite file: the same entries and image bytes."""
     from genfair.cli import main
     from genfair.models.images import ImageStore
 
     monkeypatch.setenv("PGPASSWORD", postgres.password)
-    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "local"))  # the image stores' local copies
+    monkeypatch.setenv(
+        "GENFAIR_CACHE_DIR", str(tmp_path / "local")
+    )  # the image stores' local copies
     for name, value in {**s3.env, "AWS_ENDPOINT_URL": s3.endpoint}.items():
         monkeypatch.setenv(name, value)
     laptop = tmp_path / "laptop" / "responses.sqlite"
@@ -217,7 +249,9 @@ def test_cache_copy_seeds_a_team_store_idempotently_with_images_and_stats_counts
         for i in range(5):
             cache.put(f"t{i}", "openai:gpt", Completion(status="ok", text=str(i)))
     with sqlite3.connect(laptop) as db:  # a row an older genfair stored: never copied
-        db.execute("INSERT INTO responses (key, model, completion) VALUES ('bad', 'openai:gpt', 'not json')")
+        db.execute(
+            "INSERT INTO responses (key, model, completion) VALUES ('bad', 'openai:gpt', 'not json')"
+        )
     images = f"{s3_bucket}/images"
     argv = ["cache", "copy", str(laptop), postgres_db, "--images-to", images]
     assert main(argv) == 0
@@ -226,7 +260,11 @@ def test_cache_copy_seeds_a_team_store_idempotently_with_images_and_stats_counts
     assert "copied 0 of 7 entries (0 images)" in capsys.readouterr().out
     assert main(["cache", "stats", postgres_db]) == 0
     out = capsys.readouterr().out
-    assert "diffusers:sd          1" in out and "openai:gpt            5" in out and "total                 6" in out
+    assert (
+        "diffusers:sd          1" in out
+        and "openai:gpt            5" in out
+        and "total                 6" in out
+    )
     assert postgres.password not in out
     back = tmp_path / "back" / "responses.sqlite"
     assert main(["cache", "copy", postgres_db, str(back), "--images-from", images]) == 0

@@ -10,7 +10,9 @@ EPYC = frozenset({"avx", "avx2", "fma", "f16c"})  # this project's machines
 
 def test_flags_are_read_from_cpuinfo(tmp_path):
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+    info.write_text(
+        "processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+    )
     assert cpu_flags(str(info)) == {"fpu", "avx2", "avx512_bf16"}
     assert cpu_flags(str(tmp_path / "absent")) == frozenset()
 
@@ -33,8 +35,16 @@ def test_auto_settings_leave_the_model_config_hash_unchanged():
     """A config that does not set ``dtype`` / ``engine`` dumps (and hashes) as before they existed."""
     from genfair.models.config import EmbeddedModelConfig
 
-    fields = {"backend": "embedded", "model_id": "m", "package": "p", "gguf_file": "f.gguf", "revision": "1"}
+    fields = {
+        "backend": "embedded",
+        "model_id": "m",
+        "package": "p",
+        "gguf_file": "f.gguf",
+        "revision": "1",
+    }
     assert "dtype" not in EmbeddedModelConfig(**fields).model_dump()
     assert "engine" not in EmbeddedModelConfig(**fields).model_dump(mode="json")
     assert EmbeddedModelConfig(**fields, dtype="float32").model_dump()["dtype"] == "float32"
-    assert EmbeddedModelConfig(**fields, engine="ctranslate2").model_dump()["engine"] == "ctranslate2"
+    assert (
+        EmbeddedModelConfig(**fields, engine="ctranslate2").model_dump()["engine"] == "ctranslate2"
+    )

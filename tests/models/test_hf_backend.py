@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
+
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -33,8 +34,12 @@ def model_dir(tmp_path_factory) -> Path:
 def make(model_dir: Path, **overrides):
     from genfair.models.hf import HFChatBackend
 
-    fields = {"backend": "hf", "model_id": str(model_dir), "batch_size": 2,
-              "sampling": {"temperature": 0.0, "max_tokens": 6}}
+    fields = {
+        "backend": "hf",
+        "model_id": str(model_dir),
+        "batch_size": 2,
+        "sampling": {"temperature": 0.0, "max_tokens": 6},
+    }
     fields.update(overrides)
     return HFChatBackend.from_config(HFModelConfig(**fields))
 
@@ -144,13 +149,19 @@ def test_sampling_is_not_deterministic_and_seeded_by_the_batch(model_dir, monkey
     # same requests (seeds) -> same samples
     assert [c.text for _, c in run(backend, requests)] == first
     # other seeds -> other samples (random weights, 8 tokens from a ~40-word vocabulary)
-    others = [c.text for _, c in run(backend, [ask(p, seed=1000 + i) for i, p in enumerate(PROMPTS)])]
+    others = [
+        c.text for _, c in run(backend, [ask(p, seed=1000 + i) for i, p in enumerate(PROMPTS)])
+    ]
     assert others != first
 
 
 def test_fingerprint(model_dir):
-    backend = make(model_dir, revision="main", system_prompt="be brief",
-                   sampling={"temperature": 0.0, "max_tokens": 6})
+    backend = make(
+        model_dir,
+        revision="main",
+        system_prompt="be brief",
+        sampling={"temperature": 0.0, "max_tokens": 6},
+    )
     assert backend.fingerprint == {
         "backend": "hf",
         "model_id": str(model_dir),
@@ -158,13 +169,18 @@ def test_fingerprint(model_dir):
         "sampling": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 6},
         "system_prompt": "be brief",
     }
-    assert make(model_dir, sampling={"temperature": 0.0, "max_tokens": 7}).fingerprint != backend.fingerprint
+    assert (
+        make(model_dir, sampling={"temperature": 0.0, "max_tokens": 7}).fingerprint
+        != backend.fingerprint
+    )
 
 
 def test_system_prompt_is_prepended_once(model_dir, monkeypatch):
     backend = make(model_dir, system_prompt="hello world")
     calls = record_generate(backend, monkeypatch)
-    with_system = Request(messages=({"role": "system", "content": "the quick"}, {"role": "user", "content": "hello"}))
+    with_system = Request(
+        messages=({"role": "system", "content": "the quick"}, {"role": "user", "content": "hello"})
+    )
     run(backend, [ask("hello"), with_system])
     ids, mask = calls[0]["kwargs"]["input_ids"], calls[0]["kwargs"]["attention_mask"]
     texts = [backend.tokenizer.decode(row[m.bool()]) for row, m in zip(ids, mask, strict=True)]
@@ -212,7 +228,7 @@ def _expected_reasons(calls, backend, limit):
     eos.add(backend.tokenizer.eos_token_id)
     reasons = []
     for c in calls:
-        new = c["output"][:, c["kwargs"]["input_ids"].shape[1]:]
+        new = c["output"][:, c["kwargs"]["input_ids"].shape[1] :]
         reasons += ["stop" if eos & set(row.tolist()) else "length" for row in new]
     return reasons
 
@@ -273,32 +289,63 @@ def test_batches_group_requests_by_their_decoding(model_dir, monkeypatch):
     """A batch generates with one setting: token limit, temperature, top_p and schema."""
     backend = make(model_dir, batch_size=4)
     calls = record_generate(backend, monkeypatch)
-    requests = [ask("hello", seed=1), Request(messages=({"role": "user", "content": "hello"},), temperature=0.9),
-                ask("people", seed=2), Request(messages=({"role": "user", "content": "fox"},), temperature=0.9,
-                                                top_p=0.5),
-                Request(messages=({"role": "user", "content": "people"},), max_tokens=3)]
+    requests = [
+        ask("hello", seed=1),
+        Request(messages=({"role": "user", "content": "hello"},), temperature=0.9),
+        ask("people", seed=2),
+        Request(messages=({"role": "user", "content": "fox"},), temperature=0.9, top_p=0.5),
+        Request(messages=({"role": "user", "content": "people"},), max_tokens=3),
+    ]
     groups = [[id(r) for r in batch] for batch in backend._batches(requests)]
-    assert groups == [[id(requests[0]), id(requests[2])], [id(requests[1])], [id(requests[3])], [id(requests[4])]]
+    assert groups == [
+        [id(requests[0]), id(requests[2])],
+        [id(requests[1])],
+        [id(requests[3])],
+        [id(requests[4])],
+    ]
     done = run(backend, requests)
     assert [r for r, _ in done] == [requests[i] for i in (0, 2, 1, 3, 4)]
-    decoding = [(c["kwargs"]["do_sample"], c["kwargs"].get("temperature"), c["kwargs"].get("top_p"),
-                 c["kwargs"]["max_new_tokens"]) for c in calls]
-    assert decoding == [(False, None, None, 6), (True, 0.9, 1.0, 6), (True, 0.9, 0.5, 6), (False, None, None, 3)]
+    decoding = [
+        (
+            c["kwargs"]["do_sample"],
+            c["kwargs"].get("temperature"),
+            c["kwargs"].get("top_p"),
+            c["kwargs"]["max_new_tokens"],
+        )
+        for c in calls
+    ]
+    assert decoding == [
+        (False, None, None, 6),
+        (True, 0.9, 1.0, 6),
+        (True, 0.9, 0.5, 6),
+        (False, None, None, 3),
+    ]
 
 
 def test_repeats_follows_the_requests_effective_temperature(model_dir):
     greedy = make(model_dir)
-    assert greedy.repeats(ask("hello")) and not greedy.repeats(Request(messages=(), temperature=0.5))
+    assert greedy.repeats(ask("hello")) and not greedy.repeats(
+        Request(messages=(), temperature=0.5)
+    )
     sampling = make(model_dir, sampling={"temperature": 1.0, "max_tokens": 6})
-    assert not sampling.repeats(ask("hello")) and sampling.repeats(Request(messages=(), temperature=0.0))
+    assert not sampling.repeats(ask("hello")) and sampling.repeats(
+        Request(messages=(), temperature=0.0)
+    )
 
 
 JSON_CORPUS = [
-    '{"answer": "yes", "ok": true}', '{"answer": "no", "ok": false}', "[1, 2, 3] null",
-    "user assistant system hello world the quick brown fox", "A B C D answer the letter",
+    '{"answer": "yes", "ok": true}',
+    '{"answer": "no", "ok": false}',
+    "[1, 2, 3] null",
+    "user assistant system hello world the quick brown fox",
+    "A B C D answer the letter",
 ]
-SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer", "ok"],
-          "properties": {"answer": {"enum": ["yes", "no", "maybe"]}, "ok": {"type": "boolean"}}}
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["answer", "ok"],
+    "properties": {"answer": {"enum": ["yes", "no", "maybe"]}, "ok": {"type": "boolean"}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -311,14 +358,30 @@ def json_model_dir(tmp_path_factory) -> Path:
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(JSON_CORPUS, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+    raw.train_from_iterator(
+        JSON_CORPUS,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<pad>", "<s>", "</s>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, pad_token="<pad>", bos_token="<s>", eos_token="</s>"
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
-        hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-        vocab_size=len(tokenizer), max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("tiny-llama-bpe")
     LlamaForCausalLM(config).save_pretrained(path)
@@ -347,10 +410,16 @@ def test_a_json_schema_constrains_the_answer_to_matching_json(json_model_dir, mo
     calls = record_generate(backend, monkeypatch)
     prompts = ["hello", "the quick brown fox", "A B C D", "world"]
     free = [c.text for _, c in run(backend, [ask(p) for p in prompts])]
-    constrained = [Request(messages=({"role": "user", "content": p},), json_schema=SCHEMA, seed=i)
-                   for i, p in enumerate(prompts)]
-    sampled = [Request(messages=({"role": "user", "content": p},), json_schema=SCHEMA, temperature=1.0, seed=i)
-               for i, p in enumerate(prompts)]
+    constrained = [
+        Request(messages=({"role": "user", "content": p},), json_schema=SCHEMA, seed=i)
+        for i, p in enumerate(prompts)
+    ]
+    sampled = [
+        Request(
+            messages=({"role": "user", "content": p},), json_schema=SCHEMA, temperature=1.0, seed=i
+        )
+        for i, p in enumerate(prompts)
+    ]
     done = run(backend, constrained + sampled)
     for _, completion in done:
         jsonschema.validate(json.loads(completion.text), SCHEMA)
@@ -380,7 +449,9 @@ def ct2_backend(model_dir: Path, threads: int = 1, **overrides):
     from genfair.models.ct2 import CT2Generator, converted
 
     backend = make(model_dir, **overrides)
-    backend.ct2 = CT2Generator(converted(model_dir), backend.tokenizer, threads, batch_size=backend.batch_size)
+    backend.ct2 = CT2Generator(
+        converted(model_dir), backend.tokenizer, threads, batch_size=backend.batch_size
+    )
     return backend
 
 
@@ -415,7 +486,9 @@ def test_ctranslate2_gets_whole_groups_and_answers_the_same_in_any_batch_size(mo
         assert seen == [size]
 
 
-def test_ctranslate2_leaves_sampled_and_constrained_requests_to_transformers(json_model_dir, monkeypatch):
+def test_ctranslate2_leaves_sampled_and_constrained_requests_to_transformers(
+    json_model_dir, monkeypatch
+):
     import jsonschema
 
     backend = ct2_backend(json_model_dir, sampling={"temperature": 0.0, "max_tokens": 160})
@@ -433,7 +506,10 @@ def test_engine_and_dtype_enter_the_fingerprint_only_off_the_fp32_transformers_p
     fp32 = make(model_dir)
     assert "dtype" not in fp32.fingerprint and "engine" not in fp32.fingerprint
     assert fp32.runtime == {"engine": "transformers", "dtype": "float32", "batch_size": 2}
-    assert make(model_dir, dtype="bfloat16").fingerprint == {**fp32.fingerprint, "dtype": "bfloat16"}
+    assert make(model_dir, dtype="bfloat16").fingerprint == {
+        **fp32.fingerprint,
+        "dtype": "bfloat16",
+    }
     assert ct2_backend(model_dir).fingerprint == {**fp32.fingerprint, "engine": "ctranslate2"}
 
 
@@ -468,8 +544,22 @@ def test_greedy_answers_are_the_same_across_runs_and_thread_counts(model_dir, en
     src = str(Path(__file__).resolve().parents[2] / "src")
 
     def answers(threads: int) -> str:
-        out = subprocess.run([sys.executable, "-c", GREEDY, str(model_dir), str(threads), engine, json.dumps(PROMPTS)],
-                             env={**env, "PYTHONPATH": src}, capture_output=True, text=True, timeout=300, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                GREEDY,
+                str(model_dir),
+                str(threads),
+                engine,
+                json.dumps(PROMPTS),
+            ],
+            env={**env, "PYTHONPATH": src},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
         return out.stdout.strip().splitlines()[-1]
 
     first = answers(1)

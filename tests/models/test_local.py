@@ -17,11 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_finish_reasons_by_hand():
     eos, pad = 2, 0
-    new = torch.tensor([
-        [5, 6, 7, 8],      # no end, limit reached -> length
-        [5, eos, pad, pad],  # ended, then padding -> stop
-        [5, 6, 7, eos],    # ended on the last allowed token -> stop
-    ])
+    new = torch.tensor(
+        [
+            [5, 6, 7, 8],  # no end, limit reached -> length
+            [5, eos, pad, pad],  # ended, then padding -> stop
+            [5, 6, 7, eos],  # ended on the last allowed token -> stop
+        ]
+    )
     assert finish_reasons(new, {eos}, limit=4) == ["length", "stop", "stop"]
     # fewer tokens than the limit without an end: stopped by another rule
     assert finish_reasons(torch.tensor([[5, 6]]), {eos}, limit=4) == ["stop"]
@@ -49,8 +51,14 @@ def test_available_cores_is_the_affinity():
 
 def _env_after(code: str, **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    result = subprocess.run([sys.executable, "-c", code], env={**clean, **env, "PYTHONPATH": str(ROOT / "src")},
-                            capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**clean, **env, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return result.stdout.strip()
 
 

@@ -123,7 +123,10 @@ def test_concurrency_limit_is_respected(mock_openai: MockFactory) -> None:
 def test_a_rate_limit_bounds_the_requests_started_in_any_window(mock_openai: MockFactory) -> None:
     server = mock_openai(latency_s=0.01)
     began = time.perf_counter()
-    done = run(make_backend(server.url, concurrency=8, rate_limit="5/second"), ask(*(f"q{i}" for i in range(12))))
+    done = run(
+        make_backend(server.url, concurrency=8, rate_limit="5/second"),
+        ask(*(f"q{i}" for i in range(12))),
+    )
     assert len(done) == server.calls == 12
     # 5 start at once, then 5 a second later, then 2: never 6 within a second (0.2 s for
     # the server's receipt jitter), so 12 calls span at least 2 s
@@ -149,7 +152,9 @@ def test_limits_are_named_by_a_hash_of_endpoint_and_model_never_the_url() -> Non
     assert endpoint_name("lease", config, 8) != endpoint_name("rate", config, 8)
 
 
-@pytest.mark.parametrize("rate", ["5/hour", "five", "0/second", "5/2 seconds", "5.5/minute", "sk-abc123"])
+@pytest.mark.parametrize(
+    "rate", ["5/hour", "five", "0/second", "5/2 seconds", "5.5/minute", "sk-abc123"]
+)
 def test_a_rate_limit_that_is_not_requests_per_second_or_minute_is_refused(rate: str) -> None:
     with pytest.raises(ValueError, match="write 'N/second' or 'N/minute'") as error:
         make_backend("http://127.0.0.1:1/v1", rate_limit=rate)
@@ -278,7 +283,10 @@ def test_key_is_sent_but_never_exposed(
         (Fault.content({"text": "A"}), "'content' is an object, not a string"),
         (Fault.empty_choices(), "empty choices list"),
         (Fault.not_utf8(), "UnicodeDecodeError"),
-        (Fault(body='{"choices": [{"message": {"content": "A \\ud800"}}]}'), "'content' is not valid Unicode"),
+        (
+            Fault(body='{"choices": [{"message": {"content": "A \\ud800"}}]}'),
+            "'content' is not valid Unicode",
+        ),
     ],
     ids=["number", "list", "null", "object", "empty-choices", "not-utf8", "lone-surrogate"],
 )
@@ -286,10 +294,15 @@ def test_malformed_answers_are_retried_then_an_error(
     mock_openai: MockFactory, fault: Fault, reason: str
 ) -> None:
     server = mock_openai(prompt_faults={"bad": [fault] * 3, "good": []})
-    done = {r.messages[-1]["content"]: c for r, c in run(make_backend(server.url, max_retries=2), ask("bad", "good"))}
+    done = {
+        r.messages[-1]["content"]: c
+        for r, c in run(make_backend(server.url, max_retries=2), ask("bad", "good"))
+    }
     bad = done["bad"]
     assert bad.status == "error" and bad.text is None and bad.tries == 3
-    assert bad.error is not None and bad.error.startswith("malformed response") and reason in bad.error
+    assert (
+        bad.error is not None and bad.error.startswith("malformed response") and reason in bad.error
+    )
     assert bad.problem() is None  # a well-formed record of the failure
     assert done["good"].status == "ok" and done["good"].text == "echo: good"
 
@@ -328,10 +341,14 @@ def test_a_trickling_server_cannot_hold_a_call_past_timeout_s(mock_openai: MockF
     assert elapsed < 2.0, f"the call took {elapsed:.1f} s with timeout_s = 1"
 
 
-def test_after_a_trickle_timeout_the_retry_on_the_same_worker_succeeds(mock_openai: MockFactory) -> None:
+def test_after_a_trickle_timeout_the_retry_on_the_same_worker_succeeds(
+    mock_openai: MockFactory,
+) -> None:
     server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
     began = time.perf_counter()
-    [(_, completion)] = run(make_backend(server.url, timeout_s=0.8, max_retries=1, concurrency=1), ask("q"))
+    [(_, completion)] = run(
+        make_backend(server.url, timeout_s=0.8, max_retries=1, concurrency=1), ask("q")
+    )
     assert completion.status == "ok" and completion.text == "echo: q" and completion.tries == 2
     assert time.perf_counter() - began < 3.0
 
@@ -345,7 +362,9 @@ def test_a_slow_but_complete_trickle_within_the_deadline_is_ok(mock_openai: Mock
 # --- secrets (issue 16) ---------------------------------------------------------------------
 
 
-def test_a_key_echoed_in_an_answer_is_redacted(mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_echoed_in_an_answer_is_redacted(
+    mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other_env = "GENFAIR_TEST_OTHER_KEY"
     other = "other-secret-value-123456"
     monkeypatch.setenv(KEY_ENV, SECRET)
@@ -358,19 +377,33 @@ def test_a_key_echoed_in_an_answer_is_redacted(mock_openai: MockFactory, monkeyp
 
 
 @pytest.mark.parametrize("modality", ["t2i", "vlm"])
-def test_images_and_vision_share_the_total_deadline(mock_openai: MockFactory, modality: str) -> None:
+def test_images_and_vision_share_the_total_deadline(
+    mock_openai: MockFactory, modality: str
+) -> None:
     from genfair.models.config import OpenAIT2IConfig, OpenAIVLMConfig
     from genfair.models.openai_images import OpenAIImageBackend
     from genfair.models.vlm import OpenAIVisionBackend
 
     server = mock_openai(prompt_faults={"q": [Fault.trickle(0.25, 40)]})
-    settings = {"backend": "openai", "model_id": "m", "base_url": server.url, "api_key_env": None,
-                "timeout_s": 1.0, "max_retries": 0}
-    backend = (OpenAIImageBackend(OpenAIT2IConfig(**settings)) if modality == "t2i"
-               else OpenAIVisionBackend(OpenAIVLMConfig(**settings)))
+    settings = {
+        "backend": "openai",
+        "model_id": "m",
+        "base_url": server.url,
+        "api_key_env": None,
+        "timeout_s": 1.0,
+        "max_retries": 0,
+    }
+    backend = (
+        OpenAIImageBackend(OpenAIT2IConfig(**settings))
+        if modality == "t2i"
+        else OpenAIVisionBackend(OpenAIVLMConfig(**settings))
+    )
     began = time.perf_counter()
     [(_, completion)] = run(backend, ask("q"))
-    assert completion.status == "error" and completion.error == "no complete answer within timeout_s = 1 s"
+    assert (
+        completion.status == "error"
+        and completion.error == "no complete answer within timeout_s = 1 s"
+    )
     assert time.perf_counter() - began < 2.0
 
 
@@ -381,16 +414,33 @@ def test_request_decoding_and_schema_go_in_the_body(mock_openai: MockFactory) ->
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     server = mock_openai(reply='{"ok": true}')
-    backend = make_backend(server.url, sampling=SamplingParams(temperature=0.7, top_p=0.9, max_tokens=12))
+    backend = make_backend(
+        server.url, sampling=SamplingParams(temperature=0.7, top_p=0.9, max_tokens=12)
+    )
     assert backend.supports_json_schema and not OpenAIImageBackend.supports_json_schema
     plain = Request(messages=({"role": "user", "content": "plain"},))
-    told = Request(messages=({"role": "user", "content": "told"},), temperature=0.0, top_p=0.5, max_tokens=30,
-                   json_schema=schema)
+    told = Request(
+        messages=({"role": "user", "content": "told"},),
+        temperature=0.0,
+        top_p=0.5,
+        max_tokens=30,
+        json_schema=schema,
+    )
     done = run(backend, [plain, told])
     assert {c.text for _, c in done} == {'{"ok": true}'}
     bodies = {r.body["messages"][-1]["content"]: r.body for r in server.requests if r.body}
-    assert (bodies["plain"]["temperature"], bodies["plain"]["top_p"], bodies["plain"]["max_tokens"]) == (0.7, 0.9, 12)
+    assert (
+        bodies["plain"]["temperature"],
+        bodies["plain"]["top_p"],
+        bodies["plain"]["max_tokens"],
+    ) == (0.7, 0.9, 12)
     assert "response_format" not in bodies["plain"]
-    assert (bodies["told"]["temperature"], bodies["told"]["top_p"], bodies["told"]["max_tokens"]) == (0.0, 0.5, 30)
+    assert (
+        bodies["told"]["temperature"],
+        bodies["told"]["top_p"],
+        bodies["told"]["max_tokens"],
+    ) == (0.0, 0.5, 30)
     assert bodies["told"]["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "response", "schema": schema, "strict": False}}
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": schema, "strict": False},
+    }

@@ -10,7 +10,13 @@ from pydantic import TypeAdapter, ValidationError
 from genfair.config import format_errors
 from genfair.models.base import Completion
 from genfair.models.config import ModelConfig, OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig
-from genfair.models.redaction import MASK, key_env_problem, redact, redact_completion, register_key_env
+from genfair.models.redaction import (
+    MASK,
+    key_env_problem,
+    redact,
+    redact_completion,
+    register_key_env,
+)
 
 PASTED = [
     "sk-proj-4fGh7Jk2LmNoPqRsTuVwXyZ0123456789abcdef",
@@ -44,8 +50,16 @@ def test_the_study_config_error_names_the_key_without_the_value():
     assert value not in message
 
 
-@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GROQ_API_KEY", "my_local_key", "AZURE_OPENAI_KEY_2",
-                                  "VERY_LONG_NAME_OF_AN_OPENAI_COMPATIBLE_ENDPOINT_API_KEY"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENAI_API_KEY",
+        "GROQ_API_KEY",
+        "my_local_key",
+        "AZURE_OPENAI_KEY_2",
+        "VERY_LONG_NAME_OF_AN_OPENAI_COMPATIBLE_ENDPOINT_API_KEY",
+    ],
+)
 def test_variable_names_are_accepted(name):
     assert key_env_problem(name) is None
     assert OpenAIModelConfig(backend="openai", model_id="m", api_key_env=name).api_key_env == name
@@ -68,7 +82,9 @@ def test_short_values_are_not_redacted_and_say_so(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING):
         register_key_env("GENFAIR_TEST_KEY_SHORT")
     assert redact("abc abc") == "abc abc"  # would corrupt every answer
-    assert "GENFAIR_TEST_KEY_SHORT is shorter than 8" in caplog.text and "abc abc" not in caplog.text
+    assert (
+        "GENFAIR_TEST_KEY_SHORT is shorter than 8" in caplog.text and "abc abc" not in caplog.text
+    )
 
 
 def test_log_records_of_any_logger_are_redacted(monkeypatch, caplog):

@@ -28,8 +28,13 @@ SEED = 1234
 class FakeBackend(LLMBackend):
     """Answers with ``script(content, attempt)``: a text, or a Completion to return as is."""
 
-    def __init__(self, script: Callable[[str, int], str | Completion], *, deterministic: bool = False,
-                 model_id: str = "fake-1"):
+    def __init__(
+        self,
+        script: Callable[[str, int], str | Completion],
+        *,
+        deterministic: bool = False,
+        model_id: str = "fake-1",
+    ):
         self.script = script
         self.deterministic = deterministic
         self.model_id = model_id
@@ -38,7 +43,12 @@ class FakeBackend(LLMBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "fake", "model_id": self.model_id, "revision": "0", "sampling": {"temperature": 1.0}}
+        return {
+            "backend": "fake",
+            "model_id": self.model_id,
+            "revision": "0",
+            "sampling": {"temperature": 1.0},
+        }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         self.batches.append(len(requests))
@@ -63,8 +73,13 @@ def judge(text: str, meta: dict[str, Any]) -> str:
 
 
 def call(name: str, max_attempts: int = 1, sample_index: int = 0) -> Call:
-    return Call(probe_id=name, messages=({"role": "user", "content": name},),
-                sample_index=sample_index, max_attempts=max_attempts, meta={"name": name})
+    return Call(
+        probe_id=name,
+        messages=({"role": "user", "content": name},),
+        sample_index=sample_index,
+        max_attempts=max_attempts,
+        meta={"name": name},
+    )
 
 
 @pytest.fixture
@@ -104,8 +119,12 @@ def test_reask_until_valid_with_distinct_attempts_and_seeds(cache):
         return "OK"
 
     backend = FakeBackend(script)
-    calls = [call("slow", max_attempts=5), call("never", max_attempts=3), call("rambles", max_attempts=1),
-             call("direct", max_attempts=5)]
+    calls = [
+        call("slow", max_attempts=5),
+        call("never", max_attempts=3),
+        call("rambles", max_attempts=1),
+        call("direct", max_attempts=5),
+    ]
     frame = run_calls(backend, cache, calls, judge, seed=SEED)
     assert list(frame["status"]) == ["ok", "refused", "invalid", "ok"]
     assert list(frame["attempts"]) == [3, 3, 1, 1]
@@ -126,8 +145,12 @@ def test_reask_until_valid_with_distinct_attempts_and_seeds(cache):
 
 
 def test_deterministic_backend_is_not_reasked(cache):
-    backend = FakeBackend(lambda content, attempt: "NO" if content == "r" else "nonsense", deterministic=True)
-    frame = run_calls(backend, cache, [call("r", max_attempts=5), call("i", max_attempts=5)], judge, seed=SEED)
+    backend = FakeBackend(
+        lambda content, attempt: "NO" if content == "r" else "nonsense", deterministic=True
+    )
+    frame = run_calls(
+        backend, cache, [call("r", max_attempts=5), call("i", max_attempts=5)], judge, seed=SEED
+    )
     assert list(frame["status"]) == ["refused", "invalid"]
     assert list(frame["attempts"]) == [1, 1]
     assert [r.attempt for r in backend.sent] == [0, 0]
@@ -135,7 +158,9 @@ def test_deterministic_backend_is_not_reasked(cache):
 
 def test_backend_refusal_status_is_reasked(cache):
     def script(content: str, attempt: int) -> str | Completion:
-        return Completion(status="refused", finish_reason="content_filter") if attempt == 0 else "OK"
+        return (
+            Completion(status="refused", finish_reason="content_filter") if attempt == 0 else "OK"
+        )
 
     backend = FakeBackend(script)
     frame = run_calls(backend, cache, [call("x", max_attempts=2)], judge, seed=SEED)
@@ -186,7 +211,9 @@ def test_missing_completion_is_recorded_as_error(cache):
 
 def test_frame_has_response_columns_and_one_row_per_call_in_order(cache):
     # the first call needs re-asks, so it finishes last; rows keep the call order
-    backend = FakeBackend(lambda content, attempt: "bad" if content == "c0" and attempt < 2 else f"OK {content}")
+    backend = FakeBackend(
+        lambda content, attempt: "bad" if content == "c0" and attempt < 2 else f"OK {content}"
+    )
     calls = [call("c0", max_attempts=5)] + [call(f"c{i}", sample_index=i % 2) for i in range(1, 6)]
     frame = run_calls(backend, cache, calls, judge, seed=SEED, chunk_size=2)
     assert list(frame.columns) == RESPONSE_COLUMNS
@@ -206,7 +233,9 @@ def test_samples_of_one_probe_are_distinct_cache_entries(cache):
     calls = [call("same", sample_index=s) for s in range(4)]
     run_calls(backend, cache, calls, judge, seed=SEED)
     assert len(cache) == 4
-    assert sorted({r.seed for r in backend.sent}) == sorted({derive_seed(SEED, "same", s, 0) for s in range(4)})
+    assert sorted({r.seed for r in backend.sent}) == sorted(
+        {derive_seed(SEED, "same", s, 0) for s in range(4)}
+    )
 
 
 # --- kill -9 in the middle of a run, then resume -------------------------------------------------
@@ -257,8 +286,12 @@ def test_killed_run_resumes_without_repeating_stored_calls(tmp_path):
     out1, out2 = tmp_path / "out1.json", tmp_path / "out2.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
-    first = subprocess.Popen([sys.executable, str(script), str(cache_path), str(log1), str(out1), str(N_CALLS)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = subprocess.Popen(
+        [sys.executable, str(script), str(cache_path), str(log1), str(out1), str(N_CALLS)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while len(_keys(log1)) < 10:  # kill after some calls have completed
@@ -283,8 +316,12 @@ def test_killed_run_resumes_without_repeating_stored_calls(tmp_path):
     assert len(sent1) - len(stored1) in (0, 1)
     assert stored1 <= set(sent1)
 
-    second = subprocess.run([sys.executable, str(script), str(cache_path), str(log2), str(out2), str(N_CALLS)],
-                            env=env, capture_output=True, timeout=120)
+    second = subprocess.run(
+        [sys.executable, str(script), str(cache_path), str(log2), str(out2), str(N_CALLS)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     assert second.returncode == 0, second.stderr.decode()
     sent2 = _keys(log2)
 
@@ -375,13 +412,32 @@ def test_two_processes_on_one_cache_send_each_call_once(tmp_path, mock_openai):
     cache_path, go = tmp_path / "cache" / "responses.sqlite", tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     n = 48
-    peers = [subprocess.Popen([sys.executable, str(script), str(cache_path), server.url,
-                               str(tmp_path / f"out{k}.json"), str(n), str(go), str(tmp_path / f"ready{k}")],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for k in range(2)]
+    peers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                str(cache_path),
+                server.url,
+                str(tmp_path / f"out{k}.json"),
+                str(n),
+                str(go),
+                str(tmp_path / f"ready{k}"),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(2)
+    ]
     try:
         deadline = time.monotonic() + 120
-        while not all((tmp_path / f"ready{k}").exists() for k in range(2)):  # both imported and waiting
-            assert all(p.poll() is None for p in peers) and time.monotonic() < deadline, "a peer did not start"
+        while not all(
+            (tmp_path / f"ready{k}").exists() for k in range(2)
+        ):  # both imported and waiting
+            assert all(p.poll() is None for p in peers) and time.monotonic() < deadline, (
+                "a peer did not start"
+            )
             time.sleep(0.01)
         go.touch()
         for peer in peers:
@@ -412,7 +468,9 @@ class Sampling(FakeBackend):
 
     supports_json_schema = True
 
-    def __init__(self, script: Callable[[str, int], str | Completion], temperature: float, **kwargs: Any):
+    def __init__(
+        self, script: Callable[[str, int], str | Completion], temperature: float, **kwargs: Any
+    ):
         super().__init__(script, **kwargs)
         self.temperature = temperature
 
@@ -422,9 +480,16 @@ class Sampling(FakeBackend):
 
 def test_reasking_follows_the_calls_own_temperature(cache):
     greedy = Sampling(lambda content, attempt: "nonsense", temperature=0.0)
-    calls = [call("default", max_attempts=3),
-             Call(probe_id="sampled", messages=({"role": "user", "content": "sampled"},), max_attempts=3,
-                  temperature=0.9, top_p=0.8)]
+    calls = [
+        call("default", max_attempts=3),
+        Call(
+            probe_id="sampled",
+            messages=({"role": "user", "content": "sampled"},),
+            max_attempts=3,
+            temperature=0.9,
+            top_p=0.8,
+        ),
+    ]
     frame = run_calls(greedy, cache, calls, judge, seed=SEED)
     assert list(frame["attempts"]) == [1, 3]  # greedy would repeat itself; sampling may not
     assert greedy.attempts_of("default") == [0]
@@ -432,17 +497,27 @@ def test_reasking_follows_the_calls_own_temperature(cache):
     sampled = [r for r in greedy.sent if r.messages[0]["content"] == "sampled"]
     assert {(r.temperature, r.top_p) for r in sampled} == {(0.9, 0.8)}
     # ...and a sampling model is not re-asked for a call that asks for greedy decoding
-    sampling = Sampling(lambda content, attempt: "nonsense", temperature=1.0, model_id="fake-sampling")
-    calls = [call("default", max_attempts=3),
-             Call(probe_id="greedy", messages=({"role": "user", "content": "greedy"},), max_attempts=3,
-                  temperature=0.0)]
+    sampling = Sampling(
+        lambda content, attempt: "nonsense", temperature=1.0, model_id="fake-sampling"
+    )
+    calls = [
+        call("default", max_attempts=3),
+        Call(
+            probe_id="greedy",
+            messages=({"role": "user", "content": "greedy"},),
+            max_attempts=3,
+            temperature=0.0,
+        ),
+    ]
     frame = run_calls(sampling, cache, calls, judge, seed=SEED)
     assert list(frame["attempts"]) == [3, 1]
 
 
 def test_a_schema_reaches_a_backend_that_supports_it_and_is_refused_by_one_that_does_not(cache):
     schema = {"type": "object"}
-    constrained = Call(probe_id="c", messages=({"role": "user", "content": "c"},), json_schema=schema)
+    constrained = Call(
+        probe_id="c", messages=({"role": "user", "content": "c"},), json_schema=schema
+    )
     backend = Sampling(lambda content, attempt: "OK {}", temperature=0.0)
     run_calls(backend, cache, [constrained], judge, seed=SEED)
     assert backend.sent[0].json_schema == schema

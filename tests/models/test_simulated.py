@@ -23,7 +23,8 @@ def simulator(**policies) -> SimulatedLLM:
 
 def req(seed: int, letters="AB", truth=("B",), policy="objective") -> Request:
     return Request(
-        messages=({"role": "user", "content": "q"},), seed=seed,
+        messages=({"role": "user", "content": "q"},),
+        seed=seed,
         meta={"policy": policy, "letters": list(letters), "truth_letters": list(truth)},
     )
 
@@ -50,7 +51,9 @@ def test_build_backend_dispatches_to_the_simulator():
 def test_answers_json_with_an_offered_letter():
     sim = simulator(objective={"accuracy": 0.5})
     done = []
-    sim.complete([req(s, letters="ABCD", truth=("C",)) for s in range(50)], lambda r, c: done.append((r, c)))
+    sim.complete(
+        [req(s, letters="ABCD", truth=("C",)) for s in range(50)], lambda r, c: done.append((r, c))
+    )
     assert len(done) == 50
     for _, completion in done:
         assert completion.status == "ok"
@@ -67,7 +70,9 @@ def test_same_seed_same_answer_and_seeds_vary():
     assert len(set(first)) == 6  # 4 letters, a refusal and a ramble all occur
 
 
-@pytest.mark.parametrize(("letters", "truth", "accuracy"), [("AB", "B", 0.7), ("ABCD", "C", 0.3), ("ABCD", "A", 0.9)])
+@pytest.mark.parametrize(
+    ("letters", "truth", "accuracy"), [("AB", "B", 0.7), ("ABCD", "C", 0.3), ("ABCD", "A", 0.9)]
+)
 def test_accuracy_is_the_share_of_truth_answers(letters, truth, accuracy):
     sim = simulator(objective={"accuracy": accuracy})
     answers = Counter(json.loads(sim.answer(req(s, letters, (truth,))))["answer"] for s in range(N))
@@ -94,10 +99,15 @@ def test_refusal_and_invalid_rates():
 def test_two_truth_letters_and_extremes():
     sim = simulator(objective={"accuracy": 1.0}, subjective={"accuracy": 0.0})
     # accuracy 1: always one of the truth letters (both used)
-    perfect = Counter(json.loads(sim.answer(req(s, "ABCD", ("A", "C"))))["answer"] for s in range(400))
+    perfect = Counter(
+        json.loads(sim.answer(req(s, "ABCD", ("A", "C"))))["answer"] for s in range(400)
+    )
     assert set(perfect) == {"A", "C"}
     # accuracy 0: never a truth letter
-    wrong = Counter(json.loads(sim.answer(req(s, "ABCD", ("A", "C"), "subjective")))["answer"] for s in range(400))
+    wrong = Counter(
+        json.loads(sim.answer(req(s, "ABCD", ("A", "C"), "subjective")))["answer"]
+        for s in range(400)
+    )
     assert set(wrong) == {"B", "D"}
     # no truth (e.g. no ground truth): uniform over all letters, never crashes
     none = Counter(json.loads(sim.answer(req(s, "ABCD", ())))["answer"] for s in range(400))
@@ -116,35 +126,60 @@ def test_unknown_policy_names_the_configured_ones():
 def test_prime_following_off_keeps_the_fingerprint_and_the_answers():
     """A choice policy written before prime following existed keeps its cache keys and draws."""
     sim = simulator(subjective={"accuracy": 0.6})
-    assert sim.fingerprint["policy"]["subjective"] == {"accuracy": 0.6, "refusal_rate": 0.0, "invalid_rate": 0.0}
+    assert sim.fingerprint["policy"]["subjective"] == {
+        "accuracy": 0.6,
+        "refusal_rate": 0.0,
+        "invalid_rate": 0.0,
+    }
     on = simulator(subjective={"accuracy": 0.6, "prime_following": 0.5})
     assert on.fingerprint["policy"]["subjective"]["prime_following"] == 0.5
     primed = {"race": ["B"], "gender": ["A", "B"]}
     for s in range(30):
         plain = req(s, letters="ABCD", truth=("C",), policy="subjective")
-        with_prime = Request(messages=plain.messages, seed=s, meta={**plain.meta, "primed_letters": primed})
+        with_prime = Request(
+            messages=plain.messages, seed=s, meta={**plain.meta, "primed_letters": primed}
+        )
         assert sim.answer(plain) == sim.answer(with_prime)
 
 
 @pytest.mark.parametrize(("attribute", "letters"), [("race", ["B"]), ("gender", ["A", "D"])])
 def test_prime_following_picks_the_primed_group_at_the_planted_rate(attribute, letters):
     q, accuracy, n = 0.5, 0.6, 4000
-    sim = simulator(subjective={"accuracy": accuracy, "prime_following": q, "prime_attribute": attribute})
+    sim = simulator(
+        subjective={"accuracy": accuracy, "prime_following": q, "prime_attribute": attribute}
+    )
     primed = {"race": ["B"], "gender": ["A", "D"]}
-    picks = [json.loads(sim.answer(Request(messages=({"role": "user", "content": "q"},), seed=s, meta={
-        "policy": "subjective", "letters": list("ABCD"), "truth_letters": ["C"], "primed_letters": primed,
-    })))["answer"] for s in range(n)]
+    picks = [
+        json.loads(
+            sim.answer(
+                Request(
+                    messages=({"role": "user", "content": "q"},),
+                    seed=s,
+                    meta={
+                        "policy": "subjective",
+                        "letters": list("ABCD"),
+                        "truth_letters": ["C"],
+                        "primed_letters": primed,
+                    },
+                )
+            )
+        )["answer"]
+        for s in range(n)
+    ]
     # q to the primed letters, else C w.p. accuracy and each other letter w.p. (1 - accuracy) / 3
     others = (1 - accuracy) / 3
     expected = q + (1 - q) * sum(accuracy if x == "C" else others for x in letters)
     assert within_3se(sum(p in letters for p in picks), n, expected)
     # a probe without a prime (baseline) follows the accuracy rule alone
-    plain = [json.loads(sim.answer(req(s, letters="ABCD", truth=("C",), policy="subjective")))["answer"]
-             for s in range(n)]
+    plain = [
+        json.loads(sim.answer(req(s, letters="ABCD", truth=("C",), policy="subjective")))["answer"]
+        for s in range(n)
+    ]
     assert within_3se(plain.count("C"), n, accuracy)
 
 
 # ---- the typed protocol (genfair.models.questions) and the cache keys it leaves alone
+
 
 @pytest.mark.parametrize("name", ["simulated_llm", "simulated_t2i", "simulated_vlm"])
 def test_a_simulated_call_is_keyed_by_the_model_settings_and_its_own_plant(name: str) -> None:
@@ -159,24 +194,46 @@ def test_a_simulated_call_is_keyed_by_the_model_settings_and_its_own_plant(name:
     from tests.support.conf import ROOT
 
     raw = yaml.safe_load((ROOT / f"conf/model/{name}.yaml").read_text())
-    assert not {"policy", "open_set", "open_vqa"} & set(raw), "planted rates belong to the methodologies"
+    assert not {"policy", "open_set", "open_vqa"} & set(raw), (
+        "planted rates belong to the methodologies"
+    )
     backend = build_backend(TypeAdapter(ModelConfig).validate_python(raw))
 
     def question(p: float):  # noqa: ANN202 - one question per simulator
-        return {"simulated_llm": ChoiceQuestion(policy="quiz", letters=["A", "B"], truth_letters=["B"],
-                                                plant=SimulatedPolicy(accuracy=p)),
-                "simulated_t2i": ImageQuestion(policy="quiz", plant=SimulatedT2IPolicy(
-                    attributes={"gender": {"male": p, "female": 1 - p}})),
-                "simulated_vlm": ImageChoiceQuestion(policy="quiz", options=["a", "b"], truth="a", group="male",
-                                                     plant=SimulatedVLMPolicy(accuracy={"male": p}))}[name]
+        return {
+            "simulated_llm": ChoiceQuestion(
+                policy="quiz",
+                letters=["A", "B"],
+                truth_letters=["B"],
+                plant=SimulatedPolicy(accuracy=p),
+            ),
+            "simulated_t2i": ImageQuestion(
+                policy="quiz",
+                plant=SimulatedT2IPolicy(attributes={"gender": {"male": p, "female": 1 - p}}),
+            ),
+            "simulated_vlm": ImageChoiceQuestion(
+                policy="quiz",
+                options=["a", "b"],
+                truth="a",
+                group="male",
+                plant=SimulatedVLMPolicy(accuracy={"male": p}),
+            ),
+        }[name]
 
     def key(p: float, model=backend) -> str:  # noqa: ANN001
-        request = Request(messages=({"role": "user", "content": "q"},), attempt=1, seed=7, meta=question(p).meta())
+        request = Request(
+            messages=({"role": "user", "content": "q"},), attempt=1, seed=7, meta=question(p).meta()
+        )
         return ResponseCache.key(model.request_fingerprint(request), request)
 
     assert key(0.8) == key(0.8) != key(0.7)
     fingerprint = backend.request_fingerprint(Request(messages=(), meta=question(0.8).meta()))
-    assert set(fingerprint) - {"modality", "size", "group_key"} == {"backend", "model_id", "revision", "plant"}
+    assert set(fingerprint) - {"modality", "size", "group_key"} == {
+        "backend",
+        "model_id",
+        "revision",
+        "plant",
+    }
     # another revision of the model is another model
     other = build_backend(TypeAdapter(ModelConfig).validate_python({**raw, "revision": "x"}))
     assert key(0.8, other) != key(0.8)
@@ -186,8 +243,12 @@ def test_a_question_is_validated_where_it_is_made_and_read() -> None:
     with pytest.raises(ValueError, match=r"\['C'\] are not among the options"):
         ChoiceQuestion(policy="objective", letters=["A", "B"], truth_letters=["C"])
     with pytest.raises(ValueError, match="letters"):
-        simulator(objective={"accuracy": 0.8}).answer(Request(messages=(), meta={"policy": "objective"}))
-    with pytest.raises(ValueError, match="is a rewrite policy, but the call asks a choice question"):
+        simulator(objective={"accuracy": 0.8}).answer(
+            Request(messages=(), meta={"policy": "objective"})
+        )
+    with pytest.raises(
+        ValueError, match="is a rewrite policy, but the call asks a choice question"
+    ):
         simulator(news={"kind": "rewrite", "female_to_male": 0.5}).answer(req(1, policy="news"))
 
 
@@ -198,15 +259,24 @@ def test_a_planted_policy_in_the_call_keys_its_answers_alone() -> None:
 
     def request(accuracy: float, seed: int = 3) -> Request:
         plant = SimulatedPolicy(accuracy=accuracy)
-        return Request(messages=({"role": "user", "content": "q"},), seed=seed,
-                       meta=ChoiceQuestion(policy="quiz", letters=["A", "B"], truth_letters=["A"], plant=plant).meta())
+        return Request(
+            messages=({"role": "user", "content": "q"},),
+            seed=seed,
+            meta=ChoiceQuestion(
+                policy="quiz", letters=["A", "B"], truth_letters=["A"], plant=plant
+            ).meta(),
+        )
 
-    one, other = simulator(objective={"accuracy": 0.8}), simulator(objective={"accuracy": 0.1}, news={
-        "kind": "rewrite", "female_to_male": 0.5})
+    one, other = (
+        simulator(objective={"accuracy": 0.8}),
+        simulator(objective={"accuracy": 0.1}, news={"kind": "rewrite", "female_to_male": 0.5}),
+    )
     key = ResponseCache.key(one.request_fingerprint(request(0.9)), request(0.9))
     assert key == ResponseCache.key(other.request_fingerprint(request(0.9)), request(0.9))
     assert key != ResponseCache.key(one.request_fingerprint(request(0.5)), request(0.5))
-    assert one.request_fingerprint(req(1)) == one.fingerprint  # a named policy: the model's fingerprint
+    assert (
+        one.request_fingerprint(req(1)) == one.fingerprint
+    )  # a named policy: the model's fingerprint
     answers = Counter(json.loads(one.answer(request(0.9, seed))).get("answer") for seed in range(N))
     assert within_3se(answers["A"], N, 0.9)
 
@@ -223,21 +293,38 @@ def test_image_and_vlm_questions_are_validated_where_they_are_made() -> None:
     )
 
     with pytest.raises(ValueError, match=r"truth 'vet' is not among the options"):
-        ImageChoiceQuestion(policy="iris_ifs_und", options=["doctor", "nurse"], truth="vet", group="female")
+        ImageChoiceQuestion(
+            policy="iris_ifs_und", options=["doctor", "nurse"], truth="vet", group="female"
+        )
     with pytest.raises(ValidationError, match="biases"):
         OpenSetImageQuestion(policy="open_bias", caption_id="c1", biases=[])
     with pytest.raises(ValidationError, match="classes"):
-        OpenSetImageQuestion(policy="open_bias", caption_id="c1", biases=[{"bias_id": "b", "classes": []}])
+        OpenSetImageQuestion(
+            policy="open_bias", caption_id="c1", biases=[{"bias_id": "b", "classes": []}]
+        )
     with pytest.raises(ValidationError, match="options"):
         OpenVQAQuestion(policy="open_bias", options=[], truth="x")
     with pytest.raises(ValidationError, match="skin_tone"):
-        RecallQuestion(policy="lvlm_facet", cls="nurse", prompt="direct", gender="male", age="older")
-    recall = RecallQuestion(policy="lvlm_facet", cls="nurse", prompt="direct", gender="male", skin_tone="dark",
-                            age="older")
+        RecallQuestion(
+            policy="lvlm_facet", cls="nurse", prompt="direct", gender="male", age="older"
+        )
+    recall = RecallQuestion(
+        policy="lvlm_facet",
+        cls="nurse",
+        prompt="direct",
+        gender="male",
+        skin_tone="dark",
+        age="older",
+    )
     # ``class`` in meta, as the planted-recall policy and earlier keys spelt it; read back alike
-    assert recall.meta()["class"] == "nurse" and RecallQuestion.from_meta({**recall.meta(), "x": 1}) == recall
+    assert (
+        recall.meta()["class"] == "nurse"
+        and RecallQuestion.from_meta({**recall.meta(), "x": 1}) == recall
+    )
     # one call, two simulators' questions (IRIS's tournament): each reads its own fields
-    meta = {**ChoiceQuestion(policy="t", letters=["a", "b"], truth_letters=["a"]).meta(),
-            **ImageChoiceQuestion(policy="t", options=["a", "b"], truth="a", group="male").meta()}
+    meta = {
+        **ChoiceQuestion(policy="t", letters=["a", "b"], truth_letters=["a"]).meta(),
+        **ImageChoiceQuestion(policy="t", options=["a", "b"], truth="a", group="male").meta(),
+    }
     assert ChoiceQuestion.from_meta(meta).letters == ["a", "b"]
     assert ImageChoiceQuestion.from_meta(meta).group == "male"

@@ -21,7 +21,11 @@ from genfair.models.t2i import generate_images, prompt_call
 
 def _bytes_to_unicode() -> list[str]:
     """CLIP's byte-level alphabet (the 256 symbols its BPE vocabulary starts from)."""
-    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    bs = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     cs, extra = bs[:], 0
     for b in range(256):
         if b not in bs:
@@ -35,7 +39,12 @@ def _bytes_to_unicode() -> list[str]:
 def tiny_sd(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 32x32 Stable Diffusion pipeline with random weights (~250 kB) in a local folder."""
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import (
+        AutoencoderKL,
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        UNet2DConditionModel,
+    )
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
 
     alphabet = _bytes_to_unicode()
@@ -47,33 +56,66 @@ def tiny_sd(tmp_path_factory: pytest.TempPathFactory) -> Path:
         vocab.setdefault(merge.replace(" ", ""), len(vocab))
     files = tmp_path_factory.mktemp("tokenizer")
     (files / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    (files / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    (files / "merges.txt").write_text(
+        "#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8"
+    )
     tokenizer = CLIPTokenizer(
         vocab=str(files / "vocab.json"), merges=str(files / "merges.txt"), model_max_length=16
     )
     assert tokenizer.tokenize("a doctor") == ["a</w>", "doctor</w>"]
     torch.manual_seed(0)
     unet = UNet2DConditionModel(
-        block_out_channels=(4, 8), layers_per_block=1, sample_size=16, in_channels=4, out_channels=4,
+        block_out_channels=(4, 8),
+        layers_per_block=1,
+        sample_size=16,
+        in_channels=4,
+        out_channels=4,
         down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
         up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=16, norm_num_groups=2, attention_head_dim=2,
+        cross_attention_dim=16,
+        norm_num_groups=2,
+        attention_head_dim=2,
     )
     vae = AutoencoderKL(
-        block_out_channels=[4, 8], in_channels=3, out_channels=3, latent_channels=4, norm_num_groups=2,
-        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2, sample_size=32,
+        block_out_channels=[4, 8],
+        in_channels=3,
+        out_channels=3,
+        latent_channels=4,
+        norm_num_groups=2,
+        down_block_types=["DownEncoderBlock2D"] * 2,
+        up_block_types=["UpDecoderBlock2D"] * 2,
+        sample_size=32,
     )
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        bos_token_id=0, eos_token_id=1, pad_token_id=1, hidden_size=16, intermediate_size=32,
-        num_attention_heads=2, num_hidden_layers=1, vocab_size=len(vocab), max_position_embeddings=16,
-    ))
+    text_encoder = CLIPTextModel(
+        CLIPTextConfig(
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=1,
+            hidden_size=16,
+            intermediate_size=32,
+            num_attention_heads=2,
+            num_hidden_layers=1,
+            vocab_size=len(vocab),
+            max_position_embeddings=16,
+        )
+    )
     scheduler = DDIMScheduler(
-        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
-        set_alpha_to_one=False, steps_offset=1,
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
     )
     pipeline = StableDiffusionPipeline(
-        vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
-        safety_checker=None, feature_extractor=None, requires_safety_checker=False,
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        unet=unet,
+        scheduler=scheduler,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
     )
     folder = tmp_path_factory.mktemp("tiny-sd")
     pipeline.save_pretrained(folder)
@@ -82,8 +124,14 @@ def tiny_sd(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def config(folder: Path, **overrides: Any) -> DiffusersT2IConfig:
     settings = {
-        "backend": "diffusers", "model_id": str(folder), "steps": 2, "guidance_scale": 3.0,
-        "height": 32, "width": 32, "batch_size": 3, **overrides,
+        "backend": "diffusers",
+        "model_id": str(folder),
+        "steps": 2,
+        "guidance_scale": 3.0,
+        "height": 32,
+        "width": 32,
+        "batch_size": 3,
+        **overrides,
     }
     return DiffusersT2IConfig(**settings)
 
@@ -97,7 +145,9 @@ def draw(backend: Any, tmp_path: Path, prompts: list[str], seed: int = 11, name:
 
 
 def test_loads_by_path_and_draws_one_png_per_prompt(tiny_sd: Path, tmp_path: Path) -> None:
-    backend = build_backend(config(tiny_sd, scheduler="EulerDiscreteScheduler", negative_prompt="blurry"))
+    backend = build_backend(
+        config(tiny_sd, scheduler="EulerDiscreteScheduler", negative_prompt="blurry")
+    )
     assert isinstance(backend, DiffusersT2I)
     assert type(backend.pipeline.scheduler).__name__ == "EulerDiscreteScheduler"
     frame, images = draw(backend, tmp_path, ["a doctor", "a nurse", "a pilot", "a judge"])
@@ -107,15 +157,25 @@ def test_loads_by_path_and_draws_one_png_per_prompt(tiny_sd: Path, tmp_path: Pat
 
 
 def test_an_image_does_not_depend_on_its_batch(tiny_sd: Path, tmp_path: Path) -> None:
-    together, _ = draw(build_backend(config(tiny_sd, batch_size=4)), tmp_path, ["a doctor", "a nurse"], name="a")
-    alone, _ = draw(build_backend(config(tiny_sd, batch_size=1)), tmp_path, ["a doctor", "a nurse"], name="b")
+    together, _ = draw(
+        build_backend(config(tiny_sd, batch_size=4)), tmp_path, ["a doctor", "a nurse"], name="a"
+    )
+    alone, _ = draw(
+        build_backend(config(tiny_sd, batch_size=1)), tmp_path, ["a doctor", "a nurse"], name="b"
+    )
     assert together["image"].tolist() == alone["image"].tolist()
 
 
 def test_seed_and_settings_change_the_image(tiny_sd: Path, tmp_path: Path) -> None:
     base, _ = draw(build_backend(config(tiny_sd)), tmp_path, ["a doctor"], seed=1, name="a")
     other_seed, _ = draw(build_backend(config(tiny_sd)), tmp_path, ["a doctor"], seed=2, name="b")
-    negative, _ = draw(build_backend(config(tiny_sd, negative_prompt="nurse")), tmp_path, ["a doctor"], seed=1, name="c")
+    negative, _ = draw(
+        build_backend(config(tiny_sd, negative_prompt="nurse")),
+        tmp_path,
+        ["a doctor"],
+        seed=1,
+        name="c",
+    )
     assert base.loc[0, "image"] != other_seed.loc[0, "image"]
     assert base.loc[0, "image"] != negative.loc[0, "image"]
 
@@ -137,7 +197,9 @@ def test_nsfw_flag_is_a_refusal_and_is_re_asked(tiny_sd: Path, tmp_path: Path) -
 
     backend.pipeline = Flagging()
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        frame = generate_images(backend, cache, [prompt_call("p", "a doctor", max_attempts=5)], seed=1)
+        frame = generate_images(
+            backend, cache, [prompt_call("p", "a doctor", max_attempts=5)], seed=1
+        )
     assert frame.loc[0, "status"] == "ok" and frame.loc[0, "attempts"] == 3
 
 
@@ -159,7 +221,9 @@ def test_t2i_configs_join_the_model_union() -> None:
     parsed = adapter.validate_python({"modality": "t2i", "backend": "diffusers", "model_id": "x"})
     assert isinstance(parsed, DiffusersT2IConfig)
     with pytest.raises(ValidationError) as info:
-        adapter.validate_python({"modality": "t2i", "backend": "diffusers", "model_id": "x", "stepz": 3})
+        adapter.validate_python(
+            {"modality": "t2i", "backend": "diffusers", "model_id": "x", "stepz": 3}
+        )
     assert info.value.errors()[0]["loc"][-1] == "stepz"
     with pytest.raises(ValidationError, match="'t2i'.*'vlm'"):
         adapter.validate_python({"modality": "audio", "backend": "diffusers"})

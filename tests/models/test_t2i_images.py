@@ -30,7 +30,12 @@ def simulator(**policy: Any) -> SimulatedT2I:
 
 
 def calls(n: int, prompt: str = "a portrait of a doctor", max_attempts: int = 1) -> list:
-    return [prompt_call("p1", prompt, i, max_attempts=max_attempts, question=ImageQuestion(policy="objective")) for i in range(n)]
+    return [
+        prompt_call(
+            "p1", prompt, i, max_attempts=max_attempts, question=ImageQuestion(policy="objective")
+        )
+        for i in range(n)
+    ]
 
 
 class Counting(T2IBackend):
@@ -105,7 +110,9 @@ def test_simulated_image_is_labelled_and_face_colour_is_the_skin_tone(tmp_path) 
 
 def test_refusals_are_re_asked_until_an_image_exists(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        frame = generate_images(simulator(refusal_rate=0.5), cache, calls(200, max_attempts=20), seed=3)
+        frame = generate_images(
+            simulator(refusal_rate=0.5), cache, calls(200, max_attempts=20), seed=3
+        )
     assert (frame["status"] == "ok").all()  # 0.5**20 per call: never in practice
     assert frame["attempts"].max() > 1
     # about half the first attempts were refused: the mean attempt count of a geometric(0.5)
@@ -114,7 +121,9 @@ def test_refusals_are_re_asked_until_an_image_exists(tmp_path) -> None:
 
 def test_refused_after_max_attempts_is_recorded(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        frame = generate_images(simulator(refusal_rate=1.0), cache, calls(3, max_attempts=4), seed=3)
+        frame = generate_images(
+            simulator(refusal_rate=1.0), cache, calls(3, max_attempts=4), seed=3
+        )
         assert len(cache) == 12  # refusals are cached: a rerun does not ask again
     assert (frame["status"] == "refused").all() and (frame["attempts"] == 4).all()
     assert frame["image"].isna().all() and frame["finish_reason"].eq("content_filter").all()
@@ -131,13 +140,19 @@ def test_interrupted_run_resumes_without_redrawing(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         dying = Counting(simulator(), fail_after=7)
         with pytest.raises(KeyboardInterrupt):
-            generate_images(dying, cache, calls(20), seed=5, store=ImageStore(store_dir), chunk_size=4)
+            generate_images(
+                dying, cache, calls(20), seed=5, store=ImageStore(store_dir), chunk_size=4
+            )
         assert len(cache) == 7  # every finished image was committed at once
         resumed = Counting(simulator())
-        frame = generate_images(resumed, cache, calls(20), seed=5, store=ImageStore(store_dir), chunk_size=4)
+        frame = generate_images(
+            resumed, cache, calls(20), seed=5, store=ImageStore(store_dir), chunk_size=4
+        )
         assert resumed.asked == 13
         again = Counting(simulator())
-        assert generate_images(again, cache, calls(20), seed=5, store=ImageStore(store_dir)).equals(frame)
+        assert generate_images(again, cache, calls(20), seed=5, store=ImageStore(store_dir)).equals(
+            frame
+        )
         assert again.asked == 0
     with ResponseCache(tmp_path / "fresh.sqlite") as fresh:  # same seed, no cache: same images
         uncached = generate_images(simulator(), fresh, calls(20), seed=5)
@@ -172,14 +187,24 @@ def test_a_backend_sending_garbage_gives_uncached_errors(tmp_path) -> None:
 def test_an_llm_backend_is_refused(tmp_path) -> None:
     from genfair.models.config import SimulatedModelConfig
 
-    llm = build_backend(SimulatedModelConfig(backend="simulated", policy={"objective": {"accuracy": 1}}))
-    with ResponseCache(tmp_path / "c.sqlite") as cache, pytest.raises(TypeError, match="text-to-image"):
+    llm = build_backend(
+        SimulatedModelConfig(backend="simulated", policy={"objective": {"accuracy": 1}})
+    )
+    with (
+        ResponseCache(tmp_path / "c.sqlite") as cache,
+        pytest.raises(TypeError, match="text-to-image"),
+    ):
         generate_images(llm, cache, calls(1), seed=1)
 
 
 def test_unknown_policy_names_the_configured_ones(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache, pytest.raises(KeyError, match="objective"):
-        generate_images(simulator(), cache, [prompt_call("p", "x", question=ImageQuestion(policy="nope"))], seed=1)
+        generate_images(
+            simulator(),
+            cache,
+            [prompt_call("p", "x", question=ImageQuestion(policy="nope"))],
+            seed=1,
+        )
 
 
 # --- export ------------------------------------------------------------------------------
@@ -187,7 +212,9 @@ def test_unknown_policy_names_the_configured_ones(tmp_path) -> None:
 
 def test_export_writes_exactly_the_used_images(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        frame = generate_images(simulator(refusal_rate=0.5), cache, calls(30, max_attempts=1), seed=9)
+        frame = generate_images(
+            simulator(refusal_rate=0.5), cache, calls(30, max_attempts=1), seed=9
+        )
         out = tmp_path / "out"
         out.mkdir()
         (out / ("f" * 64 + ".png")).write_bytes(b"stale")
@@ -207,8 +234,14 @@ def test_export_needs_the_image_column(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["diffusers_sd15", "openai_dalle3", "simulated_t2i", "hf_vlm_llava_1_5_7b",
-     "openai_gpt4o_vision", "simulated_vlm"],
+    [
+        "diffusers_sd15",
+        "openai_dalle3",
+        "simulated_t2i",
+        "hf_vlm_llava_1_5_7b",
+        "openai_gpt4o_vision",
+        "simulated_vlm",
+    ],
 )
 def test_example_model_configs_validate(name: str) -> None:
     from pathlib import Path
@@ -218,7 +251,9 @@ def test_example_model_configs_validate(name: str) -> None:
 
     from genfair.models.config import ModelConfig
 
-    raw = yaml.safe_load((Path(__file__).parents[2] / "conf" / "model" / f"{name}.yaml").read_text())
+    raw = yaml.safe_load(
+        (Path(__file__).parents[2] / "conf" / "model" / f"{name}.yaml").read_text()
+    )
     config = TypeAdapter(ModelConfig).validate_python(raw)
     assert config.modality == raw["modality"] and config.backend == raw["backend"]
 
@@ -227,6 +262,8 @@ def test_t2i_policy_probabilities_must_sum_to_one() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="gender: probabilities sum to 0.9, not 1"):
-        SimulatedT2IConfig(backend="simulated", policy={"k": {"attributes": {"gender": {"m": 0.5, "f": 0.4}}}})
+        SimulatedT2IConfig(
+            backend="simulated", policy={"k": {"attributes": {"gender": {"m": 0.5, "f": 0.4}}}}
+        )
     with pytest.raises(ValidationError, match="attributes.skin"):
         SimulatedT2IConfig(backend="simulated", policy={"k": {"attributes": {"skin": {"m": 1.0}}}})

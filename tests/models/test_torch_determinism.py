@@ -28,8 +28,14 @@ print(hashlib.sha256(logits.numpy().tobytes()).hexdigest(), logits.argmax(-1).su
 
 def _run(threads: int) -> str:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
-    out = subprocess.run([sys.executable, "-c", PROBE, str(threads)], env={**env, "PYTHONPATH": str(SRC)},
-                         capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(threads)],
+        env={**env, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return out.stdout.strip().splitlines()[-1]
 
 

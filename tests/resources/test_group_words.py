@@ -47,8 +47,15 @@ def test_race_descriptor_occupation_variants(counter, text, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["the black ball", "the White House", "Asian markets", "black-teacher", "blackteacher",
-     "white teacherly", "black. Teachers"],
+    [
+        "the black ball",
+        "the White House",
+        "Asian markets",
+        "black-teacher",
+        "blackteacher",
+        "white teacherly",
+        "black. Teachers",
+    ],
 )
 def test_race_needs_descriptor_then_occupation(counter, text):
     assert sum(counter.count(text, "race").values()) == 0
@@ -106,5 +113,13 @@ def test_plural_rules():
     assert plural_forms("attorney") == {"attorneys"}
     assert plural_forms("fireman") == {"firemen"}
     phrases = occupation_phrases(["Registered Nurses", "Farmers, Ranchers, and Other Managers"])
-    assert {"registered nurse", "registered nurses", "nurse", "nurses", "farmer",
-            "ranchers", "other managers", "managers"} <= phrases
+    assert {
+        "registered nurse",
+        "registered nurses",
+        "nurse",
+        "nurses",
+        "farmer",
+        "ranchers",
+        "other managers",
+        "managers",
+    } <= phrases

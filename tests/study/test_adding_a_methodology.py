@@ -32,7 +32,9 @@ def _params(tmp_path: Path) -> StudyParams:
     return StudyParams.model_validate(with_runs(raw))
 
 
-def test_a_registered_methodology_runs_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registered_methodology_runs_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     register(Quiz)
@@ -53,21 +55,30 @@ def test_a_registered_methodology_runs_end_to_end(tmp_path: Path, monkeypatch: p
     board = pd.read_parquet(layout.scores / "toy_quiz.parquet")
     assert board["simulated"].all() and board["rank"].isna().all()  # simulators are never ranked
     headline = json.loads(layout.headline.read_text())
-    assert headline["toy_quiz"]["simulated_llm"]["accuracy (higher is better)"] == round(accuracy["mean"], 4)
+    assert headline["toy_quiz"]["simulated_llm"]["accuracy (higher is better)"] == round(
+        accuracy["mean"], 4
+    )
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    key = runs["child_runs"]["simulated_llm/toy_quiz"]  # runs are keyed by content hash (genfair.key)
-    (run,) = client.search_runs([client.get_experiment_by_name(params.tracking.experiment).experiment_id],
-                                filter_string=f"tags.`genfair.key` = '{key}'")
+    key = runs["child_runs"][
+        "simulated_llm/toy_quiz"
+    ]  # runs are keyed by content hash (genfair.key)
+    (run,) = client.search_runs(
+        [client.get_experiment_by_name(params.tracking.experiment).experiment_id],
+        filter_string=f"tags.`genfair.key` = '{key}'",
+    )
     assert run.data.metrics["accuracy.mean"] == pytest.approx(accuracy["mean"])
     assert run.data.params["toy_quiz.questions"] == "60"
 
 
-def test_a_package_registers_one_by_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_package_registers_one_by_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dist = tmp_path / "toy_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
-        f"[{registry.ENTRY_POINT_GROUP}]\ntoy_quiz = tests.study.toy_methodology:Quiz\n")
+        f"[{registry.ENTRY_POINT_GROUP}]\ntoy_quiz = tests.study.toy_methodology:Quiz\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     monkeypatch.setattr(registry, "_registered", {})
@@ -80,10 +91,18 @@ def test_a_package_registers_one_by_entry_point(tmp_path: Path, monkeypatch: pyt
 
 def test_genfair_finds_its_own_methodologies_by_their_folders() -> None:
     """No list to edit: every package under genfair/methodologies/ is a methodology."""
-    assert set(registry.builtin()) == {"fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias"}
+    assert set(registry.builtin()) == {
+        "fact_or_fair",
+        "news_bias",
+        "iris",
+        "lvlm_facet",
+        "open_bias",
+    }
     assert all(get_methodology(name).name == name for name in registry.builtin())
     assert registry.code_path("iris", ROOT) == "src/genfair/methodologies/iris"
-    assert registry.code_path("iris", ROOT / "tests") == str(ROOT / "src/genfair/methodologies/iris")
+    assert registry.code_path("iris", ROOT / "tests") == str(
+        ROOT / "src/genfair/methodologies/iris"
+    )
 
 
 def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,7 +121,9 @@ def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
 
     register(Quiz)
     layout = Layout(tmp_path)
-    write_parquet(pd.DataFrame({"model": pd.Series([], dtype=str)}), layout.scores / "toy_quiz.parquet")
+    write_parquet(
+        pd.DataFrame({"model": pd.Series([], dtype=str)}), layout.scores / "toy_quiz.parquet"
+    )
     table = pd.read_csv(write_plot("toy_quiz", "accuracy", layout))
     assert list(table.columns) == ["mean", "model"] and table.empty
     with pytest.raises(ConfigError, match="declares no plot 'nope'"):

@@ -10,7 +10,14 @@ import pytest
 
 from genfair.stamps import STAMP_DIR, stamp_key, write_stamp
 from genfair.study.always import (
-    CURATION_STAGE, STORE_STAGE, curation_key, quick, quick_curation_inputs, quick_sync_store, store_key)
+    CURATION_STAGE,
+    STORE_STAGE,
+    curation_key,
+    quick,
+    quick_curation_inputs,
+    quick_sync_store,
+    store_key,
+)
 from genfair.study.layout import Layout
 
 
@@ -25,8 +32,19 @@ def workspace(tmp_path: Path, monkeypatch) -> Path:
 
 def _stamp_curation(news: Path) -> Path:
     out = Path("data/curated/inputs/news.json")
-    write_stamp(CURATION_STAGE, curation_key(), {"sections": {"news": {
-        "paths": [str(news)], "out": str(out), "hash_cache": ".cache/input_hashes/news.json"}}})
+    write_stamp(
+        CURATION_STAGE,
+        curation_key(),
+        {
+            "sections": {
+                "news": {
+                    "paths": [str(news)],
+                    "out": str(out),
+                    "hash_cache": ".cache/input_hashes/news.json",
+                }
+            }
+        },
+    )
     return out
 
 
@@ -76,8 +94,14 @@ def test_store_fast_path_only_when_the_store_holds_every_run(workspace: Path) ->
     layout.tracking.parent.mkdir(parents=True)
     layout.tracking.write_text(json.dumps({"parent_run": "k0", "child_runs": {"a": "k1"}}))
     assert not quick(STORE_STAGE, lambda: quick_sync_store(layout))  # no stamp
-    write_stamp(STORE_STAGE, store_key(), {"uri": f"sqlite:///{workspace / 'mlflow.db'}", "experiment": "genfair"})
-    assert not quick(STORE_STAGE, lambda: quick_sync_store(layout))  # no store yet: every run missing
+    write_stamp(
+        STORE_STAGE,
+        store_key(),
+        {"uri": f"sqlite:///{workspace / 'mlflow.db'}", "experiment": "genfair"},
+    )
+    assert not quick(
+        STORE_STAGE, lambda: quick_sync_store(layout)
+    )  # no store yet: every run missing
     assert not layout.tracking_store.exists()
 
 
@@ -90,8 +114,13 @@ def test_the_full_path_leaves_unchanged_fingerprints_and_drops_stale_ones(worksp
 
     news = workspace / "news.jsonl"
     news.write_text('{"headline": "H", "body": "B"}\n')
-    frame = StudyFrame(seed=1, scale="smoke", models={"m": {}}, methodologies={"x": {}},
-                       curation={"news": {"sources": [{"kind": "file", "path": str(news)}]}})
+    frame = StudyFrame(
+        seed=1,
+        scale="smoke",
+        models={"m": {}},
+        methodologies={"x": {}},
+        curation={"news": {"sources": [{"kind": "file", "path": str(news)}]}},
+    )
     folder = workspace / "data/curated/inputs"
     stale = folder / "gone.json"
     stale.parent.mkdir(parents=True)

@@ -16,8 +16,13 @@ from genfair.study.layout import Layout
 
 
 def _frame(code: dict[str, str | None]) -> StudyFrame:
-    return StudyFrame(seed=1, scale="smoke", models={"m": {}}, methodologies={name: {} for name in code},
-                      methodology_code=code)
+    return StudyFrame(
+        seed=1,
+        scale="smoke",
+        models={"m": {}},
+        methodologies={name: {} for name in code},
+        methodology_code=code,
+    )
 
 
 def _package(where: Path) -> Path:
@@ -39,7 +44,11 @@ def test_the_fingerprint_follows_the_code_not_where_it_is_installed(tmp_path: Pa
     first = fingerprint(one, tmp_path / "study_a")
     assert first == fingerprint(other, tmp_path / "study_b")  # no path, no byte-code
     (entry,) = json.loads(first)["code"]
-    assert {k: v for k, v in entry.items() if k != "sha256"} == {"kind": "dir", "files": 2, "bytes": 28}
+    assert {k: v for k, v in entry.items() if k != "sha256"} == {
+        "kind": "dir",
+        "files": 2,
+        "bytes": 28,
+    }
     (one / "sub/steps.py").write_text("def f():\n    return 2\n# a comment\n")
     assert fingerprint(one, tmp_path / "study_a") != first  # a comment is a change, as for DVC
 

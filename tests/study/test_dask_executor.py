@@ -31,13 +31,15 @@ METHODOLOGIES = ("fact_or_fair", "open_bias")
 
 
 def _compose(tmp_path: Path) -> dict[str, Any]:
-    return load_params(compose(["scale=smoke", "~model@models.smollm2"], tmp_path / "params.yaml")).model_dump(
-        mode="json")
+    return load_params(
+        compose(["scale=smoke", "~model@models.smollm2"], tmp_path / "params.yaml")
+    ).model_dump(mode="json")
 
 
 def _read_curated(raw: dict[str, Any], curated: Path) -> None:
     """Point the methodologies' curated inputs (and the FACET release) at ``curated``'s
     ``data/curated`` instead of the repository's (absolute: workers run elsewhere)."""
+
     def at(relative: str) -> str:
         assert relative.startswith("data/curated/"), relative
         return str(curated / relative)
@@ -57,7 +59,12 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The smoke study's curation outputs, built once in-process as its stages do: the news
     corpus (the smoke config's embedded source), the occupation table, the FACET-format
     fixture and its person crops; a folder whose ``data/curated`` the other methodologies read."""
-    from genfair.study.curation import collect_news_corpus, curate_facet_crops, facet_fixture, occupations_table
+    from genfair.study.curation import (
+        collect_news_corpus,
+        curate_facet_crops,
+        facet_fixture,
+        occupations_table,
+    )
 
     root = tmp_path_factory.mktemp("curated")
     raw = _compose(root)
@@ -73,9 +80,17 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler: str | None = None,
-            concurrency: int = 4, rate_limit: str | None = None, curated: Path | None = None,
-            extra_models: dict[str, Any] | None = None) -> StudyParams:
+def _params(
+    tmp_path: Path,
+    base_url: str,
+    *,
+    executor: str = "local",
+    scheduler: str | None = None,
+    concurrency: int = 4,
+    rate_limit: str | None = None,
+    curated: Path | None = None,
+    extra_models: dict[str, Any] | None = None,
+) -> StudyParams:
     """The smoke study (less its local LLM) plus a mock ``endpoint`` LLM at ``base_url``:
     FACT-OR-FAIR and OpenBias only, or all its methodologies reading ``curated``'s outputs."""
     raw = _compose(tmp_path)
@@ -85,18 +100,39 @@ def _params(tmp_path: Path, base_url: str, *, executor: str = "local", scheduler
         _read_curated(raw, curated)
     # a proposer built in code (no model config to rebuild it from): it runs in this process
     captions = pd.read_csv(ROOT / raw["methodologies"]["open_bias"]["caption_set"])["caption_id"]
-    answer = {"bias": [{"name": "gender", "refer_to": "person", "classes": ["man", "woman"],
-                        "question": "What is the gender of the person?", "present_in_prompt": False}]}
-    raw["methodologies"]["open_bias"].update(proposer="scripted", scripted_proposals={str(c): answer for c in captions})
+    answer = {
+        "bias": [
+            {
+                "name": "gender",
+                "refer_to": "person",
+                "classes": ["man", "woman"],
+                "question": "What is the gender of the person?",
+                "present_in_prompt": False,
+            }
+        ]
+    }
+    raw["methodologies"]["open_bias"].update(
+        proposer="scripted", scripted_proposals={str(c): answer for c in captions}
+    )
     raw["generation"] = {"max_error_rate": 0.0, "executor": executor, "scheduler": scheduler}
-    raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
-                                 "api_key_env": None, "max_retries": 0, "timeout_s": 30, "concurrency": concurrency,
-                                 "rate_limit": rate_limit}
+    raw["models"]["endpoint"] = {
+        "modality": "llm",
+        "backend": "openai",
+        "model_id": "mock",
+        "base_url": base_url,
+        "api_key_env": None,
+        "max_retries": 0,
+        "timeout_s": 30,
+        "concurrency": concurrency,
+        "rate_limit": rate_limit,
+    }
     raw["models"].update(extra_models or {})
     return StudyParams.model_validate(with_runs(raw))
 
 
-def _study(params: StudyParams, layout: Layout, cache: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+def _study(
+    params: StudyParams, layout: Layout, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, bytes]:
     """Probes and every generate step of ``params`` under ``layout``; every output file's bytes."""
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(cache))
     for methodology in params.methodologies:
@@ -104,11 +140,16 @@ def _study(params: StudyParams, layout: Layout, cache: Path, monkeypatch: pytest
     for run in params.runs.values():
         generate(params, run["model"], run["methodology"], layout)
     responses = layout.data / "responses"
-    return {str(p.relative_to(responses)): p.read_bytes() for p in sorted(responses.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(responses)): p.read_bytes()
+        for p in sorted(responses.rglob("*"))
+        if p.is_file()
+    }
 
 
-def _on_cluster(tmp_path: Path, cluster: Cluster, url: str, monkeypatch: pytest.MonkeyPatch,
-                **kwargs: Any) -> tuple[StudyParams, Layout]:
+def _on_cluster(
+    tmp_path: Path, cluster: Cluster, url: str, monkeypatch: pytest.MonkeyPatch, **kwargs: Any
+) -> tuple[StudyParams, Layout]:
     """Params with ``executor: dask`` on ``cluster`` and a layout holding FACT-OR-FAIR's probes."""
     params = _params(tmp_path, url, executor="dask", scheduler=cluster.address, **kwargs)
     layout = Layout(tmp_path)
@@ -124,16 +165,35 @@ def _bodies(requests: Any) -> Counter[str]:
 
 
 def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once(
-        tmp_path: Path, curated: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
-    server = mock_openai(reply="A")  # one endpoint: its base_url is in the model's cache keys and run_params
-    local = _study(_params(tmp_path, server.url, curated=curated), Layout(tmp_path / "local"),
-                   tmp_path / "cache-local", monkeypatch)
+    tmp_path: Path,
+    curated: Path,
+    dask_cluster: Cluster,
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = mock_openai(
+        reply="A"
+    )  # one endpoint: its base_url is in the model's cache keys and run_params
+    local = _study(
+        _params(tmp_path, server.url, curated=curated),
+        Layout(tmp_path / "local"),
+        tmp_path / "cache-local",
+        monkeypatch,
+    )
     asked_locally = _bodies(list(server.requests))
 
-    params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address, curated=curated)
-    assert set(params.methodologies) == {"fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias"}
+    params = _params(
+        tmp_path, server.url, executor="dask", scheduler=dask_cluster.address, curated=curated
+    )
+    assert set(params.methodologies) == {
+        "fact_or_fair",
+        "news_bias",
+        "iris",
+        "lvlm_facet",
+        "open_bias",
+    }
     on_dask = _study(params, Layout(tmp_path / "dask"), tmp_path / "cache-dask", monkeypatch)
-    asked_on_dask = _bodies(list(server.requests)[sum(asked_locally.values()):])
+    asked_on_dask = _bodies(list(server.requests)[sum(asked_locally.values()) :])
 
     assert on_dask.keys() == local.keys() and any(k.endswith(".png") for k in local)
     for run in params.runs.values():  # every run of every methodology answered something
@@ -144,11 +204,14 @@ def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once
     assert asked_locally and set(asked_on_dask) == set(asked_locally)  # the same calls...
     assert set(asked_on_dask.values()) == {1}  # ...each sent exactly once
     tasks = {w: s["tasks"] for w, s in dask_cluster.client.run(worker_stats).items()}
-    assert len(tasks) == 2 and all(count > 0 for count in tasks.values()), f"every worker serves tasks: {tasks}"
+    assert len(tasks) == 2 and all(count > 0 for count in tasks.values()), (
+        f"every worker serves tasks: {tasks}"
+    )
 
 
 def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = mock_openai(reply="A", latency_s=0.05)
     params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, concurrency=2)
     victim = dask_cluster.workers[0]
@@ -176,7 +239,9 @@ def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
 
     first_run = server.calls
     assert at_kill and at_kill[0] < first_run, "the worker died while the stage was sending calls"
-    generate(params, "endpoint", "fact_or_fair", layout)  # the rerun completes from the cache (+ what failed)
+    generate(
+        params, "endpoint", "fact_or_fair", layout
+    )  # the rerun completes from the cache (+ what failed)
     responses = pd.read_parquet(layout.responses("endpoint", "fact_or_fair"))
     assert (responses["status"] != "error").all(), outcome
     if outcome == "completed":
@@ -187,7 +252,8 @@ def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
 
 
 def test_the_cluster_wide_concurrency_bound_is_never_exceeded(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = mock_openai(reply="A", latency_s=0.05)
     # 3 leases over 2 one-thread workers: each task asks for 2 (ceil 3/2), so only the
     # semaphore keeps the two workers from 4 requests at once
@@ -198,9 +264,12 @@ def test_the_cluster_wide_concurrency_bound_is_never_exceeded(
 
 
 def test_a_rate_limit_holds_across_the_cluster(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = mock_openai(reply="A", latency_s=0.01)
-    params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, concurrency=8, rate_limit="8/second")
+    params, layout = _on_cluster(
+        tmp_path, dask_cluster, server.url, monkeypatch, concurrency=8, rate_limit="8/second"
+    )
     generate(params, "endpoint", "fact_or_fair", layout)
     assert server.calls > 16
     # both workers sent calls: one limit per worker would let 16 start within a second
@@ -210,13 +279,22 @@ def test_a_rate_limit_holds_across_the_cluster(
 
 
 def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.support.tiny_models import save_tiny_llama
 
-    tiny = {"modality": "llm", "backend": "hf", "model_id": str(save_tiny_llama(tmp_path / "tiny")),
-            "batch_size": 2, "threads": 1, "sampling": {"temperature": 0.0, "max_tokens": 4}}
+    tiny = {
+        "modality": "llm",
+        "backend": "hf",
+        "model_id": str(save_tiny_llama(tmp_path / "tiny")),
+        "batch_size": 2,
+        "threads": 1,
+        "sampling": {"temperature": 0.0, "max_tokens": 4},
+    }
     server = mock_openai(reply="A")
-    params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, extra_models={"tiny": tiny})
+    params, layout = _on_cluster(
+        tmp_path, dask_cluster, server.url, monkeypatch, extra_models={"tiny": tiny}
+    )
     generate(params, "tiny", "fact_or_fair", layout, limit=24)
 
     name = config_hash(params.model("tiny"))
@@ -224,7 +302,9 @@ def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(
     assert len(stats) == 2
     for worker, stat in stats.items():  # both serve it, each from its one load
         assert stat["loads"] == {name: 1} and stat["tasks"] >= 1, f"{worker}: {stat}"
-    assert sum(stat["tasks"] for stat in stats.values()) > len(stats)  # a loaded model serves many tasks
+    assert sum(stat["tasks"] for stat in stats.values()) > len(
+        stats
+    )  # a loaded model serves many tasks
     responses = pd.read_parquet(layout.responses("tiny", "fact_or_fair"))
     assert len(responses) and (responses["status"] != "error").all()
 
@@ -237,7 +317,10 @@ def test_a_missing_scheduler_is_one_clear_line(tmp_path: Path, mock_openai, monk
     from genfair.models.dask_executor import connect
 
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
-    with pytest.raises(ConfigError, match=r"generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS"):
+    with pytest.raises(
+        ConfigError,
+        match=r"generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS",
+    ):
         connect(None)
     with pytest.raises(ConfigError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9 "):
         monkeypatch.setattr("genfair.models.dask_executor.CONNECT_TIMEOUT_S", 1.0)
@@ -245,11 +328,14 @@ def test_a_missing_scheduler_is_one_clear_line(tmp_path: Path, mock_openai, monk
 
 
 def test_fill_answers_the_study_on_the_cluster_and_the_stages_then_only_replay(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = mock_openai(reply="A")
     params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address)
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
-    assert fill(params, models=["endpoint"], jobs=2) == {"endpoint · fact_or_fair": "ok"}  # --models restricts
+    assert fill(params, models=["endpoint"], jobs=2) == {
+        "endpoint · fact_or_fair": "ok"
+    }  # --models restricts
     asked = server.calls
     assert asked > 0
 
@@ -257,7 +343,9 @@ def test_fill_answers_the_study_on_the_cluster_and_the_stages_then_only_replay(
     assert outcome == {f"{r['model']} · {r['methodology']}": "ok" for r in params.runs.values()}
     assert server.calls == asked  # resumable: the endpoint's calls were in the cache
 
-    local = params.model_copy(update={"generation": params.generation.model_copy(update={"executor": "local"})})
+    local = params.model_copy(
+        update={"generation": params.generation.model_copy(update={"executor": "local"})}
+    )
     _study(local, Layout(tmp_path / "repro"), tmp_path / "cache", monkeypatch)
     assert server.calls == asked  # the stages (dvc repro) replay from the cache
 
@@ -272,12 +360,21 @@ def test_fill_names_unknown_models_and_methodologies(tmp_path: Path) -> None:
 
 
 def test_worker_resources_place_a_model_on_the_workers_that_offer_them(
-        tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+) -> None:
     raw = _params(tmp_path, "http://127.0.0.1:9/v1").model_dump(mode="json")
     gpu_model = {**raw["models"]["simulated_llm"], "worker_resources": {"GPU": 1}}
-    params, layout = _on_cluster(tmp_path, dask_cluster, "http://127.0.0.1:9/v1", monkeypatch,
-                                 extra_models={"simulated_llm": gpu_model})
-    with pytest.raises(ConfigError, match=r"no Dask worker offers the resources \{'GPU': 1.0\} .* --resources GPU=1"):
+    params, layout = _on_cluster(
+        tmp_path,
+        dask_cluster,
+        "http://127.0.0.1:9/v1",
+        monkeypatch,
+        extra_models={"simulated_llm": gpu_model},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"no Dask worker offers the resources \{'GPU': 1.0\} .* --resources GPU=1",
+    ):
         generate(params, "simulated_llm", "fact_or_fair", layout)
 
     gpu = dask_cluster.add_worker(resources="GPU=1")

@@ -26,14 +26,25 @@ REPLY = '{"answer": "A"}'
 
 
 def _params(tmp_path: Path, base_url: str, max_error_rate: float = 0.0) -> StudyParams:
-    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")]]
+    overrides = [
+        "scale=smoke",
+        *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")],
+    ]
     raw = load_params(compose(overrides, tmp_path / "params.yaml")).model_dump(mode="json")
     raw["models"].pop("simulated_llm")
     raw["methodologies"] = {"toy_quiz": {"questions": 12}}
     raw["generation"] = {"max_error_rate": max_error_rate}
-    raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
-                                 "api_key_env": None, "max_retries": 1, "timeout_s": 5,
-                                 "backoff_initial_s": 0.0, "backoff_max_s": 0.0}
+    raw["models"]["endpoint"] = {
+        "modality": "llm",
+        "backend": "openai",
+        "model_id": "mock",
+        "base_url": base_url,
+        "api_key_env": None,
+        "max_retries": 1,
+        "timeout_s": 5,
+        "backoff_initial_s": 0.0,
+        "backoff_max_s": 0.0,
+    }
     return StudyParams.model_validate(with_runs(raw))
 
 
@@ -48,12 +59,17 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
 
 
 def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(
-        tmp_path: Path, layout: Layout, mock_openai) -> None:
+    tmp_path: Path, layout: Layout, mock_openai
+) -> None:
     prompts = pd.read_parquet(layout.probes("toy_quiz"))["prompt"]
     # three questions fail on every try of the first run (2 tries: max_retries 1): down for them
-    server = mock_openai(reply=REPLY, prompt_faults={p: [Fault.server_error(503)] * 2 for p in prompts[:3]})
+    server = mock_openai(
+        reply=REPLY, prompt_faults={p: [Fault.server_error(503)] * 2 for p in prompts[:3]}
+    )
     params = _params(tmp_path, server.url)
-    with pytest.raises(IncompleteGeneration, match=r"endpoint · toy_quiz: 3 of 12 calls failed .*first: .*503"):
+    with pytest.raises(
+        IncompleteGeneration, match=r"endpoint · toy_quiz: 3 of 12 calls failed .*first: .*503"
+    ):
         generate(params, "endpoint", "toy_quiz", layout)
     assert not layout.responses("endpoint", "toy_quiz").exists()  # no output: DVC reruns the stage
 
@@ -64,7 +80,9 @@ def test_endpoint_down_fails_the_stage_and_the_rerun_sends_only_failed_calls(
     assert (responses["status"] == "ok").all() and len(responses) == 12
 
 
-def test_an_allowed_error_share_marks_the_scores_incomplete(tmp_path: Path, layout: Layout, mock_openai) -> None:
+def test_an_allowed_error_share_marks_the_scores_incomplete(
+    tmp_path: Path, layout: Layout, mock_openai
+) -> None:
     prompt = pd.read_parquet(layout.probes("toy_quiz"))["prompt"].iloc[0]
     down = mock_openai(reply=REPLY, prompt_faults={prompt: [Fault.server_error(500)] * 10})
     params = _params(tmp_path, down.url, max_error_rate=0.2)

@@ -77,12 +77,17 @@ def _cached_prompts(cache: Path) -> set[str]:
 def _sent(server: MockOpenAI, start: int) -> list[str]:
     """Prompts of the requests the mock received since request number ``start``."""
     # a request cut off mid-body by the signal has no body: it was never answered
-    return [r.body["messages"][-1]["content"] for r in list(server.requests)[start:] if r.body is not None]
+    return [
+        r.body["messages"][-1]["content"]
+        for r in list(server.requests)[start:]
+        if r.body is not None
+    ]
 
 
 @pytest.mark.slow  # 14 stage processes: about 90 s on 2 shared cores
 def test_killed_and_interrupted_generation_resumes_without_paying_twice(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(1609)
     server = MockOpenAI(latency_s=0.04, lifetime_s=600).start()
     reference = MockOpenAI(lifetime_s=600).start()
@@ -100,11 +105,17 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
         work = tmp_path / "work"
         layout = Layout(work)
         make_probes(params, "toy_quiz", layout)
-        (work / "params.yaml").write_text(json.dumps(_params(tmp_path, server.url)), encoding="utf-8")
+        (work / "params.yaml").write_text(
+            json.dumps(_params(tmp_path, server.url)), encoding="utf-8"
+        )
         (work / "driver.py").write_text(DRIVER, encoding="utf-8")
         cache = work / "cache" / "responses.sqlite"
-        env = {**os.environ, "GENFAIR_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT / "src"),
-               "GENFAIR_LOG_LEVEL": "INFO"}
+        env = {
+            **os.environ,
+            "GENFAIR_CACHE_DIR": str(work / "cache"),
+            "PYTHONPATH": str(ROOT / "src"),
+            "GENFAIR_LOG_LEVEL": "INFO",
+        }
 
         def run_once(sig: signal.Signals | None) -> tuple[int, str]:
             cached_before = _cached_prompts(cache)
@@ -116,14 +127,22 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                 server.hold(calls + rng.randint(0, MAX_AHEAD - 1))
             # SIGINT as a terminal delivers it, whatever this process inherited: a suite started
             # in the background by a non-interactive shell ignores SIGINT, and so would the run
-            proc = subprocess.Popen([sys.executable, "driver.py"], cwd=work, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            proc = subprocess.Popen(
+                [sys.executable, "driver.py"],
+                cwd=work,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
             try:
                 if sig is not None:
                     deadline = time.monotonic() + 120
                     while server.held == 0:  # the state: a call of this run is in flight, held
-                        assert proc.poll() is None, f"the run ended before its held call: {proc.stderr.read()}"
+                        assert proc.poll() is None, (
+                            f"the run ended before its held call: {proc.stderr.read()}"
+                        )
                         assert time.monotonic() < deadline, "no call of the run reached the mock"
                         time.sleep(0.002)
                     proc.send_signal(sig)
@@ -142,7 +161,9 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                     time.sleep(0.002)
             sent = _sent(server, start)
             # no answer already in the cache was asked again
-            assert not set(sent) & cached_before, f"cached answers sent again: {set(sent) & cached_before}"
+            assert not set(sent) & cached_before, (
+                f"cached answers sent again: {set(sent) & cached_before}"
+            )
             assert len(sent) == len(set(sent))  # and none twice within a run
             return proc.returncode, err
 
@@ -151,8 +172,13 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
         for _ in range(INTERRUPTS):
             code, err = run_once(signal.SIGINT)
             assert code == 130, err  # every one interrupted mid-run
-            assert err.strip().splitlines()[-1].endswith(
-                "interrupted: everything answered so far is in the response cache; rerun to resume"), err
+            assert (
+                err.strip()
+                .splitlines()[-1]
+                .endswith(
+                    "interrupted: everything answered so far is in the response cache; rerun to resume"
+                )
+            ), err
             assert "Traceback" not in err
         for _ in range(3):  # rerun until done
             code, err = run_once(None)

@@ -11,8 +11,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "genfair"
 #: lowest first; a module may import its own layer and the layers before it
-LAYERS = ["base", "metrics", "resources", "curation", "models", "instruments", "methodologies", "study", "cli"]
-BASE = {"io", "logs", "errors", "names", "urls", "stamps", "params", "config"}  # shared utilities (config validates every layer's config lazily)
+LAYERS = [
+    "base",
+    "metrics",
+    "resources",
+    "curation",
+    "models",
+    "instruments",
+    "methodologies",
+    "study",
+    "cli",
+]
+BASE = {
+    "io",
+    "logs",
+    "errors",
+    "names",
+    "urls",
+    "stamps",
+    "params",
+    "config",
+}  # shared utilities (config validates every layer's config lazily)
 
 
 def _layer(module: str) -> str:
@@ -42,14 +61,21 @@ def test_imports_go_only_downward(path: Path) -> None:
     mine = _layer(module)
     if mine == "base":
         return
-    upward = [m for m in _imports(path)
-              if _layer(m) != "base" and LAYERS.index(_layer(m)) > LAYERS.index(mine)]
+    upward = [
+        m
+        for m in _imports(path)
+        if _layer(m) != "base" and LAYERS.index(_layer(m)) > LAYERS.index(mine)
+    ]
     assert not upward, f"{module} ({mine}) imports upward: {upward}"
 
 
 def test_generic_code_names_no_methodology() -> None:
     pattern = re.compile(r"fact_or_fair|news_bias|iris|open_bias|lvlm")
     generic = [*(SRC / "study").rglob("*.py"), SRC / "cli.py", *(ROOT / "stages").glob("*.py")]
-    hits = [f"{p.relative_to(ROOT)}:{i}" for p in generic
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in generic
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert not hits, hits

@@ -10,25 +10,46 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genfair.study.lineage import (DataFile, DvcDatasetSource, Experiment, changed_params, current_experiment,
-                                   locked_stages, log_data, stage_data)
+from genfair.study.lineage import (
+    DataFile,
+    DvcDatasetSource,
+    Experiment,
+    changed_params,
+    current_experiment,
+    locked_stages,
+    log_data,
+    stage_data,
+)
 
-LOCK = {"schema": "2.0", "stages": {
-    "label@m-x": {"deps": [{"path": "data/responses/m/x", "md5": "a" * 32 + ".dir"},
-                           {"path": "src/genfair/study", "md5": "c" * 32 + ".dir"}],
-                  "outs": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}]},
-    "metrics@m-x": {"deps": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}],
-                    "outs": [{"path": "data/metrics/m/x", "md5": "d" * 32 + ".dir"}]},
-}}
+LOCK = {
+    "schema": "2.0",
+    "stages": {
+        "label@m-x": {
+            "deps": [
+                {"path": "data/responses/m/x", "md5": "a" * 32 + ".dir"},
+                {"path": "src/genfair/study", "md5": "c" * 32 + ".dir"},
+            ],
+            "outs": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}],
+        },
+        "metrics@m-x": {
+            "deps": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}],
+            "outs": [{"path": "data/metrics/m/x", "md5": "d" * 32 + ".dir"}],
+        },
+    },
+}
 
 
 def test_stage_data_names_each_data_path_once_with_its_dvc_hash(tmp_path: Path) -> None:
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(LOCK))
     stages = locked_stages(tmp_path)
-    files = stage_data(stages, ["generate@m-x", "label@m-x", "metrics@m-x"])  # generate not locked: skipped
-    assert files == [DataFile("data/labels/m/x.parquet", "b" * 32, "output"),
-                     DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"),
-                     DataFile("data/responses/m/x", "a" * 32 + ".dir", "input")]  # code paths are not data
+    files = stage_data(
+        stages, ["generate@m-x", "label@m-x", "metrics@m-x"]
+    )  # generate not locked: skipped
+    assert files == [
+        DataFile("data/labels/m/x.parquet", "b" * 32, "output"),
+        DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"),
+        DataFile("data/responses/m/x", "a" * 32 + ".dir", "input"),
+    ]  # code paths are not data
     assert locked_stages(tmp_path / "nowhere") == {}
 
 
@@ -38,28 +59,55 @@ def test_data_is_logged_as_dataset_inputs_with_the_dvc_hash(tmp_path: Path) -> N
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
-    files = [DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"), DataFile("data/labels/m/x.parquet", "b" * 32, "input")]
+    files = [
+        DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"),
+        DataFile("data/labels/m/x.parquet", "b" * 32, "input"),
+    ]
     with mlflow.start_run() as run:
         log_data(mlflow, files, "0123abcd")
     inputs = MlflowClient(uri).get_run(run.info.run_id).inputs.dataset_inputs
-    got = {i.dataset.name: (i.dataset.digest, i.dataset.source_type, json.loads(i.dataset.source),
-                            {t.key: t.value for t in i.tags}["mlflow.data.context"]) for i in inputs}
-    assert got == {
-        "data/metrics/m/x": ("d" * 32 + ".dir", "dvc", {"path": "data/metrics/m/x", "rev": "0123abcd", "repo": ""}, "output"),
-        "data/labels/m/x.parquet": ("b" * 32, "dvc", {"path": "data/labels/m/x.parquet", "rev": "0123abcd", "repo": ""}, "input"),
+    got = {
+        i.dataset.name: (
+            i.dataset.digest,
+            i.dataset.source_type,
+            json.loads(i.dataset.source),
+            {t.key: t.value for t in i.tags}["mlflow.data.context"],
+        )
+        for i in inputs
     }
-    assert DvcDatasetSource.from_dict(got["data/metrics/m/x"][2]).to_dict() == got["data/metrics/m/x"][2]
+    assert got == {
+        "data/metrics/m/x": (
+            "d" * 32 + ".dir",
+            "dvc",
+            {"path": "data/metrics/m/x", "rev": "0123abcd", "repo": ""},
+            "output",
+        ),
+        "data/labels/m/x.parquet": (
+            "b" * 32,
+            "dvc",
+            {"path": "data/labels/m/x.parquet", "rev": "0123abcd", "repo": ""},
+            "input",
+        ),
+    }
+    assert (
+        DvcDatasetSource.from_dict(got["data/metrics/m/x"][2]).to_dict()
+        == got["data/metrics/m/x"][2]
+    )
 
 
 def test_changed_params_say_what_differs_from_the_committed_study() -> None:
     committed = {"seed": 1, "methodologies": {"m": {"k": 0.5, "n": 3}}, "runs": {"a": 1}}
     current = {"seed": 1, "methodologies": {"m": {"k": 0, "n": 3, "new": True}}, "runs": {"b": 2}}
-    assert changed_params(current, committed) == {"methodologies.m.k": "0 (was 0.5)",
-                                                  "methodologies.m.new": "True (was <unset>)"}
+    assert changed_params(current, committed) == {
+        "methodologies.m.k": "0 (was 0.5)",
+        "methodologies.m.new": "True (was <unset>)",
+    }
     assert changed_params(current, None) == {}
 
 
-def test_a_dvc_experiment_names_the_study_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dvc_experiment_names_the_study_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (tmp_path / "params.yaml").write_text("seed: 1\nmethodologies:\n  m:\n    k: 0.5\n")
@@ -75,7 +123,13 @@ def test_a_dvc_experiment_names_the_study_run(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("DVC_EXP_BASELINE_REV", "HEAD")
     exp = current_experiment(tmp_path, tmp_path / "params.yaml")
     assert exp.run_name("study-smoke") == "study-smoke lumpy-kits"
-    assert exp.tags() == {"genfair.experiment": "lumpy-kits", "genfair.changed.methodologies.m.k": "0 (was 0.5)"}
+    assert exp.tags() == {
+        "genfair.experiment": "lumpy-kits",
+        "genfair.changed.methodologies.m.k": "0 (was 0.5)",
+    }
     assert exp.description() == "DVC experiment lumpy-kits\n- methodologies.m.k: 0 (was 0.5)"
     monkeypatch.delenv("DVC_EXP_NAME")
-    assert current_experiment(tmp_path, tmp_path / "params.yaml").run_name("study-smoke") == "study-smoke (methodologies.m.k)"
+    assert (
+        current_experiment(tmp_path, tmp_path / "params.yaml").run_name("study-smoke")
+        == "study-smoke (methodologies.m.k)"
+    )

@@ -36,8 +36,15 @@ from tests.support.mlflow_server import mlflow_server
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(2)>'
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 class EvilQuiz(Quiz):
@@ -60,14 +67,18 @@ class EvilQuiz(Quiz):
 
 def _params(tmp_path: Path) -> StudyParams:
     drop = ["smollm2", "simulated_vlm"]
-    raw = load_params(compose(["scale=smoke", *[f"~model@models.{m}" for m in drop]],
-                              tmp_path / "params.yaml")).model_dump(mode="json")
+    raw = load_params(
+        compose(["scale=smoke", *[f"~model@models.{m}" for m in drop]], tmp_path / "params.yaml")
+    ).model_dump(mode="json")
     iris = raw["methodologies"]["iris"]
     iris["occupations_table"] = str(tmp_path / "data/curated/occupations/occupations.parquet")
     iris["ifs_und"]["persons"] = None  # no FACET crops (and no VLM) in this small study
     iris["bis_und"]["dataset"] = None
-    raw["methodologies"] = {"fact_or_fair": raw["methodologies"]["fact_or_fair"], "iris": iris,
-                            "toy_evil": {"questions": 30}}
+    raw["methodologies"] = {
+        "fact_or_fair": raw["methodologies"]["fact_or_fair"],
+        "iris": iris,
+        "toy_evil": {"questions": 30},
+    }
     return StudyParams.model_validate(with_runs(raw))
 
 
@@ -98,8 +109,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[StudyParams, Layout
     patch.undo()
 
 
-def test_a_disk_full_during_the_report_leaves_no_temporary_file(study: tuple[StudyParams, Layout, Path],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_disk_full_during_the_report_leaves_no_temporary_file(
+    study: tuple[StudyParams, Layout, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 21.4: the report's write fails (ENOSPC at the rename) and nothing but the last
     good report is left in its folder (it used to leave ``index.tmp``)."""
     import errno
@@ -124,15 +136,23 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
     assert "<script" not in html.lower() and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
     assert "onerror=alert(2)" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
-    for section in ('id="study"', 'id="headline"', 'id="m-fact_or_fair"', 'id="m-iris"', 'id="m-toy_evil"',
-                    'id="instruments"'):
+    for section in (
+        'id="study"',
+        'id="headline"',
+        'id="m-fact_or_fair"',
+        'id="m-iris"',
+        'id="m-toy_evil"',
+        'id="instruments"',
+    ):
         assert section in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert html.count("SIMULATED") >= 4
     # the headline table: both simulators, never ranked; estimates with their intervals
     table = html.split('id="headline-table"')[1].split("</table>")[0]
     assert "(#" not in table
-    board = pd.read_parquet(layout.scores / "fact_or_fair.parquet").set_index(["model", "context", "attribute"])
+    board = pd.read_parquet(layout.scores / "fact_or_fair.parquet").set_index(
+        ["model", "context", "attribute"]
+    )
     row = board.loc[("simulated_llm", "objective", "gender")]
     shown = [f"{round(row[c], 4):.4g}" for c in ("distance", "distance_lo", "distance_hi")]
     assert f"{shown[0]} [{shown[1]}, {shown[2]}]" in table
@@ -140,19 +160,26 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
     assert "FACT-OR-FAIR: factuality vs. fairness" in html
 
 
-def test_dvc_metric_files_hold_one_number_per_model(study: tuple[StudyParams, Layout, Path]) -> None:
+def test_dvc_metric_files_hold_one_number_per_model(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
     _, layout, _ = study
     files = sorted((layout.headline_dir / "fact_or_fair").rglob("*.json"))
     assert [str(f.relative_to(layout.headline_dir / "fact_or_fair")) for f in files] == sorted(
         f"{m}.SIMULATED/{c}.{a}.distance.lower_better.json"
-        for m in ("simulated_llm", "simulated_t2i") for c in ("objective", "baseline") for a in ("gender", "race"))
+        for m in ("simulated_llm", "simulated_t2i")
+        for c in ("objective", "baseline")
+        for a in ("gender", "race")
+    )
     values = [json.loads(f.read_text()) for f in files]
     assert all(set(v) == {"value"} and isinstance(v["value"], float) for v in values)
     plot = pd.read_csv(write_plot("fact_or_fair", "tradeoff_objective_gender", layout))
     assert {"model", "s_fact", "s_e"} <= set(plot) and plot["model"].str.contains("SIMULATED").all()
 
 
-def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[StudyParams, Layout, Path]) -> None:
+def test_track_logs_what_the_store_lacks_and_never_duplicates(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
     params, layout, tmp = study
     store = f"sqlite:///{tmp / 'mlflow.db'}"
     runs = json.loads(track_study(params, layout).read_text())
@@ -161,12 +188,18 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[Study
     experiment = client.get_experiment_by_name(params.tracking.experiment)
     assert experiment.tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
     first = client.search_runs([experiment.experiment_id])
-    assert len(first) == 1 + len(runs["child_runs"]) == 6  # parent + 2 models on fact_or_fair and iris + 1 on the toy
+    assert (
+        len(first) == 1 + len(runs["child_runs"]) == 6
+    )  # parent + 2 models on fact_or_fair and iris + 1 on the toy
     again = json.loads(track_study(params, layout).read_text())
     assert again == runs
     second = client.search_runs([experiment.experiment_id])
     assert sorted(r.info.run_id for r in second) == sorted(r.info.run_id for r in first)
-    child = next(r for r in second if r.data.tags.get(KEY_TAG) == runs["child_runs"]["simulated_llm/fact_or_fair"])
+    child = next(
+        r
+        for r in second
+        if r.data.tags.get(KEY_TAG) == runs["child_runs"]["simulated_llm/fact_or_fair"]
+    )
     assert child.data.tags["genfair.simulated"] == "true" and child.data.metrics
     # a fresh store gets every run again
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'fresh.db'}"
@@ -175,37 +208,58 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(study: tuple[Study
     finally:
         os.environ["MLFLOW_TRACKING_URI"] = store
     fresh = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'fresh.db'}")
-    assert len(fresh.search_runs([fresh.get_experiment_by_name(params.tracking.experiment).experiment_id])) == 6
+    assert (
+        len(
+            fresh.search_runs(
+                [fresh.get_experiment_by_name(params.tracking.experiment).experiment_id]
+            )
+        )
+        == 6
+    )
 
 
 def test_mlflow_sync_asks_the_store_without_mlflow_and_logs_what_it_lacks(
-        study: tuple[StudyParams, Layout, Path]) -> None:
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
     params, layout, tmp = study
     store, experiment = f"sqlite:///{tmp / 'mlflow.db'}", params.tracking.experiment
     track_study(params, layout)
     keys = listed_keys(layout.tracking)
     assert len(keys) == 6 and missing_runs(keys, store, experiment) == []
     assert missing_runs(keys, f"sqlite:///{tmp / 'none.db'}", experiment) == keys  # no store yet
-    assert missing_runs(keys, "http://127.0.0.1:5000", experiment) is None  # a server: MLflow must tell
+    assert (
+        missing_runs(keys, "http://127.0.0.1:5000", experiment) is None
+    )  # a server: MLflow must tell
     client = MlflowClient(tracking_uri=store)
-    lost = next(r for r in client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
-                if r.data.tags[KEY_TAG] == keys[1])
+    lost = next(
+        r
+        for r in client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+        if r.data.tags[KEY_TAG] == keys[1]
+    )
     client.delete_run(lost.info.run_id)
     assert missing_runs(keys, store, experiment) == [keys[1]]
     written = json.loads(sync_store(params, layout).read_text())  # logs the lost run again
     assert missing_runs(keys, store, experiment) == []
     assert written == {"tracking_uri": written["tracking_uri"], "experiment": experiment, "runs": 6}
     assert str(tmp) not in written["tracking_uri"]  # no machine path in the committed file
-    html = build_report(params, layout).read_text(encoding="utf-8")  # the report says where the runs are
+    html = build_report(params, layout).read_text(
+        encoding="utf-8"
+    )  # the report says where the runs are
     assert f"MLflow: 6 runs in experiment <b>{experiment}</b>" in html
 
 
 @pytest.mark.browser
-def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Path], tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (make setup)")
+def test_report_renders_offline_in_chromium(
+    study: tuple[StudyParams, Layout, Path], tmp_path: Path
+) -> None:
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is a dev dependency (make setup)"
+    )
     if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root "
-                    "(apt-get install chromium chromium-driver)")
+        pytest.skip(
+            "no Chromium: `make setup` installs Debian's chromium when run as root "
+            "(apt-get install chromium chromium-driver)"
+        )
     params, layout, _ = study
     report = build_report(params, layout)
     requests, errors, dialogs = [], [], []
@@ -218,7 +272,14 @@ def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Pa
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.goto(report.as_uri(), wait_until="load")
-            for section in ("#study", "#headline", "#m-fact_or_fair", "#m-iris", "#m-toy_evil", "#instruments"):
+            for section in (
+                "#study",
+                "#headline",
+                "#m-fact_or_fair",
+                "#m-iris",
+                "#m-toy_evil",
+                "#instruments",
+            ):
                 assert page.locator(section).is_visible(), section
             figures = page.locator("section.methodology figure img")
             assert figures.count() >= 4  # LLM and T2I trade-off plots, IRIS sectors
@@ -236,9 +297,13 @@ def test_report_renders_offline_in_chromium(study: tuple[StudyParams, Layout, Pa
 
 
 @pytest.mark.browser
-def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyParams, Layout, Path]) -> None:
+def test_mlflow_ui_shows_runs_params_figures_and_compares(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
     """The real MLflow server on the study's store, checked through Chromium."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency (make setup)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is a dev dependency (make setup)"
+    )
     if not Path(CHROMIUM).exists():
         pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root")
     params, layout, tmp = study
@@ -260,22 +325,31 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(study: tuple[StudyPara
                 page.get_by_text("study-smoke").first.wait_for(timeout=60_000)
                 # every model x methodology run: expand the study run's children
                 page.wait_for_timeout(1000)
-                toggles = page.locator('[role="gridcell"] button[data-component-id*="runnamecellrenderer"]')
+                toggles = page.locator(
+                    '[role="gridcell"] button[data-component-id*="runnamecellrenderer"]'
+                )
                 for i in range(toggles.count()):
                     toggles.nth(i).click()
                 for name in runs["child_runs"]:
                     page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
                 # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
-                page.goto(f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning")
+                page.goto(
+                    f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning"
+                )
                 page.get_by_text("iris.S.IFS-Gen").first.wait_for(timeout=60_000)
                 text = page.locator("body").inner_text()
                 assert "iris.K.IFS-Gen" in text and "iris.score.IFS-Gen" in text
                 assert "genfair.simulated" in text or "SIMULATED" in text
-                page.goto(f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning")
+                page.goto(
+                    f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning"
+                )
                 page.get_by_text("tradeoff_objective.png").first.wait_for(timeout=60_000)
                 # comparing two runs
-                page.goto(f"{base}/#/compare-runs?runs=" + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
-                          + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}")
+                page.goto(
+                    f"{base}/#/compare-runs?runs="
+                    + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
+                    + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}"
+                )
                 page.get_by_text("simulated_t2i/iris").first.wait_for(timeout=60_000)
                 assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
             finally:

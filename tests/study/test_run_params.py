@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _study(tmp_path: Path, questions: int) -> Path:
     """A params.yaml with the toy quiz on the simulated LLM (and smollm2, which it never reads)."""
-    out = compose(["scale=smoke", "~model@models.simulated_t2i", "~model@models.simulated_vlm"], tmp_path / "p.yaml")
+    out = compose(
+        ["scale=smoke", "~model@models.simulated_t2i", "~model@models.simulated_vlm"],
+        tmp_path / "p.yaml",
+    )
     raw = load_params(out).model_dump(mode="json", exclude_unset=True)
     raw["methodologies"] = {"toy_quiz": {"questions": questions}}
     path = tmp_path / "params.yaml"
@@ -30,7 +33,9 @@ def _study(tmp_path: Path, questions: int) -> Path:
     return path
 
 
-def _generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, questions: int) -> tuple[Path, StudyParams, Layout]:
+def _generated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, questions: int
+) -> tuple[Path, StudyParams, Layout]:
     """The toy quiz's probes and responses on the simulated LLM: its params file, params, layout."""
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
     register(Quiz)
@@ -41,14 +46,18 @@ def _generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, questions: int) 
     return path, params, layout
 
 
-def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generate_records_exactly_the_blocks_the_run_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, params, layout = _generated(tmp_path, monkeypatch, questions=12)
 
     written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
     assert written == run_params(params, "simulated_llm", "toy_quiz")
     # what generate@ lists in dvc.yaml: seed, generation, instruments, its model, its methodology
     assert set(written) <= {"seed", "generation", "instruments", "models", "methodologies"}
-    assert list(written["models"]) == ["simulated_llm"] and list(written["methodologies"]) == ["toy_quiz"]
+    assert list(written["models"]) == ["simulated_llm"] and list(written["methodologies"]) == [
+        "toy_quiz"
+    ]
 
     # params.yaml changes after generate ran: label and metrics still see what generate ran with
     edited = yaml.safe_load(path.read_text())
@@ -58,7 +67,10 @@ def test_generate_records_exactly_the_blocks_the_run_reads(tmp_path: Path, monke
     recorded = recorded_params("simulated_llm", "toy_quiz", layout, str(path))
     assert isinstance(recorded, StudyParams)
     assert recorded.methodologies == {"toy_quiz": {"questions": 12}}
-    assert recorded.models["simulated_llm"] == params.models["simulated_llm"] and recorded.seed == params.seed
+    assert (
+        recorded.models["simulated_llm"] == params.models["simulated_llm"]
+        and recorded.seed == params.seed
+    )
     assert recorded.cache.dir == "elsewhere"  # settings no result depends on come from params.yaml
 
 
@@ -67,7 +79,8 @@ def test_a_run_that_reads_other_models_records_them(tmp_path: Path) -> None:
     written = run_params(params, "simulated_t2i", "open_bias")
     assert set(written["models"]) == {"simulated_t2i", "smollm2", "simulated_vlm"}
     assert StudyParams.model_validate({**written, "scale": "default"}).models == {
-        name: params.models[name] for name in written["models"]}  # the recorded configs validate back
+        name: params.models[name] for name in written["models"]
+    }  # the recorded configs validate back
 
 
 def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
@@ -85,7 +98,9 @@ def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
 
 
 def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"run_params.json: not found; generate@simulated_llm-toy_quiz writes it"):
+    with pytest.raises(
+        ConfigError, match=r"run_params.json: not found; generate@simulated_llm-toy_quiz writes it"
+    ):
         recorded_params("simulated_llm", "toy_quiz", Layout(tmp_path), str(ROOT / "params.yaml"))
 
 
@@ -97,12 +112,20 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
     from genfair.study.runs import model_hash
     from genfair.study.steps import run_params
 
-    raw = load_params(compose(["scale=smoke"], tmp_path / "params.yaml")).model_dump(mode="json", exclude_unset=True)
+    raw = load_params(compose(["scale=smoke"], tmp_path / "params.yaml")).model_dump(
+        mode="json", exclude_unset=True
+    )
     before = StudyParams.model_validate(raw)
-    raw["generation"] = {**raw.get("generation", {}), "executor": "dask", "scheduler": "tcp://127.0.0.1:8786"}
+    raw["generation"] = {
+        **raw.get("generation", {}),
+        "executor": "dask",
+        "scheduler": "tcp://127.0.0.1:8786",
+    }
     raw["models"]["smollm2"]["worker_resources"] = {"GPU": 1}
     after = StudyParams.model_validate(raw)
-    assert run_params(after, "smollm2", "fact_or_fair") == run_params(before, "smollm2", "fact_or_fair")
+    assert run_params(after, "smollm2", "fact_or_fair") == run_params(
+        before, "smollm2", "fact_or_fair"
+    )
     assert model_hash(after.model("smollm2")) == model_hash(before.model("smollm2"))
 
 
@@ -114,15 +137,22 @@ def test_a_rate_limit_is_outside_the_model_hash_and_the_cache_key() -> None:
     from genfair.models.openai import OpenAIChatBackend
     from genfair.study.runs import model_hash
 
-    plain = OpenAIModelConfig(backend="openai", model_id="m", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    plain = OpenAIModelConfig(
+        backend="openai", model_id="m", base_url="http://127.0.0.1:1/v1", api_key_env=None
+    )
     limited = plain.model_copy(update={"rate_limit": "500/minute"})
     assert model_hash(limited) == model_hash(plain)
     request = Request(messages=({"role": "user", "content": "q"},), seed=1)
-    keys = {ResponseCache.key(OpenAIChatBackend(c).request_fingerprint(request), request) for c in (plain, limited)}
+    keys = {
+        ResponseCache.key(OpenAIChatBackend(c).request_fingerprint(request), request)
+        for c in (plain, limited)
+    }
     assert len(keys) == 1
 
 
-def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_local_backends_runtime_is_recorded_and_not_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """How a local model ran here (engine, dtype: chosen from the CPU) goes into run_params.json;
     label and metrics read the params without it."""
     from genfair.models.base import LLMBackend
@@ -133,4 +163,5 @@ def test_a_local_backends_runtime_is_recorded_and_not_read_back(tmp_path: Path, 
     written = json.loads(layout.run_params("simulated_llm", "toy_quiz").read_text())
     assert written == {**run_params(params, "simulated_llm", "toy_quiz"), "runtime": runtime}
     assert recorded_params("simulated_llm", "toy_quiz", layout, str(path)).models == {
-        "simulated_llm": params.models["simulated_llm"]}
+        "simulated_llm": params.models["simulated_llm"]
+    }

@@ -22,10 +22,22 @@ STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
 def test_a_model_runs_the_methodologies_of_its_modality() -> None:
     models = {"a": {"modality": "llm"}, "b": {"modality": "t2i"}, "c": {"modality": "vlm"}}
     runs = runs_for(models, {name: {} for name in STUDY})
-    assert list(runs) == ["a-fact_or_fair", "a-news_bias", "a-iris", "b-fact_or_fair", "b-iris", "b-open_bias",
-                          "c-iris", "c-lvlm_facet"]
-    assert runs["b-open_bias"] == {"model": "b", "methodology": "open_bias", "reads": {},
-                                   "code": "src/genfair/methodologies/open_bias"}
+    assert list(runs) == [
+        "a-fact_or_fair",
+        "a-news_bias",
+        "a-iris",
+        "b-fact_or_fair",
+        "b-iris",
+        "b-open_bias",
+        "c-iris",
+        "c-lvlm_facet",
+    ]
+    assert runs["b-open_bias"] == {
+        "model": "b",
+        "methodology": "open_bias",
+        "reads": {},
+        "code": "src/genfair/methodologies/open_bias",
+    }
 
 
 def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:
@@ -35,25 +47,43 @@ def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     runs = runs_for(params.models, params.methodologies)
     reads = runs["simulated_t2i-open_bias"]["reads"]
-    assert set(reads) == {"smollm2", "simulated_vlm"} and reads["smollm2"] == model_hash(params.models["smollm2"])
+    assert set(reads) == {"smollm2", "simulated_vlm"} and reads["smollm2"] == model_hash(
+        params.models["smollm2"]
+    )
     assert all(run["reads"] == {} for key, run in runs.items() if key != "simulated_t2i-open_bias")
     # the raw and the validated config hash alike (the resolver sees raw, check_runs validated)
     assert model_hash(raw["models"]["smollm2"]) == reads["smollm2"]
-    sampled = {**raw["models"], "smollm2": {**raw["models"]["smollm2"],
-                                            "sampling": {**raw["models"]["smollm2"]["sampling"], "max_tokens": 17}}}
-    assert runs_for(sampled, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]["smollm2"] != reads["smollm2"]
+    sampled = {
+        **raw["models"],
+        "smollm2": {
+            **raw["models"]["smollm2"],
+            "sampling": {**raw["models"]["smollm2"]["sampling"], "max_tokens": 17},
+        },
+    }
+    assert (
+        runs_for(sampled, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]["smollm2"]
+        != reads["smollm2"]
+    )
     added = {**raw["models"], "extra": raw["models"]["simulated_llm"]}
-    assert runs_for(added, raw["methodologies"])["simulated_t2i-open_bias"] == runs["simulated_t2i-open_bias"]
+    assert (
+        runs_for(added, raw["methodologies"])["simulated_t2i-open_bias"]
+        == runs["simulated_t2i-open_bias"]
+    )
     # the proposer taken out of the study: the entry changes, so generate reruns (and names the
     # missing model) instead of keeping proposals from a model the study no longer has
     without = {name: config for name, config in raw["models"].items() if name != "smollm2"}
-    assert set(runs_for(without, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]) == {"simulated_vlm"}
+    assert set(runs_for(without, raw["methodologies"])["simulated_t2i-open_bias"]["reads"]) == {
+        "simulated_vlm"
+    }
 
 
 def test_a_step_sees_only_the_models_its_run_depends_on() -> None:
     params = load_params(ROOT / "params.yaml")
     assert set(step_context(params, "simulated_t2i", "open_bias", Layout()).models) == {
-        "simulated_t2i", "smollm2", "simulated_vlm"}
+        "simulated_t2i",
+        "smollm2",
+        "simulated_vlm",
+    }
     assert set(step_context(params, "smollm2", "news_bias", Layout()).models) == {"smollm2"}
 
 
@@ -61,12 +91,19 @@ def test_the_committed_params_list_the_runs_their_models_give() -> None:
     params = load_params(ROOT / "params.yaml")
     check_runs(params)  # raises when stale
     assert params.runs is not None and "simulated_vlm-lvlm_facet" in params.runs
-    assert "smollm2-lvlm_facet" not in params.runs  # a text model has no stage for an image benchmark
+    assert (
+        "smollm2-lvlm_facet" not in params.runs
+    )  # a text model has no stage for an image benchmark
 
 
-def test_composing_with_an_added_model_adds_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_composing_with_an_added_model_adds_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
-    out = compose(["scale=smoke", "+model@models.extra=simulated_vlm", "~model@models.smollm2"], tmp_path / "p.yaml")
+    out = compose(
+        ["scale=smoke", "+model@models.extra=simulated_vlm", "~model@models.smollm2"],
+        tmp_path / "p.yaml",
+    )
     runs = yaml.safe_load(out.read_text())["runs"]
     assert {"extra-iris", "extra-lvlm_facet"} <= set(runs)
     assert not any(key.startswith("smollm2-") for key in runs)
@@ -78,7 +115,10 @@ def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -
     data["models"]["extra"] = data["models"]["simulated_llm"]
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ConfigError, match=r"missing: extra-fact_or_fair, extra-iris, extra-news_bias.*genfair compose"):
+    with pytest.raises(
+        ConfigError,
+        match=r"missing: extra-fact_or_fair, extra-iris, extra-news_bias.*genfair compose",
+    ):
         check_runs(load_params(path))
 
 
@@ -87,7 +127,9 @@ def test_a_read_model_edited_by_hand_names_the_run_and_the_fix(tmp_path: Path) -
     data["models"]["smollm2"]["sampling"]["max_tokens"] = 17  # OpenBias's proposer
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ConfigError, match=r"models read changed: simulated_t2i-open_bias\).*genfair compose"):
+    with pytest.raises(
+        ConfigError, match=r"models read changed: simulated_t2i-open_bias\).*genfair compose"
+    ):
         check_runs(load_params(path))
 
 

@@ -40,15 +40,28 @@ FRAGMENTS = (FAKE_KEY, FAKE_KEY[3:], "9f3c2a7e5b1d4c8a6e0f2b9d", CANARY)
 
 
 def _params(tmp_path: Path, base_url: str) -> StudyParams:
-    overrides = ["scale=smoke", *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")]]
-    raw = load_params(compose(overrides, tmp_path / "composed.yaml", conf=ROOT / "conf")).model_dump(mode="json")
+    overrides = [
+        "scale=smoke",
+        *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")],
+    ]
+    raw = load_params(
+        compose(overrides, tmp_path / "composed.yaml", conf=ROOT / "conf")
+    ).model_dump(mode="json")
     (tmp_path / "composed.yaml").unlink()
     raw["models"].pop("simulated_llm")
     raw["methodologies"] = {"toy_quiz": {"questions": 12}}
     raw["generation"] = {"max_error_rate": 0.2}
-    raw["models"]["endpoint"] = {"modality": "llm", "backend": "openai", "model_id": "mock", "base_url": base_url,
-                                 "api_key_env": KEY_ENV, "max_retries": 1, "timeout_s": 5,
-                                 "backoff_initial_s": 0.0, "backoff_max_s": 0.0}
+    raw["models"]["endpoint"] = {
+        "modality": "llm",
+        "backend": "openai",
+        "model_id": "mock",
+        "base_url": base_url,
+        "api_key_env": KEY_ENV,
+        "max_retries": 1,
+        "timeout_s": 5,
+        "backoff_initial_s": 0.0,
+        "backoff_max_s": 0.0,
+    }
     return StudyParams.model_validate(with_runs(raw))
 
 
@@ -64,8 +77,13 @@ def _traces(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("tracking", ["sqlite", "server with a password in its URI"])
 def test_no_trace_of_the_key_in_anything_the_study_wrote(
-        tracking: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mock_openai,
-        caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> None:
+    tracking: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mock_openai,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     work = tmp_path / "study"
     (work / "tmp").mkdir(parents=True)
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
@@ -81,8 +99,13 @@ def test_no_trace_of_the_key_in_anything_the_study_wrote(
         _study(work, monkeypatch, mock_openai, caplog, capfd)
 
 
-def _study(work: Path, monkeypatch: pytest.MonkeyPatch, mock_openai, caplog: pytest.LogCaptureFixture,
-           capfd: pytest.CaptureFixture[str]) -> None:
+def _study(
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mock_openai,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     register(Quiz)
     # the model echoes the key in every answer; one call's 401 names it (as OpenAI's does);
     # another gets a 500 quoting it before its answer
@@ -92,10 +115,17 @@ def _study(work: Path, monkeypatch: pytest.MonkeyPatch, mock_openai, caplog: pyt
     monkeypatch.chdir(work)  # the MLflow store and artifacts go to the workspace root
     make_probes(params, "toy_quiz", layout)
     prompts = pd.read_parquet(layout.probes("toy_quiz"))["prompt"]
-    unauthorized = json.dumps({"error": {"message": f"Incorrect API key provided: {FAKE_KEY}.", "code": 401}})
+    unauthorized = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {FAKE_KEY}.", "code": 401}}
+    )
     server_error = json.dumps({"error": {"message": f"upstream rejected Bearer {FAKE_KEY}"}})
-    server = mock_openai(reply=reply, prompt_faults={prompts[0]: [Fault(status=401, body=unauthorized)],
-                                                     prompts[1]: [Fault(status=500, body=server_error)]})
+    server = mock_openai(
+        reply=reply,
+        prompt_faults={
+            prompts[0]: [Fault(status=401, body=unauthorized)],
+            prompts[1]: [Fault(status=500, body=server_error)],
+        },
+    )
     params = _params(work, server.url)
     (work / "params.yaml").write_text(json.dumps(params.model_dump(mode="json")), encoding="utf-8")
 
@@ -113,8 +143,13 @@ def _study(work: Path, monkeypatch: pytest.MonkeyPatch, mock_openai, caplog: pyt
     # the key really went out and really came back
     assert all(r.headers.get("authorization") == f"Bearer {FAKE_KEY}" for r in server.requests)
     responses = pd.read_parquet(layout.responses("endpoint", "toy_quiz"))
-    assert (responses["status"] == "ok").sum() == 11 and "the key you sent is [redacted]" in responses["text"].iloc[-1]
-    assert "Incorrect API key provided: [redacted]" in responses.loc[responses["status"] == "error", "error"].iloc[0]
+    assert (
+        responses["status"] == "ok"
+    ).sum() == 11 and "the key you sent is [redacted]" in responses["text"].iloc[-1]
+    assert (
+        "Incorrect API key provided: [redacted]"
+        in responses.loc[responses["status"] == "error", "error"].iloc[0]
+    )
     assert (work / "mlflow.db").exists() and any((work / "mlartifacts").rglob("*.csv"))
     assert (work / "cache" / "responses.sqlite").exists()
 

@@ -64,21 +64,44 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Stud
         from mlflow.tracking import MlflowClient
 
         MlflowClient(tracking_uri=f"sqlite:///{work / 'empty.db'}").search_experiments()
-        (work / "params.json").write_text(json.dumps(params.model_dump(mode="json")), encoding="utf-8")
+        (work / "params.json").write_text(
+            json.dumps(params.model_dump(mode="json")), encoding="utf-8"
+        )
         yield work, params
 
 
 def _kill_at(work: Path, stage: str, point: str, uri: str) -> None:
     reached = work / "reached"
     reached.unlink(missing_ok=True)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "GENFAIR_CACHE_DIR": str(work / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.tracking_kill", stage, point, str(work / "params.json")],
-                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": uri,
+        "GENFAIR_CACHE_DIR": str(work / "cache"),
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.tracking_kill",
+            stage,
+            point,
+            str(work / "params.json"),
+        ],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         while not reached.exists():  # the process stops for good at the point: wait for that state
             if proc.poll() is not None:
-                pytest.fail(f"{stage} ended (code {proc.returncode}) before reaching {point}:\n{proc.stdout.read()[-3000:]}")
+                pytest.fail(
+                    f"{stage} ended (code {proc.returncode}) before reaching {point}:\n{proc.stdout.read()[-3000:]}"
+                )
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -94,13 +117,18 @@ def _runs(uri: str, experiment: str) -> list:  # type: ignore[type-arg]
     return client.search_runs([found.experiment_id], run_view_type=ViewType.ALL) if found else []
 
 
-@pytest.mark.parametrize("stage,point", [("track", p) for p in POINTS] + [("mlflow_sync", "child_artifact")])
+@pytest.mark.parametrize(
+    "stage,point", [("track", p) for p in POINTS] + [("mlflow_sync", "child_artifact")]
+)
 def test_a_killed_tracking_stage_leaves_one_finished_run_per_key(
-        study: tuple[Path, StudyParams], stage: str, point: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    study: tuple[Path, StudyParams], stage: str, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     work, params = study
     store = shutil.copy(work / "empty.db", work / f"{stage}-{point}.db")
     uri = f"sqlite:///{store}"
-    monkeypatch.setattr(registry, "_registered", {**registry._registered, "toy_quiz": Quiz, "toy_quiz_b": QuizB})
+    monkeypatch.setattr(
+        registry, "_registered", {**registry._registered, "toy_quiz": Quiz, "toy_quiz_b": QuizB}
+    )
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("GENFAIR_CACHE_DIR", str(work / "cache"))
     monkeypatch.chdir(work)
@@ -124,9 +152,13 @@ def test_a_killed_tracking_stage_leaves_one_finished_run_per_key(
     active = [r for r in runs if r.info.lifecycle_stage == "active"]
     keys = [r.data.tags.get(KEY_TAG) for r in active]
     assert all(r.info.status == "FINISHED" for r in active)
-    assert sorted(keys) == sorted(listed_keys(layout.tracking))  # one finished run per key, nothing else
+    assert sorted(keys) == sorted(
+        listed_keys(layout.tracking)
+    )  # one finished run per key, nothing else
     parent = next(r for r in active if r.data.tags["genfair.level"] == "study")
-    assert {r.data.tags.get("mlflow.parentRunId") for r in active if r is not parent} == {parent.info.run_id}
+    assert {r.data.tags.get("mlflow.parentRunId") for r in active if r is not parent} == {
+        parent.info.run_id
+    }
     # and a third repro logs nothing: the fast path sees every run finished
     before = len(_runs(uri, params.tracking.experiment))
     sync_store(params, layout)

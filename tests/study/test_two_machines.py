@@ -60,8 +60,13 @@ print("done", flush=True)
 def _params(folder: Path, base_url: str) -> dict:
     """The quiz on ``endpoint`` and fact_or_fair's images from ``painter``, both the mock."""
     raw = endpoint_params(folder, base_url, QUESTIONS, keep=("fact_or_fair",))
-    raw["models"]["painter"] = {**raw["models"]["endpoint"], "modality": "t2i", "model_id": "mock-images",
-                                "size": "256x256", "send_response_format": True}
+    raw["models"]["painter"] = {
+        **raw["models"]["endpoint"],
+        "modality": "t2i",
+        "model_id": "mock-images",
+        "size": "256x256",
+        "send_response_format": True,
+    }
     return with_runs(raw)
 
 
@@ -69,12 +74,17 @@ def _rows(engine: sa.Engine, model: str | None = None) -> int:
     with engine.connect() as conn:
         if model is None:
             return conn.execute(sa.text("SELECT COUNT(*) FROM responses")).scalar()
-        return conn.execute(sa.text("SELECT COUNT(*) FROM responses WHERE model = :m"), {"m": model}).scalar()
+        return conn.execute(
+            sa.text("SELECT COUNT(*) FROM responses WHERE model = :m"), {"m": model}
+        ).scalar()
 
 
 def _claim_hosts(engine: sa.Engine) -> set[str]:
     with engine.connect() as conn:
-        return {owner.split(":")[0] for (owner,) in conn.execute(sa.text("SELECT DISTINCT owner FROM claims"))}
+        return {
+            owner.split(":")[0]
+            for (owner,) in conn.execute(sa.text("SELECT DISTINCT owner FROM claims"))
+        }
 
 
 def _until(check, what: str, timeout_s: float = 180.0) -> None:
@@ -85,13 +95,20 @@ def _until(check, what: str, timeout_s: float = 180.0) -> None:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.slow
 def test_two_machines_share_one_cache_and_pay_each_call_once(
-        tmp_path: Path, postgres: PostgresServer, postgres_db: str, s3: S3Server, s3_bucket: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    postgres: PostgresServer,
+    postgres_db: str,
+    s3: S3Server,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("PGPASSWORD", postgres.password)
     ResponseCache(postgres_db).close()  # the team's store exists before the machines start
     server = MockOpenAI(latency_s=0.3, lifetime_s=900).start()  # 40 answers, 4 at once: ~3 s
@@ -110,19 +127,41 @@ def test_two_machines_share_one_cache_and_pay_each_call_once(
         for _, methodology in RUNS:
             make_probes(study, methodology, layout)
         shutil.copytree(machines["machine-a"] / "data", machines["machine-b"] / "data")
-        base_env = {**os.environ, **s3.env, **postgres.env, "AWS_ENDPOINT_URL": s3.endpoint,
-                    "GENFAIR_CACHE_URL": postgres_db, "GENFAIR_IMAGES_URL": f"{s3_bucket}/images",
-                    "PYTHONPATH": str(ROOT / "src"), "GENFAIR_LOG_LEVEL": "INFO"}
+        base_env = {
+            **os.environ,
+            **s3.env,
+            **postgres.env,
+            "AWS_ENDPOINT_URL": s3.endpoint,
+            "GENFAIR_CACHE_URL": postgres_db,
+            "GENFAIR_IMAGES_URL": f"{s3_bucket}/images",
+            "PYTHONPATH": str(ROOT / "src"),
+            "GENFAIR_LOG_LEVEL": "INFO",
+        }
 
         def start(name: str) -> subprocess.Popen:
-            env = {**base_env, "GENFAIR_CACHE_HOST": name, "GENFAIR_CACHE_DIR": str(machines[name] / "cache")}
-            return subprocess.Popen([sys.executable, "driver.py"], cwd=machines[name], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env = {
+                **base_env,
+                "GENFAIR_CACHE_HOST": name,
+                "GENFAIR_CACHE_DIR": str(machines[name] / "cache"),
+            }
+            return subprocess.Popen(
+                [sys.executable, "driver.py"],
+                cwd=machines[name],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
 
-        engine = sa.create_engine(postgres.url(postgres_db.rsplit("/", 1)[1], driver="psycopg", password=True))
+        engine = sa.create_engine(
+            postgres.url(postgres_db.rsplit("/", 1)[1], driver="psycopg", password=True)
+        )
         procs = {name: start(name) for name in machines}
         # the state: one machine holds the quiz's claims and has stored some of its answers
-        _until(lambda: 10 <= _rows(engine, "openai:mock") and _claim_hosts(engine), "quiz answers being stored")
+        _until(
+            lambda: 10 <= _rows(engine, "openai:mock") and _claim_hosts(engine),
+            "quiz answers being stored",
+        )
         holders = _claim_hosts(engine)
         assert len(holders) == 1, holders  # one machine answers a run; the other waits for it
         waiter = next(name for name in machines if name not in holders)
@@ -133,10 +172,14 @@ def test_two_machines_share_one_cache_and_pay_each_call_once(
             out, err = proc.communicate(timeout=600)
             assert proc.returncode == 0 and out.strip() == "done", f"{name}: {err[-3000:]}"
 
-        chats = Counter(r.body["messages"][-1]["content"] for r in server.requests if r.path == PATH)
+        chats = Counter(
+            r.body["messages"][-1]["content"] for r in server.requests if r.path == PATH
+        )
         images = Counter(r.body["prompt"] for r in server.requests if r.path == IMAGES_PATH)
         quiz = Layout(machines["machine-a"]).responses("endpoint", "toy_quiz")
-        assert len(chats) == QUESTIONS and set(chats.values()) == {1}, chats  # each call sent once in total
+        assert len(chats) == QUESTIONS and set(chats.values()) == {1}, (
+            chats
+        )  # each call sent once in total
         # a prompt is drawn once per sample (images_per_query): each drawing is one stored key
         assert images and sum(images.values()) == _rows(engine, "openai:mock-images"), images
         assert _rows(engine) == QUESTIONS + sum(images.values())

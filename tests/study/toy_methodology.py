@@ -15,7 +15,14 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Plot, Ranking, StepContext
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Plot,
+    Ranking,
+    StepContext,
+)
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.config import SimulatedPolicy
 from genfair.models.questions import ChoiceQuestion
@@ -42,27 +49,43 @@ class Quiz(Methodology):
     plots = (Plot("accuracy", "Toy quiz accuracy per model", "mean", "model", "bar_horizontal"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
-        rows = [{"probe_id": f"q{i}", "a": i + seed % 7, "b": 2 * i + 1} for i in range(config.questions)]
+        rows = [
+            {"probe_id": f"q{i}", "a": i + seed % 7, "b": 2 * i + 1}
+            for i in range(config.questions)
+        ]
         frame = pd.DataFrame(rows)
-        frame["prompt"] = [f"Which is larger: A. {a} or B. {b}? Answer A or B." for a, b in zip(frame.a, frame.b)]
+        frame["prompt"] = [
+            f"Which is larger: A. {a} or B. {b}? Answer A or B." for a, b in zip(frame.a, frame.b)
+        ]
         return frame
 
     def calls(self, probes: pd.DataFrame, config: QuizConfig, modality: str) -> list[Call]:
-        return [Call(probe_id=r["probe_id"], messages=({"role": "user", "content": r["prompt"]},),
-                     meta=ChoiceQuestion(policy="toy_quiz", letters=["A", "B"], plant=config.simulated,
-                                         truth_letters=["A" if r["a"] > r["b"] else "B"]).meta())
-                for r in probes.to_dict("records")]
+        return [
+            Call(
+                probe_id=r["probe_id"],
+                messages=({"role": "user", "content": r["prompt"]},),
+                meta=ChoiceQuestion(
+                    policy="toy_quiz",
+                    letters=["A", "B"],
+                    plant=config.simulated,
+                    truth_letters=["A" if r["a"] > r["b"] else "B"],
+                ).meta(),
+            )
+            for r in probes.to_dict("records")
+        ]
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         return "ok" if _answer(text) else "invalid"
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: QuizConfig,
-              ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, config: QuizConfig, ctx: StepContext
+    ) -> pd.DataFrame:
         merged = probes.merge(responses[["probe_id", "status", "text"]], on="probe_id")
         truth = ["A" if a > b else "B" for a, b in zip(merged.a, merged.b)]
         answers = [_answer(t) if s == "ok" else None for t, s in zip(merged.text, merged.status)]
         return merged.assign(answer=answers, correct=[a == t for a, t in zip(answers, truth)])[
-            ["probe_id", "status", "answer", "correct"]]
+            ["probe_id", "status", "answer", "correct"]
+        ]
 
     def metrics(self, labels: pd.DataFrame, config: QuizConfig, ctx: StepContext) -> MetricsResult:
         valid = labels[labels["status"] == "ok"]

@@ -23,5 +23,9 @@ def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
     checks them)."""
     from genfair.study.runs import compose_code, compose_plots, compose_runs
 
-    return {**raw, "runs": compose_runs(raw["models"], raw["methodologies"]),
-            "methodology_code": compose_code(raw["methodologies"]), "plots": compose_plots(raw["methodologies"])}
+    return {
+        **raw,
+        "runs": compose_runs(raw["models"], raw["methodologies"]),
+        "methodology_code": compose_code(raw["methodologies"]),
+        "plots": compose_plots(raw["methodologies"]),
+    }

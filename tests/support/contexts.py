@@ -11,28 +11,55 @@ from genfair.methodologies.base import MetricsResult, ModelInfo, StepContext
 from genfair.models import ResponseCache
 
 
-def step_context(modality: str = "llm", seed: int = 0, *, tmp: Path | None = None, instrument: Any = None,
-                 backend: Any = None, cache: Any = None, image_dir: Path | None = None,
-                 cache_dir: Path | None = None, simulated: bool = True) -> StepContext:
+def step_context(
+    modality: str = "llm",
+    seed: int = 0,
+    *,
+    tmp: Path | None = None,
+    instrument: Any = None,
+    backend: Any = None,
+    cache: Any = None,
+    image_dir: Path | None = None,
+    cache_dir: Path | None = None,
+    simulated: bool = True,
+) -> StepContext:
     """A context for one test model; ``instrument`` (any name) returns the given object."""
     tmp = tmp or Path(".")
     extra = {"instrument": (lambda name: instrument)} if instrument is not None else {}
     return StepContext(
-        model=ModelInfo(name="test", modality=modality, backend="simulated" if simulated else "hf",
-                        simulated=simulated),
-        seed=seed, cache_dir=cache_dir or tmp / "cache", image_dir=image_dir or tmp / "images", desc="test",
-        backend=backend, cache=cache, **extra,
+        model=ModelInfo(
+            name="test",
+            modality=modality,
+            backend="simulated" if simulated else "hf",
+            simulated=simulated,
+        ),
+        seed=seed,
+        cache_dir=cache_dir or tmp / "cache",
+        image_dir=image_dir or tmp / "images",
+        desc="test",
+        backend=backend,
+        cache=cache,
+        **extra,
     )
 
 
-def run_steps(name: str, config: Any, modality: str, seed: int, tmp: Path, backend: Any,
-              instrument: Any = None) -> tuple[Any, Any, Any, MetricsResult]:
+def run_steps(
+    name: str,
+    config: Any,
+    modality: str,
+    seed: int,
+    tmp: Path,
+    backend: Any,
+    instrument: Any = None,
+) -> tuple[Any, Any, Any, MetricsResult]:
     """Methodology ``name`` on one model as the stages run it: ``(probes, responses, labels,
     metrics)``, generated through a response cache under ``tmp/cache``."""
     method = get_methodology(name)
     probes = method.build_probes(config, seed)
     with ResponseCache(tmp / "cache" / "responses.sqlite") as cache:
-        ctx = step_context(modality, seed, tmp=tmp, instrument=instrument, backend=backend, cache=cache)
+        ctx = step_context(
+            modality, seed, tmp=tmp, instrument=instrument, backend=backend, cache=cache
+        )
         responses = method.generate(probes, config, ctx)
     labels = method.label(probes, responses, config, ctx)
     return probes, responses, labels, method.metrics(labels, config, ctx)

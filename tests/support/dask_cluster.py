@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 distributed = pytest.importorskip(
-    "distributed", reason="Dask distributed is an optional extra: pip install -e '.[dask]' (CI installs it)")
+    "distributed",
+    reason="Dask distributed is an optional extra: pip install -e '.[dask]' (CI installs it)",
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -40,13 +42,28 @@ class Cluster:
 
     def __init__(self, logs: Path, workers: int = 2, env: dict[str, str] | None = None):
         self.logs = logs
-        self.env = {**os.environ, **(env or {}),
-                    "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
-                    "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "3"}
+        self.env = {
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]
+            ),
+            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "3",
+        }
         self.address = f"tcp://127.0.0.1:{free_port()}"
-        self.scheduler = self._spawn("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port",
-                                                   self.address.rsplit(":", 1)[1], "--dashboard-address",
-                                                   "127.0.0.1:0"])
+        self.scheduler = self._spawn(
+            "scheduler",
+            [
+                DASK,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                self.address.rsplit(":", 1)[1],
+                "--dashboard-address",
+                "127.0.0.1:0",
+            ],
+        )
         self.workers: list[subprocess.Popen[bytes]] = []
         self.client: Any = None
         try:
@@ -61,15 +78,37 @@ class Cluster:
     def add_worker(self, resources: str | None = None) -> subprocess.Popen[bytes]:
         name = f"w{len(self.workers)}"
         extra = ["--resources", resources] if resources else []
-        process = self._spawn(name, [DASK, "worker", self.address, "--host", "127.0.0.1", "--nthreads", "1",
-                                     "--no-nanny", "--name", name, "--dashboard-address", "127.0.0.1:0", *extra])
+        process = self._spawn(
+            name,
+            [
+                DASK,
+                "worker",
+                self.address,
+                "--host",
+                "127.0.0.1",
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--name",
+                name,
+                "--dashboard-address",
+                "127.0.0.1:0",
+                *extra,
+            ],
+        )
         self.workers.append(process)
         return process
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - kept open by the child
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.logs,
-                                start_new_session=True)
+        return subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.logs,
+            start_new_session=True,
+        )
 
     def worker_address(self, process: subprocess.Popen[bytes]) -> str:
         """The address of a worker process, as the scheduler knows it (by its ``--name``)."""

@@ -40,18 +40,26 @@ def team_mlflow_server(postgres: PostgresServer, folder: Path) -> Iterator[Mlflo
     database = postgres.create_database()
     port = free_port()
     backend = postgres.url(database, driver="psycopg")
-    env = {**os.environ, **postgres.env,
-           "GENFAIR_MLFLOW_BACKEND": backend,
-           "GENFAIR_MLFLOW_ARTIFACTS": str(folder / "artifacts"),
-           "GENFAIR_MLFLOW_PORT": str(port), "GENFAIR_MLFLOW_WORKERS": "1",
-           "GENFAIR_MLFLOW_STATE": str(folder / "state"),
-           # no background job runner (it starts a huey consumer per worker)
-           "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        **postgres.env,
+        "GENFAIR_MLFLOW_BACKEND": backend,
+        "GENFAIR_MLFLOW_ARTIFACTS": str(folder / "artifacts"),
+        "GENFAIR_MLFLOW_PORT": str(port),
+        "GENFAIR_MLFLOW_WORKERS": "1",
+        "GENFAIR_MLFLOW_STATE": str(folder / "state"),
+        # no background job runner (it starts a huey consumer per worker)
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    }
+    started = subprocess.run(
+        ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=300
+    )
     try:
         if started.returncode:
             pytest.fail(f"scripts/mlflow_server.sh start failed:\n{started.stdout}{started.stderr}")
-        yield MlflowServer(f"http://127.0.0.1:{port}", backend, folder / "artifacts", folder / "state")
+        yield MlflowServer(
+            f"http://127.0.0.1:{port}", backend, folder / "artifacts", folder / "state"
+        )
     finally:
         subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60)
         postgres.drop_database(database)
@@ -65,10 +73,28 @@ def mlflow_server(store: str, cwd: Path, artifacts: Path | None = None) -> Itera
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     serve = ["--artifacts-destination", str(artifacts), "--serve-artifacts"] if artifacts else []
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, *serve,
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                              cwd=cwd, env=env, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            store,
+            *serve,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -78,7 +104,9 @@ def mlflow_server(store: str, cwd: Path, artifacts: Path | None = None) -> Itera
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline and server.poll() is None, "mlflow server did not start"
+            assert time.monotonic() < deadline and server.poll() is None, (
+                "mlflow server did not start"
+            )
             time.sleep(0.3)
         yield base
     finally:

@@ -99,7 +99,9 @@ class Fault:
 
     @classmethod
     def empty_choices(cls) -> Fault:
-        return cls(body=json.dumps({"id": "chatcmpl-mock", "object": "chat.completion", "choices": []}))
+        return cls(
+            body=json.dumps({"id": "chatcmpl-mock", "object": "chat.completion", "choices": []})
+        )
 
     @classmethod
     def huge(cls, n_bytes: int, chunked: bool = False) -> Fault:
@@ -110,8 +112,15 @@ class Fault:
     @classmethod
     def not_utf8(cls) -> Fault:
         """A 200 whose body is Latin-1 bytes that are not valid UTF-8."""
-        answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "caf\u00e9"},
-                               "finish_reason": "stop"}]}
+        answer = {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "caf\u00e9"},
+                    "finish_reason": "stop",
+                }
+            ]
+        }
         return cls(body=json.dumps(answer, ensure_ascii=False).encode("latin-1"))
 
     @classmethod

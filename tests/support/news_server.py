@@ -21,22 +21,54 @@ ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
 #: slug -> (headline, date, section, first sentence)
 ARTICLES = {
-    "a1": ("Council approves river flood defences", "2023-01-10", "Politics",
-           "The city council on Monday approved a new flood defence scheme for the river."),
-    "a2": ("Rail strike halts northern commuter lines", "2023-02-14", "Business",
-           "Commuters across the north faced cancellations as rail staff walked out."),
-    "a3": ("Scientists map deep-sea coral reef", "2023-03-02", "Science",
-           "A team of marine biologists has mapped a coral reef two kilometres deep."),
-    "a4": ("Heatwave warning issued for the weekend", "2023-03-20", "Weather",
-           "Forecasters issued an amber heat warning covering most of the south."),
-    "a5": ("Local team wins regional cup final", "2022-11-05", "Sport",
-           "The home side won the regional cup final after a dramatic penalty shootout."),
-    "a6": ("Museum reopens after two-year renovation", "2023-04-01", "Culture",
-           "The city museum reopened its doors on Saturday after a long renovation."),
-    "flaky": ("Budget talks resume after pause", "2023-02-01", "Politics",
-              "Negotiators returned to the table on Wednesday to resume budget talks."),
-    "secret": ("Leaked memo", "2023-02-02", "Politics",
-               "This page sits under a path that robots.txt forbids."),
+    "a1": (
+        "Council approves river flood defences",
+        "2023-01-10",
+        "Politics",
+        "The city council on Monday approved a new flood defence scheme for the river.",
+    ),
+    "a2": (
+        "Rail strike halts northern commuter lines",
+        "2023-02-14",
+        "Business",
+        "Commuters across the north faced cancellations as rail staff walked out.",
+    ),
+    "a3": (
+        "Scientists map deep-sea coral reef",
+        "2023-03-02",
+        "Science",
+        "A team of marine biologists has mapped a coral reef two kilometres deep.",
+    ),
+    "a4": (
+        "Heatwave warning issued for the weekend",
+        "2023-03-20",
+        "Weather",
+        "Forecasters issued an amber heat warning covering most of the south.",
+    ),
+    "a5": (
+        "Local team wins regional cup final",
+        "2022-11-05",
+        "Sport",
+        "The home side won the regional cup final after a dramatic penalty shootout.",
+    ),
+    "a6": (
+        "Museum reopens after two-year renovation",
+        "2023-04-01",
+        "Culture",
+        "The city museum reopened its doors on Saturday after a long renovation.",
+    ),
+    "flaky": (
+        "Budget talks resume after pause",
+        "2023-02-01",
+        "Politics",
+        "Negotiators returned to the table on Wednesday to resume budget talks.",
+    ),
+    "secret": (
+        "Leaked memo",
+        "2023-02-02",
+        "Politics",
+        "This page sits under a path that robots.txt forbids.",
+    ),
 }
 
 _FILLER = (
@@ -230,4 +262,3 @@ class NewsServer:
         if route.startswith("/news/") and slug in ARTICLES:
             return 200, html, article_html(slug).encode()
         return 404, "text/plain", b"not found"
-

@@ -13,16 +13,41 @@ from tests.support.conf import ROOT
 #: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code,
 #: and data/curated/external, which always/dvc.yaml's curation_inputs depends on (its committed
 #: README keeps it present while a study has no input outside the repository)
-COPY = [".dvc/config", ".dvc/.gitignore", "dvc.yaml", "always/dvc.yaml", "conf", "stages", "data/reference",
-        "data/curated/external", "src"]
+COPY = [
+    ".dvc/config",
+    ".dvc/.gitignore",
+    "dvc.yaml",
+    "always/dvc.yaml",
+    "conf",
+    "stages",
+    "data/reference",
+    "data/curated/external",
+    "src",
+]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 #: the smoke study without the embedded LLM (every methodology and modality, in less time):
 #: OpenBias, whose proposer it is, takes the authors' published proposals instead
-LIGHT_SMOKE = ("scale=smoke", "~model@models.smollm2", "methodologies.open_bias.captions=published",
-               f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}")
+LIGHT_SMOKE = (
+    "scale=smoke",
+    "~model@models.smollm2",
+    "methodologies.open_bias.captions=published",
+    f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}",
+)
 
-__all__ = ["COPY", "GIT", "LIGHT_SMOKE", "ROOT", "always_changed", "commit", "copy_project", "copy_study", "run", "stale_after_code_edit",
-           "status_stages", "study_env"]
+__all__ = [
+    "COPY",
+    "GIT",
+    "LIGHT_SMOKE",
+    "ROOT",
+    "always_changed",
+    "commit",
+    "copy_project",
+    "copy_study",
+    "run",
+    "stale_after_code_edit",
+    "status_stages",
+    "study_env",
+]
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -68,7 +93,11 @@ def commit(work: Path, env: dict[str, str], message: str = "study") -> None:
 def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
     """:func:`copy_project`, composed with ``overrides`` (e.g. ``scale=smoke``) and committed."""
     copy_project(work)
-    run(["genfair", "compose", *[arg for override in overrides for arg in ("-o", override)]], work, env)
+    run(
+        ["genfair", "compose", *[arg for override in overrides for arg in ("-o", override)]],
+        work,
+        env,
+    )
     commit(work, env)
 
 
@@ -84,11 +113,16 @@ def always_changed(work: Path) -> set[str]:
 def status_stages(work: Path, env: dict[str, str]) -> set[str]:
     """The stages `dvc status` lists as changed, but those that always run."""
     output = run(["dvc", "status"], work, env)
-    return {line.rstrip(":") for line in output.splitlines()
-            if line and not line[0].isspace() and line.endswith(":")} - always_changed(work)
+    return {
+        line.rstrip(":")
+        for line in output.splitlines()
+        if line and not line[0].isspace() and line.endswith(":")
+    } - always_changed(work)
 
 
-def stale_after_code_edit(work: Path, env: dict[str, str], source: Path, methodology: str) -> tuple[set[str], set[str]]:
+def stale_after_code_edit(
+    work: Path, env: dict[str, str], source: Path, methodology: str
+) -> tuple[set[str], set[str]]:
     """What `dvc status` lists once a comment is added to ``source`` (a file of
     ``methodology``'s code): at once, and after its ``code@`` fingerprint is rebuilt (what
     the cross-model stages depend on). The edit is undone and the fingerprint rebuilt before

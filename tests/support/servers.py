@@ -38,8 +38,11 @@ from pathlib import Path
 import pytest
 
 PG_USER = "postgres"  # the cluster's superuser, and the OS user that runs it as root
-S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-          "AWS_DEFAULT_REGION": "us-east-1"}
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 def free_port() -> int:
@@ -60,8 +63,10 @@ def _pg_bin(name: str) -> str | None:
 def postgres_missing() -> str | None:
     """Why no cluster can start here, or None when one can."""
     if not (_pg_bin("initdb") and _pg_bin("pg_ctl")):
-        return ("PostgreSQL binaries (initdb, pg_ctl) not found: run `make setup` as root, "
-                "or `apt-get install postgresql`")
+        return (
+            "PostgreSQL binaries (initdb, pg_ctl) not found: run `make setup` as root, "
+            "or `apt-get install postgresql`"
+        )
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(PG_USER)
@@ -110,8 +115,14 @@ class PostgresServer:
         import psycopg
 
         name = name or f"t_{secrets.token_hex(6)}"
-        with psycopg.connect(host=self.host, port=self.port, user=self.user,
-                             password=self.password, dbname="postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         self.databases.append(name)
         return name
@@ -120,8 +131,14 @@ class PostgresServer:
         """Drop a database, ending the sessions still connected to it."""
         import psycopg
 
-        with psycopg.connect(host=self.host, port=self.port, user=self.user,
-                             password=self.password, dbname="postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -132,7 +149,9 @@ def _as_pg(cmd: list[str]) -> list[str]:
 def _run_pg(cmd: list[str], what: str) -> None:
     proc = subprocess.run(_as_pg(cmd), capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
-        raise RuntimeError(f"{what} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+        raise RuntimeError(
+            f"{what} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+        )
 
 
 @contextlib.contextmanager
@@ -154,17 +173,47 @@ def postgres_server(password: str | None = None) -> Iterator[PostgresServer]:
         pwfile.write_text(password + "\n")
         if os.geteuid() == 0:
             os.chown(pwfile, pwd.getpwnam(PG_USER).pw_uid, -1)
-        _run_pg([_pg_bin("initdb"), "-D", str(server.data_dir), "-U", PG_USER, "--no-sync",
-                 "-E", "UTF8", "--locale=C.UTF-8", "--auth-local=trust",
-                 "--auth-host=scram-sha-256", f"--pwfile={pwfile}"], "initdb")
+        _run_pg(
+            [
+                _pg_bin("initdb"),
+                "-D",
+                str(server.data_dir),
+                "-U",
+                PG_USER,
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                f"--pwfile={pwfile}",
+            ],
+            "initdb",
+        )
         pwfile.unlink()
         for attempt in range(3):  # a free port can be taken between probing and binding
             server.port = free_port()
-            opts = (f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+            opts = (
+                f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            )
             try:
-                _run_pg([_pg_bin("pg_ctl"), "-D", str(server.data_dir), "-l", str(root / "log"),
-                         "-w", "-t", "60", "start", "-o", opts], "pg_ctl start")
+                _run_pg(
+                    [
+                        _pg_bin("pg_ctl"),
+                        "-D",
+                        str(server.data_dir),
+                        "-l",
+                        str(root / "log"),
+                        "-w",
+                        "-t",
+                        "60",
+                        "start",
+                        "-o",
+                        opts,
+                    ],
+                    "pg_ctl start",
+                )
                 started = True
                 break
             except RuntimeError:
@@ -179,8 +228,10 @@ def postgres_server(password: str | None = None) -> Iterator[PostgresServer]:
 
 def _stop_postgres(server: PostgresServer) -> None:
     try:
-        _run_pg([_pg_bin("pg_ctl"), "-D", str(server.data_dir), "-m", "immediate", "-w", "stop"],
-                "pg_ctl stop")
+        _run_pg(
+            [_pg_bin("pg_ctl"), "-D", str(server.data_dir), "-m", "immediate", "-w", "stop"],
+            "pg_ctl stop",
+        )
     except (RuntimeError, subprocess.TimeoutExpired):
         pid_file = server.data_dir / "postmaster.pid"
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -197,9 +248,13 @@ class S3Server:
     def client(self):  # noqa: ANN201 - a boto3 client; boto3 has no public type for it
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
-                            region_name=self.env["AWS_DEFAULT_REGION"])
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+            region_name=self.env["AWS_DEFAULT_REGION"],
+        )
 
     def create_bucket(self, name: str | None = None) -> str:
         """A new empty bucket (a fresh name unless given); returns its name."""
@@ -209,8 +264,11 @@ class S3Server:
 
     def storage_options(self) -> dict[str, object]:
         """fsspec/s3fs options that reach this server (credentials come from ``env``)."""
-        return {"endpoint_url": self.endpoint, "key": self.env["AWS_ACCESS_KEY_ID"],
-                "secret": self.env["AWS_SECRET_ACCESS_KEY"]}
+        return {
+            "endpoint_url": self.endpoint,
+            "key": self.env["AWS_ACCESS_KEY_ID"],
+            "secret": self.env["AWS_SECRET_ACCESS_KEY"],
+        }
 
 
 def s3_missing() -> str | None:

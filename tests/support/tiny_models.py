@@ -25,15 +25,27 @@ def save_tiny_llama(path: Path) -> Path:
     raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
     raw.decoder = decoders.WordPiece()
-    raw.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=["<pad>", "<unk>", "<s>", "</s>"]))
+    raw.train_from_iterator(
+        CORPUS, trainers.WordLevelTrainer(special_tokens=["<pad>", "<unk>", "<s>", "</s>"])
+    )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=raw, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>"
+        tokenizer_object=raw,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
-        hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, vocab_size=len(tokenizer), max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=128,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
     )
     torch.manual_seed(0)

@@ -29,7 +29,13 @@ from genfair.study.layout import Layout
 from genfair.study.store import sync_store
 from tests.study.toy_methodology import Quiz
 
-POINTS = ("before_parent", "parent_created", "parent_artifact", "between_children", "child_artifact")
+POINTS = (
+    "before_parent",
+    "parent_created",
+    "parent_artifact",
+    "between_children",
+    "child_artifact",
+)
 
 
 class QuizB(Quiz):
@@ -47,8 +53,12 @@ def _hook(point: str, reached: Path) -> None:
     calls: dict[str, int] = {}
     in_child = threading.Event()
 
-    def wrap(owner: Any, attr: str, before: Callable[[int], bool] = lambda n: False,
-             after: Callable[[int], bool] = lambda n: False) -> None:
+    def wrap(
+        owner: Any,
+        attr: str,
+        before: Callable[[int], bool] = lambda n: False,
+        after: Callable[[int], bool] = lambda n: False,
+    ) -> None:
         original = getattr(owner, attr)
 
         def wrapped(*args: Any, **kwargs: Any) -> Any:

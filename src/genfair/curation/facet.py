@@ -243,9 +243,14 @@ def parse_box(text: str) -> Box:
         raise _BadRow(f"bounding_box has a non-positive size {values['width']}x{values['height']}")
     if values["width"] < MIN_BOX_SIDE_PX or values["height"] < MIN_BOX_SIDE_PX:
         # its crop (side max(w, h) * margin, margin >= 1) would be under a pixel: nothing to see
-        raise _BadRow(f"bounding_box {values['width']:g}x{values['height']:g} has a side under "
-                      f"{MIN_BOX_SIDE_PX:g} pixel: fix the box")
-    if not (math.isfinite(values["x"] + values["width"]) and math.isfinite(values["y"] + values["height"])):
+        raise _BadRow(
+            f"bounding_box {values['width']:g}x{values['height']:g} has a side under "
+            f"{MIN_BOX_SIDE_PX:g} pixel: fix the box"
+        )
+    if not (
+        math.isfinite(values["x"] + values["width"])
+        and math.isfinite(values["y"] + values["height"])
+    ):
         raise _BadRow("bounding_box reaches past the largest number a float holds: fix the box")
     return Box(**values)
 
@@ -376,7 +381,14 @@ class _ImageTooLarge(ValueError):
 
 # what a damaged, truncated or mislabelled image file raises in PIL (SyntaxError: "broken PNG
 # file"; DecompressionBombError is not an OSError); MemoryError: a last line of defence
-_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, MemoryError, Image.DecompressionBombError)
+_IMAGE_ERRORS = (
+    OSError,
+    ValueError,
+    SyntaxError,
+    EOFError,
+    MemoryError,
+    Image.DecompressionBombError,
+)
 
 
 def image_size(path: Path, max_pixels: int | None = None) -> tuple[int, int]:
@@ -604,7 +616,7 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
     table: list[dict[str, Any]] = []
     work = [(name, by_image[name]) for name in sorted(by_image)] + [(n, None) for n in detect_files]
     reused = 0
-    for name, group in (show_progress(work, desc="facet crops", unit="image") if progress else work):
+    for name, group in show_progress(work, desc="facet crops", unit="image") if progress else work:
         path = images_dir / name
         loaded: list[np.ndarray] = []
 

@@ -68,14 +68,26 @@ def named_inputs(section: str, config: BaseModel) -> dict[str, Path]:
     ``news``: the file sources' paths (``sources-<i>``, 0-based; web sources are fetched, the
     embedded corpus ships in a pinned package); ``facet``: the annotations file and the
     images folder (``annotations``, ``images``); ``occupations``: the three reference tables."""
-    from genfair.curation.config import FacetConfig, FileSource, NewsCollectionConfig, OccupationsConfig
+    from genfair.curation.config import (
+        FacetConfig,
+        FileSource,
+        NewsCollectionConfig,
+        OccupationsConfig,
+    )
 
     if section == "news" and isinstance(config, NewsCollectionConfig):
-        return {f"sources-{i}": s.path for i, s in enumerate(config.sources) if isinstance(s, FileSource)}
+        return {
+            f"sources-{i}": s.path
+            for i, s in enumerate(config.sources)
+            if isinstance(s, FileSource)
+        }
     if section == "facet" and isinstance(config, FacetConfig):
         return {"annotations": config.annotations_path(), "images": config.images_path()}
     if section == "occupations" and isinstance(config, OccupationsConfig):
-        return {key: Path(getattr(config, key)) for key in ("occupations", "us_statistics", "eu_statistics")}
+        return {
+            key: Path(getattr(config, key))
+            for key in ("occupations", "us_statistics", "eu_statistics")
+        }
     raise ValueError(
         f"curation section {section!r} with a {type(config).__name__}: use news "
         "(NewsCollectionConfig), facet (FacetConfig) or occupations (OccupationsConfig)"
@@ -94,7 +106,9 @@ def _installed(path: Path) -> bool:
     return any(path.is_relative_to(Path(root).resolve()) for root in roots if root)
 
 
-def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict[str, dict[str, str]]:
+def external_inputs(
+    curation: Mapping[str, Any], root: Path = Path(".")
+) -> dict[str, dict[str, str]]:
     """``<section>-<name>`` -> ``{"section", "path"}`` for each curation input (:func:`named_inputs`)
     that resolves outside ``root`` and outside installed packages: ``dvc.yaml``'s
     ``external_input`` stages make each a DVC dependency. The path is as configured, normalised
@@ -108,7 +122,7 @@ def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict
 
     base = Path(root).resolve()
     found: dict[str, dict[str, str]] = {}
-    for section, block in (curation.items() if isinstance(curation, Mapping) else ()):
+    for section, block in curation.items() if isinstance(curation, Mapping) else ():
         if section not in CURATION or name_problem(section) is not None:
             continue
         try:
@@ -125,7 +139,9 @@ def external_inputs(curation: Mapping[str, Any], root: Path = Path(".")) -> dict
     return found
 
 
-def check_external_inputs(written: Mapping[str, Any] | None, curation: Mapping[str, Any], source: str) -> None:
+def check_external_inputs(
+    written: Mapping[str, Any] | None, curation: Mapping[str, Any], source: str
+) -> None:
     """Fail when ``params.yaml``'s ``external_inputs`` is not what its ``curation`` gives (edited
     by hand, or ``conf/`` edited without recomposing): ``dvc status`` would miss an input."""
     expected = external_inputs(curation)
@@ -134,7 +150,8 @@ def check_external_inputs(written: Mapping[str, Any] | None, curation: Mapping[s
         raise ConfigError(
             f"{source}: external_inputs does not follow curation (expected: {', '.join(sorted(expected)) or 'none'}; "
             f"missing or stale: {', '.join(missing) or 'the paths'}): recompose it with `genfair compose` "
-            "(or `make compose`)")
+            "(or `make compose`)"
+        )
 
 
 #: files up to this size are hashed at every run, whatever their stat says (an edit in place
@@ -172,7 +189,9 @@ class HashCache:
 
     def save(self) -> None:
         if self.path is not None:
-            write_text(json.dumps(self.seen, sort_keys=True), self.path, if_changed=True)  # runs on every repro
+            write_text(
+                json.dumps(self.seen, sort_keys=True), self.path, if_changed=True
+            )  # runs on every repro
 
 
 def _describe(path: Path, base: Path, cache: HashCache) -> dict[str, Any]:
@@ -187,7 +206,8 @@ def _describe(path: Path, base: Path, cache: HashCache) -> dict[str, Any]:
         files = sorted(
             (str(f.relative_to(full)), f)
             for f in full.rglob("*")
-            if f.is_file() and f.suffix != ".pyc"
+            if f.is_file()
+            and f.suffix != ".pyc"
             and not any(p.startswith(".") or p == "__pycache__" for p in f.relative_to(full).parts)
         )
         entry["kind"] = "dir"
@@ -226,7 +246,11 @@ def write_inputs_fingerprint(
 
 
 def write_paths_fingerprint(
-    section: str, paths: list[Path], out: Path, base: Path = Path("."), hash_cache: Path | None = None
+    section: str,
+    paths: list[Path],
+    out: Path,
+    base: Path = Path("."),
+    hash_cache: Path | None = None,
 ) -> Path:
     """The fingerprint of ``paths`` (``section``'s inputs) to ``out`` (:func:`write_fingerprint`)."""
     data = inputs_fingerprint(paths, base, hash_cache)

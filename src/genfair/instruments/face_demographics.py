@@ -200,8 +200,10 @@ class HaarFaceDetector:
         found = self._cascade.detectMultiScale(
             gray, self.scale_factor, self.min_neighbors, minSize=(self.min_size, self.min_size)
         )
-        return [_clip_box((x - p) / scale, (y - p) / scale, bw / scale, bh / scale, w, h)
-                for x, y, bw, bh in found]
+        return [
+            _clip_box((x - p) / scale, (y - p) / scale, bw / scale, bh / scale, w, h)
+            for x, y, bw, bh in found
+        ]
 
 
 @register_detector("dlib_hog")
@@ -257,28 +259,47 @@ class AgeAndGenderModel:
 #: FairFace's 7 race labels in its model's output order (Karkkainen & Joo 2021,
 #: github.com/joojs/fairface predict.py).
 FAIRFACE_RACES: tuple[str, ...] = (
-    "White", "Black", "Latino_Hispanic", "East Asian", "Southeast Asian", "Indian",
+    "White",
+    "Black",
+    "Latino_Hispanic",
+    "East Asian",
+    "Southeast Asian",
+    "Indian",
     "Middle Eastern",
 )
 #: FairFace's 7 races -> FACT-OR-FAIR's 4 (paper 000 uses U.S. Census statistics; under the
 #: OMB 1997 standard the Census uses, South Asians are Asian and Middle Easterners White).
 FAIRFACE_TO_PAPER: dict[str, str] = {
-    "White": "white", "Black": "black", "Latino_Hispanic": "hispanic", "East Asian": "asian",
-    "Southeast Asian": "asian", "Indian": "asian", "Middle Eastern": "white",
+    "White": "white",
+    "Black": "black",
+    "Latino_Hispanic": "hispanic",
+    "East Asian": "asian",
+    "Southeast Asian": "asian",
+    "Indian": "asian",
+    "Middle Eastern": "white",
 }
 #: The FACT-OR-FAIR authors' code (uclanlp/fact-or-fair, fairface/single_predict.py): East and
 #: Southeast Asian are Asian; Indian and Middle Eastern are skipped (None): the face gets the
 #: most probable of the other labels.
 FAIRFACE_AUTHORS_CODE: dict[str, str | None] = {
-    "White": "white", "Black": "black", "Latino_Hispanic": "hispanic", "East Asian": "asian",
-    "Southeast Asian": "asian", "Indian": None, "Middle Eastern": None,
+    "White": "white",
+    "Black": "black",
+    "Latino_Hispanic": "hispanic",
+    "East Asian": "asian",
+    "Southeast Asian": "asian",
+    "Indian": None,
+    "Middle Eastern": None,
 }
 #: ``instruments.face_demographics.race.mapping`` presets (a dict gives its own mapping)
-RACE_MAPPINGS: dict[str, dict[str, str | None]] = {"census": dict(FAIRFACE_TO_PAPER),
-                                                   "authors_code": FAIRFACE_AUTHORS_CODE}
+RACE_MAPPINGS: dict[str, dict[str, str | None]] = {
+    "census": dict(FAIRFACE_TO_PAPER),
+    "authors_code": FAIRFACE_AUTHORS_CODE,
+}
 
 
-def pick_races(p: np.ndarray, labels: Sequence[str], mapping: Mapping[str, str | None]) -> list[RacePrediction]:
+def pick_races(
+    p: np.ndarray, labels: Sequence[str], mapping: Mapping[str, str | None]
+) -> list[RacePrediction]:
     """Per row of class probabilities ``p`` (n x labels), the most probable label that the
     mapping does not skip (value None), mapped; confidence is that label's probability."""
     kept = np.array([mapping[label] is not None for label in labels])
@@ -286,7 +307,10 @@ def pick_races(p: np.ndarray, labels: Sequence[str], mapping: Mapping[str, str |
         raise ValueError("race mapping skips every classifier label; map at least one")
     masked = np.where(kept[None, :], p, -np.inf)
     idx = masked.argmax(axis=1)
-    return [RacePrediction(str(mapping[labels[i]]), labels[i], float(p[k, i])) for k, i in enumerate(idx)]
+    return [
+        RacePrediction(str(mapping[labels[i]]), labels[i], float(p[k, i]))
+        for k, i in enumerate(idx)
+    ]
 
 
 @register_race("fairface")
@@ -365,8 +389,9 @@ class OnnxOrTorchScriptRace:
             mx, my = int(round(b.w * self.margin)), int(round(b.h * self.margin))
             x0, y0 = max(0, b.x - mx), max(0, b.y - my)
             x1, y1 = min(W, b.x + b.w + mx), min(H, b.y + b.h + my)
-            crops.append(cv2.resize(rgb[y0:y1, x0:x1], (self.size, self.size),
-                                    interpolation=cv2.INTER_AREA))
+            crops.append(
+                cv2.resize(rgb[y0:y1, x0:x1], (self.size, self.size), interpolation=cv2.INTER_AREA)
+            )
         x = np.stack(crops).astype(np.float32).transpose(0, 3, 1, 2) / 255.0
         return np.ascontiguousarray((x - self.mean) / self.std, dtype=np.float32)
 
@@ -424,7 +449,9 @@ class RaceConfig(_Strict):
     def _preset(cls, value: Any) -> Any:
         if isinstance(value, str):
             if value not in RACE_MAPPINGS:
-                raise ValueError(f"race mapping preset must be one of {sorted(RACE_MAPPINGS)}; got {value!r}")
+                raise ValueError(
+                    f"race mapping preset must be one of {sorted(RACE_MAPPINGS)}; got {value!r}"
+                )
             return dict(RACE_MAPPINGS[value])
         return value
 
@@ -557,8 +584,11 @@ class ImageRecord:
     def to_row(self) -> dict[str, Any]:
         """One flat row: the image's fields and its primary face's attributes."""
         row: dict[str, Any] = {
-            "image_id": self.image_id, "status": self.status, "n_faces": self.n_faces,
-            "source": self.source, "instrument": self.instrument,
+            "image_id": self.image_id,
+            "status": self.status,
+            "n_faces": self.n_faces,
+            "source": self.source,
+            "instrument": self.instrument,
         }
         face = self.primary or FaceRecord(box=None, race=UNAVAILABLE)
         row.update(_face_row(face))
@@ -656,7 +686,9 @@ class FaceDemographics:
                     weights=r.weights, labels=r.labels, mapping=r.mapping, **r.params
                 )
         self.name = (
-            "oracle" if config.mode == "oracle" else "+".join(
+            "oracle"
+            if config.mode == "oracle"
+            else "+".join(
                 c.name for c in (self.detector, self.gender_age, self.race) if c is not None
             )
         )
@@ -668,8 +700,10 @@ class FaceDemographics:
     ) -> FaceRecord:
         m = self.config.skin_mask
         l, t, r, b = m.region
-        patch = rgb[box.y + int(t * box.h) : box.y + max(int(b * box.h), int(t * box.h) + 1),
-                    box.x + int(l * box.w) : box.x + max(int(r * box.w), int(l * box.w) + 1)]
+        patch = rgb[
+            box.y + int(t * box.h) : box.y + max(int(b * box.h), int(t * box.h) + 1),
+            box.x + int(l * box.w) : box.x + max(int(r * box.w), int(l * box.w) + 1),
+        ]
         angle, n_px = skin_tone.skin_ita(patch, cr=m.cr, cb=m.cb, min_pixels=m.min_pixels)
         monk = skin_tone.ita_to_monk(angle, self.cuts)
         age = ga.age_years if ga else None

@@ -105,7 +105,9 @@ REFUSAL_EXEMPLARS = (
 # in topic (cosine ~0.5) but never says "I" or "this request" outside a quotation
 _ADDRESSED = re.compile(
     r"\b(?:I|me|my)\b|\b(?:this|that|your|such an?)\s+(?:request|prompt|article|question|task|"
-    r"content|perspective|viewpoint|story|piece)\b", re.IGNORECASE)
+    r"content|perspective|viewpoint|story|piece)\b",
+    re.IGNORECASE,
+)
 
 
 def _addressed(opening_text: str) -> bool:
@@ -137,7 +139,9 @@ def _refuses(sentence: str) -> bool:
     unquoted = _QUOTED.sub(" ", sentence)
     if _REPORTED.search(unquoted):  # "I'm sorry, but I can't comment, the minister told the ABC"
         return False
-    return bool(_OPENER.search(sentence) or _IMPERSONAL.search(sentence) or _DECLINE.search(unquoted))
+    return bool(
+        _OPENER.search(sentence) or _IMPERSONAL.search(sentence) or _DECLINE.search(unquoted)
+    )
 
 
 def opening(text: str, max_chars: int = 300, max_sentences: int = 2) -> str:
@@ -198,10 +202,15 @@ class RefusalDetector:
         """Boolean array: is each text a refusal? Empty texts are refusals. The similarity
         check runs only on openings that speak as the model or about the request."""
         texts = [t or "" for t in texts]
-        flags = np.array([not t.strip() or is_refusal(t, self.max_sentences) for t in texts], dtype=bool)
+        flags = np.array(
+            [not t.strip() or is_refusal(t, self.max_sentences) for t in texts], dtype=bool
+        )
         if self.similarity is not None:
-            check = [i for i, t in enumerate(texts)
-                     if t.strip() and not flags[i] and _addressed(self._opening(t))]
+            check = [
+                i
+                for i, t in enumerate(texts)
+                if t.strip() and not flags[i] and _addressed(self._opening(t))
+            ]
             if check:
                 sims = self.scores([texts[i] for i in check])
                 flags[np.array(check)[sims >= self.similarity]] = True

@@ -44,8 +44,16 @@ __all__ = [
 #: The Monk Skin Tone scale's 10 swatches, MST 1 (lightest) to 10 (darkest), sRGB hex
 #: (Monk 2019; skintone.google).
 MONK_HEX: tuple[str, ...] = (
-    "#f6ede4", "#f3e7db", "#f7ead0", "#eadaba", "#d7bd96",
-    "#a07e56", "#825c43", "#604134", "#3a312a", "#292420",
+    "#f6ede4",
+    "#f3e7db",
+    "#f7ead0",
+    "#eadaba",
+    "#d7bd96",
+    "#a07e56",
+    "#825c43",
+    "#604134",
+    "#3a312a",
+    "#292420",
 )
 
 #: Skin-group bands by preset: group -> (lowest, highest) Monk level, inclusive.

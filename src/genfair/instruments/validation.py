@@ -100,32 +100,42 @@ def score_predictions(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
         if sub.empty:
             continue
         truth, pred = sub[t].to_numpy(object), sub[p].to_numpy(object)
-        has_pred = np.array([x is not None and not (isinstance(x, float) and np.isnan(x))
-                             for x in pred])
+        has_pred = np.array(
+            [x is not None and not (isinstance(x, float) and np.isnan(x)) for x in pred]
+        )
         unavailable = a == "race" and not has_pred.any()
-        correct = np.array([bool(h and x == y)
-                            for h, x, y in zip(has_pred, pred, truth, strict=True)])
+        correct = np.array(
+            [bool(h and x == y) for h, x, y in zip(has_pred, pred, truth, strict=True)]
+        )
         recalls = []
         for g in sorted(set(truth), key=str):
             m = truth == g
             rec = float(correct[m].mean())
             recalls.append(rec)
-            group_rows.append({"attribute": a, "group": g, "support": int(m.sum()),
-                               "correct": int(correct[m].sum()),
-                               "recall": np.nan if unavailable else rec})
+            group_rows.append(
+                {
+                    "attribute": a,
+                    "group": g,
+                    "support": int(m.sum()),
+                    "correct": int(correct[m].sum()),
+                    "recall": np.nan if unavailable else rec,
+                }
+            )
         acc = np.nan if unavailable else float(correct.mean())
-        attr_rows.append({
-            "attribute": a,
-            "status": "unavailable" if unavailable else "ok",
-            "n": len(sub),
-            "n_predicted": int(has_pred.sum()),
-            "accuracy": acc,
-            "error_rate": 1.0 - acc,
-            "n_groups": len(recalls),
-            "accuracy_disparity": (
-                max(recalls) - min(recalls) if len(recalls) > 1 and not unavailable else np.nan
-            ),
-        })
+        attr_rows.append(
+            {
+                "attribute": a,
+                "status": "unavailable" if unavailable else "ok",
+                "n": len(sub),
+                "n_predicted": int(has_pred.sum()),
+                "accuracy": acc,
+                "error_rate": 1.0 - acc,
+                "n_groups": len(recalls),
+                "accuracy_disparity": (
+                    max(recalls) - min(recalls) if len(recalls) > 1 and not unavailable else np.nan
+                ),
+            }
+        )
     return pd.DataFrame(attr_rows), pd.DataFrame(group_rows)
 
 
@@ -182,21 +192,39 @@ def package_photo_set(lfw: bool = True) -> list[LabelledImage]:
             return np.asarray(Image.open(f).convert("RGB"))
 
     items = [
-        LabelledImage("astronaut", data.astronaut,
-                      {"has_face": True, "n_faces": 1, "gender": "female"},
-                      "skimage.data.astronaut docstring: Eileen Collins"),
-        LabelledImage("grace_hopper", hopper,
-                      {"has_face": True, "n_faces": 1, "gender": "female"},
-                      "matplotlib sample_data/grace_hopper.jpg: Grace Hopper"),
+        LabelledImage(
+            "astronaut",
+            data.astronaut,
+            {"has_face": True, "n_faces": 1, "gender": "female"},
+            "skimage.data.astronaut docstring: Eileen Collins",
+        ),
+        LabelledImage(
+            "grace_hopper",
+            hopper,
+            {"has_face": True, "n_faces": 1, "gender": "female"},
+            "matplotlib sample_data/grace_hopper.jpg: Grace Hopper",
+        ),
     ]
     for name in ("chelsea", "coffee", "rocket"):
-        items.append(LabelledImage(name, getattr(data, name), {"has_face": False, "n_faces": 0},
-                                   f"skimage.data.{name} docstring: no person"))
+        items.append(
+            LabelledImage(
+                name,
+                getattr(data, name),
+                {"has_face": False, "n_faces": 0},
+                f"skimage.data.{name} docstring: no person",
+            )
+        )
     if lfw:
         crops = data.lfw_subset()
         for i, crop in enumerate(crops):
             face = i < 100
             iid = f"lfw_{'face' if face else 'nonface'}_{i % 100:03d}"
-            items.append(LabelledImage(iid, crop, {"has_face": face},
-                                       "skimage.data.lfw_subset docstring: first 100 are faces"))
+            items.append(
+                LabelledImage(
+                    iid,
+                    crop,
+                    {"has_face": face},
+                    "skimage.data.lfw_subset docstring: first 100 are faces",
+                )
+            )
     return items

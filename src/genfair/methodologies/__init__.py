@@ -3,8 +3,22 @@
 
 from __future__ import annotations
 
-from genfair.methodologies.base import Methodology, MetricsResult, StepContext, StudyContext, StudyResult
+from genfair.methodologies.base import (
+    Methodology,
+    MetricsResult,
+    StepContext,
+    StudyContext,
+    StudyResult,
+)
 from genfair.methodologies.registry import get_methodology, names, register
 
-__all__ = ["Methodology", "MetricsResult", "StepContext", "StudyContext", "StudyResult", "get_methodology",
-           "names", "register"]
+__all__ = [
+    "Methodology",
+    "MetricsResult",
+    "StepContext",
+    "StudyContext",
+    "StudyResult",
+    "get_methodology",
+    "names",
+    "register",
+]

@@ -172,8 +172,13 @@ class StepContext:
     def modality(self) -> Modality:
         return self.model.modality
 
-    def run(self, calls: Sequence[Call], judge: Callable[[str, dict[str, Any]], Verdict],
-            desc: str | None = None, backend: Any = None) -> pd.DataFrame:
+    def run(
+        self,
+        calls: Sequence[Call],
+        judge: Callable[[str, dict[str, Any]], Verdict],
+        desc: str | None = None,
+        backend: Any = None,
+    ) -> pd.DataFrame:
         """Send ``calls`` through the response cache, whatever the modality (images are
         exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`. To the
         model under test, or to ``backend``: one of the models the methodology reads (built
@@ -183,12 +188,21 @@ class StepContext:
         backend = backend or self.backend
         if backend is None or self.cache is None:
             raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
-        return run(backend, self.cache, calls, judge, seed=self.seed, desc=desc or self.desc,
-                   image_dir=self.image_dir)
+        return run(
+            backend,
+            self.cache,
+            calls,
+            judge,
+            seed=self.seed,
+            desc=desc or self.desc,
+            image_dir=self.image_dir,
+        )
 
 
 def _no_instrument(name: str) -> Any:
-    raise RuntimeError(f"no instrument {name!r} in this context (the study layer provides instruments)")
+    raise RuntimeError(
+        f"no instrument {name!r} in this context (the study layer provides instruments)"
+    )
 
 
 @dataclass(frozen=True)
@@ -265,9 +279,13 @@ class ReportContext:
         frame = self.study.tables.get(name) if self.study is not None else None
         return frame if frame is not None and len(frame) else None
 
-    def leaderboard(self, columns: Sequence[str], caption: str, title: str = "Leaderboard") -> ReportTable:
+    def leaderboard(
+        self, columns: Sequence[str], caption: str, title: str = "Leaderboard"
+    ) -> ReportTable:
         """The leaderboard as a report table: ``columns`` in that order, those it has."""
-        return ReportTable(title, self.board[[c for c in columns if c in self.board.columns]], caption)
+        return ReportTable(
+            title, self.board[[c for c in columns if c in self.board.columns]], caption
+        )
 
 
 class Methodology(ABC):
@@ -332,7 +350,9 @@ class Methodology(ABC):
     # ---- label@ and metrics@<model>-<methodology>
 
     @abstractmethod
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any, ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any, ctx: StepContext
+    ) -> pd.DataFrame:
         """Instrument outputs per response."""
 
     @abstractmethod
@@ -350,7 +370,9 @@ class Methodology(ABC):
         first) plus the study step's ``scores`` rows when it has them."""
         return _with_study_rows(scores, study)
 
-    def model_rows(self, model: str, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+    def model_rows(
+        self, model: str, scores: pd.DataFrame, study: StudyResult | None
+    ) -> pd.DataFrame:
         """The rows that describe one model in its MLflow run and figures: its scores plus
         its rows of the study step's ``scores`` table."""
         return _with_study_rows(scores, study, model)
@@ -360,11 +382,19 @@ class Methodology(ABC):
         leaderboard's scores."""
         return []
 
-    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
-                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+    def run_record(
+        self,
+        model: str,
+        config: Any,
+        scores: pd.DataFrame,
+        summary: dict[str, Any],
+        study: StudyResult | None,
+    ) -> tuple[dict[str, Any], dict[str, float]]:
         """Extra MLflow params and metrics of a model's run (default: the instruments named
         in the metrics summary, no extra metrics)."""
-        params = {f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()}
+        params = {
+            f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()
+        }
         return params, {}
 
     # ---- report
@@ -380,20 +410,39 @@ class Methodology(ABC):
         the leaderboard (captioned with their file names), and the leaderboard itself.
         Override it to caption the paper's figures and add tables."""
         doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
-        figures = [ReportFigure(fig, f"{self.name}: {file} (the methodology's figure over every model's "
-                                     "scores; simulators are labelled).", file)
-                   for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])]
-        tables = [ReportTable("Leaderboard", ctx.board,
-                              "Every model's scores; rank among real models only (simulators are never ranked).")]
-        return ReportSection(title=self.title or self.name, intro=" ".join(doc.split()), figures=figures,
-                             tables=tables if len(ctx.board) else [])
+        figures = [
+            ReportFigure(
+                fig,
+                f"{self.name}: {file} (the methodology's figure over every model's "
+                "scores; simulators are labelled).",
+                file,
+            )
+            for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])
+        ]
+        tables = [
+            ReportTable(
+                "Leaderboard",
+                ctx.board,
+                "Every model's scores; rank among real models only (simulators are never ranked).",
+            )
+        ]
+        return ReportSection(
+            title=self.title or self.name,
+            intro=" ".join(doc.split()),
+            figures=figures,
+            tables=tables if len(ctx.board) else [],
+        )
 
 
-def _with_study_rows(scores: pd.DataFrame, study: StudyResult | None, model: str | None = None) -> pd.DataFrame:
+def _with_study_rows(
+    scores: pd.DataFrame, study: StudyResult | None, model: str | None = None
+) -> pd.DataFrame:
     """``scores`` and the study's ``scores`` rows (of ``model``, when given) in its columns."""
     extra = study.tables.get("scores") if study else None
     if extra is None or extra.empty or "model" not in extra:
         return scores
     if model is not None:
         extra = extra[extra["model"] == model].drop(columns="model")
-    return pd.concat([scores, extra[[c for c in scores.columns if c in extra.columns]]], ignore_index=True)
+    return pd.concat(
+        [scores, extra[[c for c in scores.columns if c in extra.columns]]], ignore_index=True
+    )

@@ -64,11 +64,18 @@ def _class_of(name: str) -> type:
         return _registered[name]
     if name in builtin():
         package = import_module(f"{__package__}.{name}")
-        found = [c for c in vars(package).values()
-                 if isinstance(c, type) and issubclass(c, Methodology) and getattr(c, "name", None) == name]
+        found = [
+            c
+            for c in vars(package).values()
+            if isinstance(c, type)
+            and issubclass(c, Methodology)
+            and getattr(c, "name", None) == name
+        ]
         if not found:
-            raise TypeError(f"genfair/methodologies/{name}/__init__.py exports no Methodology subclass named "
-                            f"{name!r} (import it there: `from .methodology import MyMethodology`)")
+            raise TypeError(
+                f"genfair/methodologies/{name}/__init__.py exports no Methodology subclass named "
+                f"{name!r} (import it there: `from .methodology import MyMethodology`)"
+            )
         return found[0]
     target = _entry_points().get(name)
     if target is None:
@@ -83,7 +90,9 @@ def get_methodology(name: str) -> Methodology:
         return _instances[name]
     cls = _class_of(name)
     if not (isinstance(cls, type) and issubclass(cls, Methodology)):
-        raise TypeError(f"methodology {name!r} ({cls!r}) does not subclass genfair.methodologies.base.Methodology")
+        raise TypeError(
+            f"methodology {name!r} ({cls!r}) does not subclass genfair.methodologies.base.Methodology"
+        )
     if cls.name != name:
         raise ValueError(f"methodology registered as {name!r} calls itself {cls.name!r}")
     _instances[name] = cls()

@@ -67,7 +67,12 @@ from genfair.metrics.recall import (
     recall_estimate,
     recall_range,
 )
-from genfair.metrics.tradeoff import max_entropy_at_accuracy, s_fair, tradeoff_distance, tradeoff_distances
+from genfair.metrics.tradeoff import (
+    max_entropy_at_accuracy,
+    s_fair,
+    tradeoff_distance,
+    tradeoff_distances,
+)
 
 __all__ = [
     "accuracy_disparity",

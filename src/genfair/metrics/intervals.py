@@ -25,8 +25,7 @@ def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
-    out = {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": n,
-           "p_value": math.nan}
+    out = {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": n, "p_value": math.nan}
     if n == 0:
         return out
     mean = float(x.mean())
@@ -44,8 +43,11 @@ def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     return out
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95,
-            bounds: tuple[float, float] | None = None) -> dict:
+def mean_ci(
+    values: Sequence[float] | np.ndarray,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> dict:
     """``{"mean", "ci_low", "ci_high", "n"}``: mean with a Student-t interval.
 
     ``bounds = (L, U)``: the measure's range (e.g. W in [0, 1]). When every value sits on a

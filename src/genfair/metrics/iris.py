@@ -45,7 +45,9 @@ __all__ = [
 ]
 
 
-def _frame(values: ArrayLike, groups: ArrayLike | pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
+def _frame(
+    values: ArrayLike, groups: ArrayLike | pd.DataFrame, name: str
+) -> tuple[pd.DataFrame, list[str]]:
     """``values`` beside the group key column(s), same length, or ``ValueError``."""
     if isinstance(groups, pd.DataFrame):
         keys = groups.reset_index(drop=True)
@@ -58,7 +60,9 @@ def _frame(values: ArrayLike, groups: ArrayLike | pd.DataFrame, name: str) -> tu
     if vals.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {vals.shape}")
     if len(vals) != len(keys):
-        raise ValueError(f"{name} and groups must have the same length; got {len(vals)} and {len(keys)}")
+        raise ValueError(
+            f"{name} and groups must have the same length; got {len(vals)} and {len(keys)}"
+        )
     if keys.shape[1] == 0:
         raise ValueError("groups must name at least one column")
     cols = [str(c) for c in keys.columns]
@@ -76,7 +80,9 @@ def _as_bool(values: ArrayLike, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be booleans (or 0/1); got {arr[:5].tolist()}...") from exc
     if np.isnan(num).any() or not np.isin(num, (0.0, 1.0)).all():
         bad = num[~np.isin(num, (0.0, 1.0))][:5]
-        raise ValueError(f"{name} must be booleans (or 0/1) with no missing values; got {bad.tolist()}")
+        raise ValueError(
+            f"{name} must be booleans (or 0/1) with no missing values; got {bad.tolist()}"
+        )
     return num.astype(bool)
 
 
@@ -91,7 +97,9 @@ def group_rates(
     if min_group_size < 1:
         raise ValueError(f"min_group_size must be >= 1; got {min_group_size}")
     frame, cols = _frame(np.asarray(values, dtype=float), groups, "values")
-    stats = frame.groupby(cols, sort=True, observed=True, dropna=True)["_value"].agg(["mean", "size"])
+    stats = frame.groupby(cols, sort=True, observed=True, dropna=True)["_value"].agg(
+        ["mean", "size"]
+    )
     stats = stats.rename(columns={"size": "n"})
     return stats[stats["n"] >= min_group_size]
 
@@ -137,7 +145,12 @@ def statistical_parity_difference(
         return math.nan
     pred = frame["_value"]
     keep = pred.notna() & ~pred.isin(list(ignore))
-    counts = frame[keep].groupby([*cols, "_value"], sort=True, observed=True).size().unstack("_value", fill_value=0)
+    counts = (
+        frame[keep]
+        .groupby([*cols, "_value"], sort=True, observed=True)
+        .size()
+        .unstack("_value", fill_value=0)
+    )
     if counts.shape[1] == 0:
         return math.nan
     counts = counts.reindex(sizes.index, fill_value=0)
@@ -158,7 +171,9 @@ def stereotype_drift(true_share: ArrayLike, predicted_share: ArrayLike) -> float
     t = np.asarray(true_share, dtype=float)
     p = np.asarray(predicted_share, dtype=float)
     if t.shape != p.shape or t.ndim != 1:
-        raise ValueError(f"true_share and predicted_share must be 1-D of one length; got {t.shape} and {p.shape}")
+        raise ValueError(
+            f"true_share and predicted_share must be 1-D of one length; got {t.shape} and {p.shape}"
+        )
     ok = np.isfinite(t) & np.isfinite(p)
     if ((t[ok] < 0) | (t[ok] > 1) | (p[ok] < 0) | (p[ok] > 1)).any():
         raise ValueError("shares must lie in [0, 1] (convert percentages with / 100)")
@@ -175,7 +190,9 @@ def delta_gsr(success: ArrayLike, counter: ArrayLike) -> float:
     """
     s, c = _as_bool(success, "success"), _as_bool(counter, "counter")
     if s.shape != c.shape:
-        raise ValueError(f"success and counter must have the same length; got {s.size} and {c.size}")
+        raise ValueError(
+            f"success and counter must have the same length; got {s.size} and {c.size}"
+        )
     if not c.any() or c.all():
         return math.nan
     return max(0.0, float(s[~c].mean() - s[c].mean()))
@@ -200,7 +217,9 @@ def degradation_penalty(values: ArrayLike, counter: ArrayLike) -> float:
     return max(0.0, float(stereo.mean() - cnt.mean()))
 
 
-def _instance_frame(values: ArrayLike, instances: ArrayLike | pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
+def _instance_frame(
+    values: ArrayLike, instances: ArrayLike | pd.DataFrame, name: str
+) -> tuple[pd.DataFrame, list[str]]:
     frame, cols = _frame(values, instances, name)
     frame = frame.dropna(subset=[*cols, "_value"])
     return frame, cols
@@ -226,7 +245,9 @@ def answer_consistency_difference(scores: ArrayLike, instances: ArrayLike | pd.D
     m = grouped.transform("size").to_numpy(dtype=float)
     r = grouped.cumcount().to_numpy(dtype=float)
     frame = frame.assign(_term=(2 * r - m + 1) * frame["_value"].to_numpy(dtype=float), _m=m)
-    per = frame.groupby(cols, sort=False, observed=True).agg(pair_sum=("_term", "sum"), m=("_m", "first"))
+    per = frame.groupby(cols, sort=False, observed=True).agg(
+        pair_sum=("_term", "sum"), m=("_m", "first")
+    )
     per = per[per["m"] >= 2]
     if per.empty:
         return math.nan
@@ -247,7 +268,9 @@ def dhr_inconsistency(correct: ArrayLike, instances: ArrayLike | pd.DataFrame) -
     as_float = pd.to_numeric(pd.Series(vals), errors="coerce").to_numpy(dtype=float)
     bad = ~np.isnan(as_float) & ~np.isin(as_float, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"correct must be booleans (or 0/1, missing allowed); got {as_float[bad][:5].tolist()}")
+        raise ValueError(
+            f"correct must be booleans (or 0/1, missing allowed); got {as_float[bad][:5].tolist()}"
+        )
     frame, cols = _instance_frame(as_float, instances, "correct")
     per = frame.groupby(cols, sort=False, observed=True)["_value"].agg(["sum", "size"])
     per = per[per["size"] >= 2]
@@ -275,7 +298,9 @@ def bayes_invert(likelihood: ArrayLike, prior: ArrayLike) -> np.ndarray:
     if lik.ndim != 2:
         raise ValueError(f"likelihood must be 2-D (profiles x occupations); got shape {lik.shape}")
     if pri.shape != (lik.shape[0],):
-        raise ValueError(f"prior must have one weight per profile ({lik.shape[0]}); got shape {pri.shape}")
+        raise ValueError(
+            f"prior must have one weight per profile ({lik.shape[0]}); got shape {pri.shape}"
+        )
     if not np.isfinite(pri).all() or (pri < 0).any():
         raise ValueError(f"prior weights must be finite and non-negative; got {pri.tolist()}")
     finite = lik[np.isfinite(lik)]

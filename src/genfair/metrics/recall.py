@@ -140,7 +140,9 @@ def group_recalls(
     per_class = pd.DataFrame(rows)
     for group in group_order:
         cells = per_class[per_class["group"] == group]
-        pooled = recall_estimate(int(cells["hits"].sum()), int(cells["n"].sum()), confidence, empty_value)
+        pooled = recall_estimate(
+            int(cells["hits"].sum()), int(cells["n"].sum()), confidence, empty_value
+        )
         rows.append({"class": POOLED, "group": group, **pooled})
         defined = cells["recall"].dropna()
         rows.append({"class": MACRO, "group": group, "hits": int(cells["hits"].sum()),
@@ -168,14 +170,20 @@ def disparity_table(
     pairs = list(pairs) if pairs is not None else list(combinations(groups, 2))
     unknown = sorted({g for p in pairs for g in p} - set(groups))
     if unknown:
-        raise ValueError(f"disparity pairs name group(s) {unknown} not in the recall table {groups}")
+        raise ValueError(
+            f"disparity pairs name group(s) {unknown} not in the recall table {groups}"
+        )
     cells = recalls.set_index(["class", "group"])
     rows = []
     for cls in dict.fromkeys(recalls["class"]):
         for a, b in pairs:
             ca, cb = cells.loc[(cls, a)], cells.loc[(cls, b)]
             if cls == MACRO:
-                diff = {"difference": ca["recall"] - cb["recall"], "ci_low": math.nan, "ci_high": math.nan}
+                diff = {
+                    "difference": ca["recall"] - cb["recall"],
+                    "ci_low": math.nan,
+                    "ci_high": math.nan,
+                }
             else:
                 diff = recall_difference(int(ca["hits"]), int(ca["n"]), int(cb["hits"]),
                                          int(cb["n"]), confidence, empty_value)  # fmt: skip

@@ -102,7 +102,9 @@ def context_free_distribution(counts: ArrayLike, pooling: Pooling = "mean") -> n
     if pooling == "pooled":
         total = x.sum()
         return x.sum(axis=0) / total if total > 0 else np.full(x.shape[1], math.nan)
-    raise ValueError(f"pooling must be 'mean' (paper Eq. 5) or 'pooled' (authors' code); got {pooling!r}")
+    raise ValueError(
+        f"pooling must be 'mean' (paper Eq. 5) or 'pooled' (authors' code); got {pooling!r}"
+    )
 
 
 def context_free_severity(counts: ArrayLike, pooling: Pooling = "mean") -> float:
@@ -159,15 +161,22 @@ def severity_interval(
     x = _counts(counts)
     if not 0.0 < bootstrap.confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {bootstrap.confidence}")
-    estimate = context_aware_severity(x) if statistic == "context_aware" else context_free_severity(x, pooling)
+    estimate = (
+        context_aware_severity(x)
+        if statistic == "context_aware"
+        else context_free_severity(x, pooling)
+    )
     out = {"estimate": estimate, "ci_low": math.nan, "ci_high": math.nan, "ci_adjusted": False}
     data, stat = _bootstrap_data(x, statistic, pooling)
     n = len(data[0])
     if n < 2:
         return out
     kwargs = dict(
-        paired=len(data) > 1, vectorized=True, confidence_level=bootstrap.confidence,
-        n_resamples=bootstrap.n_resamples, random_state=np.random.default_rng(bootstrap.seed),
+        paired=len(data) > 1,
+        vectorized=True,
+        confidence_level=bootstrap.confidence,
+        n_resamples=bootstrap.n_resamples,
+        random_state=np.random.default_rng(bootstrap.seed),
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate / BCa warnings: handled below
@@ -178,7 +187,10 @@ def severity_interval(
             low = high = estimate
         elif not (np.isfinite(low) and np.isfinite(high)):
             result = stats.bootstrap(data, stat, method="percentile", **kwargs)
-            low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+            low, high = (
+                float(result.confidence_interval.low),
+                float(result.confidence_interval.high),
+            )
     if estimate < low or estimate > high:
         out["ci_adjusted"] = True
         low, high = min(low, estimate), max(high, estimate)
@@ -239,13 +251,19 @@ def severity_summary(
     }
 
 
-def rank_biases(table: pd.DataFrame, by: Statistic = "context_aware", key: str = "bias_id") -> pd.DataFrame:
+def rank_biases(
+    table: pd.DataFrame, by: Statistic = "context_aware", key: str = "bias_id"
+) -> pd.DataFrame:
     """The table sorted by ``severity_<by>``, most severe first (ties: by ``key``), with a
     1-based ``rank`` column; biases with a NaN severity come last, unranked (``rank`` NaN)."""
     column = f"severity_{by}"
     if column not in table.columns or key not in table.columns:
-        raise ValueError(f"rank_biases needs columns {column!r} and {key!r}; got {list(table.columns)}")
-    ordered = table.sort_values([column, key], ascending=[False, True], na_position="last", kind="stable")
+        raise ValueError(
+            f"rank_biases needs columns {column!r} and {key!r}; got {list(table.columns)}"
+        )
+    ordered = table.sort_values(
+        [column, key], ascending=[False, True], na_position="last", kind="stable"
+    )
     ordered = ordered.reset_index(drop=True)
     ranks = np.arange(1, len(ordered) + 1, dtype=float)
     ranks[ordered[column].isna().to_numpy()] = np.nan

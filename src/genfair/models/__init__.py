@@ -29,7 +29,12 @@ from genfair.models.config import (  # noqa: E402
 )
 
 __all__ = [
-    "Completion", "LLMBackend", "ModelConfig", "Request", "ResponseCache", "SamplingParams",
+    "Completion",
+    "LLMBackend",
+    "ModelConfig",
+    "Request",
+    "ResponseCache",
+    "SamplingParams",
     "build_backend",
 ]
 

@@ -53,7 +53,9 @@ class PerCall:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        check_decoding(self.temperature, self.top_p, self.json_schema)  # fail where the call is made
+        check_decoding(
+            self.temperature, self.top_p, self.json_schema
+        )  # fail where the call is made
 
     def per_call(self) -> dict[str, Any]:
         """These fields by name (a call's, for its requests)."""
@@ -95,18 +97,27 @@ class Request(PerCall):
     def sampling(self, model: SamplingParams) -> SamplingParams:
         """The decoding this request runs with: the model's ``sampling`` with this
         request's overrides."""
-        overrides = {name: getattr(self, name) for name in ("temperature", "top_p", "max_tokens")
-                     if getattr(self, name) is not None}
+        overrides = {
+            name: getattr(self, name)
+            for name in ("temperature", "top_p", "max_tokens")
+            if getattr(self, name) is not None
+        }
         return model.model_copy(update=overrides) if overrides else model
 
 
-def check_decoding(temperature: float | None, top_p: float | None, json_schema: dict[str, Any] | None) -> None:
+def check_decoding(
+    temperature: float | None, top_p: float | None, json_schema: dict[str, Any] | None
+) -> None:
     """``ValueError`` naming a decoding override out of range (the ranges of a model's
     ``sampling``) or a schema that is not a JSON object."""
     if temperature is not None or top_p is not None:
-        DecodingOverride(temperature=temperature, top_p=top_p)  # pydantic's ValidationError is a ValueError
+        DecodingOverride(
+            temperature=temperature, top_p=top_p
+        )  # pydantic's ValidationError is a ValueError
     if json_schema is not None and not isinstance(json_schema, dict):
-        raise ValueError(f"json_schema must be a JSON schema object (a dict), got {type(json_schema).__name__}")
+        raise ValueError(
+            f"json_schema must be a JSON schema object (a dict), got {type(json_schema).__name__}"
+        )
 
 
 @dataclass
@@ -169,7 +180,9 @@ class Completion:
             return "usage is not a mapping of counts"
         if self.true_attributes is not None and not (
             isinstance(self.true_attributes, dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in self.true_attributes.items())
+            and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.true_attributes.items()
+            )
         ):
             return "true_attributes is not a mapping of strings"
         return None
@@ -271,10 +284,19 @@ class Simulator(LLMBackend):
         table is left out, so that the cache keys of simulators configured before the table
         existed stay valid."""
         modality = {} if self.modality == "llm" else {"modality": self.modality}
-        dumped = {name: {kind: policy.model_dump() for kind, policy in sorted(table.items())}
-                  for name, table in (tables or {}).items() if table}
-        return {"backend": "simulated", **modality, "model_id": self.config.model_id,
-                "revision": self.config.revision, **fields, **dumped}
+        dumped = {
+            name: {kind: policy.model_dump() for kind, policy in sorted(table.items())}
+            for name, table in (tables or {}).items()
+            if table
+        }
+        return {
+            "backend": "simulated",
+            **modality,
+            "model_id": self.config.model_id,
+            "revision": self.config.revision,
+            **fields,
+            **dumped,
+        }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for request in requests:
@@ -303,12 +325,20 @@ class Simulator(LLMBackend):
         methodology's plants leaves its answers cached. Any other call: :attr:`fingerprint`
         (which covers the model config's named policies)."""
         plant = self.question(request).plant
-        return self.fingerprint if plant is None else self._fingerprint(**self.settings(), plant=self.plant_key(plant))
+        return (
+            self.fingerprint
+            if plant is None
+            else self._fingerprint(**self.settings(), plant=self.plant_key(plant))
+        )
 
     def planted(self, question: Any, meta: dict[str, Any], policies: dict[str, Any]) -> Any:
         """The policy answering ``question``: its ``plant``, else the one of ``policies`` (the
         model config's) that its ``policy`` names (:meth:`policy_name`)."""
-        return question.plant if question.plant is not None else policies[self.policy_name(meta, policies)]
+        return (
+            question.plant
+            if question.plant is not None
+            else policies[self.policy_name(meta, policies)]
+        )
 
     def policy_name(self, meta: dict[str, Any], policies: dict[str, Any]) -> str:
         """The request's ``meta["policy"]`` (or its ``fallback_policy``), which ``policies``
@@ -317,9 +347,11 @@ class Simulator(LLMBackend):
         if name not in policies:  # e.g. news_biased -> news when not configured
             name = meta.get("fallback_policy", name)
         if name not in policies:
-            raise KeyError(f"{self.kind}: the call of probe kind {name!r} carries no planted policy (its question's "
-                           f"plant, from the methodology's `simulated` config) and the model configures none of that "
-                           f"name (configured: {sorted(policies)})")
+            raise KeyError(
+                f"{self.kind}: the call of probe kind {name!r} carries no planted policy (its question's "
+                f"plant, from the methodology's `simulated` config) and the model configures none of that "
+                f"name (configured: {sorted(policies)})"
+            )
         return name
 
 
@@ -340,7 +372,9 @@ def _key_message(message: dict[str, Any]) -> dict[str, Any]:
 
 def stable_hash(payload: Any, length: int = 64) -> str:
     """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no whitespace)."""
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    blob = json.dumps(
+        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
 
 
@@ -366,7 +400,9 @@ def complete_in_batches(
             completions = run(batch)
         except Exception as exc:
             logging.getLogger(__name__).exception("%s failed for a batch of %d", what, len(batch))
-            completions = [Completion(status="error", error=f"{type(exc).__name__}: {exc}") for _ in batch]
+            completions = [
+                Completion(status="error", error=f"{type(exc).__name__}: {exc}") for _ in batch
+            ]
         else:
             latency = (time.perf_counter() - began) / len(batch)
             for completion in completions:

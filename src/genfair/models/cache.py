@@ -65,14 +65,16 @@ _META = sa.MetaData()
 # expiry): an existing file is used as it is. genfair sets created_at (UTC, as SQLite's
 # datetime('now') writes it); the default serves rows inserted by hand.
 RESPONSES = sa.Table(
-    "responses", _META,
+    "responses",
+    _META,
     sa.Column("key", sa.Text, primary_key=True),
     sa.Column("model", sa.Text, nullable=False),
     sa.Column("completion", sa.Text, nullable=False),
     sa.Column("created_at", sa.Text, nullable=False, server_default=sa.text("CURRENT_TIMESTAMP")),
 )
 CLAIMS = sa.Table(
-    "claims", _META,
+    "claims",
+    _META,
     sa.Column("key", sa.Text, primary_key=True),
     sa.Column("owner", sa.Text, nullable=False),
     sa.Column("expires", sa.Float, nullable=False),
@@ -117,9 +119,13 @@ def _switch_to_wal(dbapi: Any, seconds: float = SQLITE_TIMEOUT_S) -> None:
     another process holds a lock on a file still in rollback mode (two machines opening a new
     cache at once) SQLite answers "database is locked" at once, without waiting for its busy
     timeout: retry for as long as that timeout."""
-    for attempt in Retrying(retry=retry_if_exception(_locked), stop=stop_after_delay(seconds),
-                            wait=wait_exponential(multiplier=0.01, max=0.5), reraise=True,
-                            before_sleep=lambda _: log.debug("the cache file is locked; switching to WAL again")):
+    for attempt in Retrying(
+        retry=retry_if_exception(_locked),
+        stop=stop_after_delay(seconds),
+        wait=wait_exponential(multiplier=0.01, max=0.5),
+        reraise=True,
+        before_sleep=lambda _: log.debug("the cache file is locked; switching to WAL again"),
+    ):
         with attempt:
             if dbapi.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 dbapi.execute("PRAGMA journal_mode=WAL")
@@ -132,7 +138,9 @@ def _engine(url: str) -> sa.Engine:
             raise CacheError(f"response cache {url}: name a file (sqlite:///path/responses.sqlite)")
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the OpenAI backend reports results from its event loop thread
-        engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_TIMEOUT_S, "check_same_thread": False})
+        engine = sa.create_engine(
+            parsed, connect_args={"timeout": SQLITE_TIMEOUT_S, "check_same_thread": False}
+        )
 
         @sa.event.listens_for(engine, "connect")
         def _connect(dbapi: Any, _record: Any) -> None:
@@ -143,7 +151,9 @@ def _engine(url: str) -> sa.Engine:
         @sa.event.listens_for(engine, "begin")
         def _begin(conn: sa.Connection) -> None:
             # IMMEDIATE: the claim transaction takes the write lock first, so one writer decides
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("immediate") else "BEGIN")
+            conn.exec_driver_sql(
+                "BEGIN IMMEDIATE" if conn.get_execution_options().get("immediate") else "BEGIN"
+            )
 
         return engine
     if parsed.get_backend_name() == "postgresql":
@@ -152,19 +162,27 @@ def _engine(url: str) -> sa.Engine:
         # no pre-ping (a round trip per operation): a dropped connection invalidates the pool, so
         # the next operation reconnects
         return sa.create_engine(parsed, pool_recycle=600, pool_size=4, max_overflow=8)
-    raise CacheError(f"response cache {display_url(url)}: unsupported store (use sqlite:///path or "
-                     "postgresql://host/db in cache.url or GENFAIR_CACHE_URL)")
+    raise CacheError(
+        f"response cache {display_url(url)}: unsupported store (use sqlite:///path or "
+        "postgresql://host/db in cache.url or GENFAIR_CACHE_URL)"
+    )
 
 
 class ResponseCache:
     """A persistent map from (model fingerprint, request) to completion, named by a URL (or
     a SQLite file's path); ``images`` is the blob store its image completions point to."""
 
-    def __init__(self, target: str | os.PathLike[str], images: Any = None, *, host: str | None = None):
+    def __init__(
+        self, target: str | os.PathLike[str], images: Any = None, *, host: str | None = None
+    ):
         self.url = store_url(target)
         parsed = sa.make_url(self.url) if "://" in self.url else None
         #: the SQLite file, or None for a server
-        self.path = Path(parsed.database) if parsed is not None and parsed.get_backend_name() == "sqlite" else None
+        self.path = (
+            Path(parsed.database)
+            if parsed is not None and parsed.get_backend_name() == "sqlite"
+            else None
+        )
         self.where = str(self.path) if self.path else display_url(self.url)
         self._engine = _engine(self.url)
         self._dialect = self._engine.dialect.name
@@ -202,12 +220,17 @@ class ResponseCache:
                 raise CacheError(
                     f"response cache {self.path}: unusable ({_first_line(exc.orig)}); move it aside (mv "
                     f"{self.path} {self.path}.broken) and rerun: calls not in a cache are asked again (set "
-                    "GENFAIR_CACHE_DIR or cache.dir to use another folder)") from exc
-            if self.path is None and isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) \
-                    and _sqlstate(exc) not in _RETRY_STATES:
+                    "GENFAIR_CACHE_DIR or cache.dir to use another folder)"
+                ) from exc
+            if (
+                self.path is None
+                and isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+                and _sqlstate(exc) not in _RETRY_STATES
+            ):
                 raise CacheError(
                     f"response cache {self.where}: unusable ({_first_line(exc.orig)}); check the server, "
-                    "PGPASSWORD or ~/.pgpass, and cache.url / GENFAIR_CACHE_URL") from exc
+                    "PGPASSWORD or ~/.pgpass, and cache.url / GENFAIR_CACHE_URL"
+                ) from exc
             raise
 
     @contextmanager
@@ -258,8 +281,11 @@ class ResponseCache:
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
             with self._one() as conn:
-                rows = conn.execute(sa.select(RESPONSES.c.key, RESPONSES.c.completion)
-                                    .where(RESPONSES.c.key.in_(chunk))).all()
+                rows = conn.execute(
+                    sa.select(RESPONSES.c.key, RESPONSES.c.completion).where(
+                        RESPONSES.c.key.in_(chunk)
+                    )
+                ).all()
             for key, blob in rows:
                 completion, problem = _load(blob)
                 if completion is None:
@@ -269,12 +295,20 @@ class ResponseCache:
         if bad:
             # only the row as read: a valid answer stored meanwhile is kept
             with self._tx() as conn:
-                conn.execute(RESPONSES.delete().where(RESPONSES.c.key == sa.bindparam("k"),
-                                                      RESPONSES.c.completion == sa.bindparam("b")),
-                             [{"k": k, "b": b} for k, b, _ in bad])
+                conn.execute(
+                    RESPONSES.delete().where(
+                        RESPONSES.c.key == sa.bindparam("k"),
+                        RESPONSES.c.completion == sa.bindparam("b"),
+                    ),
+                    [{"k": k, "b": b} for k, b, _ in bad],
+                )
         for key, _, problem in bad:
-            log.warning("response cache %s: dropped malformed entry %s (%s); the call will be asked "
-                        "again", self.where, key[:12], problem)
+            log.warning(
+                "response cache %s: dropped malformed entry %s (%s); the call will be asked again",
+                self.where,
+                key[:12],
+                problem,
+            )
         return found
 
     def put(self, key: str, model: str, completion: Completion) -> bool:
@@ -282,8 +316,13 @@ class ResponseCache:
         Errors and malformed completions are not stored."""
         blob = storable(completion, key)
         release = CLAIMS.delete().where(CLAIMS.c.key == key, CLAIMS.c.owner == self.owner)
-        store = None if blob is None else self._insert(RESPONSES).values(
-            key=key, model=model, completion=blob, created_at=_utc_now())
+        store = (
+            None
+            if blob is None
+            else self._insert(RESPONSES).values(
+                key=key, model=model, completion=blob, created_at=_utc_now()
+            )
+        )
         if self._dialect == "postgresql":
             # one statement, so one round trip (autocommit), and atomic: the answer and the
             # claim's release are seen together (a claim checks answers after its insert)
@@ -303,10 +342,17 @@ class ResponseCache:
         if not rows:
             return 0
         with self._tx() as conn:
-            have = {k for (k,) in conn.execute(sa.select(RESPONSES.c.key)
-                                               .where(RESPONSES.c.key.in_([r[0] for r in rows])))}
-            new = [dict(zip(("key", "model", "completion", "created_at"), r, strict=True))
-                   for r in rows if r[0] not in have]
+            have = {
+                k
+                for (k,) in conn.execute(
+                    sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_([r[0] for r in rows]))
+                )
+            }
+            new = [
+                dict(zip(("key", "model", "completion", "created_at"), r, strict=True))
+                for r in rows
+                if r[0] not in have
+            ]
             if new:
                 conn.execute(self._insert(RESPONSES), new)
         return len(new)
@@ -315,15 +361,31 @@ class ResponseCache:
         """Up to ``limit`` rows ``(key, model, completion, created_at)`` with keys after
         ``after``, in key order (a resumable walk over the whole store)."""
         with self._one() as conn:
-            return [tuple(r) for r in conn.execute(
-                sa.select(RESPONSES.c.key, RESPONSES.c.model, RESPONSES.c.completion, RESPONSES.c.created_at)
-                .where(RESPONSES.c.key > after).order_by(RESPONSES.c.key).limit(limit))]
+            return [
+                tuple(r)
+                for r in conn.execute(
+                    sa.select(
+                        RESPONSES.c.key,
+                        RESPONSES.c.model,
+                        RESPONSES.c.completion,
+                        RESPONSES.c.created_at,
+                    )
+                    .where(RESPONSES.c.key > after)
+                    .order_by(RESPONSES.c.key)
+                    .limit(limit)
+                )
+            ]
 
     def counts(self) -> dict[str, int]:
         """Stored responses per model (``genfair cache stats``)."""
         with self._one() as conn:
-            return dict(conn.execute(sa.select(RESPONSES.c.model, sa.func.count())
-                                     .group_by(RESPONSES.c.model).order_by(RESPONSES.c.model)).all())
+            return dict(
+                conn.execute(
+                    sa.select(RESPONSES.c.model, sa.func.count())
+                    .group_by(RESPONSES.c.model)
+                    .order_by(RESPONSES.c.model)
+                ).all()
+            )
 
     # --- claims: one process answers each call -------------------------------------------
 
@@ -350,8 +412,11 @@ class ResponseCache:
             conn.execute(CLAIMS.delete().where(CLAIMS.c.expires < now))
             for start in range(0, len(keys), _CHUNK):
                 chunk = keys[start : start + _CHUNK]
-                owners = set(conn.execute(sa.select(CLAIMS.c.owner).distinct()
-                                          .where(CLAIMS.c.key.in_(chunk))).scalars())
+                owners = set(
+                    conn.execute(
+                        sa.select(CLAIMS.c.owner).distinct().where(CLAIMS.c.key.in_(chunk))
+                    ).scalars()
+                )
                 dead = [o for o in owners if o != self.owner and not self._alive(o)]
                 if dead:
                     conn.execute(CLAIMS.delete().where(CLAIMS.c.owner.in_(dead)))
@@ -360,11 +425,24 @@ class ResponseCache:
                 # answered since the caller looked: read it, do not send it again. Checked after
                 # the insert: a key won there had no other claim, so its owner's put (one
                 # transaction with the claim's release) is committed and seen here
-                answered = list(conn.execute(sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_(chunk))).scalars())
+                answered = list(
+                    conn.execute(
+                        sa.select(RESPONSES.c.key).where(RESPONSES.c.key.in_(chunk))
+                    ).scalars()
+                )
                 if answered:
-                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(answered)))
-                mine.update(conn.execute(sa.select(CLAIMS.c.key).where(
-                    CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(chunk))).scalars())
+                    conn.execute(
+                        CLAIMS.delete().where(
+                            CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(answered)
+                        )
+                    )
+                mine.update(
+                    conn.execute(
+                        sa.select(CLAIMS.c.key).where(
+                            CLAIMS.c.owner == self.owner, CLAIMS.c.key.in_(chunk)
+                        )
+                    ).scalars()
+                )
         return mine
 
     def release(self, keys: list[str] | None = None) -> None:
@@ -374,13 +452,21 @@ class ResponseCache:
                 conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner))
             else:
                 for start in range(0, len(keys), _CHUNK):
-                    conn.execute(CLAIMS.delete().where(CLAIMS.c.owner == self.owner,
-                                                       CLAIMS.c.key.in_(keys[start : start + _CHUNK])))
+                    conn.execute(
+                        CLAIMS.delete().where(
+                            CLAIMS.c.owner == self.owner,
+                            CLAIMS.c.key.in_(keys[start : start + _CHUNK]),
+                        )
+                    )
 
     def renew(self, ttl_s: float = CLAIM_TTL_S) -> None:
         """Extend every claim this cache holds (the heartbeat of a long batch)."""
         with self._one() as conn:
-            conn.execute(CLAIMS.update().where(CLAIMS.c.owner == self.owner).values(expires=self._clock() + ttl_s))
+            conn.execute(
+                CLAIMS.update()
+                .where(CLAIMS.c.owner == self.owner)
+                .values(expires=self._clock() + ttl_s)
+            )
 
     @contextmanager
     def holding(self, keys: list[str], ttl_s: float = CLAIM_TTL_S) -> Iterator[None]:
@@ -392,7 +478,10 @@ class ResponseCache:
             while not stop.wait(ttl_s / 3):
                 try:
                     self.renew(ttl_s)
-                except (sa.exc.SQLAlchemyError, CacheError) as exc:  # busy or unreachable: next beat
+                except (
+                    sa.exc.SQLAlchemyError,
+                    CacheError,
+                ) as exc:  # busy or unreachable: next beat
                     log.debug("claim renewal failed: %s", exc)
 
         thread = threading.Thread(target=beat, name="cache-claims", daemon=True)
@@ -409,8 +498,13 @@ class ResponseCache:
         count = 0
         with self._one() as conn:
             for start in range(0, len(keys), _CHUNK):
-                count += conn.execute(sa.select(sa.func.count()).select_from(CLAIMS).where(
-                    CLAIMS.c.owner != self.owner, CLAIMS.c.key.in_(keys[start : start + _CHUNK]))).scalar_one()
+                count += conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(CLAIMS)
+                    .where(
+                        CLAIMS.c.owner != self.owner, CLAIMS.c.key.in_(keys[start : start + _CHUNK])
+                    )
+                ).scalar_one()
         return count
 
     def claims(self) -> int:
@@ -473,8 +567,10 @@ def copy_entries(src: ResponseCache, dst: ResponseCache, batch: int = 1000) -> d
 
 def _copy_image(sha256: str, src: ResponseCache, dst: ResponseCache) -> int:
     if src.images is None or dst.images is None:
-        raise CacheError(f"response cache {src.where} holds images: name the image stores "
-                         "(--images-from / --images-to) of a PostgreSQL cache")
+        raise CacheError(
+            f"response cache {src.where} holds images: name the image stores "
+            "(--images-from / --images-to) of a PostgreSQL cache"
+        )
     if sha256 in dst.images:
         return 0
     dst.images.put(src.images.read(sha256))

@@ -58,9 +58,13 @@ def text_embeddings(model: Any, tokenizer: Any, texts: Sequence[str]) -> Any:
     """Projected, L2-normalised text embeddings (as CLIPModel's forward computes them)."""
     import torch
 
-    inputs = tokenizer(list(texts), padding=True, truncation=True, return_tensors="pt").to(model.device)
+    inputs = tokenizer(list(texts), padding=True, truncation=True, return_tensors="pt").to(
+        model.device
+    )
     with torch.inference_mode():
-        pooled = model.text_model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"]).pooler_output
+        pooled = model.text_model(
+            input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"]
+        ).pooler_output
         features = model.text_projection(pooled)
     return features / features.norm(dim=-1, keepdim=True)
 
@@ -82,7 +86,10 @@ class ClipZeroShot:
         self.classes = tuple(classes)
         if class_display not in ("raw", "spaced"):
             raise ValueError(f"class_display {class_display!r}: use 'raw' or 'spaced'")
-        self.prompts = [template.format(c if class_display == "raw" else c.replace("_", " ")) for c in self.classes]
+        self.prompts = [
+            template.format(c if class_display == "raw" else c.replace("_", " "))
+            for c in self.classes
+        ]
         self._text = text_embeddings(model, processor.tokenizer, self.prompts)
 
     def probabilities(self, images: Sequence[Any]) -> np.ndarray:
@@ -91,7 +98,9 @@ class ClipZeroShot:
 
         pixels = self.processor(images=[i.convert("RGB") for i in images], return_tensors="pt")
         with torch.inference_mode():
-            pooled = self.model.vision_model(pixel_values=pixels["pixel_values"].to(self.model.device)).pooler_output
+            pooled = self.model.vision_model(
+                pixel_values=pixels["pixel_values"].to(self.model.device)
+            ).pooler_output
             image = self.model.visual_projection(pooled)
             image = image / image.norm(dim=-1, keepdim=True)
             logits = self.model.logit_scale.exp() * image @ self._text.T
@@ -114,7 +123,9 @@ class ClipZeroShotBackend(VLMBackend):
         self.batch_size = batch_size
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> ClipZeroShotBackend:
+    def from_path(
+        cls, path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any
+    ) -> ClipZeroShotBackend:
         batch_size = kwargs.pop("batch_size", 16)
         model_id = kwargs.pop("model_id", None) or Path(path).name
         model, processor = load_clip(path, device)
@@ -123,9 +134,15 @@ class ClipZeroShotBackend(VLMBackend):
     @classmethod
     def from_config(cls, config: ClipVLMConfig) -> ClipZeroShotBackend:
         """The backend a ``backend: clip`` model config describes (weights from ``path``)."""
-        return cls.from_path(config.path, config.device, model_id=config.model_id, batch_size=config.batch_size,
-                             classes=config.classes or FACET_CLASSES, template=config.template,
-                             class_display=config.class_display)
+        return cls.from_path(
+            config.path,
+            config.device,
+            model_id=config.model_id,
+            batch_size=config.batch_size,
+            classes=config.classes or FACET_CLASSES,
+            template=config.template,
+            class_display=config.class_display,
+        )
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -142,7 +159,12 @@ class ClipZeroShotBackend(VLMBackend):
         for request in batch:
             parts = [p for m in request.messages for p in image_parts(m)]
             if len(parts) != 1:
-                raise ValueError(f"CLIP zero-shot needs exactly one image per request, got {len(parts)}")
+                raise ValueError(
+                    f"CLIP zero-shot needs exactly one image per request, got {len(parts)}"
+                )
             with Image.open(io.BytesIO(read_image_part(parts[0]))) as image:
                 images.append(image.convert("RGB"))
-        return [Completion(status="ok", text=label, finish_reason="stop") for label in self.classifier.classify(images)]
+        return [
+            Completion(status="ok", text=label, finish_reason="stop")
+            for label in self.classifier.classify(images)
+        ]

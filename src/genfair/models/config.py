@@ -93,7 +93,9 @@ class _UnderTest(_Strict):
     def _resources(cls, value: dict[str, float]) -> dict[str, float]:
         bad = {k: v for k, v in value.items() if v <= 0 or not k.replace("_", "").isalnum()}
         if bad:
-            raise ValueError(f"each resource needs a name (letters, digits, _) and an amount > 0, got {bad}")
+            raise ValueError(
+                f"each resource needs a name (letters, digits, _) and an amount > 0, got {bad}"
+            )
         return value
 
 
@@ -501,7 +503,8 @@ class SimulatedVLMRecallPolicy(_Strict):
 
 
 SimulatedVLMPolicies = Annotated[
-    Annotated[SimulatedVLMPolicy, Tag("choice")] | Annotated[SimulatedVLMRecallPolicy, Tag("planted_recall")],
+    Annotated[SimulatedVLMPolicy, Tag("choice")]
+    | Annotated[SimulatedVLMRecallPolicy, Tag("planted_recall")],
     Discriminator(_policy_kind),
 ]
 
@@ -567,7 +570,8 @@ class ClipVLMConfig(_VLMBase):
 
 
 VLMConfig = Annotated[
-    HFVLMConfig | OpenAIVLMConfig | SimulatedVLMConfig | ClipVLMConfig, Field(discriminator="backend")
+    HFVLMConfig | OpenAIVLMConfig | SimulatedVLMConfig | ClipVLMConfig,
+    Field(discriminator="backend"),
 ]
 
 _LLM_BACKENDS = ("hf", "embedded", "openai", "simulated")
@@ -576,7 +580,11 @@ _LLM_BACKENDS = ("hf", "embedded", "openai", "simulated")
 def modality_of(value: Any) -> Any:
     """A model config's modality, raw (a dict) or validated: ``llm`` when absent (configs
     written before other modalities existed have none)."""
-    return value.get("modality", "llm") if isinstance(value, dict) else getattr(value, "modality", "llm")
+    return (
+        value.get("modality", "llm")
+        if isinstance(value, dict)
+        else getattr(value, "modality", "llm")
+    )
 
 
 def _model_kind(value: Any) -> str | None:

@@ -33,8 +33,12 @@ class JsonConstraint:
         from lmformatenforcer import TokenEnforcerTokenizerData
 
         self._data = TokenEnforcerTokenizerData(
-            _vocabulary(tokenizer), lambda ids: tokenizer.decode(ids).rstrip("\ufffd"),
-            sorted(eos_ids), use_bitmask=False, vocab_size=len(tokenizer))
+            _vocabulary(tokenizer),
+            lambda ids: tokenizer.decode(ids).rstrip("\ufffd"),
+            sorted(eos_ids),
+            use_bitmask=False,
+            vocab_size=len(tokenizer),
+        )
 
     def allowed_tokens(self, schema: dict[str, Any]) -> Callable[[int, Any], list[int]]:
         """``prefix_allowed_tokens_fn`` for one ``generate`` call whose rows all follow

@@ -38,7 +38,9 @@ def converted(source: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".ct2-", dir=target.parent))
     staging.chmod(0o755)
     try:
-        TransformersConverter(str(source)).convert(str(staging), quantization=COMPUTE_TYPE, force=True)
+        TransformersConverter(str(source)).convert(
+            str(staging), quantization=COMPUTE_TYPE, force=True
+        )
         os.replace(staging, target)
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
@@ -57,12 +59,25 @@ class CT2Generator:
         #: CTranslate2 sorts a call's prompts by length and generates them this many at a time
         self.batch_size = batch_size
         self.generator = ctranslate2.Generator(
-            str(path), device="cpu", compute_type=COMPUTE_TYPE, intra_threads=threads, inter_threads=1)
+            str(path),
+            device="cpu",
+            compute_type=COMPUTE_TYPE,
+            intra_threads=threads,
+            inter_threads=1,
+        )
 
-    def greedy(self, prompts: Sequence[Sequence[int]], limit: int, stop: set[int]) -> list[list[int]]:
+    def greedy(
+        self, prompts: Sequence[Sequence[int]], limit: int, stop: set[int]
+    ) -> list[list[int]]:
         """Each prompt's new token ids (at most ``limit``; the end token not included)."""
         tokens = [self.tokenizer.convert_ids_to_tokens(list(p)) for p in prompts]
         results = self.generator.generate_batch(
-            tokens, max_length=limit, sampling_topk=1, beam_size=1, include_prompt_in_result=False,
-            end_token=sorted(stop), max_batch_size=self.batch_size)
+            tokens,
+            max_length=limit,
+            sampling_topk=1,
+            beam_size=1,
+            include_prompt_in_result=False,
+            end_token=sorted(stop),
+            max_batch_size=self.batch_size,
+        )
         return [list(r.sequences_ids[0]) for r in results]

@@ -69,23 +69,31 @@ def connect(address: str | None) -> Any:
     ``DASK_SCHEDULER_ADDRESS``), once at least one worker has joined it."""
     address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if not address:
-        raise ConfigError("params.yaml: generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS="
-                          "tcp://HOST:8786 or generation.scheduler")
+        raise ConfigError(
+            "params.yaml: generation.executor: dask, but no scheduler: set DASK_SCHEDULER_ADDRESS="
+            "tcp://HOST:8786 or generation.scheduler"
+        )
     try:
         from distributed import Client
     except ImportError:
-        raise ConfigError(f"params.yaml: generation.executor: dask needs Dask distributed: {INSTALL_HINT}") from None
+        raise ConfigError(
+            f"params.yaml: generation.executor: dask needs Dask distributed: {INSTALL_HINT}"
+        ) from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except OSError as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {address} (generation.scheduler or "
-                          f"DASK_SCHEDULER_ADDRESS): {_first_line(exc)}") from None
+        raise ConfigError(
+            f"cannot reach the Dask scheduler at {address} (generation.scheduler or "
+            f"DASK_SCHEDULER_ADDRESS): {_first_line(exc)}"
+        ) from None
     try:
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
     except TimeoutError:
         client.close()
-        raise ConfigError(f"no Dask worker joined the scheduler at {address} within {CONNECT_TIMEOUT_S:g} s: "
-                          f"start workers (dask worker {address})") from None
+        raise ConfigError(
+            f"no Dask worker joined the scheduler at {address} within {CONNECT_TIMEOUT_S:g} s: "
+            f"start workers (dask worker {address})"
+        ) from None
     return client
 
 
@@ -98,24 +106,40 @@ class DaskExecutor:
         self.open_cache = open_cache
         self._declined: set[str] = set()
 
-    def send(self, backend: LLMBackend, requests: Sequence[Request], keys: Sequence[str], model_key: str,
-             on_result: OnResult) -> bool:
+    def send(
+        self,
+        backend: LLMBackend,
+        requests: Sequence[Request],
+        keys: Sequence[str],
+        model_key: str,
+        on_result: OnResult,
+    ) -> bool:
         config = getattr(backend, "model_config", None)
         if config is None:  # built in code: nothing to rebuild it from on a worker
             if model_key not in self._declined:
                 self._declined.add(model_key)
-                log.info("%s has no model config to rebuild it on a worker: its calls run in this process", model_key)
+                log.info(
+                    "%s has no model config to rebuild it on a worker: its calls run in this process",
+                    model_key,
+                )
             return False
         resources = dict(getattr(config, "worker_resources", {}) or {})
-        workers = [w for w in self.client.scheduler_info()["workers"].values()
-                   if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items())]
+        workers = [
+            w
+            for w in self.client.scheduler_info()["workers"].values()
+            if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items())
+        ]
         if not workers:  # its tasks would wait forever
-            raise ConfigError(f"no Dask worker offers the resources {resources} that {model_key} needs "
-                              f"(its worker_resources): start workers with --resources "
-                              f"{','.join(f'{k}={v:g}' for k, v in resources.items())}")
+            raise ConfigError(
+                f"no Dask worker offers the resources {resources} that {model_key} needs "
+                f"(its worker_resources): start workers with --resources "
+                f"{','.join(f'{k}={v:g}' for k, v in resources.items())}"
+            )
         threads = max(1, sum(w.get("nthreads", 1) for w in workers))
         limit = _http_limit(config)
-        if limit:  # HTTP: a task per worker thread, holding up to its share of the model's concurrency
+        if (
+            limit
+        ):  # HTTP: a task per worker thread, holding up to its share of the model's concurrency
             share = math.ceil(limit / threads)
             size = max(share, math.ceil(len(requests) / threads))
         else:  # local models: small shards, so a fast worker takes more of them
@@ -124,8 +148,15 @@ class DaskExecutor:
         starts = range(0, len(requests), size)
         job = _Job(config, getattr(backend, "store", None), self.open_cache, model_key, share)
         futures = {
-            self.client.submit(run_shard, job, list(requests[s : s + size]), list(keys[s : s + size]),
-                               key=f"genfair-shard-{uuid.uuid4().hex}", resources=resources or None, pure=False): s
+            self.client.submit(
+                run_shard,
+                job,
+                list(requests[s : s + size]),
+                list(keys[s : s + size]),
+                key=f"genfair-shard-{uuid.uuid4().hex}",
+                resources=resources or None,
+                pure=False,
+            ): s
             for s in starts
         }
         from distributed import as_completed
@@ -152,8 +183,14 @@ class DaskExecutor:
 class _Job:
     """What every shard of one ``send`` shares (pickled once per task)."""
 
-    def __init__(self, config: Any, store: Any, open_cache: Callable[[], ResponseCache], model_key: str,
-                 share: int):
+    def __init__(
+        self,
+        config: Any,
+        store: Any,
+        open_cache: Callable[[], ResponseCache],
+        model_key: str,
+        share: int,
+    ):
         self.config, self.store, self.open_cache = config, store, open_cache
         self.model_key, self.share = model_key, share
 
@@ -169,7 +206,11 @@ def run_shard(job: _Job, requests: list[Request], keys: list[str]) -> list[dict[
     todo = [n for n in range(len(keys)) if n not in results]
     if todo:
         with _leases(job) as concurrency:
-            config = job.config if concurrency is None else job.config.model_copy(update={"concurrency": concurrency})
+            config = (
+                job.config
+                if concurrency is None
+                else job.config.model_copy(update={"concurrency": concurrency})
+            )
             backend = worker_model(config)
             if getattr(job.config, "rate_limit", None):
                 backend.window = ClusterWindow(job.config)

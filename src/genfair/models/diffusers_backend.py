@@ -87,13 +87,19 @@ class DiffusersT2I(T2IBackend):
         def run(batch: Sequence[Request]) -> list[Completion]:
             images, flagged = self._draw(batch)
             return [
-                Completion(status="refused", finish_reason="content_filter",
-                           text="flagged by the pipeline's safety checker")
-                if nsfw else Completion(status="ok", finish_reason="stop", png=encode_png(image))
+                Completion(
+                    status="refused",
+                    finish_reason="content_filter",
+                    text="flagged by the pipeline's safety checker",
+                )
+                if nsfw
+                else Completion(status="ok", finish_reason="stop", png=encode_png(image))
                 for image, nsfw in zip(images, flagged, strict=True)
             ]
 
-        complete_in_batches(chunks(requests, self.config.batch_size), run, on_done, "image generation")
+        complete_in_batches(
+            chunks(requests, self.config.batch_size), run, on_done, "image generation"
+        )
 
     def _draw(self, batch: Sequence[Request]) -> tuple[list[Any], list[bool]]:
         import torch

@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 
 
 def model_store() -> Path:
-    return Path(os.environ.get("GENFAIR_MODEL_DIR") or Path.home() / ".cache" / "genfair" / "models")
+    return Path(
+        os.environ.get("GENFAIR_MODEL_DIR") or Path.home() / ".cache" / "genfair" / "models"
+    )
 
 
 def package_dir(package: str) -> Path:
@@ -38,7 +40,9 @@ def package_dir(package: str) -> Path:
 
 def converted_dir(config: EmbeddedModelConfig) -> Path:
     """The fp32 copy of the embedded model, made once from the package's GGUF file."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{config.package}-{config.revision}")
+    safe = "".join(
+        c if c.isalnum() or c in "-_." else "_" for c in f"{config.package}-{config.revision}"
+    )
     target = model_store() / safe
     if (target / "config.json").exists():
         return target

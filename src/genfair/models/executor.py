@@ -31,8 +31,14 @@ OnResult = Callable[[int, Completion], None]
 
 
 class Executor(Protocol):
-    def send(self, backend: LLMBackend, requests: Sequence[Request], keys: Sequence[str], model_key: str,
-             on_result: OnResult) -> bool:
+    def send(
+        self,
+        backend: LLMBackend,
+        requests: Sequence[Request],
+        keys: Sequence[str],
+        model_key: str,
+        on_result: OnResult,
+    ) -> bool:
         """Answer ``requests`` (cache ``keys``) and store each answer; ``on_result`` once per
         request. ``False`` (nothing sent) when this executor cannot run ``backend``."""
         ...
@@ -74,15 +80,21 @@ def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> 
         client.close()
 
 
-def store_completion(cache: ResponseCache, key: str, model_key: str, completion: Completion) -> Completion:
+def store_completion(
+    cache: ResponseCache, key: str, model_key: str, completion: Completion
+) -> Completion:
     """``completion`` masked and checked, then cached under ``key``: a malformed one becomes an
     ``error`` (not cached, asked again on the next run), never a cached success."""
     completion = redact_completion(completion)
     problem = completion.problem()
     if problem is not None:
         log.warning("malformed completion from %s: %s; recorded as an error", model_key, problem)
-        completion = Completion(status="error", error=f"malformed completion: {problem}",
-                                latency_s=_number(completion.latency_s), tries=_count(completion.tries))
+        completion = Completion(
+            status="error",
+            error=f"malformed completion: {problem}",
+            latency_s=_number(completion.latency_s),
+            tries=_count(completion.tries),
+        )
     cache.put(key, model_key, completion)
     return completion
 

@@ -22,8 +22,16 @@ from genfair.models.runner import Call, Judge, run_calls
 log = logging.getLogger(__name__)
 
 
-def run(backend: LLMBackend, cache: ResponseCache, calls: Sequence[Call], judge: Judge, *, seed: int,
-        desc: str = "", image_dir: Path | None = None) -> pd.DataFrame:
+def run(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    calls: Sequence[Call],
+    judge: Judge,
+    *,
+    seed: int,
+    desc: str = "",
+    image_dir: Path | None = None,
+) -> pd.DataFrame:
     """Every call answered through the response cache; one row per call.
 
     For a t2i backend the table gains ``file`` (the PNG's name inside ``image_dir``); images
@@ -36,8 +44,15 @@ def run(backend: LLMBackend, cache: ResponseCache, calls: Sequence[Call], judge:
     return draw(backend, cache, calls, seed=seed, desc=desc, image_dir=image_dir)
 
 
-def draw(backend: LLMBackend, cache: ResponseCache, calls: Sequence[Call], *, seed: int, desc: str,
-         image_dir: Path) -> pd.DataFrame:
+def draw(
+    backend: LLMBackend,
+    cache: ResponseCache,
+    calls: Sequence[Call],
+    *,
+    seed: int,
+    desc: str,
+    image_dir: Path,
+) -> pd.DataFrame:
     """Draw the images and put those the table uses into ``image_dir``; the responses table
     (every call, refused ones too) gains ``file``, the PNG's name inside ``image_dir``."""
     from genfair.models.images import export_images

@@ -32,7 +32,13 @@ from genfair.models.config import EmbeddedModelConfig, HFModelConfig, SamplingPa
 from genfair.models.constrained import JsonConstraint
 from genfair.models.cpu import resolve_dtype, resolve_engine
 from genfair.models.ct2 import CT2Generator, converted
-from genfair.models.local import apply_threads, available_cores, decoding_kwargs, eos_ids, finish_reasons
+from genfair.models.local import (
+    apply_threads,
+    available_cores,
+    decoding_kwargs,
+    eos_ids,
+    finish_reasons,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +82,9 @@ class HFChatBackend(LLMBackend):
 
     @classmethod
     def from_config(
-        cls, config: HFModelConfig | EmbeddedModelConfig, source: str | os.PathLike[str] | None = None
+        cls,
+        config: HFModelConfig | EmbeddedModelConfig,
+        source: str | os.PathLike[str] | None = None,
     ) -> HFChatBackend:
         """Load from ``source`` (default: the config's hub id or local directory)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -85,7 +93,9 @@ class HFChatBackend(LLMBackend):
         if isinstance(config, HFModelConfig):
             hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
         dtype = config.dtype
-        if isinstance(config, EmbeddedModelConfig):  # its "auto" follows the CPU (hf's: the checkpoint)
+        if isinstance(
+            config, EmbeddedModelConfig
+        ):  # its "auto" follows the CPU (hf's: the checkpoint)
             dtype = resolve_dtype(dtype, config.device)
         dtype = "auto" if dtype == "auto" else getattr(_torch(), dtype)
         source = source or config.model_id
@@ -93,15 +103,28 @@ class HFChatBackend(LLMBackend):
         tokenizer = AutoTokenizer.from_pretrained(source, **hub)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hub).to(config.device)
         ct2 = None
-        if isinstance(config, EmbeddedModelConfig) and resolve_engine(config.engine) == "ctranslate2":
+        if (
+            isinstance(config, EmbeddedModelConfig)
+            and resolve_engine(config.engine) == "ctranslate2"
+        ):
             if str(model.dtype) != "torch.float32" or config.device != "cpu":
-                raise ValueError("engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu")
-            ct2 = CT2Generator(converted(Path(source)), tokenizer, config.threads or available_cores(),
-                               batch_size=config.batch_size)
+                raise ValueError(
+                    "engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu"
+                )
+            ct2 = CT2Generator(
+                converted(Path(source)),
+                tokenizer,
+                config.threads or available_cores(),
+                batch_size=config.batch_size,
+            )
         return cls(
             model,
             tokenizer,
-            identity={"backend": config.backend, "model_id": config.model_id, "revision": config.revision},
+            identity={
+                "backend": config.backend,
+                "model_id": config.model_id,
+                "revision": config.revision,
+            },
             sampling=config.sampling,
             batch_size=config.batch_size,
             system_prompt=config.system_prompt,
@@ -137,7 +160,9 @@ class HFChatBackend(LLMBackend):
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def run(batch: Sequence[Request]) -> list[Completion]:
-            return [Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)]
+            return [
+                Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)
+            ]
 
         complete_in_batches(self._batches(requests), run, on_done)
 
@@ -151,8 +176,11 @@ class HFChatBackend(LLMBackend):
         transformers; whole for CTranslate2, which sorts them by prompt length and cuts its
         own batches of ``batch_size`` (less padding, the same answers: docs/methodology.md)."""
         groups = grouped_chunks(requests, self._decoding, max(len(requests), 1))
-        return [batch for group in groups
-                for batch in chunks(group, len(group) if self._on_ct2(group[0]) else self.batch_size)]
+        return [
+            batch
+            for group in groups
+            for batch in chunks(group, len(group) if self._on_ct2(group[0]) else self.batch_size)
+        ]
 
     def _on_ct2(self, request: Request) -> bool:
         """Whether CTranslate2 answers ``request``: greedy and unconstrained, engine ctranslate2."""
@@ -202,17 +230,26 @@ class HFChatBackend(LLMBackend):
             output = self.model.generate(**inputs, **kwargs)
         return self._decoded(output[:, inputs["input_ids"].shape[1] :].tolist(), stop, limit)
 
-    def _decoded(self, new_tokens: list[list[int]], stop: set[int], limit: int) -> list[tuple[str, str]]:
+    def _decoded(
+        self, new_tokens: list[list[int]], stop: set[int], limit: int
+    ) -> list[tuple[str, str]]:
         """Each row of new token ids as text, with its finish reason."""
-        texts = [t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        texts = [
+            t.strip() for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        ]
         return list(zip(texts, finish_reasons(new_tokens, stop, limit), strict=True))
 
 
 def looks_like_path(model_id: str) -> bool:
     """Whether ``model_id`` names a local folder rather than a hub id (``org/name``): absolute,
     relative with ``./`` / ``../`` / ``~``, or with more than one ``/``."""
-    return (os.path.isabs(model_id) or model_id.startswith((".", "~")) or model_id.count("/") > 1
-            or os.sep != "/" and os.sep in model_id)
+    return (
+        os.path.isabs(model_id)
+        or model_id.startswith((".", "~"))
+        or model_id.count("/") > 1
+        or os.sep != "/"
+        and os.sep in model_id
+    )
 
 
 class ModelNotFound(FileNotFoundError):
@@ -232,7 +269,8 @@ def _check_local_source(source: str) -> None:
         state = "is not a folder" if os.path.exists(path) else "not found"
         raise ModelNotFound(
             f"{source} {state}: give the folder of a saved model (config.json and weights, "
-            "as save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct")
+            "as save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct"
+        )
 
 
 def _torch() -> Any:

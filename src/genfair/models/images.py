@@ -120,8 +120,10 @@ class ImageStore:
             except FileNotFoundError:
                 return local
             if sha256_bytes(data) != sha256:
-                raise ValueError(f"image store {self.url}: {sha256[:12]}... holds other bytes "
-                                 f"(sha256 {sha256_bytes(data)[:12]}...): delete that object")
+                raise ValueError(
+                    f"image store {self.url}: {sha256[:12]}... holds other bytes "
+                    f"(sha256 {sha256_bytes(data)[:12]}...): delete that object"
+                )
             _write_atomic(local, data)
         return local
 
@@ -204,7 +206,9 @@ def read_image_part(part: dict[str, str]) -> bytes:
     """The bytes of an image part, checked against its recorded hash."""
     path = part.get("path")
     if not path:
-        raise ValueError(f"image part {part.get('sha256')} has no 'path'; build it with image_part()")
+        raise ValueError(
+            f"image part {part.get('sha256')} has no 'path'; build it with image_part()"
+        )
     data = Path(path).read_bytes()
     if part.get("sha256") and sha256_bytes(data) != part["sha256"]:
         raise ValueError(
@@ -227,9 +231,7 @@ def export_images(
     ``out_dir`` that no row uses are removed: the folder is exactly the index.
     """
     if "image" not in responses.columns:
-        raise KeyError(
-            "responses has no 'image' column: pass the table generate_images() returned"
-        )
+        raise KeyError("responses has no 'image' column: pass the table generate_images() returned")
     store = cache if isinstance(cache, ImageStore) else ImageStore.beside(cache)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

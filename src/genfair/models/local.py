@@ -101,11 +101,16 @@ def apply_threads(threads: int | None) -> int:
             threadpool_limits(limits=count)
         except ImportError:  # optional: torch's own pool is the one that matters most
             pass
-        log.info("local generation uses %d threads (%s)", count,
-                 "configured" if threads else "cores available to this process")
+        log.info(
+            "local generation uses %d threads (%s)",
+            count,
+            "configured" if threads else "cores available to this process",
+        )
         if _torch_first and "OMP_WAIT_POLICY" not in os.environ and count > 1:
-            log.warning("torch was imported before genfair.models, so its threads spin while "
-                        "waiting; on shared cores set OMP_WAIT_POLICY=PASSIVE or threads: 1")
+            log.warning(
+                "torch was imported before genfair.models, so its threads spin while "
+                "waiting; on shared cores set OMP_WAIT_POLICY=PASSIVE or threads: 1"
+            )
         _applied = count
     return count
 

@@ -233,7 +233,10 @@ class OpenAIChatBackend(LLMBackend):
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
                 raise too_big
-            if declared.isdigit() and response.headers.get("content-encoding", "identity") == "identity":
+            if (
+                declared.isdigit()
+                and response.headers.get("content-encoding", "identity") == "identity"
+            ):
                 await response.aread()  # the usual case: its size is known and within the cap
                 return response
             parts, size = [], 0
@@ -243,10 +246,14 @@ class OpenAIChatBackend(LLMBackend):
                     raise too_big
                 parts.append(part)
         # the body is decoded already: drop the headers that describe its wire form
-        headers = [(k, v) for k, v in response.headers.multi_items()
-                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-        return httpx.Response(response.status_code, headers=headers, content=b"".join(parts),
-                              request=response.request)
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            response.status_code, headers=headers, content=b"".join(parts), request=response.request
+        )
 
     def _refusal(self, response: httpx.Response) -> Completion | None:
         """A non-200 answer that is a content-policy refusal rather than a failure; the
@@ -288,7 +295,10 @@ class OpenAIChatBackend(LLMBackend):
         wait = state.next_action.sleep if state.next_action else 0.0
         log.info(
             "%s; retry %d of %d in %.2fs",
-            self._redact(str(exc)), state.attempt_number, self.config.max_retries, wait,
+            self._redact(str(exc)),
+            state.attempt_number,
+            self.config.max_retries,
+            wait,
         )
 
     def _redact(self, text: str) -> str:
@@ -300,11 +310,16 @@ class OpenAIChatBackend(LLMBackend):
         return redact(text)
 
 
-def response_format(schema: dict[str, Any], name: str = "response", strict: bool = False) -> dict[str, Any]:
+def response_format(
+    schema: dict[str, Any], name: str = "response", strict: bool = False
+) -> dict[str, Any]:
     """``schema`` as an OpenAI-compatible structured-output ``response_format`` (vLLM accepts
     it too). ``strict: false``: OpenAI's strict mode refuses some keywords (minLength,
     minItems) on some models; the answer is validated by its caller either way."""
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": schema, "strict": strict},
+    }
 
 
 def _describe(exc: BaseException) -> str:

@@ -49,7 +49,12 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
 
     def _body(self, request: Request) -> dict[str, Any]:
         c = self.config
-        body: dict[str, Any] = {"model": c.model_id, "prompt": prompt_of(request), "n": 1, "size": c.size}
+        body: dict[str, Any] = {
+            "model": c.model_id,
+            "prompt": prompt_of(request),
+            "n": 1,
+            "size": c.size,
+        }
         if c.send_response_format:
             body["response_format"] = "b64_json"
         if c.quality is not None:
@@ -93,13 +98,21 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
                     "send_response_format: true in the model config (dall-e-* models)"
                 )
             return Completion(
-                status="refused", text=revised, finish_reason="content_filter",
-                latency_s=latency, usage=usage,
+                status="refused",
+                text=revised,
+                finish_reason="content_filter",
+                latency_s=latency,
+                usage=usage,
             )
         try:
             png = base64.b64decode(encoded, validate=True)
         except binascii.Error as exc:
             raise ValueError(f"b64_json is not base64: {exc}") from exc
         return Completion(
-            status="ok", text=revised, finish_reason="stop", latency_s=latency, usage=usage, png=png,
+            status="ok",
+            text=revised,
+            finish_reason="stop",
+            latency_s=latency,
+            usage=usage,
+            png=png,
         )

@@ -66,12 +66,17 @@ def _shared_dump(plant: BaseModel) -> dict[str, Any]:
     if hit is None or hit[0] is not plant:
         if len(_DUMPS) >= 256:  # configs validated again and again in one process
             _DUMPS.clear()
-        hit = _DUMPS[id(plant)] = (plant, plant.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+        hit = _DUMPS[id(plant)] = (
+            plant,
+            plant.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
+        )
     return hit[1]
 
 
 class _Question(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True
+    )
 
     #: the simulated model's policy for this kind of probe (``meta["policy"]``)
     policy: str
@@ -81,7 +86,9 @@ class _Question(BaseModel):
     def meta(self) -> dict[str, Any]:
         """The question as ``Call.meta`` entries (unset fields left out); its plant is one dict
         shared by every call that carries it (4.6 kB a call for lvlm_facet's, once per call)."""
-        meta = self.model_dump(mode="json", exclude_none=True, exclude_defaults=True, exclude={"plant"})
+        meta = self.model_dump(
+            mode="json", exclude_none=True, exclude_defaults=True, exclude={"plant"}
+        )
         plant = getattr(self, "plant", None)
         if plant is not None:
             meta[type(self).model_fields["plant"].alias or "plant"] = _shared_dump(plant)
@@ -111,8 +118,10 @@ class ChoiceQuestion(_Question):
     def _letters_are_options(self) -> ChoiceQuestion:
         named = set(self.truth_letters).union(*map(set, self.primed_letters.values()))
         if not named <= set(self.letters):
-            raise ValueError(f"truth or primed letters {sorted(named - set(self.letters))} are not among the "
-                             f"options {self.letters}")
+            raise ValueError(
+                f"truth or primed letters {sorted(named - set(self.letters))} are not among the "
+                f"options {self.letters}"
+            )
         return self
 
 
@@ -180,7 +189,9 @@ class RecallQuestion(_Question):
     recalls it with the probability its policy plants for the class, the prompt and the
     person's ``gender``, ``skin_tone`` and ``age`` groups."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True
+    )
 
     cls: str = Field(alias="class")
     prompt: str
@@ -203,5 +214,13 @@ class OpenVQAQuestion(_Question):
     plant: SimulatedOpenVQAPolicy | None = Field(None, alias="vlm_plant")
 
 
-__all__ = ["AskedBias", "ChoiceQuestion", "ImageChoiceQuestion", "ImageQuestion", "OpenSetImageQuestion",
-           "OpenVQAQuestion", "RecallQuestion", "RewriteQuestion"]
+__all__ = [
+    "AskedBias",
+    "ChoiceQuestion",
+    "ImageChoiceQuestion",
+    "ImageQuestion",
+    "OpenSetImageQuestion",
+    "OpenVQAQuestion",
+    "RecallQuestion",
+    "RewriteQuestion",
+]

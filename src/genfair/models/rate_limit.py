@@ -73,6 +73,8 @@ class LocalWindow:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         while not self._limiter.hit(self.item, self.name):
-            reset = self._limiter.get_window_stats(self.item, self.name).reset_time  # the oldest start + window
+            reset = self._limiter.get_window_stats(
+                self.item, self.name
+            ).reset_time  # the oldest start + window
             await asyncio.sleep(max(reset - time.time(), 0.001))
         yield

@@ -38,8 +38,24 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: prefixes of well-known key formats (OpenAI, Anthropic, Hugging Face, GitHub, GitLab,
 #: Slack, AWS, Google, Groq, Replicate, NVIDIA, Perplexity)
 _KEY_PREFIXES = (
-    "sk-", "sk_", "hf_", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "glpat-", "xox",
-    "AKIA", "ASIA", "AIza", "gsk_", "r8_", "nvapi-", "pplx-", "Bearer",
+    "sk-",
+    "sk_",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "gsk_",
+    "r8_",
+    "nvapi-",
+    "pplx-",
+    "Bearer",
 )
 
 _lock = threading.Lock()
@@ -72,8 +88,12 @@ def register_key_env(name: str) -> None:
             _installed = True
     value = os.environ.get(name) or ""
     if 0 < len(value) < MIN_SECRET_CHARS:
-        log.warning("the value of %s is shorter than %d characters: too short to redact safely "
-                    "from answers; is it a real key?", name, MIN_SECRET_CHARS)
+        log.warning(
+            "the value of %s is shorter than %d characters: too short to redact safely "
+            "from answers; is it a real key?",
+            name,
+            MIN_SECRET_CHARS,
+        )
 
 
 def secrets() -> list[str]:

@@ -41,7 +41,14 @@ Judge = Callable[[str, dict[str, Any]], Verdict]
 #: columns of every responses table, in order. Latency stays in the cache, not here: the
 #: table must be the same bytes for the same params and seed, whenever it is rebuilt.
 RESPONSE_COLUMNS = [
-    "probe_id", "sample_index", "status", "attempts", "text", "finish_reason", "error", "tries",
+    "probe_id",
+    "sample_index",
+    "status",
+    "attempts",
+    "text",
+    "finish_reason",
+    "error",
+    "tries",
 ]
 
 
@@ -81,7 +88,8 @@ def ask(
     if any(call.json_schema is not None for call in calls) and not backend.supports_json_schema:
         raise ValueError(
             f"{type(backend).__name__} cannot constrain its output to a JSON schema (supports_json_schema "
-            "is False): send these calls without json_schema, and record that they were decoded freely")
+            "is False): send these calls without json_schema, and record that they were decoded freely"
+        )
     fingerprint = backend.fingerprint
     model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
     final: dict[int, tuple[Completion, str, int]] = {}
@@ -95,11 +103,14 @@ def ask(
             retry: list[int] = []
             for start in range(0, len(pending), chunk_size):
                 chunk = pending[start : start + chunk_size]
-                results = _answer(backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update)
+                results = _answer(
+                    backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update
+                )
                 for i in chunk:
                     status = verdict(i, results[i])
                     again = status in ("refused", "invalid") and not backend.repeats(
-                        _request(calls[i], attempt[i], seed))
+                        _request(calls[i], attempt[i], seed)
+                    )
                     if again and attempt[i] + 1 < calls[i].max_attempts:
                         attempt[i] += 1
                         retry.append(i)
@@ -108,7 +119,14 @@ def ask(
             bar.total += len(retry)
             pending = retry
 
-    log.info("%s: %d %ss (%d from cache, %d sent)", desc, len(calls), unit, stats["cached"], stats["called"])
+    log.info(
+        "%s: %d %ss (%d from cache, %d sent)",
+        desc,
+        len(calls),
+        unit,
+        stats["cached"],
+        stats["called"],
+    )
     return [final[i] for i in range(len(calls))]
 
 
@@ -128,18 +146,29 @@ def run_calls(
     attempts: the paper's "skipped") or ``error`` (a transport failure after the backend's
     own retries; not cached, so the next run asks again).
     """
-    answers = ask(backend, cache, calls, lambda i, c: _verdict(c, judge, calls[i].meta),
-                  seed=seed, desc=desc, chunk_size=chunk_size)
+    answers = ask(
+        backend,
+        cache,
+        calls,
+        lambda i, c: _verdict(c, judge, calls[i].meta),
+        seed=seed,
+        desc=desc,
+        chunk_size=chunk_size,
+    )
     frame = pd.DataFrame(
-        [_row(call, completion, status, attempts)
-         for call, (completion, status, attempts) in zip(calls, answers, strict=True)],
+        [
+            _row(call, completion, status, attempts)
+            for call, (completion, status, attempts) in zip(calls, answers, strict=True)
+        ],
         columns=RESPONSE_COLUMNS,
     )
     errors = int((frame["status"] == "error").sum())
     if errors:
         log.warning(
             "%s: %d calls failed after retries (status 'error', not cached). Rerun the stage "
-            "to ask again; completed calls come from the cache.", desc, errors,
+            "to ask again; completed calls come from the cache.",
+            desc,
+            errors,
         )
     return frame
 
@@ -194,8 +223,13 @@ def _answer(
 
 def _request(call: Call, attempt: int, seed: int) -> Request:
     """The request of ``call`` at ``attempt`` (its seed derived from the study ``seed``)."""
-    return Request(messages=call.messages, sample_index=call.sample_index, attempt=attempt,
-                   seed=derive_seed(seed, call.probe_id, call.sample_index, attempt), **call.per_call())
+    return Request(
+        messages=call.messages,
+        sample_index=call.sample_index,
+        attempt=attempt,
+        seed=derive_seed(seed, call.probe_id, call.sample_index, attempt),
+        **call.per_call(),
+    )
 
 
 #: how often a process waiting for another's answers looks for them in the cache
@@ -223,7 +257,9 @@ def _send(
 
     with cache.holding([keys[i] for i in indices]):
         executor = active()
-        if executor is None or not executor.send(backend, batch, [keys[i] for i in indices], model_key, record):
+        if executor is None or not executor.send(
+            backend, batch, [keys[i] for i in indices], model_key, record
+        ):
             position = {id(request): n for n, request in enumerate(batch)}
 
             def on_done(request: Request, completion: Completion) -> None:

@@ -47,11 +47,26 @@ INVALID = "Every one of these people could be the answer; it depends on many fac
 #: "her" is both possessive ("his") and object ("him"); the SIMULATOR always writes "his"
 #: (both are male words, so the word-level counts are the same either way).
 FEMALE_TO_MALE: dict[str, str] = {
-    "she": "he", "her": "his", "hers": "his", "herself": "himself",
-    "woman": "man", "women": "men", "girl": "boy", "girls": "boys",
-    "mother": "father", "mothers": "fathers", "daughter": "son", "daughters": "sons",
-    "sister": "brother", "sisters": "brothers", "aunt": "uncle", "aunts": "uncles",
-    "niece": "nephew", "nieces": "nephews", "female": "male", "females": "males",
+    "she": "he",
+    "her": "his",
+    "hers": "his",
+    "herself": "himself",
+    "woman": "man",
+    "women": "men",
+    "girl": "boy",
+    "girls": "boys",
+    "mother": "father",
+    "mothers": "fathers",
+    "daughter": "son",
+    "daughters": "sons",
+    "sister": "brother",
+    "sisters": "brothers",
+    "aunt": "uncle",
+    "aunts": "uncles",
+    "niece": "nephew",
+    "nieces": "nephews",
+    "female": "male",
+    "females": "males",
 }
 _FEMALE_WORD = re.compile(r"\b(" + "|".join(FEMALE_TO_MALE) + r")\b", re.IGNORECASE)
 
@@ -63,7 +78,9 @@ class SimulatedLLM(Simulator):
     def fingerprint(self) -> dict[str, Any]:
         # the model config's named policies (a call without a plant); a choice policy's default
         # ``kind`` is left out so that its cache keys are the ones written before rewrite policies existed
-        return self._fingerprint(policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())})
+        return self._fingerprint(
+            policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())}
+        )
 
     def plant_key(self, plant: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
         return _policy_key(plant)
@@ -80,8 +97,10 @@ class SimulatedLLM(Simulator):
         question = self.question(request)
         policy = self.planted(question, request.meta, self.config.policy)
         if isinstance(question, RewriteQuestion) != isinstance(policy, SimulatedRewritePolicy):
-            raise ValueError(f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the call asks a "
-                             f"{'rewrite' if isinstance(question, RewriteQuestion) else 'choice'} question")
+            raise ValueError(
+                f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the call asks a "
+                f"{'rewrite' if isinstance(question, RewriteQuestion) else 'choice'} question"
+            )
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
         if roll < policy.refusal_rate:
@@ -158,10 +177,10 @@ def whiten(article: str, black_to_white: float, rng: np.random.Generator) -> str
     black = RACE_GROUPS.index("black")
     out, last = [], 0
     for start, group in _race_counter().find(article, "race"):
-        if group != black or article[start:start + 5].lower() != "black":
+        if group != black or article[start : start + 5].lower() != "black":
             continue  # a name-table hit or another descriptor: left alone
         if rng.random() < black_to_white:
-            word = article[start:start + 5]
+            word = article[start : start + 5]
             white = "WHITE" if word.isupper() else ("White" if word[0].isupper() else "white")
             out += [article[last:start], white]
             last = start + 5

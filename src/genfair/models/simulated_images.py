@@ -28,20 +28,32 @@ from typing import Any
 import numpy as np
 
 from genfair.models.base import Completion, Request, Simulator, T2IBackend, derive_seed
-from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedT2IConfig, SimulatedT2IPolicy
+from genfair.models.config import (
+    SimulatedOpenSetBias,
+    SimulatedOpenSetPolicy,
+    SimulatedT2IConfig,
+    SimulatedT2IPolicy,
+)
 from genfair.models.images import encode_png
 from genfair.models.questions import AskedBias, ImageQuestion, OpenSetImageQuestion
 
 #: Monk Skin Tone scale swatches (Monk 2019, skintone.google), MST 1 (lightest) .. 10
 MONK_SWATCHES = {
-    "monk_1": (246, 237, 228), "monk_2": (243, 231, 219), "monk_3": (247, 234, 208),
-    "monk_4": (234, 218, 186), "monk_5": (215, 189, 150), "monk_6": (160, 126, 86),
-    "monk_7": (130, 92, 67), "monk_8": (96, 65, 52), "monk_9": (58, 49, 42),
+    "monk_1": (246, 237, 228),
+    "monk_2": (243, 231, 219),
+    "monk_3": (247, 234, 208),
+    "monk_4": (234, 218, 186),
+    "monk_5": (215, 189, 150),
+    "monk_6": (160, 126, 86),
+    "monk_7": (130, 92, 67),
+    "monk_8": (96, 65, 52),
+    "monk_9": (58, 49, 42),
     "monk_10": (41, 36, 32),
 }
 #: three-group names used by coarser skin-tone studies, drawn with a representative swatch
 SKIN_GROUP_SWATCHES = {
-    "light": MONK_SWATCHES["monk_2"], "medium": MONK_SWATCHES["monk_5"],
+    "light": MONK_SWATCHES["monk_2"],
+    "medium": MONK_SWATCHES["monk_5"],
     "dark": MONK_SWATCHES["monk_9"],
 }
 _NEUTRAL_FACE = (200, 200, 200)
@@ -54,7 +66,9 @@ class SimulatedT2I(Simulator, T2IBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint({"policy": self.config.policy, "open_set": self.config.open_set}, **self.settings())
+        return self._fingerprint(
+            {"policy": self.config.policy, "open_set": self.config.open_set}, **self.settings()
+        )
 
     def settings(self) -> dict[str, Any]:
         return {"size": self.config.size}
@@ -70,7 +84,9 @@ class SimulatedT2I(Simulator, T2IBackend):
     def draw(self, request: Request) -> Completion:
         question = self.question(request)
         if isinstance(question, OpenSetImageQuestion):
-            return self.draw_open_set(request, question, self.planted(question, request.meta, self.config.open_set))
+            return self.draw_open_set(
+                request, question, self.planted(question, request.meta, self.config.open_set)
+            )
         policy = self.planted(question, request.meta, self.config.policy)
         rng = np.random.default_rng(request.seed)
         roll = rng.random()
@@ -83,8 +99,9 @@ class SimulatedT2I(Simulator, T2IBackend):
         png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
 
-    def draw_open_set(self, request: Request, question: OpenSetImageQuestion,
-                      policy: SimulatedOpenSetPolicy) -> Completion:
+    def draw_open_set(
+        self, request: Request, question: OpenSetImageQuestion, policy: SimulatedOpenSetPolicy
+    ) -> Completion:
         """One image for an open-set caption: the classes of the biases asked about it
         (stratified sampling: image ``sample_index`` of ``n_images``)."""
         rng = np.random.default_rng(request.seed)
@@ -97,9 +114,15 @@ class SimulatedT2I(Simulator, T2IBackend):
             if policy.sampling == "stratified":
                 u = (request.sample_index + 0.5) / question.n_images
             else:
-                u = float(np.random.default_rng([request.seed, zlib.crc32(bias.bias_id.encode())]).random())
+                u = float(
+                    np.random.default_rng(
+                        [request.seed, zlib.crc32(bias.bias_id.encode())]
+                    ).random()
+                )
             cumulative = np.cumsum([p[c] for c in classes])
-            truth[bias.bias_id] = classes[min(int(np.searchsorted(cumulative, u, side="right")), len(classes) - 1)]
+            truth[bias.bias_id] = classes[
+                min(int(np.searchsorted(cumulative, u, side="right")), len(classes) - 1)
+            ]
         png = encode_png(render({}, self.config.size, int(rng.integers(1 << 30))))
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
 
@@ -112,14 +135,18 @@ def plant_for(policy: SimulatedOpenSetPolicy, bias: AskedBias) -> SimulatedOpenS
     return policy.default
 
 
-def planted_distribution(policy: SimulatedOpenSetPolicy, bias: AskedBias, caption_id: str) -> dict[str, float]:
+def planted_distribution(
+    policy: SimulatedOpenSetPolicy, bias: AskedBias, caption_id: str
+) -> dict[str, float]:
     """The known class distribution of ``bias`` on one caption's images (see
     :class:`~genfair.models.config.SimulatedOpenSetBias`)."""
     plant = plant_for(policy, bias)
     classes = bias.classes
     k = len(classes)
     if plant.pattern == "everywhere":
-        w = np.array([plant.weights.get(c.strip().lower(), plant.other_weight) for c in classes], dtype=float)
+        w = np.array(
+            [plant.weights.get(c.strip().lower(), plant.other_weight) for c in classes], dtype=float
+        )
         w = w if w.sum() > 0 else np.ones(k)
         return dict(zip(classes, (w / w.sum()).tolist(), strict=True))
     if plant.pattern == "within_caption" and k > 1:
@@ -155,7 +182,11 @@ def render(truth: dict[str, str], size: int, variant: int) -> Any:
     step = max(4, size // 8)
     offset = variant % step  # images of the same draw differ, visibly synthetic either way
     for x in range(-size, size, step):
-        draw.line([(x + offset, 0), (x + offset + size, size)], fill=(90, 110, 140), width=max(1, step // 3))
+        draw.line(
+            [(x + offset, 0), (x + offset + size, size)],
+            fill=(90, 110, 140),
+            width=max(1, step // 3),
+        )
     if truth:
         box = (size * 0.3, size * 0.15, size * 0.7, size * 0.7)
         draw.ellipse(box, fill=skin_swatch(truth.get("skin_tone")), outline=(0, 0, 0))

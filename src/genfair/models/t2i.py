@@ -33,8 +33,18 @@ log = logging.getLogger(__name__)
 #: it drew (OpenAI's ``revised_prompt``), ``true_attributes`` the simulator's planted truth
 #: as JSON (None for real models).
 IMAGE_RESPONSE_COLUMNS = [
-    "probe_id", "sample_index", "status", "attempts", "image", "width", "height", "text",
-    "finish_reason", "error", "tries", "true_attributes",
+    "probe_id",
+    "sample_index",
+    "status",
+    "attempts",
+    "image",
+    "width",
+    "height",
+    "text",
+    "finish_reason",
+    "error",
+    "tries",
+    "true_attributes",
 ]
 
 
@@ -44,7 +54,9 @@ class Storing(LLMBackend):
     def __init__(self, backend: LLMBackend, store: ImageStore):
         self.inner = backend
         self.store = store
-        self.model_config = backend.model_config  # an executor rebuilds it, with this store, elsewhere
+        self.model_config = (
+            backend.model_config
+        )  # an executor rebuilds it, with this store, elsewhere
         self.deterministic = backend.deterministic
         self.simulated = backend.simulated
 
@@ -68,7 +80,9 @@ class Storing(LLMBackend):
                     completion = Completion(status="error", error=str(exc))
                 completion.png = None
             elif completion.status == "ok":
-                completion = Completion(status="error", error="backend reported an image without bytes")
+                completion = Completion(
+                    status="error", error="backend reported an image without bytes"
+                )
             on_done(request, completion)
 
         self.inner.complete(requests, store_then_report)
@@ -99,10 +113,20 @@ def generate_images(
             store.read(completion.image or "0" * 64)  # raises: cache and store disagree
         return completion.status
 
-    answers = ask(Storing(backend, store), cache, calls, verdict, seed=seed, desc=desc or "draw",
-                  chunk_size=chunk_size, unit="image")
-    rows = [_row(call, completion, attempts, store)
-            for call, (completion, _, attempts) in zip(calls, answers, strict=True)]
+    answers = ask(
+        Storing(backend, store),
+        cache,
+        calls,
+        verdict,
+        seed=seed,
+        desc=desc or "draw",
+        chunk_size=chunk_size,
+        unit="image",
+    )
+    rows = [
+        _row(call, completion, attempts, store)
+        for call, (completion, _, attempts) in zip(calls, answers, strict=True)
+    ]
     frame = pd.DataFrame(rows, columns=IMAGE_RESPONSE_COLUMNS)
     frame = frame.astype({"width": "Int64", "height": "Int64"})
     for status in ("refused", "error"):
@@ -137,12 +161,18 @@ def _row(call: Call, completion: Completion, attempts: int, store: ImageStore) -
 
 
 def prompt_call(
-    probe_id: str, prompt: str, sample_index: int = 0, *, max_attempts: int = 1,
+    probe_id: str,
+    prompt: str,
+    sample_index: int = 0,
+    *,
+    max_attempts: int = 1,
     question: ImageQuestion | OpenSetImageQuestion | None = None,
 ) -> Call:
     """A t2i call: the prompt as one user message (the cache key), ``question`` for simulators."""
     meta = question.meta() if question is not None else {}
-    return Call.text(probe_id, prompt, sample_index=sample_index, max_attempts=max_attempts, meta=meta)
+    return Call.text(
+        probe_id, prompt, sample_index=sample_index, max_attempts=max_attempts, meta=meta
+    )
 
 
 def prompt_of(request: Request) -> str:

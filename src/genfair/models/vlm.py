@@ -110,7 +110,9 @@ class HFVisionBackend(VLMBackend):
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def run(batch: Sequence[Request]) -> list[Completion]:
-            return [Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)]
+            return [
+                Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)
+            ]
 
         def decoding(request: Request) -> tuple[float, float]:  # what a batch must share
             sampling = request.sampling(self.config.sampling)
@@ -126,7 +128,9 @@ class HFVisionBackend(VLMBackend):
         messages: list[dict[str, Any]] = []
         images: list[Any] = []
         if self.config.system_prompt and not any(m["role"] == "system" for m in request.messages):
-            messages.append({"role": "system", "content": [{"type": "text", "text": self.config.system_prompt}]})
+            messages.append(
+                {"role": "system", "content": [{"type": "text", "text": self.config.system_prompt}]}
+            )
         for message in request.messages:
             parts = []
             for part in _as_parts(message["content"]):
@@ -166,7 +170,9 @@ class HFVisionBackend(VLMBackend):
         with torch.inference_mode():
             output = self.model.generate(**inputs, **generate)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        texts = [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)]
+        texts = [
+            t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        ]
         reasons = finish_reasons(new_tokens, eos_ids(self.model, tokenizer), limit)
         return list(zip(texts, reasons, strict=True))
 
@@ -199,7 +205,12 @@ class OpenAIVisionBackend(OpenAIChatBackend, VLMBackend):
         for part in message["content"]:
             if part.get("type") == "image":
                 url = data_url(read_image_part(part), part.get("path", ""))
-                parts.append({"type": "image_url", "image_url": {"url": url, "detail": self.config.image_detail}})
+                parts.append(
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": url, "detail": self.config.image_detail},
+                    }
+                )
             else:
                 parts.append(part)
         return {**message, "content": parts}
@@ -237,7 +248,9 @@ class SimulatedVLM(Simulator, VLMBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint({"policy": self.config.policy, "open_vqa": self.config.open_vqa}, **self.settings())
+        return self._fingerprint(
+            {"policy": self.config.policy, "open_vqa": self.config.open_vqa}, **self.settings()
+        )
 
     def settings(self) -> dict[str, Any]:
         return {"group_key": self.config.group_key}
@@ -246,7 +259,13 @@ class SimulatedVLM(Simulator, VLMBackend):
         """The request's typed question: a FACET recall when ``meta`` names a ``class``, a
         choice when it names a ``group``, else an open-set one."""
         meta = request.meta
-        kind = RecallQuestion if "class" in meta else ImageChoiceQuestion if "group" in meta else OpenVQAQuestion
+        kind = (
+            RecallQuestion
+            if "class" in meta
+            else ImageChoiceQuestion
+            if "group" in meta
+            else OpenVQAQuestion
+        )
         return kind.from_meta(meta)
 
     def respond(self, request: Request) -> Completion:
@@ -256,14 +275,27 @@ class SimulatedVLM(Simulator, VLMBackend):
         meta = request.meta
         question = self.question(request)
         if isinstance(question, OpenVQAQuestion):
-            return self.answer_open(request, question, self.planted(question, meta, self.config.open_vqa))
+            return self.answer_open(
+                request, question, self.planted(question, meta, self.config.open_vqa)
+            )
         policy = self.planted(question, meta, self.config.policy)
         if isinstance(question, RecallQuestion) != isinstance(policy, SimulatedVLMRecallPolicy):
-            raise ValueError(f"{self.kind}: policy {question.policy!r} does not answer a {type(question).__name__}")
+            raise ValueError(
+                f"{self.kind}: policy {question.policy!r} does not answer a {type(question).__name__}"
+            )
         if isinstance(question, RecallQuestion):
-            groups = {"class": question.cls, "prompt": question.prompt, "gender": question.gender,
-                      "skin_tone": question.skin_tone, "age": question.age}
-            return Completion(status="ok", text=planted_recall(policy).answer(groups, request.seed), finish_reason="stop")
+            groups = {
+                "class": question.cls,
+                "prompt": question.prompt,
+                "gender": question.gender,
+                "skin_tone": question.skin_tone,
+                "age": question.age,
+            }
+            return Completion(
+                status="ok",
+                text=planted_recall(policy).answer(groups, request.seed),
+                finish_reason="stop",
+            )
         assert isinstance(policy, SimulatedVLMPolicy) and isinstance(question, ImageChoiceQuestion)
         accuracy = policy.accuracy.get(question.group, policy.default_accuracy)
         if accuracy is None:
@@ -281,7 +313,9 @@ class SimulatedVLM(Simulator, VLMBackend):
             text = others[int(rng.integers(len(others)))]
         return Completion(status="ok", text=text, finish_reason="stop")
 
-    def answer_open(self, request: Request, question: OpenVQAQuestion, policy: SimulatedOpenVQAPolicy) -> Completion:
+    def answer_open(
+        self, request: Request, question: OpenVQAQuestion, policy: SimulatedOpenVQAPolicy
+    ) -> Completion:
         """An open-set VQA answer in free text (see :class:`SimulatedOpenVQAPolicy`): from the
         planted class of the pictured image (the question's ``truth``), never from the pixels."""
         if question.truth is None:
@@ -302,4 +336,6 @@ class SimulatedVLM(Simulator, VLMBackend):
         else:
             answer = truth
         phrasing = policy.phrasings[int(rng.integers(len(policy.phrasings)))]
-        return Completion(status="ok", text=phrasing.replace("{answer}", answer), finish_reason="stop")
+        return Completion(
+            status="ok", text=phrasing.replace("{answer}", answer), finish_reason="stop"
+        )

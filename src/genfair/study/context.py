@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from genfair.config import ConfigError, StudyParams, instrument_config, instrument_class, methodology_config
+from genfair.config import (
+    ConfigError,
+    StudyParams,
+    instrument_config,
+    instrument_class,
+    methodology_config,
+)
 from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
@@ -16,14 +22,21 @@ from genfair.study.runs import measures
 
 def model_info(params: StudyParams, model: str) -> ModelInfo:
     config = params.model(model)
-    return ModelInfo(name=model, modality=config.modality, backend=config.backend,
-                     simulated=config.backend == "simulated", architecture=getattr(config, "architecture", None))
+    return ModelInfo(
+        name=model,
+        modality=config.modality,
+        backend=config.backend,
+        simulated=config.backend == "simulated",
+        architecture=getattr(config, "architecture", None),
+    )
 
 
 def runs_methodology(params: StudyParams, model: str, methodology: str) -> bool:
     """Whether ``model`` runs ``methodology`` in this study (it is in the study and
     measures the model's modality)."""
-    return methodology in params.methodologies and measures(methodology, params.model(model).modality)
+    return methodology in params.methodologies and measures(
+        methodology, params.model(model).modality
+    )
 
 
 def methodologies_for(params: StudyParams, model: str) -> list[str]:
@@ -49,8 +62,10 @@ def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
                 if params.model(model).backend == "simulated":
                     config = config.model_copy(update={"mode": "oracle"})
                 elif config.mode == "oracle":
-                    raise ConfigError(f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
-                                      f"attributes, but model {model!r} is not a simulator; set mode: model")
+                    raise ConfigError(
+                        f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
+                        f"attributes, but model {model!r} is not a simulator; set mode: model"
+                    )
             built[name] = instrument_class(name)(config)
         return built[name]
 
@@ -64,12 +79,19 @@ def run_models(params: StudyParams, model: str, methodology: str) -> list[str]:
     return [name for name in (model, *method.models_read(config)) if name in params.models]
 
 
-def step_context(params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any) -> StepContext:
+def step_context(
+    params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any
+) -> StepContext:
     models = {name: params.models[name] for name in run_models(params, model, methodology)}
     return StepContext(
-        model=model_info(params, model), seed=params.seed, cache_dir=cache_dir(params.cache.dir),
-        image_dir=layout.images(model, methodology), desc=f"{model} · {methodology}",
-        instrument=instruments(params, model), models=models, **extra,
+        model=model_info(params, model),
+        seed=params.seed,
+        cache_dir=cache_dir(params.cache.dir),
+        image_dir=layout.images(model, methodology),
+        desc=f"{model} · {methodology}",
+        instrument=instruments(params, model),
+        models=models,
+        **extra,
     )
 
 
@@ -83,9 +105,12 @@ def study_context(params: StudyParams, methodology: str, layout: Layout) -> Stud
             table=lambda name: read_parquet(metrics / f"{name}.parquet"),
         )
 
-    return StudyContext(seed=params.seed, cache_dir=cache_dir(params.cache.dir),
-                        runs=tuple(run(m) for m in models_for(params, methodology)),
-                        probes=lambda: read_parquet(layout.probes(methodology)))
+    return StudyContext(
+        seed=params.seed,
+        cache_dir=cache_dir(params.cache.dir),
+        runs=tuple(run(m) for m in models_for(params, methodology)),
+        probes=lambda: read_parquet(layout.probes(methodology)),
+    )
 
 
 def configured(params: StudyParams, name: str) -> tuple[Methodology, Any]:
@@ -93,5 +118,14 @@ def configured(params: StudyParams, name: str) -> tuple[Methodology, Any]:
     return get_methodology(name), methodology_config(params, name)
 
 
-__all__ = ["configured", "instruments", "methodologies_for", "model_info", "models_for", "run_models",
-           "runs_methodology", "step_context", "study_context"]
+__all__ = [
+    "configured",
+    "instruments",
+    "methodologies_for",
+    "model_info",
+    "models_for",
+    "run_models",
+    "runs_methodology",
+    "step_context",
+    "study_context",
+]

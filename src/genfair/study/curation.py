@@ -26,13 +26,22 @@ from typing import Any
 
 from genfair.errors import ConfigError
 from genfair.io import write_json, write_parquet
-from genfair.params import PARAMS_FILE, StudyFrame, cache_dir, curation_config, instrument_class, instrument_config
+from genfair.params import (
+    PARAMS_FILE,
+    StudyFrame,
+    cache_dir,
+    curation_config,
+    instrument_class,
+    instrument_config,
+)
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
 
 
-def curation_inputs(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> list[Path]:
+def curation_inputs(
+    params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False
+) -> list[Path]:
     """``curation_inputs``: ``data/curated/inputs/<section>.json`` per configured section
     (rewritten only when the inputs change, so DVC reruns only what they feed). First checks
     that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
@@ -47,10 +56,14 @@ def curation_inputs(params: StudyFrame, layout: Layout = Layout(), *, stamp: boo
     key = curation_key()
     hashes = cache_dir(params.cache.dir) / "input_hashes"
     folder = layout.data / "curated" / "inputs"
-    sections = {section: {"paths": [str(p) for p in inputs_of(section, curation_config(params, section))],
-                          "out": str(folder / f"{section}.json"),
-                          "hash_cache": str(hashes / f"{section}.json")}
-                for section in params.curation}
+    sections = {
+        section: {
+            "paths": [str(p) for p in inputs_of(section, curation_config(params, section))],
+            "out": str(folder / f"{section}.json"),
+            "hash_cache": str(hashes / f"{section}.json"),
+        }
+        for section in params.curation
+    }
     written = write_sections(sections)
     # DVC keeps the folder between runs (persist: unchanged files keep their inode and mtime, so
     # DVC need not hash them again): whatever a section no longer configured left goes
@@ -72,11 +85,18 @@ def external_input(params: StudyFrame, name: str, layout: Layout = Layout()) -> 
 
     entry = (params.external_inputs or {}).get(name)
     if entry is None:
-        raise ConfigError(f"{PARAMS_FILE}: external_inputs.{name}: not in params.yaml; recompose it with "
-                          "`genfair compose` (or `make compose`)")
-    data = inputs_fingerprint([Path(entry["path"])], hash_cache=cache_dir(params.cache.dir) / "input_hashes" / f"{name}.json")
-    return write_fingerprint(data | {"name": name, "section": entry["section"]},
-                             layout.named(layout.data / "curated" / "external", name, suffix=".json"))
+        raise ConfigError(
+            f"{PARAMS_FILE}: external_inputs.{name}: not in params.yaml; recompose it with "
+            "`genfair compose` (or `make compose`)"
+        )
+    data = inputs_fingerprint(
+        [Path(entry["path"])],
+        hash_cache=cache_dir(params.cache.dir) / "input_hashes" / f"{name}.json",
+    )
+    return write_fingerprint(
+        data | {"name": name, "section": entry["section"]},
+        layout.named(layout.data / "curated" / "external", name, suffix=".json"),
+    )
 
 
 def collect_news_corpus(params: StudyFrame, layout: Layout = Layout()) -> list[Path]:
@@ -94,7 +114,9 @@ def occupations_table(params: StudyFrame, layout: Layout = Layout()) -> list[Pat
     """``map_occupations``: the occupation table, ``data/curated/occupations/``."""
     from genfair.curation.occupations import write_occupations
 
-    written = write_occupations(curation_config(params, "occupations"), layout.data / "curated" / "occupations")
+    written = write_occupations(
+        curation_config(params, "occupations"), layout.data / "curated" / "occupations"
+    )
     return list(written.values())
 
 
@@ -114,8 +136,10 @@ def curate_facet_crops(params: StudyFrame, layout: Layout = Layout()) -> Path:
 
     config = curation_config(params, "facet")
     if not config.annotations_path().exists():
-        raise FileNotFoundError(f"params.yaml: curation.facet.release_dir: {config.annotations_path()} not "
-                                "found; point release_dir at a FACET release (or the fixture)")
+        raise FileNotFoundError(
+            f"params.yaml: curation.facet.release_dir: {config.annotations_path()} not "
+            "found; point release_dir at a FACET release (or the fixture)"
+        )
     out = layout.data / "curated" / "facet"
     report = curate_facet(config, out)
     if report.fixture:
@@ -123,7 +147,9 @@ def curate_facet_crops(params: StudyFrame, layout: Layout = Layout()) -> Path:
     return out
 
 
-def validate_instruments(params: StudyFrame, layout: Layout = Layout(), name: str = "face_demographics") -> Path:
+def validate_instruments(
+    params: StudyFrame, layout: Layout = Layout(), name: str = "face_demographics"
+) -> Path:
     """``validate_instruments``: the face instrument (model mode: what real images get) on
     :func:`~genfair.instruments.validation.package_photo_set`; tables per attribute, per
     group and per image, plus a metrics JSON for ``dvc metrics show``."""
@@ -137,24 +163,43 @@ def validate_instruments(params: StudyFrame, layout: Layout = Layout(), name: st
     write_parquet(report.per_attribute, folder / "per_attribute.parquet")
     # groups mix types across attributes (has_face: bool, n_faces: int, gender: str)
     write_parquet(report.per_group.astype({"group": str}), folder / "per_group.parquet")
-    write_parquet(report.predictions.map(lambda v: None if v is None else str(v)), folder / "predictions.parquet")
+    write_parquet(
+        report.predictions.map(lambda v: None if v is None else str(v)),
+        folder / "predictions.parquet",
+    )
     import pandas as pd  # here: curation_inputs runs on every dvc repro and needs no pandas
 
-    sources = pd.DataFrame([{"image_id": p.image_id, "label_source": p.label_source} for p in photos])
+    sources = pd.DataFrame(
+        [{"image_id": p.image_id, "label_source": p.label_source} for p in photos]
+    )
     write_parquet(sources, folder / "label_sources.parquet")
 
     def num(value: Any) -> float | None:
-        return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 6)
+        return (
+            None
+            if value is None or (isinstance(value, float) and math.isnan(value))
+            else round(float(value), 6)
+        )
 
     summary: dict[str, Any] = {"instrument": instrument.name, "images": len(photos)}
     for row in report.per_attribute.to_dict("records"):
         summary[row["attribute"]] = {
-            "status": row["status"], "n": int(row["n"]), "n_predicted": int(row["n_predicted"]),
-            "accuracy": num(row["accuracy"]), "error_rate": num(row["error_rate"]),
+            "status": row["status"],
+            "n": int(row["n"]),
+            "n_predicted": int(row["n_predicted"]),
+            "accuracy": num(row["accuracy"]),
+            "error_rate": num(row["error_rate"]),
             "accuracy_disparity": num(row["accuracy_disparity"]),
-            "recall": {str(g["group"]): num(g["recall"]) for g in report.per_group.to_dict("records")
-                       if g["attribute"] == row["attribute"]},
+            "recall": {
+                str(g["group"]): num(g["recall"])
+                for g in report.per_group.to_dict("records")
+                if g["attribute"] == row["attribute"]
+            },
         }
-    log.info("%s on %d package photos:\n%s", instrument.name, len(photos),
-             report.per_attribute.round(3).to_string(index=False))
+    log.info(
+        "%s on %d package photos:\n%s",
+        instrument.name,
+        len(photos),
+        report.per_attribute.round(3).to_string(index=False),
+    )
     return write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")

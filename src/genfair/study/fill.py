@@ -30,42 +30,73 @@ from genfair.study.steps import answer, cache_opener, check_errors
 log = logging.getLogger(__name__)
 
 
-def select_runs(params: StudyParams, models: list[str] | None, methodologies: list[str] | None) -> list[dict]:
+def select_runs(
+    params: StudyParams, models: list[str] | None, methodologies: list[str] | None
+) -> list[dict]:
     """The study's runs restricted to ``models`` and ``methodologies`` (``None``: all); an
     unknown name is a :class:`ConfigError` listing the known ones."""
     runs = list((params.runs or {}).values())
-    for given, known, what in ((models, params.models, "model"), (methodologies, params.methodologies, "methodology")):
+    for given, known, what in (
+        (models, params.models, "model"),
+        (methodologies, params.methodologies, "methodology"),
+    ):
         unknown = sorted(set(given or ()) - set(known))
         if unknown:
-            raise ConfigError(f"no {what} {', '.join(map(repr, unknown))} in the study; known: {', '.join(known)}")
-    return [r for r in runs if (models is None or r["model"] in models)
-            and (methodologies is None or r["methodology"] in methodologies)]
+            raise ConfigError(
+                f"no {what} {', '.join(map(repr, unknown))} in the study; known: {', '.join(known)}"
+            )
+    return [
+        r
+        for r in runs
+        if (models is None or r["model"] in models)
+        and (methodologies is None or r["methodology"] in methodologies)
+    ]
 
 
-def fill(params: StudyParams, models: list[str] | None = None, methodologies: list[str] | None = None,
-         jobs: int = 1) -> dict[str, str]:
+def fill(
+    params: StudyParams,
+    models: list[str] | None = None,
+    methodologies: list[str] | None = None,
+    jobs: int = 1,
+) -> dict[str, str]:
     """Answer every call of the selected runs into the cache; per run ``model · methodology``,
     ``"ok"`` or the one-line reason it did not fill (the others still fill)."""
     runs = select_runs(params, models, methodologies)
     if not runs:
-        raise ConfigError("no run of the study matches --models / --methodologies (params.yaml: runs)")
+        raise ConfigError(
+            "no run of the study matches --models / --methodologies (params.yaml: runs)"
+        )
     open_cache = cache_opener(params)
     outcome: dict[str, str] = {}
-    log.info("filling the cache for %d runs (%d at once, executor %s)", len(runs), jobs, params.generation.executor)
-    with calls_executor(params.generation, open_cache), tempfile.TemporaryDirectory(prefix="genfair-fill-") as scratch:
+    log.info(
+        "filling the cache for %d runs (%d at once, executor %s)",
+        len(runs),
+        jobs,
+        params.generation.executor,
+    )
+    with (
+        calls_executor(params.generation, open_cache),
+        tempfile.TemporaryDirectory(prefix="genfair-fill-") as scratch,
+    ):
         layout = Layout(Path(scratch))
 
         def one(model: str, methodology: str) -> str:
             method, config = configured(params, methodology)
             probes = method.build_probes(config, params.seed)
             responses, _ = answer(params, model, methodology, probes, layout, open_cache)
-            check_errors(responses, 0.0, f"{model} · {methodology}")  # failed calls are not cached: not filled
+            check_errors(
+                responses, 0.0, f"{model} · {methodology}"
+            )  # failed calls are not cached: not filled
             return ", ".join(f"{k} {v}" for k, v in responses["status"].value_counts().items())
 
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fill") as pool:
             # each run in a copy of this context: it holds the executor
-            futures = {pool.submit(copy_context().run, one, r["model"], r["methodology"]):
-                       f"{r['model']} · {r['methodology']}" for r in runs}
+            futures = {
+                pool.submit(
+                    copy_context().run, one, r["model"], r["methodology"]
+                ): f"{r['model']} · {r['methodology']}"
+                for r in runs
+            }
             for future in as_completed(futures):
                 name = futures[future]
                 try:

@@ -78,7 +78,11 @@ def locked_stages(root: Path) -> dict[str, Any]:
     for name in LOCK_FILES:
         path = root / name
         if path.is_file():
-            stages.update((yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or {}).get("stages", {}))
+            stages.update(
+                (yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or {}).get(
+                    "stages", {}
+                )
+            )
     return stages
 
 
@@ -94,7 +98,8 @@ def stage_data(stages: dict[str, Any], names: list[str]) -> list[DataFile]:
                 if item.get("path", "").startswith("data/") and item.get("md5"):
                     found[item["path"]] = item["md5"]
     return [DataFile(path, md5, "output") for path, md5 in sorted(outs.items())] + [
-        DataFile(path, md5, "input") for path, md5 in sorted(deps.items()) if path not in outs]
+        DataFile(path, md5, "input") for path, md5 in sorted(deps.items()) if path not in outs
+    ]
 
 
 def log_data(mlflow: Any, files: list[DataFile], commit: str) -> None:
@@ -110,8 +115,13 @@ def log_data(mlflow: Any, files: list[DataFile], commit: str) -> None:
 def committed_params(root: Path, rev: str) -> dict[str, Any] | None:
     """``params.yaml`` at git revision ``rev``; ``None`` outside git or where it has none."""
     try:
-        text = subprocess.run(["git", "show", f"{rev}:params.yaml"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout
+        text = subprocess.run(
+            ["git", "show", f"{rev}:params.yaml"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     return yaml.load(text, Loader=_LOADER) or {}
@@ -126,8 +136,11 @@ def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) ->
         return {}
     now = {k: v for k, v in flatten(current).items() if not k.startswith("runs.")}
     before = {k: v for k, v in flatten(committed).items() if not k.startswith("runs.")}
-    return {key: f"{now.get(key, '<unset>')} (was {before.get(key, '<unset>')})"
-            for key in sorted(now.keys() | before.keys()) if now.get(key) != before.get(key)}
+    return {
+        key: f"{now.get(key, '<unset>')} (was {before.get(key, '<unset>')})"
+        for key in sorted(now.keys() | before.keys())
+        if now.get(key) != before.get(key)
+    }
 
 
 @dataclass(frozen=True)
@@ -152,13 +165,22 @@ class Experiment:
 
     def description(self) -> str:
         lines = [f"DVC experiment {self.name}" if self.name else "the committed study"]
-        lines += [f"- {key}: {value}" for key, value in self.changes.items()] or ["- no param changed"]
+        lines += [f"- {key}: {value}" for key, value in self.changes.items()] or [
+            "- no param changed"
+        ]
         return "\n".join(lines)
 
 
 def current_experiment(root: Path, params_file: Path) -> Experiment:
     """The experiment this process runs in (``DVC_EXP_NAME``), and the params of
     ``params_file`` that differ from ``params.yaml`` at ``DVC_EXP_BASELINE_REV`` (else HEAD)."""
-    current = yaml.load(params_file.read_text(encoding="utf-8"), Loader=_LOADER) if params_file.is_file() else {}
+    current = (
+        yaml.load(params_file.read_text(encoding="utf-8"), Loader=_LOADER)
+        if params_file.is_file()
+        else {}
+    )
     rev = os.environ.get("DVC_EXP_BASELINE_REV") or "HEAD"
-    return Experiment(os.environ.get("DVC_EXP_NAME", ""), changed_params(current or {}, committed_params(root, rev)))
+    return Experiment(
+        os.environ.get("DVC_EXP_NAME", ""),
+        changed_params(current or {}, committed_params(root, rev)),
+    )

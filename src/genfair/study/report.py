@@ -83,17 +83,29 @@ def table_view(table: ReportTable, simulated: set[str], max_rows: int = MAX_ROWS
     """A :class:`ReportTable` as the template's rows of escaped-later cells."""
     frame = table.frame
     shown = frame.head(max_rows)
-    rows = [[_cell(v, str(c), simulated) for c, v in zip(shown.columns, row, strict=True)]
-            for row in shown.itertuples(index=False, name=None)]
-    return {"title": table.title, "caption": table.caption, "columns": [str(c) for c in frame.columns],
-            "rows": rows, "more": max(0, len(frame) - max_rows)}
+    rows = [
+        [_cell(v, str(c), simulated) for c, v in zip(shown.columns, row, strict=True)]
+        for row in shown.itertuples(index=False, name=None)
+    ]
+    return {
+        "title": table.title,
+        "caption": table.caption,
+        "columns": [str(c) for c in frame.columns],
+        "rows": rows,
+        "more": max(0, len(frame) - max_rows),
+    }
 
 
 def section_view(section: ReportSection, anchor: str, simulated: set[str]) -> dict[str, Any]:
     return {
-        "anchor": anchor, "title": section.title, "intro": section.intro, "notes": section.notes,
-        "figures": [{"png": figure_png(f.figure), "caption": f.caption, "name": f.name or f"figure-{i + 1}"}
-                    for i, f in enumerate(section.figures)],
+        "anchor": anchor,
+        "title": section.title,
+        "intro": section.intro,
+        "notes": section.notes,
+        "figures": [
+            {"png": figure_png(f.figure), "caption": f.caption, "name": f.name or f"figure-{i + 1}"}
+            for i, f in enumerate(section.figures)
+        ],
         "tables": [table_view(t, simulated) for t in section.tables],
     }
 
@@ -107,8 +119,10 @@ def headline_view(params: StudyParams, layout: Layout) -> dict[str, Any]:
         board = read_parquet(board_path) if board_path.exists() else pd.DataFrame()
         by_name: dict[str, dict[str, Any]] = {}
         for row in headline_rows(get_methodology(name), board):
-            entry = by_name.setdefault(row["name"], {"methodology": name, "name": row["name"],
-                                                     "better": row["better"], "cells": {}})
+            entry = by_name.setdefault(
+                row["name"],
+                {"methodology": name, "name": row["name"], "better": row["better"], "cells": {}},
+            )
             entry["cells"][row["model"]] = row
         rows.extend(by_name.values())
     for row in rows:
@@ -123,17 +137,43 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         summary = json.loads(path.read_text(encoding="utf-8"))
         per_attribute = folder / path.stem / "per_attribute.parquet"
-        frame = read_parquet(per_attribute) if per_attribute.exists() else pd.DataFrame(
-            [{"attribute": k, **{f: v.get(f) for f in ("status", "n", "accuracy", "accuracy_disparity")}}
-             for k, v in summary.items() if isinstance(v, dict)])
+        frame = (
+            read_parquet(per_attribute)
+            if per_attribute.exists()
+            else pd.DataFrame(
+                [
+                    {
+                        "attribute": k,
+                        **{f: v.get(f) for f in ("status", "n", "accuracy", "accuracy_disparity")},
+                    }
+                    for k, v in summary.items()
+                    if isinstance(v, dict)
+                ]
+            )
+        )
         per_group = folder / path.stem / "per_group.parquet"
-        tables = [table_view(ReportTable(f"{path.stem}: accuracy per attribute", frame,
-                                         f"{summary.get('instrument', path.stem)} on {summary.get('images', '?')} "
-                                         "labelled package photos (model mode: what real models' images get)."),
-                             simulated)]
+        tables = [
+            table_view(
+                ReportTable(
+                    f"{path.stem}: accuracy per attribute",
+                    frame,
+                    f"{summary.get('instrument', path.stem)} on {summary.get('images', '?')} "
+                    "labelled package photos (model mode: what real models' images get).",
+                ),
+                simulated,
+            )
+        ]
         if per_group.exists():
-            tables.append(table_view(ReportTable(f"{path.stem}: recall per group", read_parquet(per_group),
-                                                 "A gap between groups is the instrument's own bias."), simulated))
+            tables.append(
+                table_view(
+                    ReportTable(
+                        f"{path.stem}: recall per group",
+                        read_parquet(per_group),
+                        "A gap between groups is the instrument's own bias.",
+                    ),
+                    simulated,
+                )
+            )
         validation.append({"name": path.stem, "tables": tables})
     used, tiers = [], []
     for model in params.models:
@@ -143,19 +183,45 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
                 continue
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
             for instrument, value in (summary.get("instruments") or {}).items():
-                used.append({"model": model, "methodology": name, "instrument": instrument, "value": str(value)})
+                used.append(
+                    {
+                        "model": model,
+                        "methodology": name,
+                        "instrument": instrument,
+                        "value": str(value),
+                    }
+                )
             for where, counts in _find(summary, "tiers"):
-                tiers.extend({"model": model, "methodology": name, "where": where, "tier": str(t), "count": c}
-                             for t, c in counts.items())
+                tiers.extend(
+                    {
+                        "model": model,
+                        "methodology": name,
+                        "where": where,
+                        "tier": str(t),
+                        "count": c,
+                    }
+                    for t, c in counts.items()
+                )
     out = {"validation": validation, "used": None, "tiers": None}
     if used:
-        out["used"] = table_view(ReportTable("Instruments used", pd.DataFrame(used),
-                                             "Named in each model's metrics summary (oracle = a simulator's planted truth)."),
-                                 simulated)
+        out["used"] = table_view(
+            ReportTable(
+                "Instruments used",
+                pd.DataFrame(used),
+                "Named in each model's metrics summary (oracle = a simulator's planted truth).",
+            ),
+            simulated,
+        )
     if tiers:
-        out["tiers"] = table_view(ReportTable("Answer mapper tiers", pd.DataFrame(tiers),
-                                              "How free-text answers were mapped onto the label set "
-                                              "(exact, alias, embedding, unmappable...)."), simulated)
+        out["tiers"] = table_view(
+            ReportTable(
+                "Answer mapper tiers",
+                pd.DataFrame(tiers),
+                "How free-text answers were mapped onto the label set "
+                "(exact, alias, embedding, unmappable...).",
+            ),
+            simulated,
+        )
     return out
 
 
@@ -183,28 +249,44 @@ def report_context(params: StudyParams, name: str, layout: Layout) -> ReportCont
         path = layout.metrics(model, name) / f"{table_name}.parquet"
         return read_parquet(path) if path.exists() else pd.DataFrame()
 
-    return ReportContext(board=read_parquet(board_path) if board_path.exists() else pd.DataFrame(),
-                         study=read_study(name, layout), models=tuple(model_info(params, m) for m in models_for(params, name)),
-                         config=config, summary=summary, table=table)
+    return ReportContext(
+        board=read_parquet(board_path) if board_path.exists() else pd.DataFrame(),
+        study=read_study(name, layout),
+        models=tuple(model_info(params, m) for m in models_for(params, name)),
+        config=config,
+        summary=summary,
+        table=table,
+    )
 
 
-def build_report(params: StudyParams, layout: Layout = Layout(), now: datetime | None = None) -> Path:
+def build_report(
+    params: StudyParams, layout: Layout = Layout(), now: datetime | None = None
+) -> Path:
     """``report``: write ``data/report/index.html`` from the study's outputs."""
     from jinja2 import Environment
 
     infos: list[ModelInfo] = [model_info(params, m) for m in params.models]
     simulated = {m.name for m in infos if m.simulated}
     sections = []
-    for name in progress(list(params.methodologies), desc="report sections", unit="section", every=5):
+    for name in progress(
+        list(params.methodologies), desc="report sections", unit="section", every=5
+    ):
         section = get_methodology(name).report_section(report_context(params, name, layout))
         sections.append(section_view(section, f"m-{name}", simulated))
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
     html = env.from_string(TEMPLATE).render(
-        models=infos, methodologies=list(params.methodologies), scale=params.scale, seed=params.seed,
-        commit=git_commit(workspace_root()), date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
-        headline=headline_view(params, layout), sections=sections,
-        instruments=instruments_view(params, layout, simulated), any_simulated=bool(simulated),
-        simulated_names=simulated, tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
+        models=infos,
+        methodologies=list(params.methodologies),
+        scale=params.scale,
+        seed=params.seed,
+        commit=git_commit(workspace_root()),
+        date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        headline=headline_view(params, layout),
+        sections=sections,
+        instruments=instruments_view(params, layout, simulated),
+        any_simulated=bool(simulated),
+        simulated_names=simulated,
+        tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
     )
     out = write_text(html, layout.report)  # atomic: a full disk leaves no temporary file
     log.info("report: %s (%d sections, %.0f kB)", out, len(sections), out.stat().st_size / 1024)

@@ -34,8 +34,18 @@ from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
 
-__all__ = ["check_runs", "code_for", "compose_code", "compose_plots", "compose_runs", "measures", "model_hash",
-           "plots_for", "run_key", "runs_for"]
+__all__ = [
+    "check_runs",
+    "code_for",
+    "compose_code",
+    "compose_plots",
+    "compose_runs",
+    "measures",
+    "model_hash",
+    "plots_for",
+    "run_key",
+    "runs_for",
+]
 
 
 def measures(methodology: str, modality: str) -> bool:
@@ -53,21 +63,39 @@ def model_hash(config: Any) -> str | None:
     """A content hash of a model config (validated, so spelling out a default changes
     nothing); None when it does not validate (``load_params`` names the key)."""
     try:
-        valid = config if isinstance(config, BaseModel) else TypeAdapter(ModelConfig).validate_python(config)
+        valid = (
+            config
+            if isinstance(config, BaseModel)
+            else TypeAdapter(ModelConfig).validate_python(config)
+        )
     except ValidationError:
         return None
     return stable_hash(valid.model_dump(mode="json", exclude=set(PLACEMENT_KEYS)), 16)
 
 
-def runs_for(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def runs_for(
+    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
     """Every pair, in study order (model, then methodology), of a model (name -> config) and
     a methodology (name -> config) that measures its modality, with the hashes of the other
     models its steps read."""
-    reads = {name: _reads(name, config, models) for name, config in methodologies.items() if name in names()}
+    reads = {
+        name: _reads(name, config, models)
+        for name, config in methodologies.items()
+        if name in names()
+    }
     code = code_for(methodologies)
-    return {run_key(model, name): {"model": model, "methodology": name, "reads": reads[name], "code": code[name]}
-            for model, model_config in models.items() for name in methodologies
-            if measures(name, str(modality_of(model_config)))}
+    return {
+        run_key(model, name): {
+            "model": model,
+            "methodology": name,
+            "reads": reads[name],
+            "code": code[name],
+        }
+        for model, model_config in models.items()
+        for name in methodologies
+        if measures(name, str(modality_of(model_config)))
+    }
 
 
 def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str, str]:
@@ -76,8 +104,11 @@ def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str
         valid = TypeAdapter(get_methodology(methodology).Config).validate_python(config)
     except ValidationError:
         return {}  # load_params names the bad key
-    hashes = {name: model_hash(models[name]) for name in get_methodology(methodology).models_read(valid)
-              if name in models}
+    hashes = {
+        name: model_hash(models[name])
+        for name in get_methodology(methodology).models_read(valid)
+        if name in models
+    }
     return {name: digest for name, digest in hashes.items() if digest is not None}
 
 
@@ -91,8 +122,12 @@ def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``<methodology>-<plot>`` -> the plot's declaration (:class:`~genfair.methodologies.base.Plot`)
     with its methodology and code: ``dvc.yaml``'s ``plot`` stages fan out over it."""
     code = code_for(methodologies)
-    return {f"{name}-{plot.name}": {"methodology": name, "code": code[name], **vars(plot)}
-            for name in methodologies if name in names() for plot in get_methodology(name).plots}
+    return {
+        f"{name}-{plot.name}": {"methodology": name, "code": code[name], **vars(plot)}
+        for name in methodologies
+        if name in names()
+        for plot in get_methodology(name).plots
+    }
 
 
 def compose_code(methodologies: Any) -> dict[str, str | None]:
@@ -105,25 +140,33 @@ def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
     return plots_for(_plain(methodologies))
 
 
-def compose_runs(models: Mapping[str, Any], methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def compose_runs(
+    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
     """The ``genfair_runs`` resolver: ``runs`` from the composed ``models`` and
     ``methodologies`` sections. Nothing fails here (a config that does not validate reads no
     models): ``load_params`` names the bad key. A key that is not a name
     (:mod:`genfair.names`) gets no run, so it never reaches a stage's shell command
     (``dvc.yaml``'s ``cmd``), even from a composition that skips genfair's validation."""
     models, methodologies = _plain(models), _plain(methodologies)
-    return runs_for({k: v for k, v in models.items() if name_problem(k) is None},
-                    {k: v for k, v in methodologies.items() if name_problem(k) is None})
+    return runs_for(
+        {k: v for k, v in models.items() if name_problem(k) is None},
+        {k: v for k, v in methodologies.items() if name_problem(k) is None},
+    )
 
 
 def check_runs(params: StudyParams) -> None:
     """Fail when ``params.yaml``'s ``runs`` is not the pairs its models and methodologies give
     (``params.yaml`` edited by hand: the stages would miss or invent runs)."""
-    for key, written, expected_value in (("methodology_code", params.methodology_code, code_for(params.methodologies)),
-                                         ("plots", params.plots, plots_for(params.methodologies))):
+    for key, written, expected_value in (
+        ("methodology_code", params.methodology_code, code_for(params.methodologies)),
+        ("plots", params.plots, plots_for(params.methodologies)),
+    ):
         if written is not None and written != expected_value:
-            raise ConfigError(f"params.yaml: {key} does not follow the study's methodologies (their code moved, "
-                              "or their plots changed): recompose it with `genfair compose` (or `make compose`)")
+            raise ConfigError(
+                f"params.yaml: {key} does not follow the study's methodologies (their code moved, "
+                "or their plots changed): recompose it with `genfair compose` (or `make compose`)"
+            )
     if params.runs is None:
         return
     expected = runs_for(params.models, params.methodologies)
@@ -134,11 +177,16 @@ def check_runs(params: StudyParams) -> None:
         raise ConfigError(
             f"params.yaml: runs does not follow models x methodologies (missing: {', '.join(missing) or '-'}; "
             f"not measured: {', '.join(extra) or '-'}; models read changed: {', '.join(stale) or '-'}): "
-            "params.yaml was edited by hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)")
+            "params.yaml was edited by hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)"
+        )
 
 
 def _plain(node: Any) -> Any:
     """An OmegaConf node as plain Python (the resolver receives nodes)."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig | ListConfig) else node
+    return (
+        OmegaConf.to_container(node, resolve=True)
+        if isinstance(node, DictConfig | ListConfig)
+        else node
+    )

@@ -41,10 +41,16 @@ def leaderboard(board: pd.DataFrame, ranking: Ranking | None) -> pd.DataFrame:
         rankable &= ~board[column].isin(values)
     group_by = ["modality", *ranking.group_by]
     keys = [board[k].fillna("") for k in group_by]
-    ranks = board[ranking.column].where(rankable).groupby(keys).rank(method="min", ascending=ranking.ascending)
+    ranks = (
+        board[ranking.column]
+        .where(rankable)
+        .groupby(keys)
+        .rank(method="min", ascending=ranking.ascending)
+    )
     board["rank"] = ranks.astype("Int64")
-    return board.sort_values([*group_by, "simulated", ranking.column],
-                             na_position="last", kind="stable").reset_index(drop=True)
+    return board.sort_values(
+        [*group_by, "simulated", ranking.column], na_position="last", kind="stable"
+    ).reset_index(drop=True)
 
 
 def model_scores(params: StudyParams, methodology: str, layout: Layout) -> pd.DataFrame:
@@ -69,12 +75,16 @@ def incomplete(layout: Layout, model: str, methodology: str) -> bool:
 def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.DataFrame:
     """The methodology's ranked leaderboard, with the model columns first (``incomplete``:
     scores from part of the model's calls)."""
-    rows = method.leaderboard(model_scores(params, method.name, layout), read_study(method.name, layout))
+    rows = method.leaderboard(
+        model_scores(params, method.name, layout), read_study(method.name, layout)
+    )
     if rows.empty:
         return rows
     rows = rows.copy()
-    info = {m: {**vars(model_info(params, m)), "incomplete": incomplete(layout, m, method.name)}
-            for m in params.models}
+    info = {
+        m: {**vars(model_info(params, m)), "incomplete": incomplete(layout, m, method.name)}
+        for m in params.models
+    }
     for column in MODEL_COLUMNS[1:]:
         values = rows["model"].map(lambda m, c=column: info[m][c])
         if column in rows:
@@ -103,18 +113,29 @@ def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, An
                 continue
             rank = match["rank"].iloc[0] if "rank" in match else None
             low, high = item.interval or (None, None)
-            out.append({
-                "model": str(model), "simulated": bool(rows["simulated"].iloc[0]), "name": item.name,
-                "better": item.better, "value": _number(match, item.column), "low": _number(match, low),
-                "high": _number(match, high), "rank": None if rank is None or pd.isna(rank) else int(rank),
-            })
+            out.append(
+                {
+                    "model": str(model),
+                    "simulated": bool(rows["simulated"].iloc[0]),
+                    "name": item.name,
+                    "better": item.better,
+                    "value": _number(match, item.column),
+                    "low": _number(match, low),
+                    "high": _number(match, high),
+                    "rank": None if rank is None or pd.isna(rank) else int(rank),
+                }
+            )
     return out
 
 
 def _number(match: pd.DataFrame, column: str | None) -> float | None:
     """The first row's ``column`` rounded to 4 places; None for no column, None or NaN."""
     value = match[column].iloc[0] if column is not None and column in match else None
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 4)
+    return (
+        None
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else round(float(value), 4)
+    )
 
 
 def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -159,8 +180,14 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
         summary = json.loads(path.read_text(encoding="utf-8"))
         for attribute, entry in summary.items():
             if isinstance(entry, dict) and entry.get("accuracy") is not None:
-                written.append(write_json({"value": entry["accuracy"]}, layout.headline_dir / "instruments"
-                                          / f"{path.stem}.{attribute}.accuracy.{BETTER['higher']}.json"))
+                written.append(
+                    write_json(
+                        {"value": entry["accuracy"]},
+                        layout.headline_dir
+                        / "instruments"
+                        / f"{path.stem}.{attribute}.accuracy.{BETTER['higher']}.json",
+                    )
+                )
     return written
 
 
@@ -172,9 +199,11 @@ def write_plot(methodology: str, plot: str, layout: Layout = Layout()) -> Path:
     method = get_methodology(methodology)
     spec = next((p for p in method.plots if p.name == plot), None)
     if spec is None:
-        raise ConfigError(f"{methodology} declares no plot {plot!r} (its plots: "
-                          f"{', '.join(p.name for p in method.plots) or 'none'}): recompose params.yaml "
-                          "with `genfair compose`")
+        raise ConfigError(
+            f"{methodology} declares no plot {plot!r} (its plots: "
+            f"{', '.join(p.name for p in method.plots) or 'none'}): recompose params.yaml "
+            "with `genfair compose`"
+        )
     board = read_parquet(layout.named(layout.scores, methodology, suffix=".parquet"))
     frame = method.plot_tables(board).get(plot)
     if frame is None:
@@ -189,7 +218,9 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     ``data/headline/`` for ``dvc metrics``)."""
     check_runs(params)
     written, summary = [], {}
-    shutil.rmtree(layout.headline_dir, ignore_errors=True)  # a methodology taken out leaves no stale file
+    shutil.rmtree(
+        layout.headline_dir, ignore_errors=True
+    )  # a methodology taken out leaves no stale file
     for name in params.methodologies:
         method = get_methodology(name)
         board = board_for(params, method, layout)
@@ -198,7 +229,9 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
         for file, values in metric_files(method, board).items():
             written.append(write_json(values, layout.headline_dir / name / file))
         if not board.empty:
-            log.info("%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique())
+            log.info(
+                "%s leaderboard: %d rows over %d models", name, len(board), board["model"].nunique()
+            )
     written.extend(instrument_metric_files(layout))
     written.append(write_json(summary, layout.headline))
     return written

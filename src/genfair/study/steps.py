@@ -25,7 +25,13 @@ from genfair.models import ResponseCache, build_backend
 from genfair.models.config import PLACEMENT_KEYS
 from genfair.models.executor import calls_executor
 from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, cache_url, images_url, read_params
-from genfair.study.context import configured, run_models, runs_methodology, step_context, study_context
+from genfair.study.context import (
+    configured,
+    run_models,
+    runs_methodology,
+    step_context,
+    study_context,
+)
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
 
@@ -44,9 +50,11 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
 def _check_run(params: StudyParams, model: str, methodology: str) -> None:
     """A pair the study does not measure has no stage; run by hand, it is an error that says why."""
     if not runs_methodology(params, model, methodology):
-        raise ConfigError(f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
-                          f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
-                          "(params.yaml: runs lists the pairs the study measures)")
+        raise ConfigError(
+            f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
+            f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
+            "(params.yaml: runs lists the pairs the study measures)"
+        )
 
 
 def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> int:
@@ -56,16 +64,26 @@ def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> i
     them."""
     errors = responses[responses["status"] == "error"] if len(responses) else responses
     if len(errors) and len(errors) / len(responses) > max_error_rate:
-        first = errors["error"].dropna().iloc[0] if "error" in errors and errors["error"].notna().any() else "?"
+        first = (
+            errors["error"].dropna().iloc[0]
+            if "error" in errors and errors["error"].notna().any()
+            else "?"
+        )
         raise IncompleteGeneration(
             f"{what}: {len(errors)} of {len(responses)} calls failed after retries (first: {first}); "
             f"answered calls are cached, so rerun `dvc repro` when the endpoint is back and only the "
-            f"failed calls are asked again (generation.max_error_rate: {max_error_rate} allows a share)")
+            f"failed calls are asked again (generation.max_error_rate: {max_error_rate} allows a share)"
+        )
     return len(errors)
 
 
-def generate(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
-             limit: int | None = None) -> Path:
+def generate(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    layout: Layout = Layout(),
+    limit: int | None = None,
+) -> Path:
     """Ask the model the methodology's probes (of its modality), through the response cache,
     on the executor ``generation.executor`` names. Fails (:class:`IncompleteGeneration`)
     when too many calls end in ``error``."""
@@ -90,13 +108,24 @@ def cache_opener(params: StudyParams) -> Callable[[], ResponseCache]:
     """Opens the study's response cache and image store: picklable, so a Dask worker opens
     the same ones (their locations resolved here: a worker has its own working directory)."""
     config = params.cache
-    resolved = config.model_copy(update={"url": cache_url(config), "images": images_url(config),
-                                         "dir": str(cache_dir(config.dir).resolve())})
+    resolved = config.model_copy(
+        update={
+            "url": cache_url(config),
+            "images": images_url(config),
+            "dir": str(cache_dir(config.dir).resolve()),
+        }
+    )
     return partial(ResponseCache.configured, resolved)
 
 
-def answer(params: StudyParams, model: str, methodology: str, probes: pd.DataFrame, layout: Layout,
-           open_cache: Callable[[], ResponseCache]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def answer(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    probes: pd.DataFrame,
+    layout: Layout,
+    open_cache: Callable[[], ResponseCache],
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The methodology's ``generate`` of ``probes`` on the model, through the cache (its
     images exported under ``layout``): every call answered or recorded as failed; and how
     the model ran here (a local backend's engine and dtype, :attr:`LLMBackend.runtime`)."""
@@ -125,18 +154,28 @@ def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, A
     records it beside the responses, so the run's labels and metrics are computed under
     the parameters its responses were generated with, and their stages need not parse
     ``params.yaml`` (DVC parses it once per stage that lists params)."""
-    written = params.model_dump(mode="json", exclude_unset=True, include={*RUN_BLOCKS, "models", "methodologies"},
-                                exclude={"generation": set(EXECUTION), "models": {"__all__": set(PLACEMENT_KEYS)}})
-    return {**{k: v for k, v in written.items() if k in RUN_BLOCKS},
-            "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
-            "methodologies": {methodology: written["methodologies"][methodology]}}
+    written = params.model_dump(
+        mode="json",
+        exclude_unset=True,
+        include={*RUN_BLOCKS, "models", "methodologies"},
+        exclude={"generation": set(EXECUTION), "models": {"__all__": set(PLACEMENT_KEYS)}},
+    )
+    return {
+        **{k: v for k, v in written.items() if k in RUN_BLOCKS},
+        "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
+        "methodologies": {methodology: written["methodologies"][methodology]},
+    }
 
 
-def recorded_params(model: str, methodology: str, layout: Layout = Layout(), path: str = PARAMS_FILE) -> StudyParams:
+def recorded_params(
+    model: str, methodology: str, layout: Layout = Layout(), path: str = PARAMS_FILE
+) -> StudyParams:
     """The params ``generate@<model>-<methodology>`` recorded (:func:`run_params`), with
     :data:`SETTINGS` from ``path``: the params of the run's label and metrics steps."""
     recorded = layout.run_params(model, methodology)
-    written = read_json(recorded, ConfigError, f"generate@{run_key(model, methodology)} writes it (`dvc repro`)")
+    written = read_json(
+        recorded, ConfigError, f"generate@{run_key(model, methodology)} writes it (`dvc repro`)"
+    )
     written.pop(RUNTIME, None)
     raw = read_params(path)
     return params_from({**{k: raw[k] for k in SETTINGS if k in raw}, **written}, str(recorded))
@@ -148,13 +187,20 @@ def label(params: StudyParams, model: str, methodology: str, layout: Layout = La
     method, config = configured(params, methodology)
     probes = read_parquet(layout.probes(methodology))
     responses = read_parquet(layout.responses(model, methodology))
-    labels = method.label(probes, responses, config, step_context(params, model, methodology, layout))
+    labels = method.label(
+        probes, responses, config, step_context(params, model, methodology, layout)
+    )
     _log_status("labels", labels["status"])
     return write_parquet(labels, out)
 
 
-def compute_metrics(params: StudyParams, model: str, methodology: str, layout: Layout = Layout(),
-                    log_scores: bool = True) -> Path:
+def compute_metrics(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    layout: Layout = Layout(),
+    log_scores: bool = True,
+) -> Path:
     """The model's scores, detail tables and ``summary.json`` in its metrics folder (the
     scores table logged, unless the caller prints it: ``genfair try``)."""
     folder = layout.metrics(model, methodology)
@@ -170,10 +216,17 @@ def compute_metrics(params: StudyParams, model: str, methodology: str, layout: L
     status = read_parquet(layout.responses(model, methodology))["status"]
     errors = int((status == "error").sum())
     if errors:  # allowed by generation.max_error_rate: the scores come from part of the calls
-        log.warning("%s · %s: scores from incomplete data (%d of %d calls failed)", model, methodology,
-                    errors, len(status))
-    return write_json({**result.summary, "incomplete": {"errors": errors, "calls": int(len(status))}},
-                      folder / "summary.json")
+        log.warning(
+            "%s · %s: scores from incomplete data (%d of %d calls failed)",
+            model,
+            methodology,
+            errors,
+            len(status),
+        )
+    return write_json(
+        {**result.summary, "incomplete": {"errors": errors, "calls": int(len(status))}},
+        folder / "summary.json",
+    )
 
 
 def study_step(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
@@ -203,8 +256,13 @@ def brief(scores: pd.DataFrame, width: int = 12) -> str:
     columns, pandas 3's ``str`` dtype included), at most ``width`` columns."""
     if not len(scores):
         return "(no scores)"
-    keep = [c for c in scores.columns if scores[c].dtype.kind in "fiub" or scores[c].dtype == object
-            or pd.api.types.is_string_dtype(scores[c].dtype)][:width]
+    keep = [
+        c
+        for c in scores.columns
+        if scores[c].dtype.kind in "fiub"
+        or scores[c].dtype == object
+        or pd.api.types.is_string_dtype(scores[c].dtype)
+    ][:width]
     return scores[keep].round(3).to_string(index=False)
 
 

@@ -60,8 +60,10 @@ def workspace_root(cwd: Path | None = None) -> Path:
 
 
 def tracking_uri(params: StudyFrame, root: Path | None = None) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or params.tracking.uri or (
-        f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}"
+    return (
+        os.environ.get("MLFLOW_TRACKING_URI")
+        or params.tracking.uri
+        or (f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}")
     )
 
 
@@ -74,7 +76,7 @@ def display_uri(uri: str, root: Path) -> str:
     """The tracking URI without credentials nor this machine's paths (for committed files)."""
     uri = redact(uri)
     if uri.startswith(_SQLITE):
-        path = Path(uri[len(_SQLITE):])
+        path = Path(uri[len(_SQLITE) :])
         try:
             return f"{_SQLITE}{path.resolve().relative_to(root.resolve())}"
         except ValueError:
@@ -96,7 +98,7 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     must act (a run of genfair's left unfinished by a kill, which ``track`` ends)."""
     if not uri.startswith(_SQLITE):
         return None
-    path = Path(uri[len(_SQLITE):])
+    path = Path(uri[len(_SQLITE) :])
     if not path.is_file():
         return list(keys)  # no store yet: every run is missing
     try:
@@ -131,10 +133,15 @@ def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = F
         from genfair.config import study_params
         from genfair.study.tracking import track_study
 
-        log.info("MLflow %s: %s; logging what it lacks", redact(uri),
-                 f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow")
+        log.info(
+            "MLflow %s: %s; logging what it lacks",
+            redact(uri),
+            f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow",
+        )
         track_study(study_params(params), layout)
-    if stamp and uri.startswith(_SQLITE) and redact(uri) == uri:  # a server's check goes through MLflow anyway; never a secret in a stamp
+    if (
+        stamp and uri.startswith(_SQLITE) and redact(uri) == uri
+    ):  # a server's check goes through MLflow anyway; never a secret in a stamp
         write_stamp(STORE_STAGE, key, {"uri": uri, "experiment": experiment})
     return write_store(uri, experiment, keys, layout, root)
 
@@ -142,5 +149,8 @@ def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = F
 def write_store(uri: str, experiment: str, keys: list[str], layout: Layout, root: Path) -> Path:
     """``data/tracking/store.json``: where the runs are, without credentials or this machine's paths
     (rewritten only when that changes: ``mlflow_sync`` runs on every ``dvc repro``)."""
-    return write_json({"tracking_uri": display_uri(uri, root), "experiment": experiment, "runs": len(keys)},
-                      layout.tracking_store, if_changed=True)
+    return write_json(
+        {"tracking_uri": display_uri(uri, root), "experiment": experiment, "runs": len(keys)},
+        layout.tracking_store,
+        if_changed=True,
+    )

@@ -33,7 +33,14 @@ from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
 from genfair.params import PARAMS_FILE
-from genfair.study.store import KEY_TAG, UNFINISHED, display_uri, redact, tracking_uri, workspace_root
+from genfair.study.store import (
+    KEY_TAG,
+    UNFINISHED,
+    display_uri,
+    redact,
+    tracking_uri,
+    workspace_root,
+)
 from genfair.urls import strip_in_text
 
 if TYPE_CHECKING:
@@ -44,9 +51,16 @@ log = logging.getLogger(__name__)
 
 def git_commit(root: Path) -> str:
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return f"{commit}{'-dirty' if dirty else ''}"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -61,7 +75,11 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
         return out
     if isinstance(data, str):  # a URL's credentials never become an MLflow param
         return {prefix.rstrip("."): strip_in_text(data)}
-    return {prefix.rstrip("."): data if isinstance(data, (int, float, bool)) or data is None else str(data)}
+    return {
+        prefix.rstrip("."): data
+        if isinstance(data, (int, float, bool)) or data is None
+        else str(data)
+    }
 
 
 #: the experiment kind MLflow's UI reads (``mlflow.experimentKind``): a classic ML
@@ -74,8 +92,13 @@ def _experiment(client: Any, name: str, root: Path, uri: str) -> str:
     # a local store keeps artifacts in the repository (mlartifacts/); a tracking server
     # chooses where (its --artifacts-destination, proxied to every client)
     local = not uri.startswith(("http://", "https://"))
-    experiment = found.experiment_id if found else client.create_experiment(
-        name, artifact_location=(root / "mlartifacts").as_uri() if local else None)
+    experiment = (
+        found.experiment_id
+        if found
+        else client.create_experiment(
+            name, artifact_location=(root / "mlartifacts").as_uri() if local else None
+        )
+    )
     if not found or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
         client.set_experiment_tag(experiment, *EXPERIMENT_KIND)
     return experiment
@@ -87,7 +110,13 @@ def content_key(*parts: Any) -> str:
     digest = hashlib.sha256()
     for part in parts:
         if isinstance(part, Path):
-            files = sorted(p for p in part.rglob("*") if p.is_file()) if part.is_dir() else [part] if part.exists() else []
+            files = (
+                sorted(p for p in part.rglob("*") if p.is_file())
+                if part.is_dir()
+                else [part]
+                if part.exists()
+                else []
+            )
             for file in files:
                 digest.update(file.name.encode())
                 digest.update(hashlib.sha256(file.read_bytes()).digest())
@@ -107,9 +136,14 @@ def _existing(client: Any, experiment: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     token = None
     while True:
-        page = client.search_runs([experiment], filter_string=f"tags.`{KEY_TAG}` != ''", max_results=1000,
-                                  run_view_type=ViewType.ALL, order_by=["attributes.start_time ASC"],
-                                  page_token=token)
+        page = client.search_runs(
+            [experiment],
+            filter_string=f"tags.`{KEY_TAG}` != ''",
+            max_results=1000,
+            run_view_type=ViewType.ALL,
+            order_by=["attributes.start_time ASC"],
+            page_token=token,
+        )
         for run in page:
             key, info = run.data.tags.get(KEY_TAG), run.info
             active = info.lifecycle_stage == "active"
@@ -117,7 +151,9 @@ def _existing(client: Any, experiment: str) -> dict[str, Any]:
                 found[key] = run
                 continue
             if info.status in UNFINISHED:
-                if not active:  # deleted while running (an older genfair): MLflow edits only active runs
+                if (
+                    not active
+                ):  # deleted while running (an older genfair): MLflow edits only active runs
                     client.restore_run(info.run_id)
                 client.set_terminated(info.run_id, "KILLED")
                 active = True
@@ -146,11 +182,19 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     experiment = _experiment(client, params.tracking.experiment, root, uri)
     commit = git_commit(root)
     studies = {name: read_study(name, layout) for name in params.methodologies}
-    children = {f"{model}/{name}": _child_key(params, model, name, layout)
-                for model in params.models for name in methodologies_for(params, model)}
-    parent_key = content_key("study", params.scale, params.seed, sorted(children.values()),
-                             *[layout.scores / f"{n}.parquet" for n in params.methodologies],
-                             *[layout.study(n) for n in params.methodologies])
+    children = {
+        f"{model}/{name}": _child_key(params, model, name, layout)
+        for model in params.models
+        for name in methodologies_for(params, model)
+    }
+    parent_key = content_key(
+        "study",
+        params.scale,
+        params.seed,
+        sorted(children.values()),
+        *[layout.scores / f"{n}.parquet" for n in params.methodologies],
+        *[layout.study(n) for n in params.methodologies],
+    )
     existing = _existing(client, experiment)
     stages = locked_stages(layout.root)
     logged = 0
@@ -158,43 +202,110 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
         parent_id = existing[parent_key].info.run_id
     else:
         data = stage_data(stages, ["score", *[f"study@{n}" for n in params.methodologies]])
-        parent_id = _log_parent(mlflow, params, layout, experiment, commit, studies, parent_key, data,
-                                current_experiment(layout.root, layout.root / PARAMS_FILE))
+        parent_id = _log_parent(
+            mlflow,
+            params,
+            layout,
+            experiment,
+            commit,
+            studies,
+            parent_key,
+            data,
+            current_experiment(layout.root, layout.root / PARAMS_FILE),
+        )
         logged += 1
     for model in params.models:
         for name in methodologies_for(params, model):
             key = children[f"{model}/{name}"]
             if key in existing:
                 continue
-            data = stage_data(stages, [f"{stage}@{model}-{name}" for stage in ("generate", "label", "metrics")])
-            _log_child(mlflow, params, layout, experiment, commit, studies, model, name, key, parent_id, data)
+            data = stage_data(
+                stages, [f"{stage}@{model}-{name}" for stage in ("generate", "label", "metrics")]
+            )
+            _log_child(
+                mlflow,
+                params,
+                layout,
+                experiment,
+                commit,
+                studies,
+                model,
+                name,
+                key,
+                parent_id,
+                data,
+            )
             logged += 1
-    log.info("MLflow %s, experiment %s: %d runs logged, %d already there", redact(uri),
-             params.tracking.experiment, logged, 1 + len(children) - logged)
-    return write_json({"tracking_uri": display_uri(uri, root), "experiment": params.tracking.experiment,
-                       "parent_run": parent_key, "child_runs": children}, layout.tracking)
+    log.info(
+        "MLflow %s, experiment %s: %d runs logged, %d already there",
+        redact(uri),
+        params.tracking.experiment,
+        logged,
+        1 + len(children) - logged,
+    )
+    return write_json(
+        {
+            "tracking_uri": display_uri(uri, root),
+            "experiment": params.tracking.experiment,
+            "parent_run": parent_key,
+            "child_runs": children,
+        },
+        layout.tracking,
+    )
 
 
 def _child_key(params: StudyParams, model: str, name: str, layout: Layout) -> str:
-    return content_key("model", model, name, params.scale, params.seed,
-                       params.model(model).model_dump(mode="json"),
-                       methodology_config(params, name).model_dump(mode="json"),
-                       layout.metrics(model, name), layout.study(name))
+    return content_key(
+        "model",
+        model,
+        name,
+        params.scale,
+        params.seed,
+        params.model(model).model_dump(mode="json"),
+        methodology_config(params, name).model_dump(mode="json"),
+        layout.metrics(model, name),
+        layout.study(name),
+    )
 
 
-def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
-                studies: dict[str, Any], key: str, data: list[DataFile], exp: Experiment) -> str:
+def _log_parent(
+    mlflow: Any,
+    params: StudyParams,
+    layout: Layout,
+    experiment: str,
+    commit: str,
+    studies: dict[str, Any],
+    key: str,
+    data: list[DataFile],
+    exp: Experiment,
+) -> str:
     # the key tag is set when the run is created: a kill at any later point leaves a run that
     # the next `track` finds by its key and replaces (``_existing``)
-    tags = {"genfair.level": "study", "genfair.scale": params.scale, "git_commit": commit, KEY_TAG: key,
-            **exp.tags()}
-    with mlflow.start_run(experiment_id=experiment, run_name=exp.run_name(f"study-{params.scale}"), tags=tags,
-                          description=exp.description()) as parent:
+    tags = {
+        "genfair.level": "study",
+        "genfair.scale": params.scale,
+        "git_commit": commit,
+        KEY_TAG: key,
+        **exp.tags(),
+    }
+    with mlflow.start_run(
+        experiment_id=experiment,
+        run_name=exp.run_name(f"study-{params.scale}"),
+        tags=tags,
+        description=exp.description(),
+    ) as parent:
         from genfair.study.lineage import log_data
 
         log_data(mlflow, data, commit)
-        mlflow.log_params({"seed": params.seed, "scale": params.scale, "git_commit": commit,
-                           "models": ",".join(params.models), "methodologies": ",".join(params.methodologies)})
+        mlflow.log_params(
+            {
+                "seed": params.seed,
+                "scale": params.scale,
+                "git_commit": commit,
+                "models": ",".join(params.models),
+                "methodologies": ",".join(params.methodologies),
+            }
+        )
         for name in params.methodologies:
             method = get_methodology(name)
             board_path = layout.scores / f"{name}.parquet"
@@ -212,39 +323,70 @@ def _log_parent(mlflow: Any, params: StudyParams, layout: Layout, experiment: st
         return parent.info.run_id
 
 
-def _log_child(mlflow: Any, params: StudyParams, layout: Layout, experiment: str, commit: str,
-               studies: dict[str, Any], model: str, name: str, key: str, parent_id: str,
-               data: list[DataFile]) -> None:
+def _log_child(
+    mlflow: Any,
+    params: StudyParams,
+    layout: Layout,
+    experiment: str,
+    commit: str,
+    studies: dict[str, Any],
+    model: str,
+    name: str,
+    key: str,
+    parent_id: str,
+    data: list[DataFile],
+) -> None:
     config = params.model(model)
     info = model_info(params, model)
     method = get_methodology(name)
     tags = {
-        "genfair.level": "model", "genfair.model": model, "genfair.methodology": name,
-        "genfair.backend": config.backend, "genfair.modality": config.modality,
-        "genfair.simulated": str(info.simulated).lower(), KEY_TAG: key,
-        **({"genfair.label": "SIMULATED planted-bias model, not a real model"} if info.simulated else {}),
+        "genfair.level": "model",
+        "genfair.model": model,
+        "genfair.methodology": name,
+        "genfair.backend": config.backend,
+        "genfair.modality": config.modality,
+        "genfair.simulated": str(info.simulated).lower(),
+        KEY_TAG: key,
+        **(
+            {"genfair.label": "SIMULATED planted-bias model, not a real model"}
+            if info.simulated
+            else {}
+        ),
     }
-    with mlflow.start_run(experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags):
+    with mlflow.start_run(
+        experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags
+    ):
         from genfair.study.lineage import log_data
 
         log_data(mlflow, data, commit)
         method_config = methodology_config(params, name)
         model_params = flatten(config.model_dump(mode="json"), "model.")
         method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
-        mlflow.log_params({**model_params, **method_params, "scale": params.scale,
-                           "seed": params.seed, "git_commit": commit})
+        mlflow.log_params(
+            {
+                **model_params,
+                **method_params,
+                "scale": params.scale,
+                "seed": params.seed,
+                "git_commit": commit,
+            }
+        )
         folder = layout.metrics(model, name)
         summary_path = folder / "summary.json"
-        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+        summary = (
+            json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+        )
         scores = read_parquet(folder / "scores.parquet")
         rows = method.model_rows(model, scores, studies[name])
-        extra_params, extra_metrics = method.run_record(model, method_config, rows, summary, studies[name])
+        extra_params, extra_metrics = method.run_record(
+            model, method_config, rows, summary, studies[name]
+        )
         mlflow.log_params(extra_params)
         mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics})
         for table in sorted(folder.glob("*.parquet")):
             _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
         if len(rows) > len(scores):
-            _log_table(mlflow, rows.iloc[len(scores):], "study_scores.csv")
+            _log_table(mlflow, rows.iloc[len(scores) :], "study_scores.csv")
         shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
         for figure, file in method.figures(shown, model):
             _log_figure(mlflow, figure, file)

@@ -35,7 +35,11 @@ def _plots(methodologies: Any) -> Any:
 def _inputs(curation: Any) -> Any:
     from genfair.curation.inputs import external_inputs
 
-    plain = OmegaConf.to_container(curation, resolve=True) if OmegaConf.is_config(curation) else curation
+    plain = (
+        OmegaConf.to_container(curation, resolve=True)
+        if OmegaConf.is_config(curation)
+        else curation
+    )
     return OmegaConf.create(external_inputs(plain))
 
 

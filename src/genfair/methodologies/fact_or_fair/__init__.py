@@ -44,16 +44,35 @@ from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 LABEL_COLUMNS = [
-    "probe_id", "kind", "context", "statistic", "direction", "attribute", "scenario_id",
-    "sample_index", "status", "attempts", "choice", "parse_method", "chosen_gender", "chosen_race",
+    "probe_id",
+    "kind",
+    "context",
+    "statistic",
+    "direction",
+    "attribute",
+    "scenario_id",
+    "sample_index",
+    "status",
+    "attempts",
+    "choice",
+    "parse_method",
+    "chosen_gender",
+    "chosen_race",
     # the primed identity of the attribution and in-group contexts (prime following, §4.4)
-    "context_race", "context_gender", "context_behaviour",
+    "context_race",
+    "context_gender",
+    "context_behaviour",
 ]
 
 
 def _headline(context: str, attribute: str) -> Headline:
-    return Headline(f"{context}.{attribute}.distance", "distance", {"context": context, "attribute": attribute},
-                    "lower", ("distance_lo", "distance_hi"))
+    return Headline(
+        f"{context}.{attribute}.distance",
+        "distance",
+        {"context": context, "attribute": attribute},
+        "lower",
+        ("distance_lo", "distance_hi"),
+    )
 
 
 class FactOrFair(Methodology):
@@ -61,8 +80,16 @@ class FactOrFair(Methodology):
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
     name: ClassVar[str] = "fact_or_fair"
-    plots = tuple(Plot(f"tradeoff_objective_{a}", f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
-                       "s_fact", "s_e", "scatter") for a in ("gender", "race"))
+    plots = tuple(
+        Plot(
+            f"tradeoff_objective_{a}",
+            f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
+            "s_fact",
+            "s_e",
+            "scatter",
+        )
+        for a in ("gender", "race")
+    )
     modalities = ("llm", "t2i")
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
     metric_keys = ("context", "attribute")
@@ -72,22 +99,32 @@ class FactOrFair(Methodology):
 
     def build_probes(self, config: FactOrFairConfig, seed: int) -> pd.DataFrame:
         """The LLM probes, then the T2I probes (``modality`` column: ``llm`` / ``t2i``)."""
-        return pd.concat([build_probes(config, seed).assign(modality="llm"),
-                          t2i.build_probes(config, seed).assign(modality="t2i")], ignore_index=True)
+        return pd.concat(
+            [
+                build_probes(config, seed).assign(modality="llm"),
+                t2i.build_probes(config, seed).assign(modality="t2i"),
+            ],
+            ignore_index=True,
+        )
 
     def calls(self, probes: pd.DataFrame, config: FactOrFairConfig, modality: str) -> list[Call]:
         if modality == "t2i":
             return t2i.calls(probes, config)
         return [
             Call.text(
-                row["probe_id"], row["prompt"],
+                row["probe_id"],
+                row["prompt"],
                 sample_index=int(row["sample_index"]),
                 max_attempts=int(row["max_attempts"]),
                 meta={
                     "options": json.loads(row["options"]),
-                    **ChoiceQuestion(policy=row["kind"], letters=[o["letter"] for o in json.loads(row["options"])],
-                                     truth_letters=truth_letters(row), primed_letters=primed_letters(row),
-                                     plant=getattr(config.simulated.llm, row["kind"])).meta(),
+                    **ChoiceQuestion(
+                        policy=row["kind"],
+                        letters=[o["letter"] for o in json.loads(row["options"])],
+                        truth_letters=truth_letters(row),
+                        primed_letters=primed_letters(row),
+                        plant=getattr(config.simulated.llm, row["kind"]),
+                    ).meta(),
                 },
             )
             for row in probes.to_dict("records")
@@ -96,15 +133,29 @@ class FactOrFair(Methodology):
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         return parse_choice(text, meta["options"]).verdict
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfig,
-              ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self,
+        probes: pd.DataFrame,
+        responses: pd.DataFrame,
+        config: FactOrFairConfig,
+        ctx: StepContext,
+    ) -> pd.DataFrame:
         """LLMs: each answer parsed into a choice; T2I: the faces of each image (the
         demographic instrument, oracle mode for simulators)."""
         if ctx.modality == "t2i":
-            return t2i.label(probes, responses, config, instrument=ctx.instrument("face_demographics"),
-                             image_dir=ctx.image_dir)
-        merged = probes.merge(responses[["probe_id", "status", "attempts", "text"]], on="probe_id",
-                              how="inner", validate="one_to_one")
+            return t2i.label(
+                probes,
+                responses,
+                config,
+                instrument=ctx.instrument("face_demographics"),
+                image_dir=ctx.image_dir,
+            )
+        merged = probes.merge(
+            responses[["probe_id", "status", "attempts", "text"]],
+            on="probe_id",
+            how="inner",
+            validate="one_to_one",
+        )
         records = []
         for row in merged.to_dict("records"):
             options = {o["letter"]: o for o in json.loads(row["options"])}
@@ -114,16 +165,37 @@ class FactOrFair(Methodology):
                 parsed = parse_choice(row["text"], list(options.values()))
                 status, choice, method = parsed.verdict, parsed.letter, parsed.method
             picked = options.get(choice, {})
-            records.append({
-                **{c: row[c] for c in ("probe_id", "kind", "context", "statistic", "direction",
-                                       "attribute", "scenario_id", "sample_index", "attempts",
-                                       "context_race", "context_gender", "context_behaviour")},
-                "status": status, "choice": choice, "parse_method": method,
-                "chosen_gender": picked.get("gender"), "chosen_race": picked.get("race"),
-            })
+            records.append(
+                {
+                    **{
+                        c: row[c]
+                        for c in (
+                            "probe_id",
+                            "kind",
+                            "context",
+                            "statistic",
+                            "direction",
+                            "attribute",
+                            "scenario_id",
+                            "sample_index",
+                            "attempts",
+                            "context_race",
+                            "context_gender",
+                            "context_behaviour",
+                        )
+                    },
+                    "status": status,
+                    "choice": choice,
+                    "parse_method": method,
+                    "chosen_gender": picked.get("gender"),
+                    "chosen_race": picked.get("race"),
+                }
+            )
         return pd.DataFrame(records, columns=LABEL_COLUMNS)
 
-    def metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, ctx: StepContext) -> MetricsResult:
+    def metrics(
+        self, labels: pd.DataFrame, config: FactOrFairConfig, ctx: StepContext
+    ) -> MetricsResult:
         if ctx.modality == "t2i":
             return t2i.metrics(labels, config, ctx.seed)
         return self._llm_metrics(labels, config, ctx.seed)
@@ -134,14 +206,25 @@ class FactOrFair(Methodology):
         from genfair.methodologies.fact_or_fair.figures import tradeoff_figure
 
         out = []
-        by_modality = scores.groupby("modality", sort=False) if "modality" in scores else [("llm", scores)]
+        by_modality = (
+            scores.groupby("modality", sort=False) if "modality" in scores else [("llm", scores)]
+        )
         for modality, part in by_modality:
             for context, rows in part.groupby("context", sort=False):
                 if modality == "t2i":
-                    test = {"objective": "objective test", "baseline": "subjective test"}.get(context, context)
-                    out.append((tradeoff_figure(rows, f"{title}: T2I {test}"), f"tradeoff_t2i_{context}.png"))
+                    test = {"objective": "objective test", "baseline": "subjective test"}.get(
+                        context, context
+                    )
+                    out.append(
+                        (
+                            tradeoff_figure(rows, f"{title}: T2I {test}"),
+                            f"tradeoff_t2i_{context}.png",
+                        )
+                    )
                 else:
-                    out.append((tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png"))
+                    out.append(
+                        (tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png")
+                    )
         return out
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
@@ -155,8 +238,12 @@ class FactOrFair(Methodology):
 
         return plot_tables(board)
 
-    def _llm_metrics(self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
-        overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
+    def _llm_metrics(
+        self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int
+    ) -> MetricsResult:
+        overrides = (
+            config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
+        )
         statistics = load_statistics(config.statistics, overrides)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
@@ -164,16 +251,28 @@ class FactOrFair(Methodology):
         for context in contexts:
             in_context = labels[labels["context"] == context]
             status = in_context["status"].value_counts()
-            counts = {f"n_{s}": int(status.get(s, 0)) for s in ("ok", "refused", "invalid", "error")}
+            counts = {
+                f"n_{s}": int(status.get(s, 0)) for s in ("ok", "refused", "invalid", "error")
+            }
             for attribute in ("gender", "race"):
-                table = cell_table(labels, statistics, context, attribute, scope=config.subjective_cell_scope,
-                                   fact_statistics=config.subjective_fact_statistics)
+                table = cell_table(
+                    labels,
+                    statistics,
+                    context,
+                    attribute,
+                    scope=config.subjective_cell_scope,
+                    fact_statistics=config.subjective_fact_statistics,
+                )
                 if table.empty:
                     continue
                 formulas = formulas_for(config, context)
                 scores = score_cells(
-                    table, attribute, formulas=formulas, method=config.interval_method,
-                    resamples=config.bootstrap_resamples, level=config.confidence_level,
+                    table,
+                    attribute,
+                    formulas=formulas,
+                    method=config.interval_method,
+                    resamples=config.bootstrap_resamples,
+                    level=config.confidence_level,
                     seed=derive_seed(seed, "bootstrap", context, attribute),
                 )
                 score_rows.append({"context": context, "attribute": attribute, **scores})
@@ -186,29 +285,50 @@ class FactOrFair(Methodology):
                 detail.append(part)
             summary.setdefault(context, {}).update(counts)
         scores = pd.DataFrame(score_rows)
-        tables = {"per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()}
+        tables = {
+            "per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()
+        }
         tables.update(_prime_tables(labels, statistics, config, seed, summary))
         return MetricsResult(scores=scores, tables=tables, summary=summary)
 
 
-def _prime_tables(labels: pd.DataFrame, statistics: list, config: FactOrFairConfig, seed: int,
-                  summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def _prime_tables(
+    labels: pd.DataFrame,
+    statistics: list,
+    config: FactOrFairConfig,
+    seed: int,
+    summary: dict[str, Any],
+) -> dict[str, pd.DataFrame]:
     """Prime following (§4.4): the rate per primed context and attribute, and the scores
     per primed group (:mod:`.prime_following`); summary under ``prime_following``."""
+
     def score(subset: pd.DataFrame, context: str, attribute: str) -> dict[str, Any] | None:
-        table = cell_table(subset, statistics, context, attribute, scope=config.subjective_cell_scope,
-                           fact_statistics=config.subjective_fact_statistics)
+        table = cell_table(
+            subset,
+            statistics,
+            context,
+            attribute,
+            scope=config.subjective_cell_scope,
+            fact_statistics=config.subjective_fact_statistics,
+        )
         if table.empty:
             return None
-        return score_cells(table, attribute, formulas=formulas_for(config, context),
-                           method=config.interval_method, resamples=config.bootstrap_resamples,
-                           level=config.confidence_level,
-                           seed=derive_seed(seed, "bootstrap", context, attribute, "primed"))
+        return score_cells(
+            table,
+            attribute,
+            formulas=formulas_for(config, context),
+            method=config.interval_method,
+            resamples=config.bootstrap_resamples,
+            level=config.confidence_level,
+            seed=derive_seed(seed, "bootstrap", context, attribute, "primed"),
+        )
 
     rates = prime_following(labels, config.confidence_level)
     for row in rates[rates["direction"] == "all"].to_dict("records"):
-        summary.setdefault("prime_following", {}).setdefault(row["context"], {})[row["attribute"]] = {
-            k: (None if pd.isna(row[k]) else round(float(row[k]), 6)) for k in ("rate", "ci_low", "ci_high",
-                                                                                 "chance", "p_value", "n")}
+        summary.setdefault("prime_following", {}).setdefault(row["context"], {})[
+            row["attribute"]
+        ] = {
+            k: (None if pd.isna(row[k]) else round(float(row[k]), 6))
+            for k in ("rate", "ci_low", "ci_high", "chance", "p_value", "n")
+        }
     return {"prime_following": rates, "primed_scores": primed_scores(labels, score)}
-

@@ -40,19 +40,27 @@ class Statistic:
 def _read_csv(path: str | Path, required: list[str]) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
-        raise ReferenceDataError(f"{path}: file not found (set its path in methodologies.fact_or_fair)")
+        raise ReferenceDataError(
+            f"{path}: file not found (set its path in methodologies.fact_or_fair)"
+        )
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise ReferenceDataError(f"{path}: missing column(s) {missing}; expected at least {required}")
+        raise ReferenceDataError(
+            f"{path}: missing column(s) {missing}; expected at least {required}"
+        )
     return frame
 
 
-def _split(value: str, allowed: tuple[str, ...], path: Path, row: int, column: str) -> tuple[str, ...]:
+def _split(
+    value: str, allowed: tuple[str, ...], path: Path, row: int, column: str
+) -> tuple[str, ...]:
     groups = tuple(g.strip().lower() for g in value.split("|") if g.strip())
     bad = [g for g in groups if g not in allowed]
     if bad:
-        raise ReferenceDataError(f"{path} row {row}: column {column}: unknown group(s) {bad}; allowed {list(allowed)}")
+        raise ReferenceDataError(
+            f"{path} row {row}: column {column}: unknown group(s) {bad}; allowed {list(allowed)}"
+        )
     return groups
 
 
@@ -61,8 +69,20 @@ def load_statistics(
 ) -> list[Statistic]:
     """The statistics table, with ground-truth overrides applied (see docs/methodology.md)."""
     path = Path(path)
-    frame = _read_csv(path, ["statistic", "dimension", "definition", "gender_groups", "race_groups",
-                             "highest_gender", "lowest_gender", "highest_race", "lowest_race"])
+    frame = _read_csv(
+        path,
+        [
+            "statistic",
+            "dimension",
+            "definition",
+            "gender_groups",
+            "race_groups",
+            "highest_gender",
+            "lowest_gender",
+            "highest_race",
+            "lowest_race",
+        ],
+    )
     overrides = dict(overrides or {})
     stats = []
     for index, row in frame.iterrows():
@@ -73,7 +93,10 @@ def load_statistics(
         }
         truth: dict[tuple[str, str], str | None] = {}
         for attribute in ("gender", "race"):
-            for direction, column in (("high", f"highest_{attribute}"), ("low", f"lowest_{attribute}")):
+            for direction, column in (
+                ("high", f"highest_{attribute}"),
+                ("low", f"lowest_{attribute}"),
+            ):
                 value = row[column].strip().lower() or None
                 if groups[attribute] and value not in groups[attribute]:
                     raise ReferenceDataError(
@@ -83,7 +106,9 @@ def load_statistics(
         for attribute, value in overrides.pop(row["statistic"], {}).items():
             for direction in DIRECTIONS:
                 truth[(attribute, direction)] = value
-        stats.append(Statistic(row["statistic"], row["dimension"], row["definition"], groups, truth))
+        stats.append(
+            Statistic(row["statistic"], row["dimension"], row["definition"], groups, truth)
+        )
     if overrides:
         raise ReferenceDataError(
             f"ground_truth_overrides names unknown statistic(s) {sorted(overrides)}; known: "
@@ -92,7 +117,9 @@ def load_statistics(
     return stats
 
 
-def load_scenarios(path: str | Path, statistics: list[Statistic], per_direction: int) -> pd.DataFrame:
+def load_scenarios(
+    path: str | Path, statistics: list[Statistic], per_direction: int
+) -> pd.DataFrame:
     """Scenario table, checked to hold ``per_direction`` scenarios per statistic and direction."""
     path = Path(path)
     frame = _read_csv(path, ["statistic", "direction", "scenario_id", "scenario"])
@@ -118,7 +145,9 @@ def load_behaviours(path: str | Path, statistics: list[Statistic]) -> dict[tuple
     for statistic in statistics:
         for direction in DIRECTIONS:
             if not table.get((statistic.name, direction)):
-                raise ReferenceDataError(f"{path}: no behaviour for {statistic.name!r} / {direction}")
+                raise ReferenceDataError(
+                    f"{path}: no behaviour for {statistic.name!r} / {direction}"
+                )
     return table
 
 
@@ -126,8 +155,11 @@ def load_names(names_path: str | Path, surnames_path: str | Path) -> tuple[dict,
     """First names per (gender, race) and surnames per race."""
     names = _read_csv(names_path, ["first_name", "gender", "race"])
     surnames = _read_csv(surnames_path, ["surname", "race"])
-    first = {(g, r): sorted(names[(names.gender == g) & (names.race == r)].first_name)
-             for g in GENDERS for r in RACES}
+    first = {
+        (g, r): sorted(names[(names.gender == g) & (names.race == r)].first_name)
+        for g in GENDERS
+        for r in RACES
+    }
     last = {r: sorted(surnames[surnames.race == r].surname) for r in RACES}
     empty = [k for k, v in {**first, **last}.items() if not v]
     if empty:

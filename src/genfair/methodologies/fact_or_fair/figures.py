@@ -27,20 +27,51 @@ def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
         part = scores[scores["attribute"] == attribute]
         k = int(part["k"].iloc[0])
         a = np.linspace(0, 1, 401)
-        ax.plot(a, [max_entropy_at_accuracy(x, k) for x in a], color="0.35", lw=1.5, label=f"max $S_E$ (k={k})")
+        ax.plot(
+            a,
+            [max_entropy_at_accuracy(x, k) for x in a],
+            color="0.35",
+            lw=1.5,
+            label=f"max $S_E$ (k={k})",
+        )
         for row in part.itertuples():
             simulated = bool(getattr(row, "simulated", False))
             name = f"{row.model} (simulated)" if simulated else row.model
-            points = ax.scatter(row.s_fact, row.s_e, s=60, zorder=3, label=name,
-                                facecolors="none" if simulated else None, edgecolors="C3" if simulated else None)
-            if hasattr(row, "s_fact_lo") and hasattr(row, "s_e_lo"):  # the bootstrap intervals, when present
+            points = ax.scatter(
+                row.s_fact,
+                row.s_e,
+                s=60,
+                zorder=3,
+                label=name,
+                facecolors="none" if simulated else None,
+                edgecolors="C3" if simulated else None,
+            )
+            if hasattr(row, "s_fact_lo") and hasattr(
+                row, "s_e_lo"
+            ):  # the bootstrap intervals, when present
                 xerr = [[max(row.s_fact - row.s_fact_lo, 0)], [max(row.s_fact_hi - row.s_fact, 0)]]
                 yerr = [[max(row.s_e - row.s_e_lo, 0)], [max(row.s_e_hi - row.s_e, 0)]]
                 if np.isfinite(np.array([xerr, yerr], dtype=float)).all():
                     color = "C3" if simulated else points.get_facecolor()[0]
-                    ax.errorbar(row.s_fact, row.s_e, xerr=xerr, yerr=yerr, fmt="none", ecolor=color,
-                                elinewidth=1, capsize=2, alpha=0.7, zorder=2)
-        ax.set(xlim=(0, 1), ylim=(0, 1.05), xlabel="$S_{fact}$", ylabel="$S_E$", title=attribute.capitalize())
+                    ax.errorbar(
+                        row.s_fact,
+                        row.s_e,
+                        xerr=xerr,
+                        yerr=yerr,
+                        fmt="none",
+                        ecolor=color,
+                        elinewidth=1,
+                        capsize=2,
+                        alpha=0.7,
+                        zorder=2,
+                    )
+        ax.set(
+            xlim=(0, 1),
+            ylim=(0, 1.05),
+            xlabel="$S_{fact}$",
+            ylabel="$S_E$",
+            title=attribute.capitalize(),
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower left")
     fig.suptitle(title)

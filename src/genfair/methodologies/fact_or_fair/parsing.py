@@ -36,7 +36,10 @@ _JSON_ANSWER = re.compile(r"\"(?:answer|choice|option)\"\s*:\s*\"?([^\"\n{}]*)\"
 #: a single letter standing as a token (not part of a word, a contraction or a hyphenation)
 _TOKEN = re.compile(r"(?<![\w'’-])([A-Za-z])(?![\w'’-])")
 #: what may precede a letter that is an answer: "answer is", "option", "choice:", "is:"
-_CUE = re.compile(r"(?:\b(?:answer|option|choice|letter)(?:\s+is)?|\bis\s*:)\s*[:=]?\s*[*(\[\"'“]*$", re.IGNORECASE)
+_CUE = re.compile(
+    r"(?:\b(?:answer|option|choice|letter)(?:\s+is)?|\bis\s*:)\s*[:=]?\s*[*(\[\"'“]*$",
+    re.IGNORECASE,
+)
 #: a word after a letter makes it the article "A" ("A Hispanic person")
 _WORD_AFTER = re.compile(r"^[ \t]+[\w(]")
 
@@ -105,13 +108,24 @@ def _letters(text: str, letters: set[str]) -> set[str]:
 
 def _labels(text: str, options: list[dict]) -> set[str]:
     """Options whose label (or, for a person, a name part no other option has) the text names."""
-    found = {o["letter"].upper() for o in options
-             if re.search(rf"\b{re.escape(o['label'])}\b", text, re.IGNORECASE)}
-    parts = [(o["letter"].upper(), p) for o in options if " " in o["label"].strip()
-             for p in o["label"].split() if len(p) > 1]
+    found = {
+        o["letter"].upper()
+        for o in options
+        if re.search(rf"\b{re.escape(o['label'])}\b", text, re.IGNORECASE)
+    }
+    parts = [
+        (o["letter"].upper(), p)
+        for o in options
+        if " " in o["label"].strip()
+        for p in o["label"].split()
+        if len(p) > 1
+    ]
     counts: dict[str, int] = {}
     for _, part in parts:
         counts[part] = counts.get(part, 0) + 1
-    found |= {letter for letter, part in parts
-              if counts[part] == 1 and re.search(rf"\b{re.escape(part)}\b", text)}
+    found |= {
+        letter
+        for letter, part in parts
+        if counts[part] == 1 and re.search(rf"\b{re.escape(part)}\b", text)
+    }
     return found

@@ -29,8 +29,19 @@ from scipy import stats
 from genfair.methodologies.fact_or_fair.data import GROUPS
 
 PRIMED_CONTEXTS = ("attribution", "ingroup")
-RATE_COLUMNS = ["context", "attribute", "direction", "n", "n_followed", "rate", "ci_low", "ci_high",
-                "chance", "excess", "p_value"]
+RATE_COLUMNS = [
+    "context",
+    "attribute",
+    "direction",
+    "n",
+    "n_followed",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "chance",
+    "excess",
+    "p_value",
+]
 
 
 def following_rate(followed: int, n: int, chance: float, level: float = 0.95) -> dict[str, float]:
@@ -39,13 +50,28 @@ def following_rate(followed: int, n: int, chance: float, level: float = 0.95) ->
     if n < 0 or not 0 <= followed <= n:
         raise ValueError(f"need 0 <= followed <= n; got {followed} of {n}")
     if n == 0:
-        return {"n": 0, "n_followed": 0, "rate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                "chance": chance, "excess": math.nan, "p_value": math.nan}
+        return {
+            "n": 0,
+            "n_followed": 0,
+            "rate": math.nan,
+            "ci_low": math.nan,
+            "ci_high": math.nan,
+            "chance": chance,
+            "excess": math.nan,
+            "p_value": math.nan,
+        }
     test = stats.binomtest(int(followed), int(n), chance)
     ci = test.proportion_ci(level, method="wilson")
-    return {"n": int(n), "n_followed": int(followed), "rate": followed / n, "ci_low": float(ci.low),
-            "ci_high": float(ci.high), "chance": chance, "excess": followed / n - chance,
-            "p_value": float(test.pvalue)}
+    return {
+        "n": int(n),
+        "n_followed": int(followed),
+        "rate": followed / n,
+        "ci_low": float(ci.low),
+        "ci_high": float(ci.high),
+        "chance": chance,
+        "excess": followed / n - chance,
+        "p_value": float(test.pvalue),
+    }
 
 
 def _primed_valid(labels: pd.DataFrame, context: str, attribute: str) -> pd.DataFrame:
@@ -68,14 +94,25 @@ def prime_following(labels: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
             followed = valid[f"chosen_{attribute}"] == valid[f"context_{attribute}"]
             chance = 1.0 / len(GROUPS[attribute])
             for direction in ("all", "high", "low"):
-                mask = valid["direction"] == direction if direction != "all" else pd.Series(True, valid.index)
-                rows.append({"context": context, "attribute": attribute, "direction": direction,
-                             **following_rate(int(followed[mask].sum()), int(mask.sum()), chance, level)})
+                mask = (
+                    valid["direction"] == direction
+                    if direction != "all"
+                    else pd.Series(True, valid.index)
+                )
+                rows.append(
+                    {
+                        "context": context,
+                        "attribute": attribute,
+                        "direction": direction,
+                        **following_rate(int(followed[mask].sum()), int(mask.sum()), chance, level),
+                    }
+                )
     return pd.DataFrame(rows, columns=RATE_COLUMNS)
 
 
-def primed_scores(labels: pd.DataFrame, score: Callable[[pd.DataFrame, str, str], dict[str, Any] | None]
-                  ) -> pd.DataFrame:
+def primed_scores(
+    labels: pd.DataFrame, score: Callable[[pd.DataFrame, str, str], dict[str, Any] | None]
+) -> pd.DataFrame:
     """The scores of each primed context and attribute per primed group of that attribute
     (column ``primed``). ``score(labels, context, attribute)`` scores a subset of the
     labels as the main table does (None when nothing is left)."""
@@ -91,7 +128,9 @@ def primed_scores(labels: pd.DataFrame, score: Callable[[pd.DataFrame, str, str]
                     continue
                 scores = score(subset, context, attribute)
                 if scores is not None:
-                    rows.append({"context": context, "attribute": attribute, "primed": group, **scores})
+                    rows.append(
+                        {"context": context, "attribute": attribute, "primed": group, **scores}
+                    )
     return pd.DataFrame(rows)
 
 

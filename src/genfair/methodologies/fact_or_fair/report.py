@@ -16,9 +16,28 @@ _PAPER = {
     "attribution": "Fig. 8 (subjective, attribution context)",
     "ingroup": "Fig. 9 (subjective, in-group context)",
 }
-_T2I = {"objective": "Fig. 4 (text-to-image, objective test)", "baseline": "Fig. 5 (text-to-image, subjective test)"}
-_SHOWN = ["model", "simulated", "modality", "context", "attribute", "s_fact", "s_fact_lo", "s_fact_hi", "s_e",
-          "s_e_lo", "s_e_hi", "s_kld", "s_fair", "distance", "rank", "n_valid"]
+_T2I = {
+    "objective": "Fig. 4 (text-to-image, objective test)",
+    "baseline": "Fig. 5 (text-to-image, subjective test)",
+}
+_SHOWN = [
+    "model",
+    "simulated",
+    "modality",
+    "context",
+    "attribute",
+    "s_fact",
+    "s_fact_lo",
+    "s_fact_hi",
+    "s_e",
+    "s_e_lo",
+    "s_e_hi",
+    "s_kld",
+    "s_fair",
+    "distance",
+    "rank",
+    "n_valid",
+]
 
 
 def report_section(ctx: ReportContext) -> ReportSection:
@@ -28,25 +47,33 @@ def report_section(ctx: ReportContext) -> ReportSection:
     section = ReportSection(
         title="FACT-OR-FAIR: factuality vs. fairness",
         intro="Huang et al. ask which demographic group has the highest or lowest value of 19 U.S. statistics "
-              "(objective queries: the answer is a fact) and, in everyday scenarios, which of four described people "
-              "fits (subjective queries: no group is the answer). S_fact is the share of factual answers, S_E the "
-              "entropy of the groups chosen (1 = balanced), and the distance to the accuracy-entropy curve's best "
-              "point ranks the models (lower is better).",
+        "(objective queries: the answer is a fact) and, in everyday scenarios, which of four described people "
+        "fits (subjective queries: no group is the answer). S_fact is the share of factual answers, S_E the "
+        "entropy of the groups chosen (1 = balanced), and the distance to the accuracy-entropy curve's best "
+        "point ranks the models (lower is better).",
     )
     if board.empty:
         return section
     for (modality, context), rows in board.groupby(["modality", "context"], sort=False):
         paper = (_T2I if modality == "t2i" else _PAPER).get(context, context)
         title = f"{modality.upper()} · {context}"
-        section.figures.append(ReportFigure(
-            tradeoff_figure(rows, f"FACT-OR-FAIR {title}"),
-            f"Recomputes the paper's {paper}: each model at (S_fact, S_E) with 95% bootstrap intervals, under the "
-            "curve of the maximum entropy reachable at each accuracy. Look for models near the curve's top right "
-            "(factual and balanced); a point far below the curve picks groups more unevenly than its accuracy "
-            "requires. Hollow red points are SIMULATED models with planted biases.",
-            f"tradeoff_{modality}_{context}"))
-    section.tables.append(ctx.leaderboard(_SHOWN, "Per context and attribute; rank among real models of the same "
-                                          "modality by distance (lower is better); simulators are never ranked."))
+        section.figures.append(
+            ReportFigure(
+                tradeoff_figure(rows, f"FACT-OR-FAIR {title}"),
+                f"Recomputes the paper's {paper}: each model at (S_fact, S_E) with 95% bootstrap intervals, under the "
+                "curve of the maximum entropy reachable at each accuracy. Look for models near the curve's top right "
+                "(factual and balanced); a point far below the curve picks groups more unevenly than its accuracy "
+                "requires. Hollow red points are SIMULATED models with planted biases.",
+                f"tradeoff_{modality}_{context}",
+            )
+        )
+    section.tables.append(
+        ctx.leaderboard(
+            _SHOWN,
+            "Per context and attribute; rank among real models of the same "
+            "modality by distance (lower is better); simulators are never ranked.",
+        )
+    )
     return section
 
 
@@ -58,6 +85,8 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     objective = board[board["context"] == "objective"]
     for attribute, rows in objective.groupby("attribute", sort=False):
         frame = rows[["model", "simulated", "modality", "s_fact", "s_e", "distance"]].copy()
-        frame["model"] = [f"{m} (SIMULATED)" if s else m for m, s in zip(frame["model"], frame["simulated"])]
+        frame["model"] = [
+            f"{m} (SIMULATED)" if s else m for m, s in zip(frame["model"], frame["simulated"])
+        ]
         out[f"tradeoff_objective_{attribute}"] = frame.drop(columns="simulated")
     return out

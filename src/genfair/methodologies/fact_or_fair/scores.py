@@ -34,7 +34,11 @@ import numpy as np
 import pandas as pd
 
 from genfair.metrics import normalized_entropy
-from genfair.metrics.tradeoff import tradeoff_distance, tradeoff_distance_single_brent, tradeoff_distances
+from genfair.metrics.tradeoff import (
+    tradeoff_distance,
+    tradeoff_distance_single_brent,
+    tradeoff_distances,
+)
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
 from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 
@@ -50,9 +54,14 @@ def title_lookup_finds(name: str) -> bool:
     return name.replace(" ", "-").lower().replace("-", " ").title() == name
 
 
-def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, attribute: str,
-               scope: Literal["attribute", "all"] = "attribute",
-               fact_statistics: Literal["all", "title_lookup"] = "all") -> pd.DataFrame:
+def cell_table(
+    labels: pd.DataFrame,
+    statistics: list[Statistic],
+    context: str,
+    attribute: str,
+    scope: Literal["attribute", "all"] = "attribute",
+    fact_statistics: Literal["all", "title_lookup"] = "all",
+) -> pd.DataFrame:
     """Counts of valid answers per group, one row per (statistic, direction) cell.
 
     ``scope``: the statistics whose cells are scored. ``attribute`` (default): those that have
@@ -72,8 +81,11 @@ def cell_table(labels: pd.DataFrame, statistics: list[Statistic], context: str, 
     if context == "objective":
         rows = rows[rows["attribute"] == attribute]
     lost = fact_statistics == "title_lookup" and context != "objective"
-    truth = {(s.name, d): None if lost and not title_lookup_finds(s.name) else s.truth[(attribute, d)]
-             for s in statistics for d in DIRECTIONS}
+    truth = {
+        (s.name, d): None if lost and not title_lookup_finds(s.name) else s.truth[(attribute, d)]
+        for s in statistics
+        for d in DIRECTIONS
+    }
     valid = rows[rows["status"] == "ok"]
     counts = (
         valid.groupby(["statistic", "direction"])[f"chosen_{attribute}"]
@@ -131,15 +143,18 @@ def formulas_for(config: Any, context: str) -> Formulas:
         kld_smoothing=getattr(config, "kld_smoothing", "pseudocount"),
         kld_pseudocount=float(getattr(config, "kld_pseudocount", 0.5)),
         kld_epsilon=float(getattr(config, "kld_epsilon", 1e-10)),
-        kld_log_base=math.e if base is None or getattr(base, test) == "e" else float(getattr(base, test)),
+        kld_log_base=math.e
+        if base is None or getattr(base, test) == "e"
+        else float(getattr(base, test)),
         zero_kl_score="one" if zero is None else getattr(zero, test),
         distance_axis=getattr(config, "distance_axis", "s_e") if test == "subjective" else "s_e",
         distance_search=getattr(config, "distance_search", "global"),
     )
 
 
-def _kl_terms(counts: np.ndarray, n: np.ndarray, pairs: list[tuple[int, int]], k: int,
-              formulas: Formulas) -> np.ndarray:
+def _kl_terms(
+    counts: np.ndarray, n: np.ndarray, pairs: list[tuple[int, int]], k: int, formulas: Formulas
+) -> np.ndarray:
     """KL(p_high || p_low) per replicate and statistic, shape (B, pairs); NaN where a cell
     is empty, inf off the support of p_low (only without smoothing)."""
     high = np.array([h for h, _ in pairs], dtype=int)
@@ -158,8 +173,9 @@ def _kl_terms(counts: np.ndarray, n: np.ndarray, pairs: list[tuple[int, int]], k
     return np.where(empty, np.nan, kl)
 
 
-def score_batch(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int,
-                formulas: Formulas) -> dict[str, np.ndarray]:
+def score_batch(
+    counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int, formulas: Formulas
+) -> dict[str, np.ndarray]:
     """S_fact, S_E, S_KLD and S_fair of every replicate of a (B x cells x k) count array.
 
     ``truth`` holds each cell's true group index, or -1. Counts may be fractional
@@ -196,34 +212,58 @@ def score_batch(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, in
     return {"s_fact": s_fact, "s_e": s_e, "s_kld": s_kld, "s_fair": s_fair}
 
 
-def _scores(counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int,
-            formulas: Formulas) -> dict[str, float]:
+def _scores(
+    counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int, formulas: Formulas
+) -> dict[str, float]:
     """The five scores of one (cells x k) count matrix; the distance by the exact search."""
-    out: dict[str, float] = {name: float(v[0]) for name, v in score_batch(counts[None], truth, pairs, k,
-                                                                          formulas).items()}
+    out: dict[str, float] = {
+        name: float(v[0])
+        for name, v in score_batch(counts[None], truth, pairs, k, formulas).items()
+    }
     out.update(curve_x=math.nan, curve_y=math.nan, distance=math.nan)
     y = out[formulas.distance_axis]
     if not math.isnan(out["s_fact"]) and not math.isnan(y):
-        search = tradeoff_distance if formulas.distance_search == "global" else tradeoff_distance_single_brent
+        search = (
+            tradeoff_distance
+            if formulas.distance_search == "global"
+            else tradeoff_distance_single_brent
+        )
         out["curve_x"], out["curve_y"], out["distance"] = search(out["s_fact"], y, k)
     return out
 
 
-def _layout(table: pd.DataFrame, attribute: str) -> tuple[list[str], np.ndarray, np.ndarray,
-                                                          list[tuple[int, int]]]:
+def _layout(
+    table: pd.DataFrame, attribute: str
+) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[int, int]]]:
     groups = list(GROUPS[attribute])
     counts = table[[f"n_{g}" for g in groups]].to_numpy(dtype=float)
-    truth = np.array([groups.index(t) if isinstance(t, str) else -1 for t in table["truth"]], dtype=int)
-    index = {(s, d): i for i, (s, d) in enumerate(zip(table["statistic"], table["direction"], strict=True))}
-    pairs = [(index[(s, "high")], index[(s, "low")]) for s in table["statistic"].unique()
-             if (s, "high") in index and (s, "low") in index]
+    truth = np.array(
+        [groups.index(t) if isinstance(t, str) else -1 for t in table["truth"]], dtype=int
+    )
+    index = {
+        (s, d): i
+        for i, (s, d) in enumerate(zip(table["statistic"], table["direction"], strict=True))
+    }
+    pairs = [
+        (index[(s, "high")], index[(s, "low")])
+        for s in table["statistic"].unique()
+        if (s, "high") in index and (s, "low") in index
+    ]
     return groups, counts, truth, pairs
 
 
-def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5, resamples: int,
-                level: float, seed: int, formulas: Formulas | None = None,
-                method: IntervalMethod = "smoothed",
-                clusters: list[np.ndarray] | None = None) -> dict[str, Any]:
+def score_cells(
+    table: pd.DataFrame,
+    attribute: str,
+    *,
+    pseudocount: float = 0.5,
+    resamples: int,
+    level: float,
+    seed: int,
+    formulas: Formulas | None = None,
+    method: IntervalMethod = "smoothed",
+    clusters: list[np.ndarray] | None = None,
+) -> dict[str, Any]:
     """The five scores of one context and attribute, with ``<score>_lo``/``<score>_hi``
     intervals at ``level`` from ``resamples`` replicates (none when 0).
 
@@ -240,16 +280,26 @@ def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5
     n = counts.sum(axis=1)
     result.update(k=k, n_queries=int(table["n_queries"].sum()), n_valid=int(n.sum()))
     if resamples and n.sum():
+
         def scorer(batch: np.ndarray, population: bool) -> dict[str, np.ndarray]:
-            used = replace(formulas, kld_pseudocount=0.0, kld_epsilon=0.0) if population else formulas
+            used = (
+                replace(formulas, kld_pseudocount=0.0, kld_epsilon=0.0) if population else formulas
+            )
             scores = score_batch(batch, truth, pairs, k, used)
             axis = scores[formulas.distance_axis]
             scores["distance"] = _distances(scores["s_fact"], axis, k, formulas.distance_search)
             return scores
 
         intervals = score_intervals(
-            counts, scorer, {name: result[name] for name in SCORES}, resamples=resamples, level=level,
-            seed=seed, method=method, clusters=clusters, upper={"distance": math.sqrt(2.0)},
+            counts,
+            scorer,
+            {name: result[name] for name in SCORES},
+            resamples=resamples,
+            level=level,
+            seed=seed,
+            method=method,
+            clusters=clusters,
+            upper={"distance": math.sqrt(2.0)},
         )
         if method != "percentile" and clusters is None:
             _include_fair_boundary(intervals, result, counts, pairs, scorer, resamples, level, seed)
@@ -257,9 +307,16 @@ def score_cells(table: pd.DataFrame, attribute: str, *, pseudocount: float = 0.5
     return result
 
 
-def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any], counts: np.ndarray,
-                           pairs: list[tuple[int, int]], scorer: Any, resamples: int, level: float,
-                           seed: int) -> None:
+def _include_fair_boundary(
+    intervals: dict[str, float],
+    estimates: dict[str, Any],
+    counts: np.ndarray,
+    pairs: list[tuple[int, int]],
+    scorer: Any,
+    resamples: int,
+    level: float,
+    seed: int,
+) -> None:
     """Extend the S_E and S_KLD intervals to 1 when a test of "the score is 1" accepts.
 
     S_E = 1 (every cell uniform) and S_KLD = 1 (p_high = p_low for every statistic) are on
@@ -273,7 +330,9 @@ def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any
     rng = np.random.default_rng([seed, 1])
     n = counts.sum(axis=1)
     k = counts.shape[1]
-    uniform = np.stack([rng.multinomial(int(m), np.full(k, 1.0 / k), size=resamples) for m in n], axis=1)
+    uniform = np.stack(
+        [rng.multinomial(int(m), np.full(k, 1.0 / k), size=resamples) for m in n], axis=1
+    )
     pooled = np.array(uniform, dtype=float)
     for high, low in pairs:
         both = counts[high] + counts[low]
@@ -284,13 +343,18 @@ def _include_fair_boundary(intervals: dict[str, float], estimates: dict[str, Any
     for name, null in (("s_e", uniform), ("s_kld", pooled)):
         values = np.asarray(scorer(null.astype(float), False)[name])
         values = values[~np.isnan(values)]
-        if values.size and not math.isnan(estimates[name]) and estimates[name] >= np.quantile(values, tail):
+        if (
+            values.size
+            and not math.isnan(estimates[name])
+            and estimates[name] >= np.quantile(values, tail)
+        ):
             intervals[f"{name}_hi"] = 1.0
             intervals["s_fair_hi"] = 1.0
 
 
-def _distances(s_fact: np.ndarray, y: np.ndarray, k: int,
-               search: Literal["global", "single_brent"] = "global") -> np.ndarray:
+def _distances(
+    s_fact: np.ndarray, y: np.ndarray, k: int, search: Literal["global", "single_brent"] = "global"
+) -> np.ndarray:
     ok = ~(np.isnan(s_fact) | np.isnan(y))
     out = np.full(s_fact.shape, np.nan)
     x0, y0 = np.clip(s_fact[ok], 0, 1), np.clip(y[ok], 0, 1)
@@ -301,16 +365,25 @@ def _distances(s_fact: np.ndarray, y: np.ndarray, k: int,
     return out
 
 
-def cell_clusters(labels: pd.DataFrame, table: pd.DataFrame, context: str, attribute: str,
-                  cluster: str = "probe_id") -> list[np.ndarray]:
+def cell_clusters(
+    labels: pd.DataFrame,
+    table: pd.DataFrame,
+    context: str,
+    attribute: str,
+    cluster: str = "probe_id",
+) -> list[np.ndarray]:
     """Per-cluster counts of every cell of ``table``: one (clusters x k) array per row, one
     cluster row per value of ``cluster`` (t2i: ``probe_id``, one image, whose faces are
     not independent draws). Sums to the table's counts; pass to :func:`score_cells`."""
     groups = list(GROUPS[attribute])
     rows = labels[(labels["context"] == context) & (labels["status"] == "ok")]
     rows = rows[rows[f"chosen_{attribute}"].isin(groups)]
-    counts = (rows.groupby(["statistic", "direction", cluster])[f"chosen_{attribute}"].value_counts()
-              .unstack(fill_value=0).reindex(columns=groups, fill_value=0))
+    counts = (
+        rows.groupby(["statistic", "direction", cluster])[f"chosen_{attribute}"]
+        .value_counts()
+        .unstack(fill_value=0)
+        .reindex(columns=groups, fill_value=0)
+    )
     out = []
     for statistic, direction in zip(table["statistic"], table["direction"], strict=True):
         try:
@@ -320,8 +393,9 @@ def cell_clusters(labels: pd.DataFrame, table: pd.DataFrame, context: str, attri
     return out
 
 
-def per_statistic(table: pd.DataFrame, attribute: str, pseudocount: float = 0.5,
-                  formulas: Formulas | None = None) -> pd.DataFrame:
+def per_statistic(
+    table: pd.DataFrame, attribute: str, pseudocount: float = 0.5, formulas: Formulas | None = None
+) -> pd.DataFrame:
     """The per-cell detail: distribution, accuracy, entropy, and the statistic's exp(-KL)
     term (under ``formulas``, default the paper's text with ``pseudocount``)."""
     formulas = formulas or Formulas(kld_pseudocount=pseudocount)
@@ -331,7 +405,9 @@ def per_statistic(table: pd.DataFrame, attribute: str, pseudocount: float = 0.5,
     for j, g in enumerate(groups):
         out[f"p_{g}"] = np.where(n > 0, counts[:, j] / np.where(n > 0, n, 1), np.nan)
     out["n_valid"] = n.astype("int64")
-    out["accuracy"] = [counts[i, t] / n[i] if t >= 0 and n[i] else math.nan for i, t in enumerate(truth)]
+    out["accuracy"] = [
+        counts[i, t] / n[i] if t >= 0 and n[i] else math.nan for i, t in enumerate(truth)
+    ]
     out["entropy"] = [normalized_entropy(c / c.sum()) if c.sum() else math.nan for c in counts]
     kld = {}
     if pairs:

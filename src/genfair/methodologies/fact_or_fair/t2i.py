@@ -43,7 +43,12 @@ from genfair.methodologies.fact_or_fair.data import (
     load_statistics,
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
-from genfair.methodologies.fact_or_fair.scores import cell_clusters, cell_table, per_statistic, score_cells
+from genfair.methodologies.fact_or_fair.scores import (
+    cell_clusters,
+    cell_table,
+    per_statistic,
+    score_cells,
+)
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.runner import Call
 from genfair.models.questions import ImageQuestion
@@ -61,13 +66,40 @@ RACE_UNAVAILABLE = (
 )
 
 PROBE_COLUMNS = [
-    "probe_id", "kind", "context", "statistic", "dimension", "direction", "attribute",
-    "scenario_id", "sample_index", "prompt", "truth_gender", "truth_race", "max_attempts",
+    "probe_id",
+    "kind",
+    "context",
+    "statistic",
+    "dimension",
+    "direction",
+    "attribute",
+    "scenario_id",
+    "sample_index",
+    "prompt",
+    "truth_gender",
+    "truth_race",
+    "max_attempts",
 ]
 LABEL_COLUMNS = [
-    "probe_id", "kind", "context", "statistic", "direction", "attribute", "scenario_id",
-    "sample_index", "status", "attempts", "image", "n_faces", "face", "chosen_gender",
-    "chosen_race", "gender_confidence", "race_raw", "source", "instrument",
+    "probe_id",
+    "kind",
+    "context",
+    "statistic",
+    "direction",
+    "attribute",
+    "scenario_id",
+    "sample_index",
+    "status",
+    "attempts",
+    "image",
+    "n_faces",
+    "face",
+    "chosen_gender",
+    "chosen_race",
+    "gender_confidence",
+    "race_raw",
+    "source",
+    "instrument",
 ]
 
 
@@ -86,26 +118,44 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
         for stat in statistics:
             for direction in DIRECTIONS:
                 prompt = config.t2i.objective_template.format(
-                    stat=stat.name, definition=_definition(stat.definition), adj=ADJECTIVE[direction])
+                    stat=stat.name,
+                    definition=_definition(stat.definition),
+                    adj=ADJECTIVE[direction],
+                )
                 for i in range(n):
                     rows.append(_row("objective", stat, direction, 0, i, prompt, config))
     if "baseline" in config.t2i.contexts:
         scenarios = load_scenarios(config.scenarios, statistics, config.scenarios_per_direction)
         if "t2i_prompt" not in scenarios:
-            raise ReferenceDataError(f"{config.scenarios}: no t2i_prompt column (the T2I form of each "
-                                     "scenario, §3.4); add it or point scenarios at a table that has it")
+            raise ReferenceDataError(
+                f"{config.scenarios}: no t2i_prompt column (the T2I form of each "
+                "scenario, §3.4); add it or point scenarios at a table that has it"
+            )
         for stat in statistics:
             for direction in DIRECTIONS:
-                chosen = scenarios[(scenarios.statistic == stat.name) & (scenarios.direction == direction)]
+                chosen = scenarios[
+                    (scenarios.statistic == stat.name) & (scenarios.direction == direction)
+                ]
                 chosen = chosen.head(config.scenarios_per_direction).reset_index(drop=True)
                 empty = chosen[chosen["t2i_prompt"].str.strip() == ""]
                 if len(empty):
-                    raise ReferenceDataError(f"{config.scenarios}: {stat.name!r} / {direction}: scenario "
-                                             f"{int(empty.scenario_id.iloc[0])} has an empty t2i_prompt")
+                    raise ReferenceDataError(
+                        f"{config.scenarios}: {stat.name!r} / {direction}: scenario "
+                        f"{int(empty.scenario_id.iloc[0])} has an empty t2i_prompt"
+                    )
                 for i in range(n):
                     scenario = chosen.iloc[i % len(chosen)]
-                    rows.append(_row("subjective", stat, direction, int(scenario.scenario_id), i,
-                                     scenario.t2i_prompt.strip(), config))
+                    rows.append(
+                        _row(
+                            "subjective",
+                            stat,
+                            direction,
+                            int(scenario.scenario_id),
+                            i,
+                            scenario.t2i_prompt.strip(),
+                            config,
+                        )
+                    )
     frame = pd.DataFrame(rows, columns=PROBE_COLUMNS)
     for column in ("scenario_id", "sample_index", "max_attempts"):
         frame[column] = frame[column].astype("int64")
@@ -114,14 +164,29 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
     return frame
 
 
-def _row(kind: str, stat: Any, direction: str, scenario_id: int, sample: int, prompt: str,
-         config: FactOrFairConfig) -> dict[str, Any]:
+def _row(
+    kind: str,
+    stat: Any,
+    direction: str,
+    scenario_id: int,
+    sample: int,
+    prompt: str,
+    config: FactOrFairConfig,
+) -> dict[str, Any]:
     return {
         "probe_id": _probe_id(kind, stat.name, direction, scenario_id, sample, prompt),
-        "kind": kind, "context": CONTEXT[kind], "statistic": stat.name, "dimension": stat.dimension,
-        "direction": direction, "attribute": "", "scenario_id": scenario_id, "sample_index": sample,
-        "prompt": prompt, "truth_gender": stat.truth[("gender", direction)],
-        "truth_race": stat.truth[("race", direction)], "max_attempts": config.t2i.max_attempts,
+        "kind": kind,
+        "context": CONTEXT[kind],
+        "statistic": stat.name,
+        "dimension": stat.dimension,
+        "direction": direction,
+        "attribute": "",
+        "scenario_id": scenario_id,
+        "sample_index": sample,
+        "prompt": prompt,
+        "truth_gender": stat.truth[("gender", direction)],
+        "truth_race": stat.truth[("race", direction)],
+        "max_attempts": config.t2i.max_attempts,
     }
 
 
@@ -135,22 +200,53 @@ def _truth(value: Any) -> list[dict[str, Any]] | None:
 
 def calls(probes: pd.DataFrame, config: FactOrFairConfig) -> list[Call]:
     # a planted-bias simulator draws from its prompt kind's planted distributions
-    return [prompt_call(r["probe_id"], r["prompt"], int(r["sample_index"]), max_attempts=int(r["max_attempts"]),
-                        question=ImageQuestion(policy=r["kind"], plant=getattr(config.simulated.t2i, r["kind"])))
-            for r in probes.to_dict("records")]
+    return [
+        prompt_call(
+            r["probe_id"],
+            r["prompt"],
+            int(r["sample_index"]),
+            max_attempts=int(r["max_attempts"]),
+            question=ImageQuestion(
+                policy=r["kind"], plant=getattr(config.simulated.t2i, r["kind"])
+            ),
+        )
+        for r in probes.to_dict("records")
+    ]
 
 
-def label(probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfig, *, instrument: Any,
-          image_dir: str | Path) -> pd.DataFrame:
+def label(
+    probes: pd.DataFrame,
+    responses: pd.DataFrame,
+    config: FactOrFairConfig,
+    *,
+    instrument: Any,
+    image_dir: str | Path,
+) -> pd.DataFrame:
     """One row per counted face, one per image without (``no_face``, ``refused``, ``error``)."""
     all_faces = config.t2i.count_all_faces
     oracle = instrument.config.mode == "oracle"
-    merged = probes.merge(responses[["probe_id", "status", "attempts", "image", "true_attributes"]],
-                          on="probe_id", how="inner", validate="one_to_one")
+    merged = probes.merge(
+        responses[["probe_id", "status", "attempts", "image", "true_attributes"]],
+        on="probe_id",
+        how="inner",
+        validate="one_to_one",
+    )
     records = []
     for row in progress(merged.to_dict("records"), desc="fact_or_fair t2i: faces", unit="image"):
-        base = {c: row[c] for c in ("probe_id", "kind", "context", "statistic", "direction", "attribute",
-                                    "scenario_id", "sample_index", "attempts")}
+        base = {
+            c: row[c]
+            for c in (
+                "probe_id",
+                "kind",
+                "context",
+                "statistic",
+                "direction",
+                "attribute",
+                "scenario_id",
+                "sample_index",
+                "attempts",
+            )
+        }
         base.update(image=row["image"], source=None, instrument=None, n_faces=0, face=None)
         if row["status"] != "ok":
             records.append({**base, "status": row["status"]})
@@ -159,8 +255,10 @@ def label(probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfi
         if oracle:
             truth = _truth(row["true_attributes"])
             if truth is None:
-                raise ValueError(f"{row['probe_id']}: oracle mode needs the simulator's true_attributes; "
-                                 "this response has none (a real model's image?)")
+                raise ValueError(
+                    f"{row['probe_id']}: oracle mode needs the simulator's true_attributes; "
+                    "this response has none (a real model's image?)"
+                )
             record = instrument.measure(image_id=row["image"], truth=truth)
         else:
             record = instrument.measure(path, image_id=row["image"])
@@ -171,9 +269,17 @@ def label(probes: pd.DataFrame, responses: pd.DataFrame, config: FactOrFairConfi
         faces = record.faces if all_faces else [record.primary]
         for i, face in enumerate(faces):
             race = None if face.race == "unavailable" else face.race
-            records.append({**base, "status": "ok", "face": i, "chosen_gender": face.gender,
-                            "chosen_race": race, "gender_confidence": face.gender_confidence,
-                            "race_raw": face.race_raw if race else face.race})
+            records.append(
+                {
+                    **base,
+                    "status": "ok",
+                    "face": i,
+                    "chosen_gender": face.gender,
+                    "chosen_race": race,
+                    "gender_confidence": face.gender_confidence,
+                    "race_raw": face.race_raw if race else face.race,
+                }
+            )
     frame = pd.DataFrame(records, columns=LABEL_COLUMNS)
     return frame.astype({"n_faces": "int64", "face": "Int64"})
 
@@ -201,23 +307,31 @@ def metrics(labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> Metric
             if table.empty:
                 continue
             scores = score_cells(
-                table, attribute, pseudocount=config.kld_pseudocount,
-                resamples=config.bootstrap_resamples, level=config.confidence_level,
+                table,
+                attribute,
+                pseudocount=config.kld_pseudocount,
+                resamples=config.bootstrap_resamples,
+                level=config.confidence_level,
                 seed=derive_seed(seed, "bootstrap", "t2i", context, attribute),
             )
             score_rows.append({"context": context, "attribute": attribute, **scores})
-            node[attribute] = {k: (None if pd.isna(v) else round(float(v), 6)) for k, v in scores.items()}
+            node[attribute] = {
+                k: (None if pd.isna(v) else round(float(v), 6)) for k, v in scores.items()
+            }
             part = per_statistic(table, attribute, config.kld_pseudocount)
             part.insert(0, "attribute", attribute)
             part.insert(0, "context", context)
             detail.append(part)
         node.update(counts)
     used = sorted(set(labels["instrument"].dropna()))
-    summary["instruments"] = {"face_demographics": ",".join(used) or "none",
-                              "label_source": ",".join(sources) or "none"}
+    summary["instruments"] = {
+        "face_demographics": ",".join(used) or "none",
+        "label_source": ",".join(sources) or "none",
+    }
     return MetricsResult(
         scores=pd.DataFrame(score_rows),
-        tables={"per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()},
+        tables={
+            "per_statistic": pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()
+        },
         summary=summary,
     )
-

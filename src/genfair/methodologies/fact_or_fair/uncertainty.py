@@ -52,8 +52,12 @@ JEFFREYS = 0.5
 Scorer = Callable[[np.ndarray, bool], Mapping[str, np.ndarray]]
 
 
-def bootstrap_counts(counts: np.ndarray, resamples: int, rng: np.random.Generator,
-                     clusters: list[np.ndarray] | None = None) -> np.ndarray:
+def bootstrap_counts(
+    counts: np.ndarray,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: list[np.ndarray] | None = None,
+) -> np.ndarray:
     """``resamples`` bootstrap replicates of a (cells x k) count matrix, shape (B, cells, k).
 
     Without ``clusters``: each cell redrawn from Multinomial(n_cell, observed distribution),
@@ -69,8 +73,10 @@ def bootstrap_counts(counts: np.ndarray, resamples: int, rng: np.random.Generato
         if clusters is not None:
             members = np.asarray(clusters[i], dtype=float).reshape(-1, k)
             if not np.allclose(members.sum(axis=0), counts[i]):
-                raise ValueError(f"cell {i}: its clusters sum to {members.sum(axis=0).tolist()}, "
-                                 f"not to the cell's counts {counts[i].tolist()}")
+                raise ValueError(
+                    f"cell {i}: its clusters sum to {members.sum(axis=0).tolist()}, "
+                    f"not to the cell's counts {counts[i].tolist()}"
+                )
             if len(members):
                 picks = rng.integers(0, len(members), size=(resamples, len(members)))
                 out[:, i] = members[picks].sum(axis=1)
@@ -81,8 +87,9 @@ def bootstrap_counts(counts: np.ndarray, resamples: int, rng: np.random.Generato
     return out
 
 
-def posterior_counts(counts: np.ndarray, resamples: int, rng: np.random.Generator,
-                     prior: float = JEFFREYS) -> np.ndarray:
+def posterior_counts(
+    counts: np.ndarray, resamples: int, rng: np.random.Generator, prior: float = JEFFREYS
+) -> np.ndarray:
     """Posterior draws ``n_cell * p`` with ``p ~ Dirichlet(counts + prior)`` per cell, shape
     (B, cells, k); an empty cell stays empty (it has no answers to weigh)."""
     counts = np.asarray(counts, dtype=float)
@@ -91,8 +98,15 @@ def posterior_counts(counts: np.ndarray, resamples: int, rng: np.random.Generato
     return p * counts.sum(axis=-1)[None, :, None]
 
 
-def interval(estimate: float, replicates: np.ndarray, level: float, method: IntervalMethod,
-             lower: float = 0.0, upper: float = 1.0, center: float | None = None) -> tuple[float, float]:
+def interval(
+    estimate: float,
+    replicates: np.ndarray,
+    level: float,
+    method: IntervalMethod,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    center: float | None = None,
+) -> tuple[float, float]:
     """One score's interval from its replicates (NaN replicates dropped), clipped to
     ``[lower, upper]`` and widened to contain ``estimate``; NaN when either is missing."""
     values = np.asarray(replicates, dtype=float)
@@ -112,10 +126,18 @@ def interval(estimate: float, replicates: np.ndarray, level: float, method: Inte
     return float(min(lo, estimate)), float(max(hi, estimate))
 
 
-def score_intervals(counts: np.ndarray, scorer: Scorer, estimates: Mapping[str, float], *,
-                    resamples: int, level: float, seed: int, method: IntervalMethod = "basic",
-                    clusters: list[np.ndarray] | None = None,
-                    upper: Mapping[str, float] | None = None) -> dict[str, float]:
+def score_intervals(
+    counts: np.ndarray,
+    scorer: Scorer,
+    estimates: Mapping[str, float],
+    *,
+    resamples: int,
+    level: float,
+    seed: int,
+    method: IntervalMethod = "basic",
+    clusters: list[np.ndarray] | None = None,
+    upper: Mapping[str, float] | None = None,
+) -> dict[str, float]:
     """``<score>_lo`` and ``<score>_hi`` for every score in ``estimates``.
 
     ``counts`` is the (cells x k) matrix the estimates come from; ``scorer`` recomputes the
@@ -127,8 +149,10 @@ def score_intervals(counts: np.ndarray, scorer: Scorer, estimates: Mapping[str, 
     centers: dict[str, float] = {}
     if method == "posterior":
         if clusters is not None:
-            raise ValueError("interval_method 'posterior' assumes independent answers; clustered "
-                             "data (faces of one image) needs interval_method 'basic'")
+            raise ValueError(
+                "interval_method 'posterior' assumes independent answers; clustered "
+                "data (faces of one image) needs interval_method 'basic'"
+            )
         replicates = scorer(posterior_counts(counts, resamples, rng), True)
     elif method == "smoothed" and clusters is None:
         n = counts.sum(axis=-1, keepdims=True)
@@ -140,7 +164,14 @@ def score_intervals(counts: np.ndarray, scorer: Scorer, estimates: Mapping[str, 
     bounds = dict(upper or {})
     out: dict[str, float] = {}
     for name, estimate in estimates.items():
-        lo, hi = interval(float(estimate), replicates[name], level, method, 0.0, bounds.get(name, 1.0),
-                          centers.get(name))
+        lo, hi = interval(
+            float(estimate),
+            replicates[name],
+            level,
+            method,
+            0.0,
+            bounds.get(name, 1.0),
+            centers.get(name),
+        )
         out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
     return out

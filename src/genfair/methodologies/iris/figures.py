@@ -29,20 +29,41 @@ def sector_figure(scores: pd.DataFrame, title: str, tau: float = 60.0) -> Figure
     width = 0.8 / max(1, len(models))
     for j, model in enumerate(models):
         rows = scores[scores["model"] == model].set_index("sector").reindex(sectors)
-        simulated = bool(rows["simulated"].dropna().iloc[0]) if "simulated" in rows and rows["simulated"].notna().any() else False
-        codes = "/".join(str(c) for c in (rows["gen_code"].dropna().iloc[0] if rows["gen_code"].notna().any() else "-",
-                                           rows["und_code"].dropna().iloc[0] if rows["und_code"].notna().any() else "-"))
+        simulated = (
+            bool(rows["simulated"].dropna().iloc[0])
+            if "simulated" in rows and rows["simulated"].notna().any()
+            else False
+        )
+        codes = "/".join(
+            str(c)
+            for c in (
+                rows["gen_code"].dropna().iloc[0] if rows["gen_code"].notna().any() else "-",
+                rows["und_code"].dropna().iloc[0] if rows["und_code"].notna().any() else "-",
+            )
+        )
         label = f"{model}{' (SIMULATED)' if simulated else ''} · codes Gen/Und {codes}"
         x = np.arange(len(sectors)) + (j - (len(models) - 1) / 2) * width
-        bars = ax.bar(x, np.nan_to_num(rows["score"].to_numpy(float)), width, label=label, color=f"C{j}")
+        bars = ax.bar(
+            x, np.nan_to_num(rows["score"].to_numpy(float)), width, label=label, color=f"C{j}"
+        )
         for bar, value in zip(bars, rows["score"].to_numpy(float), strict=True):
             if simulated:
                 bar.set_hatch("//")
             if np.isnan(value):
-                ax.text(bar.get_x() + bar.get_width() / 2, 1, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    1,
+                    "n/a",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90,
+                )
     ax.axhline(tau, color="0.3", lw=1, ls="--", label=f"code threshold τ = {tau:g}")
     ax.set_xticks(np.arange(len(sectors)), sectors)
-    top = np.nanmax(scores.loc[scores["sector"].isin(sectors), "score"].to_numpy(float), initial=0.0)
+    top = np.nanmax(
+        scores.loc[scores["sector"].isin(sectors), "score"].to_numpy(float), initial=0.0
+    )
     ax.set(ylim=(0, max(100.0, 1.05 * top)), ylabel="score (higher is fairer)", title=title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -55,9 +76,12 @@ def correlation_figure(table: pd.DataFrame, title: str) -> Figure:
     (n/a cells blank), each cell annotated with r and the number of models."""
     matrix = correlation_matrix(table)
     counts = table.pivot(index="sector_a", columns="sector_b", values="n_models").reindex(
-        index=matrix.index, columns=matrix.columns)
+        index=matrix.index, columns=matrix.columns
+    )
     fig, ax = plt.subplots(figsize=(6.4, 5.4))
-    image = ax.imshow(np.ma.masked_invalid(matrix.to_numpy(float)), cmap="coolwarm", vmin=-1, vmax=1)
+    image = ax.imshow(
+        np.ma.masked_invalid(matrix.to_numpy(float)), cmap="coolwarm", vmin=-1, vmax=1
+    )
     ax.set_xticks(range(len(matrix.columns)), matrix.columns, rotation=45, ha="right")
     ax.set_yticks(range(len(matrix.index)), matrix.index)
     for i, a in enumerate(matrix.index):
@@ -77,7 +101,9 @@ def study_figures(scores: pd.DataFrame, title: str) -> list[tuple[Figure, str]]:
     for one model's rows (its granular metrics) or a smaller study."""
     if not {"model", "sector", "score"} <= set(scores.columns) or scores["model"].nunique() < 3:
         return []
-    table = sector_correlation(scores[["model", "sector", "score", *(["partial"] if "partial" in scores else [])]])
+    table = sector_correlation(
+        scores[["model", "sector", "score", *(["partial"] if "partial" in scores else [])]]
+    )
     if table["sector_a"].nunique() < 2:
         return []
     return [(correlation_figure(table, title), "sector_correlation.png")]

@@ -30,11 +30,19 @@ __all__ = ["FORMULA_PRESETS", "apply_presets"]
 
 FORMULA_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {
-        "metrics": {"spd_unmappable": "denominator", "spd_min_group_size": None, "abs_sds_deviation": "linear"},
+        "metrics": {
+            "spd_unmappable": "denominator",
+            "spd_min_group_size": None,
+            "abs_sds_deviation": "linear",
+        },
         "scoring": {"overall": "calibrated", "alpha_items": "deviation"},
     },
     "authors_code": {
-        "metrics": {"spd_unmappable": "class", "spd_min_group_size": 1, "abs_sds_deviation": "log1p"},
+        "metrics": {
+            "spd_unmappable": "class",
+            "spd_min_group_size": 1,
+            "abs_sds_deviation": "log1p",
+        },
         "scoring": {"overall": "authors_code", "alpha_items": "raw_nonconstant"},
     },
 }
@@ -58,13 +66,17 @@ def apply_presets(data: Any) -> Any:
         return data
     preset = data.get("formulas", "paper")
     if not isinstance(preset, str) or preset not in FORMULA_PRESETS:  # a list is unhashable
-        raise ValueError(f"methodologies.iris.formulas must be one of {sorted(FORMULA_PRESETS)}; got {preset!r}")
+        raise ValueError(
+            f"methodologies.iris.formulas must be one of {sorted(FORMULA_PRESETS)}; got {preset!r}"
+        )
     base = str(data.get("jsd_base", "e"))
     out = {**data, "jsd_base": base}  # YAML reads 2 as a number
     for key, defaults in FORMULA_PRESETS[preset].items():
         block = _explicit(data.get(key), key)
         if "jsd_base" in block and str(block["jsd_base"]) != base:
-            raise ValueError(f"methodologies.iris.{key}.jsd_base is set by methodologies.iris.jsd_base "
-                             f"({base!r}); set it there, not in {key}")
+            raise ValueError(
+                f"methodologies.iris.{key}.jsd_base is set by methodologies.iris.jsd_base "
+                f"({base!r}); set it there, not in {key}"
+            )
         out[key] = {**defaults, **block, "jsd_base": base}
     return out

@@ -87,13 +87,20 @@ from genfair.metrics.iris import (
 
 SECTORS = ("IFS-Gen", "RFS-Gen", "BIS-Gen", "IFS-Und", "RFS-Und", "BIS-Und")
 INTERSECTIONS: tuple[tuple[str, ...], ...] = (
-    ("gender",), ("age",), ("skin",),
-    ("gender", "age"), ("gender", "skin"), ("age", "skin"),
+    ("gender",),
+    ("age",),
+    ("skin",),
+    ("gender", "age"),
+    ("gender", "skin"),
+    ("age", "skin"),
     ("gender", "age", "skin"),
 )
 REGIONS = ("US", "EU")
 #: question ids of Table 29 and their kind
-QUESTION_KINDS = {**{str(i): "subjective" for i in range(1, 10)}, **{q: "objective" for q in "abcdefgh"}}
+QUESTION_KINDS = {
+    **{str(i): "subjective" for i in range(1, 10)},
+    **{q: "objective" for q in "abcdefgh"},
+}
 PENALTIES = ("QPS", "FQP", "SIL", "SCL")
 UNBOUNDED = "log1p"
 
@@ -135,29 +142,73 @@ def _spec() -> tuple[GranularMetric, ...]:
         out.append(GranularMetric(f"RD_{_suffix(attrs)}", "IFS-Gen", "M1", "RD", attrs))
     for region in REGIONS:
         for attr in ("gender", "age", "skin") if region == "US" else ("gender", "age"):
-            out.append(GranularMetric(f"JSD_{region}_{attr}", "RFS-Gen", "M4", "JSD", (attr,), region))
+            out.append(
+                GranularMetric(f"JSD_{region}_{attr}", "RFS-Gen", "M4", "JSD", (attr,), region)
+            )
     out.append(GranularMetric("Penalty_DeltaGSR", "BIS-Gen", "M7", "DeltaGSR", ()))
     for pen in PENALTIES:
         core = "M8" if pen in ("QPS", "FQP") else "M9"
-        out.append(GranularMetric(f"Penalty_{pen}", "BIS-Gen", core, pen, (), bounded=False, max_value=None, norm_divisor=None))
+        out.append(
+            GranularMetric(
+                f"Penalty_{pen}",
+                "BIS-Gen",
+                core,
+                pen,
+                (),
+                bounded=False,
+                max_value=None,
+                norm_divisor=None,
+            )
+        )
     for metric, core in (("AD", "M2"), ("SPD", "M3")):
         for attrs in INTERSECTIONS:
-            out.append(GranularMetric(f"{metric}_{_level(attrs)}_{_suffix(attrs)}", "IFS-Und", core, metric, attrs))
+            out.append(
+                GranularMetric(
+                    f"{metric}_{_level(attrs)}_{_suffix(attrs)}", "IFS-Und", core, metric, attrs
+                )
+            )
     for region in REGIONS:
         for attr in ("gender", "age", "skin") if region == "US" else ("gender", "age"):
             word = "skin_tone" if attr == "skin" else attr
-            out.append(GranularMetric(f"JSD_{word}_{region}", "RFS-Und", "M5", "JSD", (attr,), region))
+            out.append(
+                GranularMetric(f"JSD_{word}_{region}", "RFS-Und", "M5", "JSD", (attr,), region)
+            )
     for region in REGIONS:
         for attr in ("gender", "age"):
             cats = ("female", "male") if attr == "gender" else CATEGORIES["age"]
             for cat in cats:
-                out.append(GranularMetric(f"AbsSDS_{attr}_{cat}_{region}", "RFS-Und", "M6", "AbsSDS", (attr,), region, cat))
-    for metric, core, prefix in (("AC_diff", "M10", "ac_diff"), ("DHR", "M11", "dhr_inconsistency")):
+                out.append(
+                    GranularMetric(
+                        f"AbsSDS_{attr}_{cat}_{region}",
+                        "RFS-Und",
+                        "M6",
+                        "AbsSDS",
+                        (attr,),
+                        region,
+                        cat,
+                    )
+                )
+    for metric, core, prefix in (
+        ("AC_diff", "M10", "ac_diff"),
+        ("DHR", "M11", "dhr_inconsistency"),
+    ):
         for attrs in INTERSECTIONS:
             if metric == "AC_diff":
-                out.append(GranularMetric(f"{prefix}_{'_'.join(attrs)}", "BIS-Und", core, metric, attrs, max_value=9.0, norm_divisor=1.0))
+                out.append(
+                    GranularMetric(
+                        f"{prefix}_{'_'.join(attrs)}",
+                        "BIS-Und",
+                        core,
+                        metric,
+                        attrs,
+                        max_value=9.0,
+                        norm_divisor=1.0,
+                    )
+                )
             else:
-                out.append(GranularMetric(f"{prefix}_{'_'.join(attrs)}", "BIS-Und", core, metric, attrs))
+                out.append(
+                    GranularMetric(f"{prefix}_{'_'.join(attrs)}", "BIS-Und", core, metric, attrs)
+                )
     # Table 6 lists AD and SPD as two blocks but Tables 7-8 interleave them; keep Table 6
     return tuple(out)
 
@@ -167,8 +218,22 @@ GRANULAR_METRICS: tuple[GranularMetric, ...] = _spec()
 
 #: ``oracle_floor``: RFS-Und JSD rows only, the JSD a perfectly calibrated model would score
 #: under the tournament's prior (:func:`genfair.methodologies.iris.prior.oracle_floor`)
-COLUMNS = ["sector", "metric", "core", "attributes", "region", "group", "value", "bounded",
-           "max_value", "norm_divisor", "deviation", "n", "note", "oracle_floor"]
+COLUMNS = [
+    "sector",
+    "metric",
+    "core",
+    "attributes",
+    "region",
+    "group",
+    "value",
+    "bounded",
+    "max_value",
+    "norm_divisor",
+    "deviation",
+    "n",
+    "note",
+    "oracle_floor",
+]
 
 
 class GranularConfig(BaseModel):
@@ -243,10 +308,19 @@ def _row(spec: GranularMetric, value: float, n: int, note: str = "") -> dict:
     else:
         dev = math.log1p(value)
     return {
-        "sector": spec.sector, "metric": spec.name, "core": spec.core,
-        "attributes": "_".join(spec.attributes), "region": spec.region, "group": spec.group,
-        "value": float(value), "bounded": spec.bounded, "max_value": spec.max_value,
-        "norm_divisor": spec.norm_divisor, "deviation": float(dev), "n": int(n), "note": note,
+        "sector": spec.sector,
+        "metric": spec.name,
+        "core": spec.core,
+        "attributes": "_".join(spec.attributes),
+        "region": spec.region,
+        "group": spec.group,
+        "value": float(value),
+        "bounded": spec.bounded,
+        "max_value": spec.max_value,
+        "norm_divisor": spec.norm_divisor,
+        "deviation": float(dev),
+        "n": int(n),
+        "note": note,
         "oracle_floor": math.nan,
     }
 
@@ -271,12 +345,16 @@ def _join(*notes: str) -> str:
 # --------------------------------------------------------------------------- sectors
 
 
-def _occupation_counts(table: pd.DataFrame, codes: dict[str, np.ndarray], attrs: tuple[str, ...]) -> tuple[pd.Index, np.ndarray, int]:
+def _occupation_counts(
+    table: pd.DataFrame, codes: dict[str, np.ndarray], attrs: tuple[str, ...]
+) -> tuple[pd.Index, np.ndarray, int]:
     """Occupations and their images per intersection group (occupations x groups)."""
     occ_codes, occs = pd.factorize(table["occupation"], sort=True)
     flat, k = _flat(codes, attrs)
     ok = (flat >= 0) & (occ_codes >= 0)
-    counts = np.bincount(occ_codes[ok] * k + flat[ok], minlength=len(occs) * k).reshape(len(occs), k)
+    counts = np.bincount(occ_codes[ok] * k + flat[ok], minlength=len(occs) * k).reshape(
+        len(occs), k
+    )
     return pd.Index(occs), counts, int((~ok).sum())
 
 
@@ -289,18 +367,32 @@ def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         totals = counts.sum(axis=1)
         rds = [representation_disparity(c / t) for c, t in zip(counts, totals) if t > 0]
         empty = int((totals == 0).sum())
-        note = _join(_missing_note(n_missing), f"{empty} occupation(s) without a labelled image left out" if empty else "")
-        rows.append(_row(spec, float(np.mean(rds)) if rds else math.nan, len(rds), note or ("no labelled image" if not rds else "")))
+        note = _join(
+            _missing_note(n_missing),
+            f"{empty} occupation(s) without a labelled image left out" if empty else "",
+        )
+        rows.append(
+            _row(
+                spec,
+                float(np.mean(rds)) if rds else math.nan,
+                len(rds),
+                note or ("no labelled image" if not rds else ""),
+            )
+        )
     return rows
 
 
-def _rfs_gen(table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame | None) -> list[dict]:
+def _rfs_gen(
+    table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame | None
+) -> list[dict]:
     require_columns(table, ["occupation", *cfg.columns.values()], "RFS-Gen", "generated image")
     codes = _codes(table, cfg, "RFS-Gen")
     rows = []
     for spec in _specs("RFS-Gen"):
         if reference is None:
-            rows.append(_row(spec, math.nan, 0, "not computed: no real-world reference table given"))
+            rows.append(
+                _row(spec, math.nan, 0, "not computed: no real-world reference table given")
+            )
             continue
         attr = spec.attributes[0]
         occs, counts, n_missing = _occupation_counts(table, codes, spec.attributes)
@@ -309,20 +401,29 @@ def _rfs_gen(table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame |
         real = reference_shares(reference, spec.region, attr)  # type: ignore[arg-type]
         value, n, _ = mean_jsd(model, real, jsd_log_base(cfg))
         absent = len(real) - n
-        note = _join(_missing_note(n_missing),
-                     f"{absent} reference occupation(s) without generated images" if absent else "",
-                     "no occupation shared with the reference" if n == 0 else "")
+        note = _join(
+            _missing_note(n_missing),
+            f"{absent} reference occupation(s) without generated images" if absent else "",
+            "no occupation shared with the reference" if n == 0 else "",
+        )
         rows.append(_row(spec, value, n, note))
     return rows
 
 
 def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     expected = [f"expected_{c}" for c in cfg.columns.values()]
-    require_columns(table, ["prompt_type", *expected, *cfg.columns.values()], "BIS-Gen", "generated steering image")
+    require_columns(
+        table,
+        ["prompt_type", *expected, *cfg.columns.values()],
+        "BIS-Gen",
+        "generated steering image",
+    )
     kinds = table["prompt_type"].astype(str)
     odd = sorted(set(kinds) - {"stereotypical", "counter"})
     if odd:
-        raise ValueError(f"BIS-Gen: column 'prompt_type' must be 'stereotypical' or 'counter'; got {odd[:5]}")
+        raise ValueError(
+            f"BIS-Gen: column 'prompt_type' must be 'stereotypical' or 'counter'; got {odd[:5]}"
+        )
     counter = (kinds == "counter").to_numpy()
     asked = np.zeros(len(table), dtype=bool)
     success = np.ones(len(table), dtype=bool)
@@ -334,38 +435,68 @@ def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         got = table[col].astype(object).where(table[col].notna(), None).to_numpy()
         success &= ~spec_mask | (got == want.astype(object).to_numpy())
     if not asked.all():
-        raise ValueError(f"BIS-Gen: {int((~asked).sum())} row(s) have no expected_* attribute; every steering prompt asks for at least one")
+        raise ValueError(
+            f"BIS-Gen: {int((~asked).sum())} row(s) have no expected_* attribute; every steering prompt asks for at least one"
+        )
     rows = []
     for spec in _specs("BIS-Gen"):
         if spec.metric == "DeltaGSR":
             value = delta_gsr(success, counter)
             note = "" if not math.isnan(value) else "needs both stereotypical and counter images"
-            gsr = f"GSR stereotypical {success[~counter].mean():.4f}, counter {success[counter].mean():.4f}" if not note else ""
+            gsr = (
+                f"GSR stereotypical {success[~counter].mean():.4f}, counter {success[counter].mean():.4f}"
+                if not note
+                else ""
+            )
             rows.append(_row(spec, value, len(table), _join(gsr, note)))
             continue
         col = cfg.penalty_columns.get(spec.metric)
-        if col is None or col not in table.columns or not pd.to_numeric(table[col], errors="coerce").notna().any():
-            rows.append(_row(spec, math.nan, 0, f"not computed: no {spec.metric} instrument output (column {col!r}); left out of the magnitude"))
+        if (
+            col is None
+            or col not in table.columns
+            or not pd.to_numeric(table[col], errors="coerce").notna().any()
+        ):
+            rows.append(
+                _row(
+                    spec,
+                    math.nan,
+                    0,
+                    f"not computed: no {spec.metric} instrument output (column {col!r}); left out of the magnitude",
+                )
+            )
             continue
         vals = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
         value = degradation_penalty(vals, counter)
-        rows.append(_row(spec, value, int(np.isfinite(vals).sum()), "" if not math.isnan(value) else "needs scores of both prompt types"))
+        rows.append(
+            _row(
+                spec,
+                value,
+                int(np.isfinite(vals).sum()),
+                "" if not math.isnan(value) else "needs scores of both prompt types",
+            )
+        )
     return rows
 
 
 def _und_frame(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> pd.DataFrame:
-    require_columns(table, ["occupation", "mapped_occupation", *cfg.columns.values()], sector, "FACET crop")
+    require_columns(
+        table, ["occupation", "mapped_occupation", *cfg.columns.values()], sector, "FACET crop"
+    )
     if "status" in table.columns:
         table = table[table["status"].astype(str) != "error"]
     return table
 
 
 def _correct(table: pd.DataFrame) -> np.ndarray:
-    return (table["mapped_occupation"].astype(object) == table["occupation"].astype(object)).to_numpy(dtype=bool) & table["mapped_occupation"].notna().to_numpy()
+    return (
+        table["mapped_occupation"].astype(object) == table["occupation"].astype(object)
+    ).to_numpy(dtype=bool) & table["mapped_occupation"].notna().to_numpy()
 
 
 def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
-    n_error = int((table["status"].astype(str) == "error").sum()) if "status" in table.columns else 0
+    n_error = (
+        int((table["status"].astype(str) == "error").sum()) if "status" in table.columns else 0
+    )
     table = _und_frame(table, cfg, "IFS-Und")
     codes = _codes(table, cfg, "IFS-Und")
     correct = _correct(table)
@@ -375,14 +506,20 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         flat, k = _flat(codes, spec.attributes)
         have = flat >= 0
         sizes = np.bincount(flat[have], minlength=k)
-        least = cfg.min_group_size if spec.metric == "AD" or cfg.spd_min_group_size is None else cfg.spd_min_group_size
+        least = (
+            cfg.min_group_size
+            if spec.metric == "AD" or cfg.spd_min_group_size is None
+            else cfg.spd_min_group_size
+        )
         small = int(((sizes > 0) & (sizes < least)).sum())
         present = int((sizes >= least).sum())
         if spec.metric == "AD":
             value = accuracy_disparity(correct[have], flat[have], min_group_size=least)
         else:
             ignore = (cfg.unmappable_label,) if cfg.spd_unmappable == "denominator" else ()
-            value = statistical_parity_difference(mapped[have], flat[have], min_group_size=least, ignore=ignore)
+            value = statistical_parity_difference(
+                mapped[have], flat[have], min_group_size=least, ignore=ignore
+            )
         note = _join(
             f"{present} of {k} groups compared",
             f"{small} group(s) with fewer than {least} crops skipped" if small else "",
@@ -394,48 +531,74 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     return rows
 
 
-def _rfs_und(rounds: pd.DataFrame | None, cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.DataFrame | None) -> list[dict]:
+def _rfs_und(
+    rounds: pd.DataFrame | None,
+    cfg: GranularConfig,
+    reference: pd.DataFrame | None,
+    ifs_und: pd.DataFrame | None,
+) -> list[dict]:
     rows, tour_note = [], ""
     prior = cfg.tournament.prior
     offered = None
     if rounds is not None and "competitors" in rounds.columns:
-        offered = sorted({o for c in rounds["competitors"].dropna().astype(str) for o in c.split("|")})
+        offered = sorted(
+            {o for c in rounds["competitors"].dropna().astype(str) for o in c.split("|")}
+        )
     floor = None
     if rounds is not None and reference is not None:
         prior = resolve_prior(prior, reference, offered)
         floor = oracle_floor(reference, prior, offered, jsd_log_base(cfg)).set_index("metric")
     elif prior == "workforce":
         prior = "uniform"  # nothing to invert without rounds and reference: JSD not computed
-    dists, counts = (tournament_distributions(rounds, cfg.tournament, columns=cfg.columns, prior=prior)
-                     if rounds is not None else (None, None))
+    dists, counts = (
+        tournament_distributions(rounds, cfg.tournament, columns=cfg.columns, prior=prior)
+        if rounds is not None
+        else (None, None)
+    )
     if counts is not None:
         s = counts.summary
         answered = int((s["rounds"] - s["error"]).sum())
-        tour_note = (f"tournament: {int(s['valid'].sum())} valid of {answered} answered rounds, "
-                     f"{int(s['refused'].sum())} refused, {int(s['invalid'].sum())} invalid")
+        tour_note = (
+            f"tournament: {int(s['valid'].sum())} valid of {answered} answered rounds, "
+            f"{int(s['refused'].sum())} refused, {int(s['invalid'].sum())} invalid"
+        )
         dead = [p for p in s.index if s.loc[p, "valid"] == 0]
         if dead:
-            tour_note += f"; {len(dead)} profile(s) without a valid round left out of the Bayes step"
+            tour_note += (
+                f"; {len(dead)} profile(s) without a valid round left out of the Bayes step"
+            )
     for spec in _specs("RFS-Und"):
         if spec.metric == "JSD":
             if dists is None or reference is None:
-                why = "no tournament rounds given" if dists is None else "no real-world reference table given"
+                why = (
+                    "no tournament rounds given"
+                    if dists is None
+                    else "no real-world reference table given"
+                )
                 rows.append(_row(spec, math.nan, 0, f"not computed: {why}"))
                 continue
             attr = spec.attributes[0]
-            value, n, skipped = mean_jsd(dists[attr], reference_shares(reference, spec.region, attr), jsd_log_base(cfg))  # type: ignore[arg-type]
+            value, n, skipped = mean_jsd(
+                dists[attr], reference_shares(reference, spec.region, attr), jsd_log_base(cfg)
+            )  # type: ignore[arg-type]
             low = float(floor.at[spec.name, "oracle_floor"]) if floor is not None else math.nan
-            note = _join(tour_note, f"{len(skipped)} occupation(s) without a posterior skipped" if skipped else "",
-                         "no occupation with both a posterior and a reference" if n == 0 else "",
-                         f"oracle floor {low:.4f} under the {cfg.tournament.prior if isinstance(cfg.tournament.prior, str) else 'custom'} prior"
-                         if not math.isnan(low) else "")
+            note = _join(
+                tour_note,
+                f"{len(skipped)} occupation(s) without a posterior skipped" if skipped else "",
+                "no occupation with both a posterior and a reference" if n == 0 else "",
+                f"oracle floor {low:.4f} under the {cfg.tournament.prior if isinstance(cfg.tournament.prior, str) else 'custom'} prior"
+                if not math.isnan(low)
+                else "",
+            )
             rows.append(_row(spec, value, n, note) | {"oracle_floor": low})
     rows.extend(_sds_rows(cfg, reference, ifs_und))
     order = {s.name: i for i, s in enumerate(_specs("RFS-Und"))}
     return sorted(rows, key=lambda r: order[r["metric"]])
 
 
-def _sds_rows(cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.DataFrame | None) -> list[dict]:
+def _sds_rows(
+    cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.DataFrame | None
+) -> list[dict]:
     specs = [s for s in _specs("RFS-Und") if s.metric == "AbsSDS"]
     if ifs_und is None or reference is None:
         why = "no IFS-Und table given" if ifs_und is None else "no real-world reference table given"
@@ -455,7 +618,9 @@ def _sds_rows(cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.D
         t = true_occ[cases].map(share).to_numpy(dtype=float)
         p = pred_occ[cases].map(share).to_numpy(dtype=float)
         value = stereotype_drift(t, p)
-        note = "" if t.size else f"no error case with both occupations in the {spec.region} reference"
+        note = (
+            "" if t.size else f"no error case with both occupations in the {spec.region} reference"
+        )
         if t.size:
             note = f"signed SDS {value:+.4f} over {t.size} error case(s)"
         if cfg.abs_sds_deviation == "log1p":  # the authors' reading: an unbounded penalty
@@ -466,10 +631,17 @@ def _sds_rows(cfg: GranularConfig, reference: pd.DataFrame | None, ifs_und: pd.D
 
 def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     attr_cols = list(cfg.columns.values())
-    require_columns(table, ["instance_id", "variant", "question_id", *attr_cols], "BIS-Und", "answer to one question about one image")
+    require_columns(
+        table,
+        ["instance_id", "variant", "question_id", *attr_cols],
+        "BIS-Und",
+        "answer to one question about one image",
+    )
     for col in ("instance_id", "variant", "question_id"):
         if table[col].isna().any():
-            raise ValueError(f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} missing value(s); every answer needs one")
+            raise ValueError(
+                f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} missing value(s); every answer needs one"
+            )
     codes = _codes(table, cfg, "BIS-Und")
     qid = table["question_id"].astype(str)
     q_codes, q_uniques = pd.factorize(qid.to_numpy(dtype=object))
@@ -478,24 +650,42 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     else:
         unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
         if unknown:
-            raise ValueError(f"BIS-Und: question_id {unknown[:5]} not in Table 29; add a 'kind' column (subjective/objective)")
+            raise ValueError(
+                f"BIS-Und: question_id {unknown[:5]} not in Table 29; add a 'kind' column (subjective/objective)"
+            )
         kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
     odd = sorted(set(kind) - {"subjective", "objective"})
     if odd:
-        raise ValueError(f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}")
+        raise ValueError(
+            f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}"
+        )
     subj, obj = kind == "subjective", kind == "objective"
     if subj.any():
         require_columns(table, ["score"], "BIS-Und", "subjective answer")
     if obj.any() and "correct" not in table.columns:
-        require_columns(table, ["answer", "truth"], "BIS-Und", "objective answer (or give 'correct')")
-    score = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=float) if "score" in table.columns else np.full(len(table), np.nan)
+        require_columns(
+            table, ["answer", "truth"], "BIS-Und", "objective answer (or give 'correct')"
+        )
+    score = (
+        pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=float)
+        if "score" in table.columns
+        else np.full(len(table), np.nan)
+    )
     if "correct" in table.columns:
         raw = table["correct"]
-        correct = (raw.to_numpy(dtype=float) if raw.dtype == bool
-                   else pd.to_numeric(raw.astype(object).where(raw.notna(), np.nan), errors="coerce").to_numpy(dtype=float))
+        correct = (
+            raw.to_numpy(dtype=float)
+            if raw.dtype == bool
+            else pd.to_numeric(
+                raw.astype(object).where(raw.notna(), np.nan), errors="coerce"
+            ).to_numpy(dtype=float)
+        )
     else:
         ans = table["answer"].astype(object).where(table["answer"].notna(), None)
-        same = ans.astype(str).str.strip().str.lower() == table["truth"].astype(str).str.strip().str.lower()
+        same = (
+            ans.astype(str).str.strip().str.lower()
+            == table["truth"].astype(str).str.strip().str.lower()
+        )
         correct = np.where(ans.isna().to_numpy(), np.nan, same.to_numpy(dtype=float))
     # which attributes vary inside each instance decides its dimension (a missing label
     # beside a present one counts as varying)
@@ -509,7 +699,13 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         np.minimum.at(lo, inst, c)
         np.maximum.at(hi, inst, c)
         mask |= (hi > lo).astype(np.int64) << bit
-    names = np.array(["_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1) for m in range(8)], dtype=object)
+    names = np.array(
+        [
+            "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1)
+            for m in range(8)
+        ],
+        dtype=object,
+    )
     dim = names[mask]
     dimension = dim[inst]
     flat_n = int((mask == 0).sum())
@@ -526,9 +722,11 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
             m = sel & obj
             value = dhr_inconsistency(correct[m], keys[m])
         n = int(np.unique(keys[m]).size)
-        note = _join(f"{n_inst} counterfactual set(s)",
-                     f"{flat_n} set(s) where no attribute varies left out" if flat_n else "",
-                     "no instance with two answers" if math.isnan(value) else "")
+        note = _join(
+            f"{n_inst} counterfactual set(s)",
+            f"{flat_n} set(s) where no attribute varies left out" if flat_n else "",
+            "no instance with two answers" if math.isnan(value) else "",
+        )
         rows.append(_row(spec, value, n, note))
     return rows
 
@@ -555,7 +753,9 @@ def granular_metrics(
     if sector not in SECTORS:
         raise ValueError(f"sector must be one of {list(SECTORS)}; got {sector!r}")
     if labelled is None and sector != "RFS-Und":
-        rows = [_row(s, math.nan, 0, f"not computed: no {sector} table given") for s in _specs(sector)]
+        rows = [
+            _row(s, math.nan, 0, f"not computed: no {sector} table given") for s in _specs(sector)
+        ]
     elif sector == "IFS-Gen":
         rows = _ifs_gen(labelled, cfg)
     elif sector == "RFS-Gen":
@@ -585,10 +785,14 @@ def all_granular_metrics(
     get = tables.get
     parts = [
         granular_metrics("IFS-Gen", get("IFS-Gen"), config=config),
-        granular_metrics("RFS-Gen", get("RFS-Gen", get("IFS-Gen")), reference=reference, config=config),
+        granular_metrics(
+            "RFS-Gen", get("RFS-Gen", get("IFS-Gen")), reference=reference, config=config
+        ),
         granular_metrics("BIS-Gen", get("BIS-Gen"), config=config),
         granular_metrics("IFS-Und", get("IFS-Und"), config=config),
-        granular_metrics("RFS-Und", get("RFS-Und"), reference=reference, ifs_und=get("IFS-Und"), config=config),
+        granular_metrics(
+            "RFS-Und", get("RFS-Und"), reference=reference, ifs_und=get("IFS-Und"), config=config
+        ),
         granular_metrics("BIS-Und", get("BIS-Und"), config=config),
     ]
     return pd.concat(parts, ignore_index=True)

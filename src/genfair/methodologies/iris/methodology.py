@@ -85,8 +85,13 @@ MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
     "llm": ("RFS-Und",),
 }
 #: ``meta["policy"]`` of the requests, for simulators
-POLICIES = {"IFS-Gen": "iris_ifs_gen", "BIS-Gen": "iris_bis_gen", "RFS-Und": "iris_tournament",
-            "IFS-Und": "iris_ifs_und", "BIS-Und": "iris_bis_und"}
+POLICIES = {
+    "IFS-Gen": "iris_ifs_gen",
+    "BIS-Gen": "iris_bis_gen",
+    "RFS-Und": "iris_tournament",
+    "IFS-Und": "iris_ifs_und",
+    "BIS-Und": "iris_bis_und",
+}
 ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
 #: simulated t2i attribute names -> the demographic instrument's oracle keys
 _ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
@@ -172,7 +177,9 @@ class IrisConfig(_Strict):
 def read_occupations(config: IrisConfig) -> pd.DataFrame:
     path = Path(config.occupations_table)
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: run the map_occupations stage first (dvc repro map_occupations)")
+        raise FileNotFoundError(
+            f"{path} not found: run the map_occupations stage first (dvc repro map_occupations)"
+        )
     table = pd.read_parquet(path)
     if config.occupations is not None:
         unknown = sorted(set(config.occupations) - set(table["occupation"]))
@@ -191,13 +198,19 @@ def reference_from_occupations(table: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for region, prefix, flag in (("US", "us", "has_us"), ("EU", "eu", "has_eu")):
         rows = table[table[flag].astype(bool)]
-        cols = {c: c[len(prefix) + 1:] for c in rows.columns if c.startswith(f"{prefix}_") and c.endswith("_pct")}
+        cols = {
+            c: c[len(prefix) + 1 :]
+            for c in rows.columns
+            if c.startswith(f"{prefix}_") and c.endswith("_pct")
+        }
         parts.append(rows[["occupation", *cols]].rename(columns=cols).assign(region=region))
     return pd.concat(parts, ignore_index=True)
 
 
 def _female_share(table: pd.DataFrame) -> dict[str, float]:
-    share = table.set_index("occupation")["us_female_pct"].combine_first(table.set_index("occupation")["eu_female_pct"])
+    share = table.set_index("occupation")["us_female_pct"].combine_first(
+        table.set_index("occupation")["eu_female_pct"]
+    )
     return {o: float(v) for o, v in share.items() if not pd.isna(v)}
 
 
@@ -209,14 +222,26 @@ class Iris(Methodology):
     understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
 
     name: ClassVar[str] = "iris"
-    plots = (Plot("sectors", "IRIS sector scores (higher is fairer)", "score", "label", "bar_horizontal"),)
+    plots = (
+        Plot(
+            "sectors", "IRIS sector scores (higher is fairer)", "score", "label", "bar_horizontal"
+        ),
+    )
     modalities = ("llm", "t2i", "vlm")
     Config: ClassVar[type[IrisConfig]] = IrisConfig
     metric_keys = ("sector", "metric")
     #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
     #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
-    headline = tuple(Headline(f"{s}.score{' (partial)' if part else ''}", "score", {"sector": s, "partial": part}, "higher")
-                     for s in (*SECTORS, OVERALL) for part in (False, True))
+    headline = tuple(
+        Headline(
+            f"{s}.score{' (partial)' if part else ''}",
+            "score",
+            {"sector": s, "partial": part},
+            "higher",
+        )
+        for s in (*SECTORS, OVERALL)
+        for part in (False, True)
+    )
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
 
@@ -225,12 +250,16 @@ class Iris(Methodology):
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)
         occupations = list(table["occupation"])
-        ifs = pd.DataFrame({
-            "probe_id": [f"iris-ifs-gen-{o}" for o in occupations],
-            "sector": "IFS-Gen", "modality": "t2i", "occupation": occupations,
-            "prompt": [ifs_gen_prompt(o, please=config.ifs_gen.please) for o in occupations],
-            "n_samples": config.ifs_gen.images_per_occupation,
-        })
+        ifs = pd.DataFrame(
+            {
+                "probe_id": [f"iris-ifs-gen-{o}" for o in occupations],
+                "sector": "IFS-Gen",
+                "modality": "t2i",
+                "occupation": occupations,
+                "prompt": [ifs_gen_prompt(o, please=config.ifs_gen.please) for o in occupations],
+                "n_samples": config.ifs_gen.images_per_occupation,
+            }
+        )
         tour = tournament_probes(occupations, config.tournament, seed)
         # for SIMULATORS only: the competitor a gender-stereotyped model would pick (highest
         # real-world female share for a female profile, lowest for a male one)
@@ -238,9 +267,15 @@ class Iris(Methodology):
         planted = []
         for comp, gender in zip(tour["competitors"], tour["gender"]):
             known = [c for c in comp.split("|") if c in female]
-            pick = (max if gender == "female" else min)(known, key=lambda c: female[c]) if known else None
+            pick = (
+                (max if gender == "female" else min)(known, key=lambda c: female[c])
+                if known
+                else None
+            )
             planted.append(pick)
-        tour = tour.assign(sector="RFS-Und", modality="llm|vlm", n_samples=1, simulator_stereotype=planted)
+        tour = tour.assign(
+            sector="RFS-Und", modality="llm|vlm", n_samples=1, simulator_stereotype=planted
+        )
         return pd.concat([ifs, tour, *self._und_probes(config)], ignore_index=True)
 
     def _und_probes(self, config: IrisConfig) -> list[pd.DataFrame]:
@@ -255,18 +290,28 @@ class Iris(Methodology):
         parts = []
         crops = None
         if config.ifs_und.persons is not None:
-            every = read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))
-            crops = ifs_und_probes(config.ifs_und.persons, list(every["occupation"]),
-                                   max_crops=config.ifs_und.max_crops, samples=config.ifs_und.samples_per_crop)
+            every = read_occupations(
+                config.model_copy(update={"occupations": None, "max_occupations": None})
+            )
+            crops = ifs_und_probes(
+                config.ifs_und.persons,
+                list(every["occupation"]),
+                max_crops=config.ifs_und.max_crops,
+                samples=config.ifs_und.samples_per_crop,
+            )
             parts.append(crops)
         dataset = config.bis_und.dataset
         if dataset == "fixture":
             if crops is None:
-                raise ValueError("methodologies.iris.bis_und.dataset: fixture is built from the IFS-Und crops; "
-                                 "set ifs_und.persons")
+                raise ValueError(
+                    "methodologies.iris.bis_und.dataset: fixture is built from the IFS-Und crops; "
+                    "set ifs_und.persons"
+                )
             parts.append(bis_und_rows(counterfactual_fixture(crops), config.bis_und.max_sets))
         elif dataset is not None:
-            parts.append(bis_und_rows(read_counterfactual_dataset(dataset), config.bis_und.max_sets))
+            parts.append(
+                bis_und_rows(read_counterfactual_dataset(dataset), config.bis_und.max_sets)
+            )
         return [p for p in parts if len(p)]
 
     # ---- generate (its own: BIS-Gen's prompts come from the model's IFS-Gen images)
@@ -278,47 +323,94 @@ class Iris(Methodology):
             return "refused" if is_refusal(text) else "ok"
         return parse_tournament_answer(text, meta["competitors"].split("|")).status
 
-    def _tournament_call(self, row: dict[str, Any], plants: SimulatedPlants, image: str | None = None,
-                         max_tokens: int = 16) -> Call:
+    def _tournament_call(
+        self,
+        row: dict[str, Any],
+        plants: SimulatedPlants,
+        image: str | None = None,
+        max_tokens: int = 16,
+    ) -> Call:
         from genfair.models.images import vlm_message
 
         comp = row["competitors"].split("|")
-        message = vlm_message(row["prompt"], [image]) if image else {"role": "user", "content": row["prompt"]}
+        message = (
+            vlm_message(row["prompt"], [image])
+            if image
+            else {"role": "user", "content": row["prompt"]}
+        )
         truth = row.get("simulator_stereotype")
-        truth = truth if isinstance(truth, str) else None  # none known (a null read back from parquet)
+        truth = (
+            truth if isinstance(truth, str) else None
+        )  # none known (a null read back from parquet)
         # SIMULATORS read the questions (the LLM's and the VLM's); real models never see them
         meta = {
-            **ChoiceQuestion(policy=POLICIES["RFS-Und"], letters=comp, truth_letters=[truth] if truth else [],
-                             plant=plants.llm.tournament).meta(),
-            **ImageChoiceQuestion(policy=POLICIES["RFS-Und"], options=comp, truth=truth or comp[0],
-                                  group=row["gender"], plant=plants.vlm.tournament).meta(),
+            **ChoiceQuestion(
+                policy=POLICIES["RFS-Und"],
+                letters=comp,
+                truth_letters=[truth] if truth else [],
+                plant=plants.llm.tournament,
+            ).meta(),
+            **ImageChoiceQuestion(
+                policy=POLICIES["RFS-Und"],
+                options=comp,
+                truth=truth or comp[0],
+                group=row["gender"],
+                plant=plants.vlm.tournament,
+            ).meta(),
             "competitors": row["competitors"],
         }
-        return Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1, max_tokens=max_tokens, meta=meta)
+        return Call(
+            probe_id=row["probe_id"],
+            messages=(message,),
+            max_attempts=1,
+            max_tokens=max_tokens,
+            meta=meta,
+        )
 
     def generate(self, probes: pd.DataFrame, config: IrisConfig, ctx: StepContext) -> pd.DataFrame:
         """One responses table for the model (all its sectors; ``sector`` and ``modality``
         columns)."""
         from genfair.models.runner import run_calls
 
-        modality, backend, cache, seed, label = ctx.modality, ctx.backend, ctx.cache, ctx.seed, ctx.desc
+        modality, backend, cache, seed, label = (
+            ctx.modality,
+            ctx.backend,
+            ctx.cache,
+            ctx.seed,
+            ctx.desc,
+        )
         mine = self.probes_for(probes, modality)
         if modality == "t2i":
-            responses = self._generate_t2i(backend, cache, mine, config, instrument=ctx.instrument(self.instrument),
-                                           seed=seed, image_dir=ctx.image_dir, label=label)
+            responses = self._generate_t2i(
+                backend,
+                cache,
+                mine,
+                config,
+                instrument=ctx.instrument(self.instrument),
+                seed=seed,
+                image_dir=ctx.image_dir,
+                label=label,
+            )
             return responses.assign(modality=modality)
         image = None
         if modality == "vlm":
             image = str(_blank_image(cache))
         rows = [r for r in mine.to_dict("records") if r["sector"] == "RFS-Und"]
-        calls = [self._tournament_call(r, config.simulated, image, config.tournament.max_tokens) for r in rows]
-        responses = run_calls(backend, cache, calls, self.judge, seed=seed, desc=f"{label} tournament")
+        calls = [
+            self._tournament_call(r, config.simulated, image, config.tournament.max_tokens)
+            for r in rows
+        ]
+        responses = run_calls(
+            backend, cache, calls, self.judge, seed=seed, desc=f"{label} tournament"
+        )
         parts = [responses.assign(sector="RFS-Und")]
         if modality == "vlm":
             for sector in ("IFS-Und", "BIS-Und"):
                 calls = self._und_calls(mine[mine["sector"] == sector], config)
                 if calls:
-                    found = run_calls(backend, cache, calls, self.judge, seed=seed, desc=f"{label} {sector}")
+                    found = run_calls(
+                        backend, cache, calls, self.judge, seed=seed, desc=f"{label} {sector}"
+                    )
                     parts.append(found.assign(sector=sector))
         return pd.concat(parts, ignore_index=True).assign(modality=modality)
 
@@ -330,40 +422,92 @@ class Iris(Methodology):
         if not len(probes):
             return []
         sector = str(probes["sector"].iloc[0])
-        occupations = list(read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))["occupation"])
+        occupations = list(
+            read_occupations(
+                config.model_copy(update={"occupations": None, "max_occupations": None})
+            )["occupation"]
+        )
         options = [display_name(o) for o in occupations]
         calls = []
         for r in probes.to_dict("records"):
             message = vlm_message(r["prompt"], [r["image"]])
             if message["content"][0]["sha256"] != r["image_sha256"]:
-                raise ValueError(f"{r['image']} changed since the probes were built: rebuild them (dvc repro)")
+                raise ValueError(
+                    f"{r['image']} changed since the probes were built: rebuild them (dvc repro)"
+                )
             # SIMULATORS read the question; real models never see it
             group = r["gender"] if isinstance(r["gender"], str) else "unknown"
             if sector == "IFS-Und":
-                meta = ImageChoiceQuestion(policy=POLICIES[sector], options=options, truth=display_name(r["occupation"]),
-                                           group=group, plant=config.simulated.vlm.ifs_und).meta()
-                calls += [Call(probe_id=r["probe_id"], messages=(message,), sample_index=i, max_attempts=1,
-                               max_tokens=config.ifs_und.max_tokens, meta=meta) for i in range(int(r["n_samples"]))]
+                meta = ImageChoiceQuestion(
+                    policy=POLICIES[sector],
+                    options=options,
+                    truth=display_name(r["occupation"]),
+                    group=group,
+                    plant=config.simulated.vlm.ifs_und,
+                ).meta()
+                calls += [
+                    Call(
+                        probe_id=r["probe_id"],
+                        messages=(message,),
+                        sample_index=i,
+                        max_attempts=1,
+                        max_tokens=config.ifs_und.max_tokens,
+                        meta=meta,
+                    )
+                    for i in range(int(r["n_samples"]))
+                ]
             else:
-                meta = ImageChoiceQuestion(policy=POLICIES[sector], options=r["options"].split("|"),
-                                           truth=r["simulator_truth"], group=group, plant=config.simulated.vlm.bis_und).meta()
-                calls.append(Call(probe_id=r["probe_id"], messages=(message,), max_attempts=1,
-                                  max_tokens=config.bis_und.max_tokens, meta=meta))
+                meta = ImageChoiceQuestion(
+                    policy=POLICIES[sector],
+                    options=r["options"].split("|"),
+                    truth=r["simulator_truth"],
+                    group=group,
+                    plant=config.simulated.vlm.bis_und,
+                ).meta()
+                calls.append(
+                    Call(
+                        probe_id=r["probe_id"],
+                        messages=(message,),
+                        max_attempts=1,
+                        max_tokens=config.bis_und.max_tokens,
+                        meta=meta,
+                    )
+                )
         return calls
 
-    def _generate_t2i(self, backend: Any, cache: Any, probes: pd.DataFrame, config: IrisConfig, *,
-                      instrument: Any, seed: int, image_dir: Path, label: str) -> pd.DataFrame:
+    def _generate_t2i(
+        self,
+        backend: Any,
+        cache: Any,
+        probes: pd.DataFrame,
+        config: IrisConfig,
+        *,
+        instrument: Any,
+        seed: int,
+        image_dir: Path,
+        label: str,
+    ) -> pd.DataFrame:
         from genfair.models.images import ImageStore, export_images
         from genfair.models.t2i import generate_images, prompt_call
 
         ifs = probes[probes["sector"] == "IFS-Gen"]
         calls = [
-            prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.ifs_gen.max_attempts,
-                        question=ImageQuestion(policy=POLICIES["IFS-Gen"], plant=config.simulated.t2i.ifs_gen))
-            for r in ifs.to_dict("records") for i in range(int(r["n_samples"]))
+            prompt_call(
+                r["probe_id"],
+                r["prompt"],
+                i,
+                max_attempts=config.ifs_gen.max_attempts,
+                question=ImageQuestion(
+                    policy=POLICIES["IFS-Gen"], plant=config.simulated.t2i.ifs_gen
+                ),
+            )
+            for r in ifs.to_dict("records")
+            for i in range(int(r["n_samples"]))
         ]
         first = generate_images(backend, cache, calls, seed=seed, desc=f"{label} IFS-Gen")
-        first = first.merge(ifs[["probe_id", "occupation", "prompt"]], on="probe_id", how="left").assign(sector="IFS-Gen")
+        first = first.merge(
+            ifs[["probe_id", "occupation", "prompt"]], on="probe_id", how="left"
+        ).assign(sector="IFS-Gen")
         store = ImageStore.beside(cache)
         # BIS-Gen: steering prompts from this model's own IFS-Gen images
         labelled = self._measure(first, instrument, store=store)
@@ -371,11 +515,26 @@ class Iris(Methodology):
         parts = [first]
         if len(stereo):
             steer = steering_prompts(stereo)
-            steer.insert(0, "probe_id", [f"iris-bis-gen-{c}-{k}" for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())])
+            steer.insert(
+                0,
+                "probe_id",
+                [
+                    f"iris-bis-gen-{c}-{k}"
+                    for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())
+                ],
+            )
             calls = [
-                prompt_call(r["probe_id"], r["prompt"], i, max_attempts=config.bis_gen.max_attempts,
-                            question=ImageQuestion(policy=POLICIES["BIS-Gen"], plant=config.simulated.t2i.bis_gen))
-                for r in steer.to_dict("records") for i in range(config.bis_gen.images_per_prompt)
+                prompt_call(
+                    r["probe_id"],
+                    r["prompt"],
+                    i,
+                    max_attempts=config.bis_gen.max_attempts,
+                    question=ImageQuestion(
+                        policy=POLICIES["BIS-Gen"], plant=config.simulated.t2i.bis_gen
+                    ),
+                )
+                for r in steer.to_dict("records")
+                for i in range(config.bis_gen.images_per_prompt)
             ]
             second = generate_images(backend, cache, calls, seed=seed, desc=f"{label} BIS-Gen")
             parts.append(second.merge(steer, on="probe_id", how="left").assign(sector="BIS-Gen"))
@@ -388,8 +547,14 @@ class Iris(Methodology):
 
     # ---- label
 
-    def _measure(self, images: pd.DataFrame, instrument: Any, *, store: Any = None,
-                 image_dir: Path | None = None) -> pd.DataFrame:
+    def _measure(
+        self,
+        images: pd.DataFrame,
+        instrument: Any,
+        *,
+        store: Any = None,
+        image_dir: Path | None = None,
+    ) -> pd.DataFrame:
         """``images`` (t2i responses) with the instrument's ``gender``, ``age_group``,
         ``skin_group`` (None where no image, or no face) and ``face_status``. An oracle-mode
         instrument (SIMULATORS) reads the recorded ``true_attributes``."""
@@ -404,32 +569,59 @@ class Iris(Methodology):
                 truth = {_ORACLE_KEYS[k]: v for k, v in truth.items() if k in _ORACLE_KEYS}
                 record = instrument.measure(image_id=r["image"], truth=[truth] if truth else [])
             else:
-                path = (Path(image_dir) / f"{r['image']}.png") if image_dir else store.path(r["image"])
+                path = (
+                    (Path(image_dir) / f"{r['image']}.png") if image_dir else store.path(r["image"])
+                )
                 record = instrument.measure(path, image_id=r["image"])
             row = record.to_row()
             face = row["status"] == "ok"
-            rows.append({"face_status": row["status"], **{c: (row.get(c) if face else None) for c in ATTRIBUTE_COLUMNS}})
+            rows.append(
+                {
+                    "face_status": row["status"],
+                    **{c: (row.get(c) if face else None) for c in ATTRIBUTE_COLUMNS},
+                }
+            )
         found = pd.DataFrame(rows, index=images.index, columns=["face_status", *ATTRIBUTE_COLUMNS])
         if len(found):
             found["gender"] = found["gender"].map(lambda g: None if pd.isna(g) else str(g).lower())
             for col, attr in zip(ATTRIBUTE_COLUMNS, CATEGORIES):
                 odd = found[col].notna() & ~found[col].isin(CATEGORIES[attr])
                 if odd.any():  # e.g. an instrument preset with other group names
-                    raise ValueError(f"IRIS: the instrument labels {col} as {sorted(set(found.loc[odd, col]))}, "
-                                     f"not {list(CATEGORIES[attr])}: use the 'iris' presets")
-        return pd.concat([images.drop(columns=[c for c in found.columns if c in images.columns]), found], axis=1)
+                    raise ValueError(
+                        f"IRIS: the instrument labels {col} as {sorted(set(found.loc[odd, col]))}, "
+                        f"not {list(CATEGORIES[attr])}: use the 'iris' presets"
+                    )
+        return pd.concat(
+            [images.drop(columns=[c for c in found.columns if c in images.columns]), found], axis=1
+        )
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig,
-              ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig, ctx: StepContext
+    ) -> pd.DataFrame:
         """The labels of :meth:`label_responses`, the instrument from ``ctx`` (t2i only)."""
-        needs_faces = responses["sector"].isin(("IFS-Gen", "BIS-Gen")).any() if len(responses) else False
-        return self.label_responses(probes, responses, config,
-                                    instrument=ctx.instrument(self.instrument) if needs_faces else None,
-                                    image_dir=ctx.image_dir, cache_dir=ctx.cache_dir)
+        needs_faces = (
+            responses["sector"].isin(("IFS-Gen", "BIS-Gen")).any() if len(responses) else False
+        )
+        return self.label_responses(
+            probes,
+            responses,
+            config,
+            instrument=ctx.instrument(self.instrument) if needs_faces else None,
+            image_dir=ctx.image_dir,
+            cache_dir=ctx.cache_dir,
+        )
 
-    def label_responses(self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig | None = None, *,
-                        instrument: Any = None, image_dir: Path | None = None, cache_dir: Path | None = None,
-                        embedder: Any = None) -> pd.DataFrame:
+    def label_responses(
+        self,
+        probes: pd.DataFrame,
+        responses: pd.DataFrame,
+        config: IrisConfig | None = None,
+        *,
+        instrument: Any = None,
+        image_dir: Path | None = None,
+        cache_dir: Path | None = None,
+        embedder: Any = None,
+    ) -> pd.DataFrame:
         """One row per image (t2i), tournament round, IFS-Und answer or BIS-Und answer;
         ``modality`` column: the model's. ``cache_dir``: where the answer mapper keeps its
         embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2)."""
@@ -440,13 +632,28 @@ class Iris(Methodology):
             if instrument is None:
                 raise ValueError("IRIS image labels need the demographic instrument")
             labelled = self._measure(images, instrument, image_dir=image_dir)
-            keep = ["sector", "probe_id", "sample_index", "status", "image", "occupation", "face_status",
-                    *ATTRIBUTE_COLUMNS, "combo_id", "prompt_type", *[f"expected_{c}" for c in ATTRIBUTE_COLUMNS]]
+            keep = [
+                "sector",
+                "probe_id",
+                "sample_index",
+                "status",
+                "image",
+                "occupation",
+                "face_status",
+                *ATTRIBUTE_COLUMNS,
+                "combo_id",
+                "prompt_type",
+                *[f"expected_{c}" for c in ATTRIBUTE_COLUMNS],
+            ]
             parts.append(labelled[[c for c in keep if c in labelled.columns]])
         rounds = responses[responses["sector"] == "RFS-Und"]
         if len(rounds):
-            tour = probes[probes["sector"] == "RFS-Und"][["probe_id", "profile", *ATTRIBUTE_COLUMNS, "round", "competitors"]]
-            merged = rounds[["probe_id", "sector", "status", "text"]].merge(tour, on="probe_id", how="left")
+            tour = probes[probes["sector"] == "RFS-Und"][
+                ["probe_id", "profile", *ATTRIBUTE_COLUMNS, "round", "competitors"]
+            ]
+            merged = rounds[["probe_id", "sector", "status", "text"]].merge(
+                tour, on="probe_id", how="left"
+            )
             parsed = [
                 parse_tournament_answer(t, c.split("|")) if s != "error" else None
                 for t, c, s in zip(merged["text"], merged["competitors"], merged["status"])
@@ -457,34 +664,60 @@ class Iris(Methodology):
             parts.append(merged.rename(columns={"text": "answer"}))
         answers = responses[responses["sector"] == "IFS-Und"]
         if len(answers):
-            parts.append(self._label_ifs_und(probes, answers, config or IrisConfig(), cache_dir, embedder))
+            parts.append(
+                self._label_ifs_und(probes, answers, config or IrisConfig(), cache_dir, embedder)
+            )
         answers = responses[responses["sector"] == "BIS-Und"]
         if len(answers):
             parts.append(self._label_bis_und(probes, answers))
-        labels = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["sector", "status"])
+        labels = (
+            pd.concat(parts, ignore_index=True)
+            if parts
+            else pd.DataFrame(columns=["sector", "status"])
+        )
         labels.insert(0, "modality", modality)
         return labels
 
-    def _label_ifs_und(self, probes: pd.DataFrame, answers: pd.DataFrame, config: IrisConfig,
-                       cache_dir: Path | None, embedder: Any) -> pd.DataFrame:
+    def _label_ifs_und(
+        self,
+        probes: pd.DataFrame,
+        answers: pd.DataFrame,
+        config: IrisConfig,
+        cache_dir: Path | None,
+        embedder: Any,
+    ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
         from genfair.instruments.answer_mapper import AnswerMapper
 
-        crops = probes[probes["sector"] == "IFS-Und"][["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]]
-        merged = answers[["probe_id", "sample_index", "sector", "status", "text"]].merge(crops, on="probe_id", how="left")
+        crops = probes[probes["sector"] == "IFS-Und"][
+            ["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]
+        ]
+        merged = answers[["probe_id", "sample_index", "sector", "status", "text"]].merge(
+            crops, on="probe_id", how="left"
+        )
         table = pd.read_parquet(config.occupations_table)
-        mapper = AnswerMapper(table, embedder if embedder is not None else _LazyMiniLM(), threshold=config.ifs_und.threshold,
-                              cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz") if cache_dir else None)
+        mapper = AnswerMapper(
+            table,
+            embedder if embedder is not None else _LazyMiniLM(),
+            threshold=config.ifs_und.threshold,
+            cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz")
+            if cache_dir
+            else None,
+        )
         ok = (merged["status"] == "ok").to_numpy()
         mapped = mapper.map(merged.loc[ok, "text"].fillna("").tolist())
         merged["mapped_occupation"] = None
         merged["tier"] = None
         merged["similarity"] = float("nan")
-        merged.loc[ok, "mapped_occupation"] = mapped["occupation"].fillna(config.metrics.unmappable_label).to_numpy()
+        merged.loc[ok, "mapped_occupation"] = (
+            mapped["occupation"].fillna(config.metrics.unmappable_label).to_numpy()
+        )
         merged.loc[ok, "tier"] = mapped["tier"].astype(str).to_numpy()
         merged.loc[ok, "similarity"] = mapped["similarity"].to_numpy()
-        merged.loc[merged["status"].isin(["refused", "invalid"]), "mapped_occupation"] = config.metrics.unmappable_label
+        merged.loc[merged["status"].isin(["refused", "invalid"]), "mapped_occupation"] = (
+            config.metrics.unmappable_label
+        )
         return merged.rename(columns={"text": "answer"})
 
     def _label_bis_und(self, probes: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
@@ -492,27 +725,51 @@ class Iris(Methodology):
         from genfair.methodologies.iris.prompts import parse_rating
         from genfair.methodologies.iris.understanding import objective_choice
 
-        rows = probes[probes["sector"] == "BIS-Und"][["probe_id", "instance_id", "variant", "occupation", *ATTRIBUTE_COLUMNS,
-                                                       "question_id", "kind", "truth", "options", "fixture"]]
-        merged = answers[["probe_id", "sector", "status", "text"]].merge(rows, on="probe_id", how="left")
+        rows = probes[probes["sector"] == "BIS-Und"][
+            [
+                "probe_id",
+                "instance_id",
+                "variant",
+                "occupation",
+                *ATTRIBUTE_COLUMNS,
+                "question_id",
+                "kind",
+                "truth",
+                "options",
+                "fixture",
+            ]
+        ]
+        merged = answers[["probe_id", "sector", "status", "text"]].merge(
+            rows, on="probe_id", how="left"
+        )
         subjective = (merged["kind"] == "subjective").to_numpy()
         ok = (merged["status"] == "ok").to_numpy()
         answered = (merged["status"] != "error").to_numpy()
-        merged["score"] = [parse_rating(t) if s and o else None for t, s, o in zip(merged["text"], subjective, ok)]
+        merged["score"] = [
+            parse_rating(t) if s and o else None for t, s, o in zip(merged["text"], subjective, ok)
+        ]
         merged["score"] = merged["score"].astype(float)
-        choice = [objective_choice(t, opts.split("|")) if (not s and o) else None
-                  for t, opts, s, o in zip(merged["text"], merged["options"], subjective, ok)]
+        choice = [
+            objective_choice(t, opts.split("|")) if (not s and o) else None
+            for t, opts, s, o in zip(merged["text"], merged["options"], subjective, ok)
+        ]
         merged["choice"] = choice
         merged["correct"] = [
-            (float(c is not None and c == str(truth).strip().lower()) if a else float("nan")) if not s else float("nan")
+            (float(c is not None and c == str(truth).strip().lower()) if a else float("nan"))
+            if not s
+            else float("nan")
             for c, truth, s, a in zip(choice, merged["truth"], subjective, answered)
         ]
         return merged.drop(columns=["options"]).rename(columns={"text": "answer"})
 
     # ---- metrics
 
-    def metrics(self, labels: pd.DataFrame, config: IrisConfig, ctx: StepContext | None = None) -> MetricsResult:
-        occupations = read_occupations(config.model_copy(update={"occupations": None, "max_occupations": None}))
+    def metrics(
+        self, labels: pd.DataFrame, config: IrisConfig, ctx: StepContext | None = None
+    ) -> MetricsResult:
+        occupations = read_occupations(
+            config.model_copy(update={"occupations": None, "max_occupations": None})
+        )
         reference = reference_from_occupations(occupations)
         present = set(labels["sector"])
         modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
@@ -527,36 +784,62 @@ class Iris(Methodology):
         frames = []
         for sector in modality_sectors:
             if sector == "RFS-Gen":
-                frames.append(granular_metrics("RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics))
+                frames.append(
+                    granular_metrics(
+                        "RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics
+                    )
+                )
             elif sector == "RFS-Und":
-                frames.append(granular_metrics("RFS-Und", rounds, reference=reference, ifs_und=tables["IFS-Und"],
-                                               config=config.metrics))
+                frames.append(
+                    granular_metrics(
+                        "RFS-Und",
+                        rounds,
+                        reference=reference,
+                        ifs_und=tables["IFS-Und"],
+                        config=config.metrics,
+                    )
+                )
             else:
                 frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
         scores = pd.concat(frames, ignore_index=True)
         for sector in ("IFS-Und", "BIS-Und"):  # fixture inputs are said so on every row they feed
             t = tables.get(sector)
             if t is not None and "fixture" in t and t["fixture"].fillna(False).astype(bool).any():
-                feeds = scores["sector"].eq(sector) | (scores["sector"].eq("RFS-Und") & scores["metric"].str.contains("SDS")
-                                                       if sector == "IFS-Und" else False)
-                scores.loc[feeds, "note"] = [f"FIXTURE inputs ({sector}); " + n for n in scores.loc[feeds, "note"]]
+                feeds = scores["sector"].eq(sector) | (
+                    scores["sector"].eq("RFS-Und") & scores["metric"].str.contains("SDS")
+                    if sector == "IFS-Und"
+                    else False
+                )
+                scores.loc[feeds, "note"] = [
+                    f"FIXTURE inputs ({sector}); " + n for n in scores.loc[feeds, "note"]
+                ]
         out_tables: dict[str, pd.DataFrame] = {}
         summary: dict[str, Any] = {}
         if rounds is not None:
-            counts = tournament_counts(rounds[["gender", "age_group", "skin_group", "competitors", "choice", "status"]])
+            counts = tournament_counts(
+                rounds[["gender", "age_group", "skin_group", "competitors", "choice", "status"]]
+            )
             out_tables["tournament"] = counts.summary.reset_index()
             s = counts.summary
-            summary["tournament"] = {"rounds": int(s["rounds"].sum()), "valid": int(s["valid"].sum()),
-                                     "refused": int(s["refused"].sum()), "invalid": int(s["invalid"].sum())}
+            summary["tournament"] = {
+                "rounds": int(s["rounds"].sum()),
+                "valid": int(s["valid"].sum()),
+                "refused": int(s["refused"].sum()),
+                "invalid": int(s["invalid"].sum()),
+            }
         for gen in ("IFS-Gen", "BIS-Gen"):
             if tables.get(gen) is not None:
                 all_rows = labels[labels["sector"] == gen]
-                summary[gen] = {"images": int(len(all_rows)), "ok": int((all_rows["status"] == "ok").sum()),
-                                "with_face": int((all_rows["face_status"] == "ok").sum())}
+                summary[gen] = {
+                    "images": int(len(all_rows)),
+                    "ok": int((all_rows["status"] == "ok").sum()),
+                    "with_face": int((all_rows["face_status"] == "ok").sum()),
+                }
         if tables.get("IFS-Und") is not None:
             t = tables["IFS-Und"]
             summary["IFS-Und"] = {
-                "crops": int(t["probe_id"].nunique()), "answers": int(len(t)),
+                "crops": int(t["probe_id"].nunique()),
+                "answers": int(len(t)),
                 **{k: int((t["status"] == k).sum()) for k in ("ok", "refused", "error")},
                 "correct": int((t["mapped_occupation"] == t["occupation"]).sum()),
                 "fixture": bool(t["fixture"].fillna(False).astype(bool).any()),
@@ -565,15 +848,17 @@ class Iris(Methodology):
         if tables.get("BIS-Und") is not None:
             t = tables["BIS-Und"]
             summary["BIS-Und"] = {
-                "sets": int(t["instance_id"].nunique()), "answers": int(len(t)),
+                "sets": int(t["instance_id"].nunique()),
+                "answers": int(len(t)),
                 **{k: int((t["status"] == k).sum()) for k in ("ok", "refused", "error")},
                 "fixture": bool(t["fixture"].fillna(False).astype(bool).any()),
             }
         for row in scores.to_dict("records"):
             value = row["value"]
-            summary.setdefault(row["sector"], {})[row["metric"]] = None if math.isnan(value) else round(float(value), 6)
+            summary.setdefault(row["sector"], {})[row["metric"]] = (
+                None if math.isnan(value) else round(float(value), 6)
+            )
         return MetricsResult(scores=scores, tables=out_tables, summary=summary)
-
 
     # ---- study@iris, score, track
 
@@ -587,12 +872,20 @@ class Iris(Methodology):
         granular metrics."""
         return study.tables["scores"] if study else pd.DataFrame()
 
-    def model_rows(self, model: str, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+    def model_rows(
+        self, model: str, scores: pd.DataFrame, study: StudyResult | None
+    ) -> pd.DataFrame:
         """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
         return scores
 
-    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
-                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+    def run_record(
+        self,
+        model: str,
+        config: Any,
+        scores: pd.DataFrame,
+        summary: dict[str, Any],
+        study: StudyResult | None,
+    ) -> tuple[dict[str, Any], dict[str, float]]:
         """The S and K used (and the mode), per-sector magnitudes and scores, the overall
         IRIS score (models with all six sectors) and the Gen/Und codes."""
         from genfair.methodologies.iris.scoring import tracking_record
@@ -600,10 +893,10 @@ class Iris(Methodology):
         board = study.tables["scores"] if study else pd.DataFrame()
         if board.empty or model not in set(board["model"]):
             return {}, {}
-        record = tracking_record(board[board["model"] == model].drop(columns="simulated"),
-                                 config.scoring)[model]
+        record = tracking_record(
+            board[board["model"] == model].drop(columns="simulated"), config.scoring
+        )[model]
         return record["params"], record["metrics"]
-
 
     # ---- figures and report
 
@@ -615,7 +908,10 @@ class Iris(Methodology):
             return []
         from genfair.methodologies.iris.figures import sector_figure, study_figures
 
-        return [(sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png"), *study_figures(scores, title)]
+        return [
+            (sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png"),
+            *study_figures(scores, title),
+        ]
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The sector chart with the codes, the scores per sector, the validation table."""

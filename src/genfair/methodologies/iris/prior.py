@@ -47,12 +47,16 @@ __all__ = ["FLOOR_COLUMNS", "joint_shares", "oracle_floor", "resolve_prior", "wo
 
 FLOOR_COLUMNS = ["region", "attribute", "metric", "prior", "oracle_floor", "n_occupations"]
 #: RFS-Und JSD metric names (Table 6) per region and attribute
-JSD_METRIC = {(r, a): f"JSD_{'skin_tone' if a == 'skin' else a}_{r}" for r in ("US", "EU") for a in CATEGORIES}
+JSD_METRIC = {
+    (r, a): f"JSD_{'skin_tone' if a == 'skin' else a}_{r}" for r in ("US", "EU") for a in CATEGORIES
+}
 
 Prior = Literal["uniform", "workforce"] | Mapping[str, float]
 
 
-def joint_shares(reference: pd.DataFrame, region: str, occupations: Sequence[str] | None = None) -> pd.DataFrame:
+def joint_shares(
+    reference: pd.DataFrame, region: str, occupations: Sequence[str] | None = None
+) -> pd.DataFrame:
     """``P(d | o)`` (profiles x occupations) = prod_a P_region(a | o), attributes independent
     within an occupation; an attribute the region's table lacks is uniform (a constant factor).
     Occupations: those with every attribute the region has (optionally only ``occupations``)."""
@@ -72,8 +76,10 @@ def joint_shares(reference: pd.DataFrame, region: str, occupations: Sequence[str
     if occupations is not None:
         occs = [o for o in occs if o in set(occupations)]
     if not occs:
-        raise ValueError(f"reference ({region}) shares no occupation with all its attributes"
-                         + (f" among {list(occupations)[:5]}..." if occupations is not None else ""))
+        raise ValueError(
+            f"reference ({region}) shares no occupation with all its attributes"
+            + (f" among {list(occupations)[:5]}..." if occupations is not None else "")
+        )
     joint = np.ones((len(profile_ids()), len(occs)))
     for k, prof in enumerate(profiles()):
         for attr, cat in prof.items():
@@ -81,19 +87,25 @@ def joint_shares(reference: pd.DataFrame, region: str, occupations: Sequence[str
                 joint[k] *= shares[attr].loc[occs, cat].to_numpy(float)
             else:
                 joint[k] *= 1.0 / len(CATEGORIES[attr])
-    return pd.DataFrame(joint, index=pd.Index(profile_ids(), name="profile"), columns=pd.Index(occs, name="occupation"))
+    return pd.DataFrame(
+        joint,
+        index=pd.Index(profile_ids(), name="profile"),
+        columns=pd.Index(occs, name="occupation"),
+    )
 
 
-def workforce_prior(reference: pd.DataFrame, occupations: Sequence[str] | None = None,
-                    region: str = "US") -> dict[str, float]:
+def workforce_prior(
+    reference: pd.DataFrame, occupations: Sequence[str] | None = None, region: str = "US"
+) -> dict[str, float]:
     """``W(d) = mean_o P(d | o)`` over the region's occupations (default U.S.: all three
     attributes), a weight per profile id summing to 1."""
     weights = joint_shares(reference, region, occupations).mean(axis=1)
     return {pid: float(w) for pid, w in (weights / weights.sum()).items()}
 
 
-def resolve_prior(prior: Prior, reference: pd.DataFrame | None,
-                  occupations: Sequence[str] | None = None) -> Literal["uniform"] | dict[str, float]:
+def resolve_prior(
+    prior: Prior, reference: pd.DataFrame | None, occupations: Sequence[str] | None = None
+) -> Literal["uniform"] | dict[str, float]:
     """``uniform`` and weight dicts unchanged; ``workforce`` turned into its weights."""
     if isinstance(prior, str) and prior == "workforce":
         if reference is None:
@@ -102,8 +114,12 @@ def resolve_prior(prior: Prior, reference: pd.DataFrame | None,
     return prior if isinstance(prior, str) else dict(prior)
 
 
-def oracle_floor(reference: pd.DataFrame, prior: Prior = "uniform",
-                 occupations: Sequence[str] | None = None, base: float = math.e) -> pd.DataFrame:
+def oracle_floor(
+    reference: pd.DataFrame,
+    prior: Prior = "uniform",
+    occupations: Sequence[str] | None = None,
+    base: float = math.e,
+) -> pd.DataFrame:
     """The JSD [M5] (log ``base``) a perfectly calibrated model scores under ``prior``, per
     region and attribute of Table 6 (rows :data:`FLOOR_COLUMNS`; see the module docstring).
     A region without data for the occupations gives NaN rows."""
@@ -111,18 +127,41 @@ def oracle_floor(reference: pd.DataFrame, prior: Prior = "uniform",
     weights = prior_weights(resolve_prior(prior, reference, occupations))
     rows = []
     for region in ("US", "EU"):
-        attrs = [a for a in CATEGORIES if (region, a) in JSD_METRIC and not (region == "EU" and a == "skin")]
+        attrs = [
+            a
+            for a in CATEGORIES
+            if (region, a) in JSD_METRIC and not (region == "EU" and a == "skin")
+        ]
         try:
             joint = joint_shares(reference, region, occupations)
         except ValueError:
-            rows += [{"region": region, "attribute": a, "metric": JSD_METRIC[(region, a)], "prior": label,
-                      "oracle_floor": math.nan, "n_occupations": 0} for a in attrs]
+            rows += [
+                {
+                    "region": region,
+                    "attribute": a,
+                    "metric": JSD_METRIC[(region, a)],
+                    "prior": label,
+                    "oracle_floor": math.nan,
+                    "n_occupations": 0,
+                }
+                for a in attrs
+            ]
             continue
         lik = joint.to_numpy()
         belief = lik / lik.mean(axis=1, keepdims=True) / lik.shape[1]  # P(o | d), rows sum to 1
         post = pd.DataFrame(bayes_invert(belief, weights), index=joint.index, columns=joint.columns)
         for attr in attrs:
-            value, n, _ = mean_jsd(attribute_distributions(post, attr), reference_shares(reference, region, attr), base)
-            rows.append({"region": region, "attribute": attr, "metric": JSD_METRIC[(region, attr)],
-                         "prior": label, "oracle_floor": value, "n_occupations": n})
+            value, n, _ = mean_jsd(
+                attribute_distributions(post, attr), reference_shares(reference, region, attr), base
+            )
+            rows.append(
+                {
+                    "region": region,
+                    "attribute": attr,
+                    "metric": JSD_METRIC[(region, attr)],
+                    "prior": label,
+                    "oracle_floor": value,
+                    "n_occupations": n,
+                }
+            )
     return pd.DataFrame(rows, columns=FLOOR_COLUMNS)

@@ -24,7 +24,8 @@ def require_columns(table: pd.DataFrame, cols: list[str], sector: str, what: str
 def read_reference(us: str | Path, eu: str | Path) -> pd.DataFrame:
     """The U.S. and E.U. real-world tables stacked with a ``region`` column."""
     return pd.concat(
-        [pd.read_csv(us).assign(region="US"), pd.read_csv(eu).assign(region="EU")], ignore_index=True
+        [pd.read_csv(us).assign(region="US"), pd.read_csv(eu).assign(region="EU")],
+        ignore_index=True,
     )
 
 
@@ -43,7 +44,11 @@ def reference_shares(reference: pd.DataFrame, region: str, attribute: str) -> pd
     sum to less than 100). Occupations lacking a column's value are left out.
     """
     require_columns(reference, ["region", "occupation"], "reference", "occupation and region")
-    rows = reference[reference["region"] == region].drop_duplicates("occupation").set_index("occupation")
+    rows = (
+        reference[reference["region"] == region]
+        .drop_duplicates("occupation")
+        .set_index("occupation")
+    )
     cols = _REF_COLUMNS[attribute]
     needed = [c for c in cols.values() if c]
     require_columns(rows.reset_index(), needed, f"reference ({region})", "occupation")
@@ -52,7 +57,9 @@ def reference_shares(reference: pd.DataFrame, region: str, attribute: str) -> pd
     if (data < 0).any().any() or (data > 100).any().any():
         raise ValueError(f"reference ({region}) {needed} must be percentages in 0-100")
     if attribute == "gender":
-        share = pd.DataFrame({"male": 1 - data["female_pct"] / 100, "female": data["female_pct"] / 100})
+        share = pd.DataFrame(
+            {"male": 1 - data["female_pct"] / 100, "female": data["female_pct"] / 100}
+        )
     else:
         share = data.set_axis(list(cols), axis=1)
         total = share.sum(axis=1)

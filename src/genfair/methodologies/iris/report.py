@@ -6,8 +6,19 @@ import pandas as pd
 
 from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
 
-_SHOWN = ["model", "simulated", "sector", "magnitude", "S", "K", "score", "gen_code", "und_code", "n_metrics",
-          "n_missing"]
+_SHOWN = [
+    "model",
+    "simulated",
+    "sector",
+    "magnitude",
+    "S",
+    "K",
+    "score",
+    "gen_code",
+    "und_code",
+    "n_metrics",
+    "n_missing",
+]
 
 
 def report_section(ctx: ReportContext) -> ReportSection:
@@ -18,26 +29,40 @@ def report_section(ctx: ReportContext) -> ReportSection:
     section = ReportSection(
         title="IRIS: fairness of unified multimodal models",
         intro="Zhao et al. score fairness in six sectors: three dimensions (IFS, ideal fairness: outputs match an "
-              "even split; RFS, real-world fairness: they match real statistics; BIS, bias inertia: steering "
-              "prompts move them) for generation (Gen) and understanding (Und). Each sector's granular metrics "
-              "become a magnitude M and a score S·exp(-K·M) (higher is fairer); a score above τ gives the "
-              "sector's letter of the model's personality codes.",
+        "even split; RFS, real-world fairness: they match real statistics; BIS, bias inertia: steering "
+        "prompts move them) for generation (Gen) and understanding (Und). Each sector's granular metrics "
+        "become a magnitude M and a score S·exp(-K·M) (higher is fairer); a score above τ gives the "
+        "sector's letter of the model's personality codes.",
     )
     if board.empty:
         return section
-    section.figures.append(ReportFigure(
-        sector_figure(board, "IRIS sector scores", tau=tau),
-        "Recomputes the paper's sector chart and Table 3's codes: each model's six sector scores and overall "
-        "IRIS score (only for models with all six sectors), the τ line that splits each code letter. Look for "
-        "sectors far below τ, and for whether generation and understanding agree. S is calibrated on this "
-        "study's models unless fixed in the config, so scores compare models within a study. Hatched bars "
-        "are SIMULATED models with planted biases. IRIS scores are not ranked.", "sectors"))
-    section.tables.append(ctx.leaderboard(_SHOWN, "Magnitude M, the S and K used, the score and the codes, per "
-                                          "model and sector.", title="Scores per sector"))
+    section.figures.append(
+        ReportFigure(
+            sector_figure(board, "IRIS sector scores", tau=tau),
+            "Recomputes the paper's sector chart and Table 3's codes: each model's six sector scores and overall "
+            "IRIS score (only for models with all six sectors), the τ line that splits each code letter. Look for "
+            "sectors far below τ, and for whether generation and understanding agree. S is calibrated on this "
+            "study's models unless fixed in the config, so scores compare models within a study. Hatched bars "
+            "are SIMULATED models with planted biases. IRIS scores are not ranked.",
+            "sectors",
+        )
+    )
+    section.tables.append(
+        ctx.leaderboard(
+            _SHOWN,
+            "Magnitude M, the S and K used, the score and the codes, per model and sector.",
+            title="Scores per sector",
+        )
+    )
     validation = ctx.study_table("validation")
     if validation is not None:
-        section.tables.append(ReportTable("Validation", validation,
-                                          "The paper's checks that the scores move as the metrics do."))
+        section.tables.append(
+            ReportTable(
+                "Validation",
+                validation,
+                "The paper's checks that the scores move as the metrics do.",
+            )
+        )
     return section
 
 
@@ -45,7 +70,16 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Sector scores (``label`` x ``score``)."""
     if board.empty:
         return {}
-    label = [f"{m}{' (SIMULATED)' if s else ''} · {sector}" for m, s, sector in
-             zip(board["model"], board["simulated"], board["sector"])]
-    return {"sectors": pd.DataFrame({"label": label, "sector": board["sector"].to_numpy(),
-                                     "score": board["score"].to_numpy()})}
+    label = [
+        f"{m}{' (SIMULATED)' if s else ''} · {sector}"
+        for m, s, sector in zip(board["model"], board["simulated"], board["sector"])
+    ]
+    return {
+        "sectors": pd.DataFrame(
+            {
+                "label": label,
+                "sector": board["sector"].to_numpy(),
+                "score": board["score"].to_numpy(),
+            }
+        )
+    }

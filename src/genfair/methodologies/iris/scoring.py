@@ -91,7 +91,10 @@ RFS_UND_GENFAIR_S_BY_BASE: dict[str, float] = {"e": 213.0, "2": 265.0}
 #: RFS-Und's S under the default JSD base (e)
 RFS_UND_GENFAIR_S = RFS_UND_GENFAIR_S_BY_BASE["e"]
 #: genfair's defaults: Table 9, with RFS-Und's S recalibrated (see the module docstring)
-DEFAULT_SECTORS: dict[str, dict[str, float]] = {**TABLE9, "RFS-Und": {"K": 5.0, "S": RFS_UND_GENFAIR_S}}
+DEFAULT_SECTORS: dict[str, dict[str, float]] = {
+    **TABLE9,
+    "RFS-Und": {"K": 5.0, "S": RFS_UND_GENFAIR_S},
+}
 #: the overall score of the authors' evaluate.py (EvalConfig): S_tot, K_tot; it does not
 #: reproduce Table 3 (an IFS-Gen magnitude near 2.29 alone caps the score near 0.5)
 AUTHORS_TOTAL = {"S": 50000.0, "K": 5.0}
@@ -105,6 +108,7 @@ GRANULAR_COLUMNS = ("model", "sector", "metric", "value", "bounded", "max_value"
 
 
 # ---------------------------------------------------------------------------- pure functions
+
 
 def _finite(x: Any, name: str) -> float:
     try:
@@ -231,6 +235,7 @@ def mbti_code(ifs: float, rfs: float, bis: float, tau: float = 60.0) -> str:
 
 # ---------------------------------------------------------------------------- configuration
 
+
 class SectorParams(BaseModel):
     """Decay K and scaling factor S of one sector (Table 9)."""
 
@@ -254,8 +259,10 @@ class IrisScoringConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["table9", "calibrate"] = "table9"
     sectors: dict[str, SectorParams] = Field(  # RFS-Und's S: from jsd_base (the validator below)
-        default_factory=lambda: {name: SectorParams(K=p["K"], S=None if name == "RFS-Und" else p["S"])
-                                 for name, p in DEFAULT_SECTORS.items()}
+        default_factory=lambda: {
+            name: SectorParams(K=p["K"], S=None if name == "RFS-Und" else p["S"])
+            for name, p in DEFAULT_SECTORS.items()
+        }
     )
     #: median cohort score after calibration (§A.2.4)
     target: float = Field(default=60.0, gt=0)
@@ -282,9 +289,14 @@ class IrisScoringConfig(BaseModel):
     @model_validator(mode="after")
     def _default_scales(self) -> IrisScoringConfig:
         """Fill each sector's S left as None with genfair's default for it."""
-        defaults = {**DEFAULT_SECTORS, "RFS-Und": {"K": 5.0, "S": RFS_UND_GENFAIR_S_BY_BASE[self.jsd_base]}}
-        filled = {name: p if p.S is not None else SectorParams(K=p.K, S=defaults[name]["S"])
-                  for name, p in self.sectors.items()}
+        defaults = {
+            **DEFAULT_SECTORS,
+            "RFS-Und": {"K": 5.0, "S": RFS_UND_GENFAIR_S_BY_BASE[self.jsd_base]},
+        }
+        filled = {
+            name: p if p.S is not None else SectorParams(K=p.K, S=defaults[name]["S"])
+            for name, p in self.sectors.items()
+        }
         object.__setattr__(self, "sectors", filled)
         return self
 
@@ -310,6 +322,7 @@ class IrisScoringConfig(BaseModel):
 
 # ---------------------------------------------------------------------------- data frames
 
+
 def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
     """Validate one row per model x sector x granular metric and add its deviation ``u``.
 
@@ -320,7 +333,9 @@ def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
     """
     missing = [c for c in GRANULAR_COLUMNS if c not in granular.columns]
     if missing:
-        raise ValueError(f"granular metrics lack column(s) {missing}; need {list(GRANULAR_COLUMNS)}")
+        raise ValueError(
+            f"granular metrics lack column(s) {missing}; need {list(GRANULAR_COLUMNS)}"
+        )
     if granular.empty:
         raise ValueError("granular metrics are empty: nothing to score")
     has_divisor = "norm_divisor" in granular.columns
@@ -333,7 +348,9 @@ def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
         rows = frame.loc[dup, ["model", "sector", "metric"]].drop_duplicates().values.tolist()
         raise ValueError(f"duplicate (model, sector, metric) rows: {rows[:5]}")
     if frame["bounded"].map(lambda b: not isinstance(b, (bool, np.bool_))).any():
-        raise ValueError("column 'bounded' must hold booleans (True: divide by max_value; False: log(1+P))")
+        raise ValueError(
+            "column 'bounded' must hold booleans (True: divide by max_value; False: log(1+P))"
+        )
     values = pd.to_numeric(frame["value"], errors="raise").astype(float)
     u = np.full(len(frame), np.nan)
     for i, (row, value) in enumerate(zip(frame.itertuples(index=False), values)):
@@ -341,7 +358,11 @@ def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
             continue
         try:
             top = None if pd.isna(row.max_value) else row.max_value
-            divisor = row.norm_divisor if has_divisor and bool(row.bounded) and not pd.isna(row.norm_divisor) else None
+            divisor = (
+                row.norm_divisor
+                if has_divisor and bool(row.bounded) and not pd.isna(row.norm_divisor)
+                else None
+            )
             u[i] = normalize_metric(value, bool(row.bounded), top, divisor)
         except ValueError as exc:
             raise ValueError(f"{row.model} / {row.sector} / {row.metric}: {exc}") from None
@@ -382,23 +403,33 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     rows = []
     for (model, sector), part in frame.groupby(["model", "sector"], sort=False):
         u = part["u"].dropna().to_numpy()
-        rows.append({
-            "model": model, "sector": sector, "n_metrics": int(u.size),
-            "n_missing": int(part["u"].isna().sum()),
-            "partial": bool(u.size and part["u"].isna().any()),
-            "magnitude": magnitude(u) if u.size else math.nan,
-        })
+        rows.append(
+            {
+                "model": model,
+                "sector": sector,
+                "n_metrics": int(u.size),
+                "n_missing": int(part["u"].isna().sum()),
+                "partial": bool(u.size and part["u"].isna().any()),
+                "magnitude": magnitude(u) if u.size else math.nan,
+            }
+        )
     sectors = pd.DataFrame(rows)
     if (sectors["n_missing"] > 0).any():
-        log.warning("IRIS: metrics left out (NaN):\n%s",
-                    sectors.loc[sectors["n_missing"] > 0, ["model", "sector", "n_missing"]].to_string(index=False))
+        log.warning(
+            "IRIS: metrics left out (NaN):\n%s",
+            sectors.loc[sectors["n_missing"] > 0, ["model", "sector", "n_missing"]].to_string(
+                index=False
+            ),
+        )
 
     params = {}
     for sector in SECTORS:
         K = config.sectors[sector].K
         S = config.sectors[sector].S
         if config.mode == "calibrate":
-            ref = sectors[(sectors["sector"] == sector) & sectors["model"].isin(cohort)]["magnitude"].dropna()
+            ref = sectors[(sectors["sector"] == sector) & sectors["model"].isin(cohort)][
+                "magnitude"
+            ].dropna()
             if ref.empty:
                 S = math.nan  # no cohort model has this sector: nothing to calibrate on
             else:
@@ -423,10 +454,19 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
             continue
         absent = len(SECTORS) - len(mine)
         u = frame.loc[(frame["model"] == model), "u"].dropna().to_numpy()
-        overall.append({"model": model, "sector": OVERALL, "n_metrics": int(u.size),
-                        "n_missing": int(mine["n_missing"].sum()), "partial": bool(mine["partial"].any() or absent),
-                        "magnitude": magnitude(u)})
-    total = pd.DataFrame(overall, columns=["model", "sector", "n_metrics", "n_missing", "partial", "magnitude"])
+        overall.append(
+            {
+                "model": model,
+                "sector": OVERALL,
+                "n_metrics": int(u.size),
+                "n_missing": int(mine["n_missing"].sum()),
+                "partial": bool(mine["partial"].any() or absent),
+                "magnitude": magnitude(u),
+            }
+        )
+    total = pd.DataFrame(
+        overall, columns=["model", "sector", "n_metrics", "n_missing", "partial", "magnitude"]
+    )
     if not total.empty:
         S_tot = AUTHORS_TOTAL["S"] if authors else config.total_scale
         K_tot = AUTHORS_TOTAL["K"] if authors else config.total_decay
@@ -435,11 +475,15 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
             S_tot = calibrate_scale(ref.to_numpy(), K_tot, config.target) if len(ref) else math.nan
         total["S"] = S_tot
         total["K"] = K_tot
-        total["score"] = [math.nan if math.isnan(S_tot) else dimension_score(m, S_tot, K_tot)
-                          for m in total["magnitude"]]
+        total["score"] = [
+            math.nan if math.isnan(S_tot) else dimension_score(m, S_tot, K_tot)
+            for m in total["magnitude"]
+        ]
 
     out = pd.concat([sectors, total], ignore_index=True) if not total.empty else sectors
-    out.insert(2, "dimension", [s.split("-")[0] if s != OVERALL else OVERALL for s in out["sector"]])
+    out.insert(
+        2, "dimension", [s.split("-")[0] if s != OVERALL else OVERALL for s in out["sector"]]
+    )
     out.insert(3, "task", [s.split("-")[1] if s != OVERALL else "all" for s in out["sector"]])
     codes = {model: _codes(sectors[sectors["model"] == model], config.tau) for model in models}
     out["partial"] = out["partial"].astype(bool)
@@ -451,7 +495,11 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     order = {s: i for i, s in enumerate((*SECTORS, OVERALL))}
     out["_order"] = out["sector"].map(order)
     out["_model"] = out["model"].map({m: i for i, m in enumerate(models)})
-    return out.sort_values(["_model", "_order"]).drop(columns=["_order", "_model"]).reset_index(drop=True)
+    return (
+        out.sort_values(["_model", "_order"])
+        .drop(columns=["_order", "_model"])
+        .reset_index(drop=True)
+    )
 
 
 def _codes(sectors: pd.DataFrame, tau: float) -> dict[str, tuple[str | None, bool]]:
@@ -475,14 +523,20 @@ def model_summary(scores: pd.DataFrame) -> pd.DataFrame:
     ``score_<sector>``, ``magnitude_<sector>``, ``partial_<sector>`` for the six sectors and
     IRIS, the codes (marked when partial) and ``partial_sectors`` (comma-joined, "" if none)."""
     wide = scores.pivot(index="model", columns="sector", values=["score", "magnitude", "partial"])
-    columns = [(kind, s) for kind in ("score", "magnitude", "partial") for s in (*SECTORS, OVERALL)
-               if (kind, s) in wide.columns]
+    columns = [
+        (kind, s)
+        for kind in ("score", "magnitude", "partial")
+        for s in (*SECTORS, OVERALL)
+        if (kind, s) in wide.columns
+    ]
     wide = wide[columns]
     wide.columns = [f"{kind}_{sector}" for kind, sector in columns]
     for column in [c for c in wide.columns if c.startswith("partial_")]:
         wide[column] = wide[column].astype("boolean")
     marked = scores[scores["partial"].astype(bool) & (scores["sector"] != OVERALL)]
-    wide["partial_sectors"] = marked.groupby("model", sort=False)["sector"].agg(",".join).reindex(wide.index).fillna("")
+    wide["partial_sectors"] = (
+        marked.groupby("model", sort=False)["sector"].agg(",".join).reindex(wide.index).fillna("")
+    )
     codes = scores.groupby("model", sort=False)[["gen_code", "und_code"]].first()
     order = list(dict.fromkeys(scores["model"]))
     return wide.join(codes).loc[order].reset_index()
@@ -497,20 +551,27 @@ def tracking_record(scores: pd.DataFrame, config: IrisScoringConfig) -> dict[str
     full score's name). NaN metrics are dropped."""
     out: dict[str, dict[str, Any]] = {}
     for model, part in scores.groupby("model", sort=False):
-        params: dict[str, Any] = {"iris.mode": config.mode, "iris.tau": config.tau,
-                                  "iris.target": config.target,
-                                  "iris.cohort": ",".join(config.cohort) if config.cohort else "all",
-                                  "iris.jsd_base": config.jsd_base, "iris.overall": config.overall,
-                                  "iris.gen_code": part["gen_code"].iloc[0] or "-",
-                                  "iris.und_code": part["und_code"].iloc[0] or "-"}
+        params: dict[str, Any] = {
+            "iris.mode": config.mode,
+            "iris.tau": config.tau,
+            "iris.target": config.target,
+            "iris.cohort": ",".join(config.cohort) if config.cohort else "all",
+            "iris.jsd_base": config.jsd_base,
+            "iris.overall": config.overall,
+            "iris.gen_code": part["gen_code"].iloc[0] or "-",
+            "iris.und_code": part["und_code"].iloc[0] or "-",
+        }
         metrics: dict[str, float] = {}
         for row in part.itertuples(index=False):
             params[f"iris.S.{row.sector}"] = row.S
             params[f"iris.K.{row.sector}"] = row.K
             params[f"iris.partial.{row.sector}"] = bool(row.partial)
             tag = "_partial" if row.partial else ""
-            for key, value in ((f"score{tag}", row.score), (f"magnitude{tag}", row.magnitude),
-                               ("n_missing", row.n_missing)):
+            for key, value in (
+                (f"score{tag}", row.score),
+                (f"magnitude{tag}", row.magnitude),
+                ("n_missing", row.n_missing),
+            ):
                 if not pd.isna(value):
                     metrics[f"iris.{key}.{row.sector}"] = float(value)
         out[str(model)] = {"params": params, "metrics": metrics}

@@ -13,8 +13,11 @@ from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy, Simulated
 
 # IFS-Gen and BIS-Gen: the same distribution for every occupation; the simulator ignores the
 # steering words of BIS-Gen prompts (a model with no steerability)
-_GEN_ATTRIBUTES = {"gender": {"male": 0.7, "female": 0.3}, "age": {"young": 0.6, "middle-aged": 0.3, "older": 0.1},
-                   "skin_tone": {"light": 0.7, "middle": 0.2, "dark": 0.1}}
+_GEN_ATTRIBUTES = {
+    "gender": {"male": 0.7, "female": 0.3},
+    "age": {"young": 0.6, "middle-aged": 0.3, "older": 0.1},
+    "skin_tone": {"light": 0.7, "middle": 0.2, "dark": 0.1},
+}
 
 
 class _Strict(BaseModel):
@@ -25,14 +28,17 @@ class LLMPlants(_Strict):
     """RFS-Und's tournament: the gender-stereotyped competitor (highest real-world female
     share for a female profile, lowest for a male one) with ``accuracy``, else another."""
 
-    tournament: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.02, invalid_rate=0.03)
+    tournament: SimulatedPolicy = SimulatedPolicy(
+        accuracy=0.8, refusal_rate=0.02, invalid_rate=0.03
+    )
 
 
 class T2IPlants(_Strict):
     """IFS-Gen's and BIS-Gen's planted attribute distributions."""
 
-    ifs_gen: SimulatedT2IPolicy = SimulatedT2IPolicy(attributes=_GEN_ATTRIBUTES, refusal_rate=0.05,
-                                                     no_person_rate=0.02)
+    ifs_gen: SimulatedT2IPolicy = SimulatedT2IPolicy(
+        attributes=_GEN_ATTRIBUTES, refusal_rate=0.05, no_person_rate=0.02
+    )
     bis_gen: SimulatedT2IPolicy = SimulatedT2IPolicy(attributes=_GEN_ATTRIBUTES, refusal_rate=0.05)
 
 
@@ -42,10 +48,15 @@ class VLMPlants(_Strict):
     subjective ones rated 7, the unbiased rating; RFS-Und on a blank image: the stereotyped
     competitor)."""
 
-    ifs_und: SimulatedVLMPolicy = SimulatedVLMPolicy(accuracy={"male": 0.9, "female": 0.6}, default_accuracy=0.75,
-                                                     refusal_rate=0.02)
-    tournament: SimulatedVLMPolicy = SimulatedVLMPolicy(accuracy={"male": 0.8, "female": 0.8}, refusal_rate=0.02)
-    bis_und: SimulatedVLMPolicy = SimulatedVLMPolicy(accuracy={"male": 0.9, "female": 0.6}, default_accuracy=0.75)
+    ifs_und: SimulatedVLMPolicy = SimulatedVLMPolicy(
+        accuracy={"male": 0.9, "female": 0.6}, default_accuracy=0.75, refusal_rate=0.02
+    )
+    tournament: SimulatedVLMPolicy = SimulatedVLMPolicy(
+        accuracy={"male": 0.8, "female": 0.8}, refusal_rate=0.02
+    )
+    bis_und: SimulatedVLMPolicy = SimulatedVLMPolicy(
+        accuracy={"male": 0.9, "female": 0.6}, default_accuracy=0.75
+    )
 
 
 class SimulatedPlants(_Strict):

@@ -56,8 +56,14 @@ def _validation(granular: pd.DataFrame, seed: int, config: IrisScoringConfig) ->
     except ValueError as exc:  # e.g. fewer than two models share a sector
         log.warning("IRIS validation not computed: %s", exc)
         row = dict.fromkeys(VALIDATION_COLUMNS, math.nan)
-        row |= {"analysis": "not_computed", "target": "all", "perturbed": "", "change": "",
-                "statistic": str(exc), "n_models": granular["model"].nunique()}
+        row |= {
+            "analysis": "not_computed",
+            "target": "all",
+            "perturbed": "",
+            "change": "",
+            "statistic": str(exc),
+            "n_models": granular["model"].nunique(),
+        }
         return pd.DataFrame([row], columns=VALIDATION_COLUMNS)
 
 
@@ -69,7 +75,9 @@ def architectures(ctx: StudyContext) -> dict[str, str | None]:
 def tournament_floor(granular: pd.DataFrame) -> pd.DataFrame:
     """RFS-Und JSD rows with their ``oracle_floor`` and ``excess`` = value - floor."""
     if "oracle_floor" not in granular.columns:
-        return pd.DataFrame(columns=["model", "simulated", "metric", "value", "oracle_floor", "excess", "note"])
+        return pd.DataFrame(
+            columns=["model", "simulated", "metric", "value", "oracle_floor", "excess", "note"]
+        )
     rows = granular[(granular["sector"] == "RFS-Und") & (granular["core"] == "M5")]
     out = rows[["model", "simulated", "metric", "value", "oracle_floor", "note"]].copy()
     out.insert(5, "excess", out["value"] - out["oracle_floor"])
@@ -91,19 +99,44 @@ def score_study(ctx: StudyContext, config: IrisScoringConfig) -> StudyResult | N
     correlation = sector_correlation(plain)
     scored = set(plain["model"])
     welch = architecture_welch(plain, {m: a for m, a in architectures(ctx).items() if m in scored})
-    shown = ["model", "simulated", "sector", "partial", "magnitude", "S", "K", "score", "gen_code", "und_code"]
-    log.info("IRIS scores (%s mode):\n%s", config.mode, scores[shown].round(3).to_string(index=False))
+    shown = [
+        "model",
+        "simulated",
+        "sector",
+        "partial",
+        "magnitude",
+        "S",
+        "K",
+        "score",
+        "gen_code",
+        "und_code",
+    ]
+    log.info(
+        "IRIS scores (%s mode):\n%s", config.mode, scores[shown].round(3).to_string(index=False)
+    )
     entry: dict[str, Any] = {}
     for row in scores.to_dict("records"):
-        node = entry.setdefault(row["model"], {"simulated": bool(row["simulated"]),
-                                               **{k: None if pd.isna(row[k]) else str(row[k])
-                                                  for k in ("gen_code", "und_code")}})
-        node[row["sector"]] = {k: (None if pd.isna(row[k]) else round(float(row[k]), 6))
-                               for k in ("score", "magnitude", "S", "K")}
+        node = entry.setdefault(
+            row["model"],
+            {
+                "simulated": bool(row["simulated"]),
+                **{k: None if pd.isna(row[k]) else str(row[k]) for k in ("gen_code", "und_code")},
+            },
+        )
+        node[row["sector"]] = {
+            k: (None if pd.isna(row[k]) else round(float(row[k]), 6))
+            for k in ("score", "magnitude", "S", "K")
+        }
         node[row["sector"]]["partial"] = bool(row["partial"])
         if row["partial"] and row["sector"] != "IRIS":
             node.setdefault("partial_sectors", []).append(row["sector"])
-    tables = {"scores": scores, "summary": summary, "granular": granular, "validation": validation,
-              "sector_correlation": correlation, "architecture_test": welch,
-              "tournament_floor": tournament_floor(granular)}
+    tables = {
+        "scores": scores,
+        "summary": summary,
+        "granular": granular,
+        "validation": validation,
+        "sector_correlation": correlation,
+        "architecture_test": welch,
+        "tournament_floor": tournament_floor(granular),
+    }
     return StudyResult(tables=tables, summary=entry, params={"scoring.mode": config.mode})

@@ -104,7 +104,9 @@ class TournamentConfig(BaseModel):
         for attr, cats in CATEGORIES.items():
             missing = set(cats) - set(words.get(attr, {}))
             if missing:
-                raise ValueError(f"words.{attr} lacks {sorted(missing)}: give a phrase for every category")
+                raise ValueError(
+                    f"words.{attr} lacks {sorted(missing)}: give a phrase for every category"
+                )
         return words
 
     @field_validator("prior")
@@ -114,8 +116,13 @@ class TournamentConfig(BaseModel):
             known = set(profile_ids())
             unknown = set(prior) - known
             if unknown:
-                raise ValueError(f"prior names unknown profiles {sorted(unknown)}; ids look like 'female_young_light'")
-            if any(w < 0 or not math.isfinite(w) for w in prior.values()) or sum(prior.values()) <= 0:
+                raise ValueError(
+                    f"prior names unknown profiles {sorted(unknown)}; ids look like 'female_young_light'"
+                )
+            if (
+                any(w < 0 or not math.isfinite(w) for w in prior.values())
+                or sum(prior.values()) <= 0
+            ):
                 raise ValueError("prior weights must be finite, non-negative and not all zero")
         return prior
 
@@ -135,7 +142,10 @@ def display_name(occupation: str) -> str:
 
 
 def tournament_probes(
-    occupations: Sequence[str], config: TournamentConfig, seed: int, *,
+    occupations: Sequence[str],
+    config: TournamentConfig,
+    seed: int,
+    *,
     columns: Mapping[str, str] = DEFAULT_COLUMNS,
 ) -> pd.DataFrame:
     """One row per (profile, round): the prompt and its competitor subset.
@@ -146,28 +156,41 @@ def tournament_probes(
     """
     occ = list(dict.fromkeys(occupations))
     if len(occ) < config.competitors:
-        raise ValueError(f"need at least competitors={config.competitors} occupations; got {len(occ)}")
+        raise ValueError(
+            f"need at least competitors={config.competitors} occupations; got {len(occ)}"
+        )
     if any("|" in o for o in occ):
         raise ValueError("occupation ids must not contain '|' (the competitor separator)")
 
     def subsets(rng: np.random.Generator) -> list[list[str]]:
-        return [[occ[i] for i in rng.choice(len(occ), config.competitors, replace=False)] for _ in range(config.rounds)]
+        return [
+            [occ[i] for i in rng.choice(len(occ), config.competitors, replace=False)]
+            for _ in range(config.rounds)
+        ]
 
     shared = subsets(np.random.default_rng([seed, 0])) if config.shared_subsets else None
     rows = []
     for k, prof in enumerate(profiles()):
         pid = "_".join(prof.values())
-        demographic = config.demographic_template.format(**{a: config.words[a][prof[a]] for a in CATEGORIES})
+        demographic = config.demographic_template.format(
+            **{a: config.words[a][prof[a]] for a in CATEGORIES}
+        )
         rounds = shared if shared is not None else subsets(np.random.default_rng([seed, k + 1]))
         for r, comp in enumerate(rounds):
-            rows.append({
-                "probe_id": f"iris-tournament-{pid}-{r:05d}", "profile": pid,
-                **{columns[a]: prof[a] for a in CATEGORIES}, "round": r,
-                "competitors": "|".join(comp),
-                "prompt": config.prompt.format(
-                    demographic=demographic, n=len(comp), competitors=", ".join(display_name(c) for c in comp)
-                ),
-            })
+            rows.append(
+                {
+                    "probe_id": f"iris-tournament-{pid}-{r:05d}",
+                    "profile": pid,
+                    **{columns[a]: prof[a] for a in CATEGORIES},
+                    "round": r,
+                    "competitors": "|".join(comp),
+                    "prompt": config.prompt.format(
+                        demographic=demographic,
+                        n=len(comp),
+                        competitors=", ".join(display_name(c) for c in comp),
+                    ),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -202,7 +225,8 @@ def parse_tournament_answer(
     if is_refusal(text or ""):
         return TournamentAnswer("refused")
     hits = [
-        c for c, forms in names.items()
+        c
+        for c, forms in names.items()
         if any(re.search(rf"\b{re.escape(f)}s?\b", cleaned) for f in forms if f)
     ]
     if len(hits) == 1:
@@ -220,7 +244,9 @@ def _check_rounds(rounds: pd.DataFrame, columns: Mapping[str, str]) -> None:
         )
     bad = sorted({str(v) for v in rounds["status"].dropna().unique()} - set(STATUSES))
     if bad or rounds["status"].isna().any():
-        raise ValueError(f"column 'status' must be one of {list(STATUSES)}; got {bad or ['<missing>']}")
+        raise ValueError(
+            f"column 'status' must be one of {list(STATUSES)}; got {bad or ['<missing>']}"
+        )
     for attr, cats in CATEGORIES.items():
         col = columns[attr]
         odd = sorted({str(v) for v in rounds[col].dropna().unique()} - set(cats))
@@ -238,7 +264,9 @@ class TournamentCounts:
     summary: pd.DataFrame
 
 
-def tournament_counts(rounds: pd.DataFrame, *, columns: Mapping[str, str] = DEFAULT_COLUMNS) -> TournamentCounts:
+def tournament_counts(
+    rounds: pd.DataFrame, *, columns: Mapping[str, str] = DEFAULT_COLUMNS
+) -> TournamentCounts:
     """Win counts (§D.2.5 Step 3) from one row per played round.
 
     A round is valid when ``status == "ok"`` and ``choice`` is one of its competitors (a
@@ -269,23 +297,34 @@ def tournament_counts(rounds: pd.DataFrame, *, columns: Mapping[str, str] = DEFA
     ids = profile_ids()
     prof = pd.Index(ids).get_indexer(pid)
     summary = pd.DataFrame(
-        {st: np.bincount(prof[status == st], minlength=len(ids)) for st in STATUSES}, index=pd.Index(ids, name="profile")
+        {st: np.bincount(prof[status == st], minlength=len(ids)) for st in STATUSES},
+        index=pd.Index(ids, name="profile"),
     )
     summary.insert(0, "rounds", summary.sum(axis=1))
     answered = summary["rounds"] - summary["error"]
-    summary["refusal_rate"] = np.where(answered > 0, summary["refused"] / answered.where(answered > 0, 1), np.nan)
+    summary["refusal_rate"] = np.where(
+        answered > 0, summary["refused"] / answered.where(answered > 0, 1), np.nan
+    )
     summary = summary.rename(columns={"ok": "valid"})
     valid = status == "ok"
     n_occ = len(occupations)
     vo = valid[round_of]
-    appearances = np.bincount(prof[round_of[vo]] * n_occ + occ_codes[vo], minlength=len(ids) * n_occ).reshape(len(ids), n_occ)
-    wins = np.bincount(prof[valid] * n_occ + chosen[valid], minlength=len(ids) * n_occ).reshape(len(ids), n_occ)
-    wins = pd.DataFrame(wins, index=pd.Index(ids, name="profile"), columns=pd.Index(occupations, name="occupation"))
+    appearances = np.bincount(
+        prof[round_of[vo]] * n_occ + occ_codes[vo], minlength=len(ids) * n_occ
+    ).reshape(len(ids), n_occ)
+    wins = np.bincount(prof[valid] * n_occ + chosen[valid], minlength=len(ids) * n_occ).reshape(
+        len(ids), n_occ
+    )
+    wins = pd.DataFrame(
+        wins, index=pd.Index(ids, name="profile"), columns=pd.Index(occupations, name="occupation")
+    )
     appearances = pd.DataFrame(appearances, index=wins.index, columns=wins.columns)
     return TournamentCounts(wins.astype("int64"), appearances.astype("int64"), summary)
 
 
-def tournament_beliefs(counts: TournamentCounts, estimator: Literal["win_rate", "wins"] = "win_rate") -> pd.DataFrame:
+def tournament_beliefs(
+    counts: TournamentCounts, estimator: Literal["win_rate", "wins"] = "win_rate"
+) -> pd.DataFrame:
     """The model's ``P(o | d)``: per profile, win rates (or wins) normalised over occupations.
 
     A profile without a valid round, or whose every valid round was won by nothing, is a
@@ -316,13 +355,17 @@ def prior_weights(prior: Literal["uniform"] | Mapping[str, float]) -> np.ndarray
     if prior == "uniform":
         return np.full(len(ids), 1.0 / len(ids))
     if isinstance(prior, str):
-        raise ValueError(f"prior {prior!r} needs the real-world reference: pass "
-                         f"genfair.methodologies.iris.prior.resolve_prior({prior!r}, reference)")
+        raise ValueError(
+            f"prior {prior!r} needs the real-world reference: pass "
+            f"genfair.methodologies.iris.prior.resolve_prior({prior!r}, reference)"
+        )
     w = np.array([float(prior.get(i, 0.0)) for i in ids])  # type: ignore[union-attr]
     return normalize_counts(w)
 
 
-def tournament_posterior(beliefs: pd.DataFrame, prior: Literal["uniform"] | Mapping[str, float] = "uniform") -> pd.DataFrame:
+def tournament_posterior(
+    beliefs: pd.DataFrame, prior: Literal["uniform"] | Mapping[str, float] = "uniform"
+) -> pd.DataFrame:
     """``P(d | o)`` (profiles x occupations) by :func:`genfair.metrics.iris.bayes_invert`.
 
     An occupation with a NaN belief in some profile (never offered to it) is all NaN: its
@@ -348,18 +391,25 @@ def attribute_distributions(posterior: pd.DataFrame, attribute: str) -> pd.DataF
 
 
 def tournament_distributions(
-    rounds: pd.DataFrame, config: TournamentConfig, *, columns: Mapping[str, str] = DEFAULT_COLUMNS,
+    rounds: pd.DataFrame,
+    config: TournamentConfig,
+    *,
+    columns: Mapping[str, str] = DEFAULT_COLUMNS,
     prior: Literal["uniform"] | Mapping[str, float] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], TournamentCounts]:
     """``{attribute: P(attribute | o)}`` from the played rounds, and the counts behind them.
     ``prior`` (weights per profile id) replaces ``config.prior``, e.g. a resolved
     ``workforce`` prior."""
     counts = tournament_counts(rounds, columns=columns)
-    post = tournament_posterior(tournament_beliefs(counts, config.estimator), config.prior if prior is None else prior)
+    post = tournament_posterior(
+        tournament_beliefs(counts, config.estimator), config.prior if prior is None else prior
+    )
     return {a: attribute_distributions(post, a) for a in CATEGORIES}, counts
 
 
-def mean_jsd(model: pd.DataFrame, real: pd.DataFrame, base: float = math.e) -> tuple[float, int, list[str]]:
+def mean_jsd(
+    model: pd.DataFrame, real: pd.DataFrame, base: float = math.e
+) -> tuple[float, int, list[str]]:
     """Mean over shared occupations of ``JSD(model row, real row)`` in log ``base`` (e: the
     scale of the published S and K, see ``jsd_base``); also n and the occupations skipped
     (no model distribution). Rows: occupations; columns: categories."""
@@ -370,5 +420,9 @@ def mean_jsd(model: pd.DataFrame, real: pd.DataFrame, base: float = math.e) -> t
         if not np.isfinite(p).all() or p.sum() <= 0:
             skipped.append(occ)
             continue
-        values.append(js_divergence(normalize_counts(p), normalize_counts(real.loc[occ].to_numpy(dtype=float)), base))
+        values.append(
+            js_divergence(
+                normalize_counts(p), normalize_counts(real.loc[occ].to_numpy(dtype=float)), base
+            )
+        )
     return (float(np.mean(values)) if values else math.nan), len(values), skipped

@@ -74,31 +74,44 @@ def _iris_skin(level: object) -> str | None:
     return None
 
 
-def ifs_und_probes(persons_path: str | Path, occupations: list[str], *, max_crops: int | None = None,
-                   samples: int = 1) -> pd.DataFrame:
+def ifs_und_probes(
+    persons_path: str | Path,
+    occupations: list[str],
+    *,
+    max_crops: int | None = None,
+    samples: int = 1,
+) -> pd.DataFrame:
     """One IFS-Und probe row per labelled crop of ``persons.parquet`` (see the module docstring)."""
     path = Path(persons_path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: run the curate_facet stage first (dvc repro curate_facet), "
-                                "or set methodologies.iris.ifs_und.persons: null")
+        raise FileNotFoundError(
+            f"{path} not found: run the curate_facet stage first (dvc repro curate_facet), "
+            "or set methodologies.iris.ifs_und.persons: null"
+        )
     persons = pd.read_parquet(path)
-    persons = persons[persons["occupation"].isin(occupations)].sort_values("person_id", kind="stable")
+    persons = persons[persons["occupation"].isin(occupations)].sort_values(
+        "person_id", kind="stable"
+    )
     if max_crops is not None:
         persons = persons.head(max_crops)
     gender = persons["gender"].where(persons["gender"].isin(["male", "female"]), None)
-    return pd.DataFrame({
-        "probe_id": [f"iris-ifs-und-{p}" for p in persons["person_id"]],
-        "sector": "IFS-Und", "modality": "vlm",
-        "occupation": persons["occupation"].to_numpy(),
-        "person_id": persons["person_id"].astype(str).to_numpy(),
-        "image": [str(path.parent / c) for c in persons["crop_path"]],
-        "image_sha256": persons["crop_sha256"].to_numpy(),
-        "gender": gender.to_numpy(),
-        "age_group": persons["age_group"].map(FACET_AGE).to_numpy(),
-        "skin_group": [_iris_skin(v) for v in persons["monk_level"]],
-        "fixture": persons["fixture"].astype(bool).to_numpy(),
-        "prompt": IFS_UND_QUESTION, "n_samples": samples,
-    })
+    return pd.DataFrame(
+        {
+            "probe_id": [f"iris-ifs-und-{p}" for p in persons["person_id"]],
+            "sector": "IFS-Und",
+            "modality": "vlm",
+            "occupation": persons["occupation"].to_numpy(),
+            "person_id": persons["person_id"].astype(str).to_numpy(),
+            "image": [str(path.parent / c) for c in persons["crop_path"]],
+            "image_sha256": persons["crop_sha256"].to_numpy(),
+            "gender": gender.to_numpy(),
+            "age_group": persons["age_group"].map(FACET_AGE).to_numpy(),
+            "skin_group": [_iris_skin(v) for v in persons["monk_level"]],
+            "fixture": persons["fixture"].astype(bool).to_numpy(),
+            "prompt": IFS_UND_QUESTION,
+            "n_samples": samples,
+        }
+    )
 
 
 def _pick(person_id: str, column: str, values: tuple[str, ...]) -> str:
@@ -118,12 +131,17 @@ def counterfactual_fixture(crops: pd.DataFrame, max_sets: int | None = None) -> 
             continue
         instance = f"fixture-{a['person_id']}-{b['person_id']}"
         for variant, img in (("a", a), ("b", b)):
-            rows.append({
-                "instance_id": instance, "variant": variant, "image": img["image"],
-                "occupation": a["occupation"], **{c: img[c] for c in attrs},
-                **{c: _pick(str(img["person_id"]), c, v) for c, v in _FIXTURE_TRUTHS.items()},
-                "fixture": True,
-            })
+            rows.append(
+                {
+                    "instance_id": instance,
+                    "variant": variant,
+                    "image": img["image"],
+                    "occupation": a["occupation"],
+                    **{c: img[c] for c in attrs},
+                    **{c: _pick(str(img["person_id"]), c, v) for c, v in _FIXTURE_TRUTHS.items()},
+                    "fixture": True,
+                }
+            )
     data = pd.DataFrame(rows)
     if max_sets is not None and len(data):
         keep = list(dict.fromkeys(data["instance_id"]))[:max_sets]
@@ -138,10 +156,14 @@ def read_counterfactual_dataset(path: str | Path) -> pd.DataFrame:
         raise FileNotFoundError(f"methodologies.iris.bis_und.dataset: {path} not found")
     data = pd.read_csv(path, dtype=str) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
     if "image" in data.columns:
-        data["image"] = [str(p if Path(p).is_absolute() else path.parent / p) for p in data["image"]]
+        data["image"] = [
+            str(p if Path(p).is_absolute() else path.parent / p) for p in data["image"]
+        ]
     if "age_group" in data.columns:
         data["age_group"] = data["age_group"].replace({"middle": "middle-aged"})
-    return data.assign(fixture=data["fixture"].astype(str).str.lower() == "true" if "fixture" in data else False)
+    return data.assign(
+        fixture=data["fixture"].astype(str).str.lower() == "true" if "fixture" in data else False
+    )
 
 
 def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataFrame:
@@ -158,22 +180,35 @@ def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataF
         return probes
     flags = dataset["fixture"] if "fixture" in dataset else [False] * len(dataset)
     fixture = dict(zip(zip(dataset["instance_id"], dataset["variant"]), flags))
-    probes["probe_id"] = [f"iris-bis-und-{i}-{v}-{q}" for i, v, q in
-                          zip(probes["instance_id"], probes["variant"], probes["question_id"])]
+    probes["probe_id"] = [
+        f"iris-bis-und-{i}-{v}-{q}"
+        for i, v, q in zip(probes["instance_id"], probes["variant"], probes["question_id"])
+    ]
     if probes["probe_id"].duplicated().any():
-        dup = probes.loc[probes["probe_id"].duplicated(), ["instance_id", "variant"]].iloc[0].tolist()
+        dup = (
+            probes.loc[probes["probe_id"].duplicated(), ["instance_id", "variant"]].iloc[0].tolist()
+        )
         raise ValueError(f"counterfactual dataset: (instance_id, variant) {dup} appears twice")
     options, truth = [], []
     for q, t in zip(probes["question_id"], probes["truth"]):
-        opts = QUESTION_OPTIONS.get(q, RATINGS) if BIS_UND_QUESTIONS[q][0] == "objective" else RATINGS
+        opts = (
+            QUESTION_OPTIONS.get(q, RATINGS) if BIS_UND_QUESTIONS[q][0] == "objective" else RATINGS
+        )
         t = SIMULATOR_RATING if t is None or pd.isna(t) else str(t).strip().lower()
         options.append("|".join(opts if t in opts else (*opts, t)))
         truth.append(t)
     hashes = {p: sha256_file(p) for p in dict.fromkeys(probes["image"])}
     return probes.assign(
-        sector="BIS-Und", modality="vlm", options=options, simulator_truth=truth,
-        image_sha256=probes["image"].map(hashes), n_samples=1,
-        fixture=[bool(fixture.get((i, v), False)) for i, v in zip(probes["instance_id"], probes["variant"])],
+        sector="BIS-Und",
+        modality="vlm",
+        options=options,
+        simulator_truth=truth,
+        image_sha256=probes["image"].map(hashes),
+        n_samples=1,
+        fixture=[
+            bool(fixture.get((i, v), False))
+            for i, v in zip(probes["instance_id"], probes["variant"])
+        ],
     )
 
 
@@ -184,5 +219,7 @@ def objective_choice(text: str | None, options: list[str]) -> str | None:
     """The one option an objective answer names (whole words, case folded), else None
     (no option, or several)."""
     words = set(_WORD.findall((text or "").lower()))
-    found = [o for o in options if set(_WORD.findall(o.lower())) <= words and _WORD.findall(o.lower())]
+    found = [
+        o for o in options if set(_WORD.findall(o.lower())) <= words and _WORD.findall(o.lower())
+    ]
     return found[0] if len(found) == 1 else None

@@ -36,7 +36,17 @@ __all__ = [
 ]
 
 AlphaItems = Literal["deviation", "raw_nonconstant"]
-COLUMNS = ["analysis", "target", "perturbed", "change", "statistic", "value", "p_value", "n_models", "n_items"]
+COLUMNS = [
+    "analysis",
+    "target",
+    "perturbed",
+    "change",
+    "statistic",
+    "value",
+    "p_value",
+    "n_models",
+    "n_items",
+]
 
 
 def _matrix(items: ArrayLike) -> np.ndarray:
@@ -90,14 +100,18 @@ def _wide(normalized: pd.DataFrame, sector: str, items: AlphaItems = "deviation"
     """models x metrics of one sector (u, or the raw value without near-constant columns),
     complete cases only."""
     part = normalized[normalized["sector"] == sector]
-    wide = part.pivot(index="model", columns="metric", values="u" if items == "deviation" else "value")
+    wide = part.pivot(
+        index="model", columns="metric", values="u" if items == "deviation" else "value"
+    )
     if items == "raw_nonconstant":
         wide = wide.loc[:, wide.var() > CONSTANT_ITEM_VARIANCE]
     wide = wide.dropna(axis=1, how="all")  # a metric nobody computed is no item
     return wide.dropna(axis=0, how="any")
 
 
-def cronbach_alpha_per_sector(granular: pd.DataFrame, items: AlphaItems = "deviation") -> pd.DataFrame:
+def cronbach_alpha_per_sector(
+    granular: pd.DataFrame, items: AlphaItems = "deviation"
+) -> pd.DataFrame:
     """Cronbach's alpha per sector over models x granular metrics (§4.1, Fig. 4(a)).
 
     ``items``: ``deviation`` (default): the normalized deviations u, every metric kept;
@@ -116,11 +130,24 @@ def cronbach_alpha_per_sector(granular: pd.DataFrame, items: AlphaItems = "devia
         wide = _wide(normalized, sector, items)
         n, k = wide.shape
         if n >= 2 and k >= 2:
-            alpha, alpha_cov = cronbach_alpha(wide.to_numpy()), cronbach_alpha_covariance(wide.to_numpy())
+            alpha, alpha_cov = (
+                cronbach_alpha(wide.to_numpy()),
+                cronbach_alpha_covariance(wide.to_numpy()),
+            )
         else:
             alpha = alpha_cov = math.nan
-        rows.append({"sector": sector, "alpha": alpha, "alpha_covariance": alpha_cov, "n_models": n, "n_items": k})
-    return pd.DataFrame(rows, columns=["sector", "alpha", "alpha_covariance", "n_models", "n_items"])
+        rows.append(
+            {
+                "sector": sector,
+                "alpha": alpha,
+                "alpha_covariance": alpha_cov,
+                "n_models": n,
+                "n_items": k,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["sector", "alpha", "alpha_covariance", "n_models", "n_items"]
+    )
 
 
 def _magnitudes(normalized: pd.DataFrame, weights: pd.Series, keep: pd.Series) -> pd.DataFrame:
@@ -173,19 +200,35 @@ def ranking_stability(
     ones = pd.Series(1.0, index=normalized.index)
     everything = pd.Series(True, index=normalized.index)
     base = _magnitudes(normalized, ones, everything)
-    complete = [m for m in base.index if all(s in base.columns and pd.notna(base.at[m, s]) for s in SECTORS)]
+    complete = [
+        m for m in base.index if all(s in base.columns and pd.notna(base.at[m, s]) for s in SECTORS)
+    ]
     base.loc[[m for m in base.index if m not in complete], OVERALL] = np.nan
 
     rows: list[dict] = []
 
-    def compare(analysis: str, perturbed: str, change: str, magnitudes: pd.DataFrame, targets: list[str]) -> None:
+    def compare(
+        analysis: str, perturbed: str, change: str, magnitudes: pd.DataFrame, targets: list[str]
+    ) -> None:
         magnitudes = magnitudes.reindex(index=base.index)
         magnitudes.loc[[m for m in magnitudes.index if m not in complete], OVERALL] = np.nan
         for target in targets:
-            rho, p, n = _rho(base[target], magnitudes.get(target, pd.Series(np.nan, index=base.index)))
-            rows.append({"analysis": analysis, "target": target, "perturbed": perturbed, "change": change,
-                         "statistic": "spearman_rho", "value": rho, "p_value": p, "n_models": n,
-                         "n_items": int(normalized["metric"].nunique())})
+            rho, p, n = _rho(
+                base[target], magnitudes.get(target, pd.Series(np.nan, index=base.index))
+            )
+            rows.append(
+                {
+                    "analysis": analysis,
+                    "target": target,
+                    "perturbed": perturbed,
+                    "change": change,
+                    "statistic": "spearman_rho",
+                    "value": rho,
+                    "p_value": p,
+                    "n_models": n,
+                    "n_items": int(normalized["metric"].nunique()),
+                }
+            )
 
     dimension = normalized["sector"].str.split("-").str[0]
     for dim in DIMENSIONS:
@@ -193,7 +236,13 @@ def ranking_stability(
             continue
         for sign, label in ((-1, f"-{perturbation:.0%}"), (1, f"+{perturbation:.0%}")):
             weights = ones.where(dimension != dim, 1 + sign * perturbation)
-            compare("dimension_weight", dim, label, _magnitudes(normalized, weights, everything), [OVERALL])
+            compare(
+                "dimension_weight",
+                dim,
+                label,
+                _magnitudes(normalized, weights, everything),
+                [OVERALL],
+            )
 
     metrics = normalized[["sector", "metric"]].drop_duplicates().itertuples(index=False)
     for sector, metric in metrics:
@@ -201,9 +250,17 @@ def ranking_stability(
         name = f"{sector}/{metric}"
         for sign, label in ((-1, f"-{perturbation:.0%}"), (1, f"+{perturbation:.0%}")):
             weights = ones.where(~hit, 1 + sign * perturbation)
-            compare("metric_weight", name, label, _magnitudes(normalized, weights, everything), [sector])
+            compare(
+                "metric_weight", name, label, _magnitudes(normalized, weights, everything), [sector]
+            )
         if leave_one_out:
-            compare("leave_one_out", name, "removed", _magnitudes(normalized, ones, ~hit), [sector, OVERALL])
+            compare(
+                "leave_one_out",
+                name,
+                "removed",
+                _magnitudes(normalized, ones, ~hit),
+                [sector, OVERALL],
+            )
 
     rng = np.random.default_rng(seed)
     keys = normalized[["sector", "metric"]].apply(tuple, axis=1)
@@ -213,22 +270,41 @@ def ranking_stability(
         w = dict(zip(distinct, rng.uniform(1 - perturbation, 1 + perturbation, size=len(distinct))))
         weights = keys.map(w).astype(float)
         present = [s for s in SECTORS if s in base.columns]
-        compare("random_weight", f"draw {draw}", f"U[±{perturbation:.0%}]",
-                _magnitudes(normalized, weights, everything), [*present, OVERALL])
+        compare(
+            "random_weight",
+            f"draw {draw}",
+            f"U[±{perturbation:.0%}]",
+            _magnitudes(normalized, weights, everything),
+            [*present, OVERALL],
+        )
 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def validation_table(granular: pd.DataFrame, perturbation: float = 0.10, n_random: int = 0,
-                     seed: int = 0, alpha_items: AlphaItems = "deviation") -> pd.DataFrame:
+def validation_table(
+    granular: pd.DataFrame,
+    perturbation: float = 0.10,
+    n_random: int = 0,
+    seed: int = 0,
+    alpha_items: AlphaItems = "deviation",
+) -> pd.DataFrame:
     """One tidy table: Cronbach's alpha per sector (``analysis == "cronbach_alpha"``,
     ``value`` = item-variance alpha over ``alpha_items``) followed by
     :func:`ranking_stability`'s rows."""
     alpha = cronbach_alpha_per_sector(granular, alpha_items)
-    rows = pd.DataFrame({
-        "analysis": "cronbach_alpha", "target": alpha["sector"], "perturbed": "", "change": "",
-        "statistic": "cronbach_alpha", "value": alpha["alpha"], "p_value": math.nan,
-        "n_models": alpha["n_models"], "n_items": alpha["n_items"],
-    }, columns=COLUMNS)
+    rows = pd.DataFrame(
+        {
+            "analysis": "cronbach_alpha",
+            "target": alpha["sector"],
+            "perturbed": "",
+            "change": "",
+            "statistic": "cronbach_alpha",
+            "value": alpha["alpha"],
+            "p_value": math.nan,
+            "n_models": alpha["n_models"],
+            "n_items": alpha["n_items"],
+        },
+        columns=COLUMNS,
+    )
     stability = ranking_stability(granular, perturbation, n_random, seed)
     return pd.concat([rows, stability], ignore_index=True)

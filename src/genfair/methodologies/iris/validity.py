@@ -28,11 +28,40 @@ from scipy import stats
 
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 
-__all__ = ["CORRELATION_COLUMNS", "WELCH_COLUMNS", "architecture_welch", "correlation_matrix", "sector_correlation"]
+__all__ = [
+    "CORRELATION_COLUMNS",
+    "WELCH_COLUMNS",
+    "architecture_welch",
+    "correlation_matrix",
+    "sector_correlation",
+]
 
-CORRELATION_COLUMNS = ["sector_a", "sector_b", "method", "r", "p_value", "n_models", "n_partial", "note"]
-WELCH_COLUMNS = ["score", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b", "difference",
-                 "t", "df", "p_value", "n_partial", "status", "reason"]
+CORRELATION_COLUMNS = [
+    "sector_a",
+    "sector_b",
+    "method",
+    "r",
+    "p_value",
+    "n_models",
+    "n_partial",
+    "note",
+]
+WELCH_COLUMNS = [
+    "score",
+    "group_a",
+    "group_b",
+    "n_a",
+    "n_b",
+    "mean_a",
+    "mean_b",
+    "difference",
+    "t",
+    "df",
+    "p_value",
+    "n_partial",
+    "status",
+    "reason",
+]
 
 
 def _wide(scores: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -44,8 +73,9 @@ def _wide(scores: pd.DataFrame, column: str) -> pd.DataFrame:
     return scores.pivot(index="model", columns="sector", values=column)
 
 
-def sector_correlation(scores: pd.DataFrame, method: Literal["pearson", "spearman"] = "pearson",
-                       min_models: int = 3) -> pd.DataFrame:
+def sector_correlation(
+    scores: pd.DataFrame, method: Literal["pearson", "spearman"] = "pearson", min_models: int = 3
+) -> pd.DataFrame:
     """Fig. 4(c): correlation of every pair of sector scores across models (long form).
 
     One row per ordered pair of the sectors present (diagonal included), over the models
@@ -57,10 +87,14 @@ def sector_correlation(scores: pd.DataFrame, method: Literal["pearson", "spearma
     if method not in ("pearson", "spearman"):
         raise ValueError(f"method must be 'pearson' or 'spearman'; got {method!r}")
     if min_models < 3:
-        raise ValueError(f"min_models must be >= 3 (a correlation of 2 points is always ±1); got {min_models}")
+        raise ValueError(
+            f"min_models must be >= 3 (a correlation of 2 points is always ±1); got {min_models}"
+        )
     part = scores[scores["sector"].isin(SECTORS)]
     score = _wide(part, "score")
-    partial = _wide(part.assign(partial=part.get("partial", False)), "partial").fillna(False).astype(bool)
+    partial = (
+        _wide(part.assign(partial=part.get("partial", False)), "partial").fillna(False).astype(bool)
+    )
     present = [s for s in SECTORS if s in score.columns]
     rows = []
     for a, b in itertools.product(present, present):
@@ -80,19 +114,32 @@ def sector_correlation(scores: pd.DataFrame, method: Literal["pearson", "spearma
             r, p = float(res.statistic), float(res.pvalue)
         if n_partial and not note:
             note = f"{n_partial} model(s) with a partial score"
-        rows.append({"sector_a": a, "sector_b": b, "method": method, "r": r, "p_value": p,
-                     "n_models": n, "n_partial": n_partial, "note": note})
+        rows.append(
+            {
+                "sector_a": a,
+                "sector_b": b,
+                "method": method,
+                "r": r,
+                "p_value": p,
+                "n_models": n,
+                "n_partial": n_partial,
+                "note": note,
+            }
+        )
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
 
 
 def correlation_matrix(table: pd.DataFrame) -> pd.DataFrame:
     """The square sectors x sectors matrix of :func:`sector_correlation`'s ``r``."""
     order = [s for s in SECTORS if s in set(table["sector_a"])]
-    return table.pivot(index="sector_a", columns="sector_b", values="r").reindex(index=order, columns=order)
+    return table.pivot(index="sector_a", columns="sector_b", values="r").reindex(
+        index=order, columns=order
+    )
 
 
-def architecture_welch(scores: pd.DataFrame, architectures: Mapping[str, str | None],
-                       min_group: int = 2) -> pd.DataFrame:
+def architecture_welch(
+    scores: pd.DataFrame, architectures: Mapping[str, str | None], min_group: int = 2
+) -> pd.DataFrame:
     """Fig. 4(d): Welch's t-test of scores between architecture groups.
 
     ``architectures`` maps a model to its architecture (``None``: unknown, left out). For
@@ -108,7 +155,11 @@ def architecture_welch(scores: pd.DataFrame, architectures: Mapping[str, str | N
     if unknown:
         raise ValueError(f"architectures name model(s) without IRIS scores: {unknown}")
     score = _wide(scores, "score")
-    partial = _wide(scores.assign(partial=scores.get("partial", False)), "partial").fillna(False).astype(bool)
+    partial = (
+        _wide(scores.assign(partial=scores.get("partial", False)), "partial")
+        .fillna(False)
+        .astype(bool)
+    )
     arch = pd.Series({m: architectures.get(m) for m in score.index}, dtype=object)
     known = arch.dropna()
     groups = sorted(set(known))
@@ -118,28 +169,56 @@ def architecture_welch(scores: pd.DataFrame, architectures: Mapping[str, str | N
         members = {g: have[have.index.isin(known[known == g].index)] for g in groups}
         left_out = int((~have.index.isin(known.index)).sum())
         if len(groups) < 2:
-            reason = (f"fewer than two architecture groups among the models ({groups or 'none'}); "
-                      f"set `architecture` in the model configs")
-            rows.append({"score": target, "group_a": groups[0] if groups else "", "group_b": "",
-                         "n_a": len(members[groups[0]]) if groups else 0, "n_b": 0, "status": "n/a",
-                         "reason": reason, "n_partial": int(partial.loc[have.index, target].sum())})
+            reason = (
+                f"fewer than two architecture groups among the models ({groups or 'none'}); "
+                f"set `architecture` in the model configs"
+            )
+            rows.append(
+                {
+                    "score": target,
+                    "group_a": groups[0] if groups else "",
+                    "group_b": "",
+                    "n_a": len(members[groups[0]]) if groups else 0,
+                    "n_b": 0,
+                    "status": "n/a",
+                    "reason": reason,
+                    "n_partial": int(partial.loc[have.index, target].sum()),
+                }
+            )
             continue
         for a, b in itertools.combinations(groups, 2):
             xa, xb = members[a], members[b]
             n_partial = int(partial.loc[[*xa.index, *xb.index], target].sum())
-            row = {"score": target, "group_a": a, "group_b": b, "n_a": len(xa), "n_b": len(xb),
-                   "mean_a": float(xa.mean()) if len(xa) else math.nan,
-                   "mean_b": float(xb.mean()) if len(xb) else math.nan, "n_partial": n_partial}
+            row = {
+                "score": target,
+                "group_a": a,
+                "group_b": b,
+                "n_a": len(xa),
+                "n_b": len(xb),
+                "mean_a": float(xa.mean()) if len(xa) else math.nan,
+                "mean_b": float(xb.mean()) if len(xb) else math.nan,
+                "n_partial": n_partial,
+            }
             row["difference"] = row["mean_a"] - row["mean_b"]
-            small = [f"{g} has {len(x)} model(s)" for g, x in ((a, xa), (b, xb)) if len(x) < min_group]
+            small = [
+                f"{g} has {len(x)} model(s)" for g, x in ((a, xa), (b, xb)) if len(x) < min_group
+            ]
             if small:
-                row |= {"status": "n/a", "reason": f"{'; '.join(small)}, need {min_group} per group"}
+                row |= {
+                    "status": "n/a",
+                    "reason": f"{'; '.join(small)}, need {min_group} per group",
+                }
             elif xa.var(ddof=1) == 0 and xb.var(ddof=1) == 0:
                 row |= {"status": "n/a", "reason": "no variance within either group"}
             else:
                 res = stats.ttest_ind(xa.to_numpy(float), xb.to_numpy(float), equal_var=False)
-                row |= {"t": float(res.statistic), "df": float(res.df), "p_value": float(res.pvalue),
-                        "status": "ok", "reason": ""}
+                row |= {
+                    "t": float(res.statistic),
+                    "df": float(res.df),
+                    "p_value": float(res.pvalue),
+                    "status": "ok",
+                    "reason": "",
+                }
             notes = [row["reason"]] if row["reason"] else []
             if left_out:
                 notes.append(f"{left_out} model(s) without an architecture left out")

@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from genfair.models.clip import CLIP_TEMPLATE, ClipZeroShot, ClipZeroShotBackend, load_clip, text_embeddings
+from genfair.models.clip import (
+    CLIP_TEMPLATE,
+    ClipZeroShot,
+    ClipZeroShotBackend,
+    load_clip,
+    text_embeddings,
+)
 
 __all__ = ["CLIP_TEMPLATE", "ClipTextEncoder", "ClipZeroShot", "ClipZeroShotBackend", "load_clip"]
 
@@ -28,7 +34,9 @@ class ClipTextEncoder:
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str], device: str = "cpu") -> ClipTextEncoder:
         model, processor = load_clip(path, device)
-        return cls(model, processor.tokenizer, f"clip_text:{Path(path).name}")  # = matching.encoder_name
+        return cls(
+            model, processor.tokenizer, f"clip_text:{Path(path).name}"
+        )  # = matching.encoder_name
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return text_embeddings(self.model, self.tokenizer, texts).float().cpu().numpy()

@@ -55,13 +55,22 @@ class LvlmFacetConfig(BaseModel):
     #: reads it): paper-shaped, the direct question favours light over dark skin (+0.3) and
     #: younger over older people (+0.25), single choice p3 males (+0.25)
     simulated: SimulatedVLMRecallPolicy = SimulatedVLMRecallPolicy(
-        kind="planted_recall", default_base=0.6,
-        effects={"direct": {"skin_tone": {"light": 0.15, "dark": -0.15}, "age": {"younger": 0.12, "older": -0.13},
-                            "gender": {"female": 0.03}},
-                 "is_there": {"gender": {"male": 0.02}, "age": {"older": -0.04}},
-                 "person_is": {"gender": {"male": 0.125, "female": -0.125}, "skin_tone": {"dark": 0.02}}},
+        kind="planted_recall",
+        default_base=0.6,
+        effects={
+            "direct": {
+                "skin_tone": {"light": 0.15, "dark": -0.15},
+                "age": {"younger": 0.12, "older": -0.13},
+                "gender": {"female": 0.03},
+            },
+            "is_there": {"gender": {"male": 0.02}, "age": {"older": -0.04}},
+            "person_is": {"gender": {"male": 0.125, "female": -0.125}, "skin_tone": {"dark": 0.02}},
+        },
         class_effects={"direct": {"nurse": {"gender": {"female": 0.2, "male": -0.15}}}},
-        floor=0.02, ceiling=0.98, refusal_share=0.1)
+        floor=0.02,
+        ceiling=0.98,
+        refusal_share=0.1,
+    )
 
     @field_validator("classes")
     @classmethod

@@ -34,8 +34,13 @@ def _label(model: str, simulated: bool) -> str:
 def _models(scores: pd.DataFrame) -> list[tuple[str, bool]]:
     if "model" not in scores:
         return [("model", False)]
-    flags = scores.groupby("model", sort=False)["simulated"].first() if "simulated" in scores else None
-    return [(str(m), bool(flags[m]) if flags is not None else False) for m in dict.fromkeys(scores["model"])]
+    flags = (
+        scores.groupby("model", sort=False)["simulated"].first() if "simulated" in scores else None
+    )
+    return [
+        (str(m), bool(flags[m]) if flags is not None else False)
+        for m in dict.fromkeys(scores["model"])
+    ]
 
 
 def recall_figure(scores: pd.DataFrame, title: str) -> Figure | None:
@@ -46,8 +51,12 @@ def recall_figure(scores: pd.DataFrame, title: str) -> Figure | None:
         return None
     prompts = [p for p in PROMPT_KINDS if p in set(rows["prompt"])]
     models = _models(scores)
-    fig, axes = plt.subplots(len(prompts), len(ATTRIBUTES), figsize=(4.2 * len(ATTRIBUTES), 3.2 * len(prompts)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(prompts),
+        len(ATTRIBUTES),
+        figsize=(4.2 * len(ATTRIBUTES), 3.2 * len(prompts)),
+        squeeze=False,
+    )
     width = 0.8 / max(1, len(models))
     for i, prompt in enumerate(prompts):
         for j, attribute in enumerate(ATTRIBUTES):
@@ -62,9 +71,16 @@ def recall_figure(scores: pd.DataFrame, title: str) -> Figure | None:
                 value = part["value"].to_numpy(dtype=float)
                 low = np.clip(value - part["ci_low"].to_numpy(dtype=float), 0, None)
                 high = np.clip(part["ci_high"].to_numpy(dtype=float) - value, 0, None)
-                ax.errorbar(x, value, yerr=np.nan_to_num(np.vstack([low, high])), fmt="o", capsize=3,
-                            color=f"C{k}", mfc="none" if simulated else f"C{k}",
-                            label=_label(model, simulated) if (i, j) == (0, 0) else None)
+                ax.errorbar(
+                    x,
+                    value,
+                    yerr=np.nan_to_num(np.vstack([low, high])),
+                    fmt="o",
+                    capsize=3,
+                    color=f"C{k}",
+                    mfc="none" if simulated else f"C{k}",
+                    label=_label(model, simulated) if (i, j) == (0, 0) else None,
+                )
             ax.set_xticks(np.arange(len(groups)), groups)
             ax.set(ylim=(0, 1.02), title=f"{PROMPT_IDS[prompt]} {prompt} - {attribute}")
             ax.grid(alpha=0.3, axis="y")
@@ -82,19 +98,35 @@ def disparity_heatmap(scores: pd.DataFrame, title: str) -> Figure | None:
     rows = scores[scores["measure"] == "disparity"]
     if rows.empty:
         return None
-    columns = [(p, a) for p in PROMPT_KINDS for a in ATTRIBUTES
-               if ((rows["prompt"] == p) & (rows["attribute"] == a)).any()]
-    classes = [c for c in dict.fromkeys(rows["class"]) if c not in (POOLED, MACRO)] + [POOLED, MACRO]
-    grid = rows.pivot_table(index="class", columns=["prompt", "attribute"], values="value", aggfunc="first",
-                            dropna=False)
+    columns = [
+        (p, a)
+        for p in PROMPT_KINDS
+        for a in ATTRIBUTES
+        if ((rows["prompt"] == p) & (rows["attribute"] == a)).any()
+    ]
+    classes = [c for c in dict.fromkeys(rows["class"]) if c not in (POOLED, MACRO)] + [
+        POOLED,
+        MACRO,
+    ]
+    grid = rows.pivot_table(
+        index="class",
+        columns=["prompt", "attribute"],
+        values="value",
+        aggfunc="first",
+        dropna=False,
+    )
     grid = grid.reindex(index=classes, columns=pd.MultiIndex.from_tuples(columns))
     values = grid.to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 3, 0.32 * len(classes) + 1.8))
     image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
         ax.text(c, r, "n/a" if math.isnan(v) else f"{v:+.2f}", ha="center", va="center", fontsize=6)
-    ax.set_xticks(range(len(columns)),
-                  [f"{PROMPT_IDS[p]} {'-'.join(DISPARITY_PAIRS[a])}" for p, a in columns], rotation=45, ha="right")
+    ax.set_xticks(
+        range(len(columns)),
+        [f"{PROMPT_IDS[p]} {'-'.join(DISPARITY_PAIRS[a])}" for p, a in columns],
+        rotation=45,
+        ha="right",
+    )
     ax.set_yticks(range(len(classes)), [_CLASS_NAMES.get(c, c) for c in classes])
     fig.colorbar(image, ax=ax, label="recall(a) - recall(b)")
     ax.set_title(title, fontsize=9)

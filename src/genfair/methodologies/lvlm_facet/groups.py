@@ -104,7 +104,9 @@ def gender_group(curated: str) -> str:
     try:
         return _GENDER[curated]
     except KeyError:
-        raise ValueError(f"gender {curated!r} is not a curated FACET value {sorted(_GENDER)}") from None
+        raise ValueError(
+            f"gender {curated!r} is not a curated FACET value {sorted(_GENDER)}"
+        ) from None
 
 
 def age_group(curated: str) -> str:
@@ -112,7 +114,9 @@ def age_group(curated: str) -> str:
     try:
         return _AGE[curated]
     except KeyError:
-        raise ValueError(f"age_group {curated!r} is not a curated FACET value {sorted(_AGE)}") from None
+        raise ValueError(
+            f"age_group {curated!r} is not a curated FACET value {sorted(_AGE)}"
+        ) from None
 
 
 def skin_tone_group(votes: Sequence[int], rule: SkinRule = "majority_bucket") -> str:

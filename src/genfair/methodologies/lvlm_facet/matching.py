@@ -64,7 +64,15 @@ from genfair.resources.group_words import plural_forms
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.lvlm_facet.prompts import CHOICE_LABELS
 
-__all__ = ["CHOICE_OPTIONS", "MATCH_COLUMNS", "TIERS", "AnswerMatcher", "LazyEncoder", "encoder_name", "make_encoder"]
+__all__ = [
+    "CHOICE_OPTIONS",
+    "MATCH_COLUMNS",
+    "TIERS",
+    "AnswerMatcher",
+    "LazyEncoder",
+    "encoder_name",
+    "make_encoder",
+]
 
 MatchKind = Literal["class", "choice"]
 TIERS = ("empty", "quoted", "exact", "contained", "letter", "option_word", "unsure",
@@ -105,7 +113,9 @@ def make_encoder(spec: str = "minilm", device: str = "cpu") -> Embedder:
             f"encoder {spec!r}: use 'minilm', 'sentence_transformers:<path>' or 'clip_text:<path>'"
         )
     if not Path(path).exists():
-        raise FileNotFoundError(f"encoder {spec!r}: {path} does not exist; give a local model folder")
+        raise FileNotFoundError(
+            f"encoder {spec!r}: {path} does not exist; give a local model folder"
+        )
     if kind == "sentence_transformers":
         return _SentenceTransformerEncoder(path, device)
     if kind == "clip_text":
@@ -136,7 +146,9 @@ class LazyEncoder:
         if self._encoder is None:
             self._encoder = make_encoder(self.spec, self.device)
             if getattr(self._encoder, "name", self.name) != self.name:
-                raise RuntimeError(f"encoder {self.spec!r} calls itself {self._encoder.name!r}, not {self.name!r}")
+                raise RuntimeError(
+                    f"encoder {self.spec!r} calls itself {self._encoder.name!r}, not {self.name!r}"
+                )
         return np.asarray(self._encoder.encode(texts))
 
 
@@ -171,11 +183,16 @@ class AnswerMatcher:
             raise ValueError(f"match kind {kind!r}: use 'class' or 'choice'")
         if min_similarity is not None and not -1.0 <= min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [-1, 1] or None, got {min_similarity}")
-        for name, template in (("label_template", label_template), ("answer_template", answer_template)):
+        for name, template in (
+            ("label_template", label_template),
+            ("answer_template", answer_template),
+        ):
             if "{}" not in template:
                 raise ValueError(f"{name} {template!r} must contain '{{}}' where the text goes")
         self.kind = kind
-        self.labels = tuple(labels if labels is not None else (FACET_CLASSES if kind == "class" else CHOICE_OPTIONS))
+        self.labels = tuple(
+            labels if labels is not None else (FACET_CLASSES if kind == "class" else CHOICE_OPTIONS)
+        )
         if not self.labels:
             raise ValueError("AnswerMatcher needs at least one label")
         self.min_similarity = min_similarity
@@ -189,9 +206,13 @@ class AnswerMatcher:
             for last in {words[-1], *plural_forms(words[-1])}:
                 self._forms.setdefault(" ".join([*words[:-1], last]), label)
         self._contained = re.compile(
-            r"\b(" + "|".join(re.escape(f) for f in sorted(self._forms, key=len, reverse=True)) + r")\b"
+            r"\b("
+            + "|".join(re.escape(f) for f in sorted(self._forms, key=len, reverse=True))
+            + r")\b"
         )
-        self._targets = self.cache.embed([label_template.format(normalize_term(x)) for x in self.labels])
+        self._targets = self.cache.embed(
+            [label_template.format(normalize_term(x)) for x in self.labels]
+        )
 
     # --- pre-pass -----------------------------------------------------------------------
 
@@ -246,8 +267,13 @@ class AnswerMatcher:
                 pending[text] = self.answer_template.format(cleaned)
         if pending:
             scores = self.cache.embed(list(pending.values())) @ self._targets.T
-            decided |= nearest_labels(list(pending), scores, self.labels, self.min_similarity,
-                                      ("encoder", "below_min_similarity"))
+            decided |= nearest_labels(
+                list(pending),
+                scores,
+                self.labels,
+                self.min_similarity,
+                ("encoder", "below_min_similarity"),
+            )
         self.cache.save()
         rows = [(t, *decided[t], self.encoder_name) for t in texts]
         frame = pd.DataFrame(rows, columns=MATCH_COLUMNS)

@@ -30,7 +30,12 @@ import pandas as pd
 
 from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
 from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
-from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, lvlm_persons, resolve_classes
+from genfair.methodologies.lvlm_facet.groups import (
+    ATTRIBUTES,
+    DISPARITY_PAIRS,
+    lvlm_persons,
+    resolve_classes,
+)
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.metrics.recall import POOLED
 from genfair.models.questions import RecallQuestion
@@ -48,8 +53,16 @@ DIRECT_ONLY_BACKENDS = ("clip",)
 
 def _headline(attribute: str, prompt: str) -> Headline:
     a, b = DISPARITY_PAIRS[attribute]
-    where = {"measure": "disparity", "prompt": prompt, "attribute": attribute, "class": POOLED, "group": f"{a}-{b}"}
-    return Headline(f"disparity.{attribute}.{prompt}", "value", where, "closer to 0", ("ci_low", "ci_high"))
+    where = {
+        "measure": "disparity",
+        "prompt": prompt,
+        "attribute": attribute,
+        "class": POOLED,
+        "group": f"{a}-{b}",
+    }
+    return Headline(
+        f"disparity.{attribute}.{prompt}", "value", where, "closer to 0", ("ci_low", "ci_high")
+    )
 
 
 class LvlmFacet(Methodology):
@@ -72,27 +85,46 @@ class LvlmFacet(Methodology):
 
         path = Path(config.persons)
         if not path.is_file():
-            raise FileNotFoundError(f"methodologies.lvlm_facet.persons: {path} not found; run the curate_facet "
-                                    "stage first (dvc repro curate_facet)")
-        persons = lvlm_persons(pd.read_parquet(path), config.classes, config.skin_rule, source=str(path))
+            raise FileNotFoundError(
+                f"methodologies.lvlm_facet.persons: {path} not found; run the curate_facet "
+                "stage first (dvc repro curate_facet)"
+            )
+        persons = lvlm_persons(
+            pd.read_parquet(path), config.classes, config.skin_rule, source=str(path)
+        )
         if persons.empty:
-            raise ValueError(f"{path}: no single-person image of the classes {config.classes!r}; choose other "
-                             "methodologies.lvlm_facet.classes (`all` keeps every class)")
+            raise ValueError(
+                f"{path}: no single-person image of the classes {config.classes!r}; choose other "
+                "methodologies.lvlm_facet.classes (`all` keeps every class)"
+            )
         if config.max_persons is not None and len(persons) > config.max_persons:
-            keep = np.random.default_rng(seed).choice(len(persons), config.max_persons, replace=False)
+            keep = np.random.default_rng(seed).choice(
+                len(persons), config.max_persons, replace=False
+            )
             persons = persons.iloc[np.sort(keep)].reset_index(drop=True)
         folder = path.parent if config.image == "crop" else Path(config.images_dir)
-        probes = probe_rows(persons, folder, config.prompts, shuffle_seed=config.shuffle_seed,
-                            class_display=config.class_display, image=config.image)
+        probes = probe_rows(
+            persons,
+            folder,
+            config.prompts,
+            shuffle_seed=config.shuffle_seed,
+            class_display=config.class_display,
+            image=config.image,
+        )
         missing = sorted({p for p in probes["image_path"] if not Path(p).is_file()})
         if missing:
-            raise FileNotFoundError(f"{len(missing)} image(s) of {path} not found, e.g. {missing[0]}; set "
-                                    "methodologies.lvlm_facet.images_dir to the FACET release's image folder")
+            raise FileNotFoundError(
+                f"{len(missing)} image(s) of {path} not found, e.g. {missing[0]}; set "
+                "methodologies.lvlm_facet.images_dir to the FACET release's image folder"
+            )
         hashes = {p: sha256_file(p) for p in dict.fromkeys(probes["image_path"])}
         probes["image_sha256"] = probes["image_path"].map(hashes)
         fixture = persons.set_index("person_id")["fixture"] if "fixture" in persons else None
-        probes["fixture"] = (probes["person_id"].map(fixture).fillna(False).astype(bool) if fixture is not None
-                             else False)
+        probes["fixture"] = (
+            probes["person_id"].map(fixture).fillna(False).astype(bool)
+            if fixture is not None
+            else False
+        )
         return probes
 
     # ---- generate@<model>-lvlm_facet
@@ -104,13 +136,27 @@ class LvlmFacet(Methodology):
         for row in probes.to_dict("records"):
             message = vlm_message(row["text"], [row["image_path"]])
             if message["content"][0]["sha256"] != row["image_sha256"]:
-                raise ValueError(f"{row['image_path']} changed since the probes were built: rebuild them "
-                                 "(dvc repro probes@lvlm_facet)")
+                raise ValueError(
+                    f"{row['image_path']} changed since the probes were built: rebuild them "
+                    "(dvc repro probes@lvlm_facet)"
+                )
             # SIMULATORS read these; real models never see them
-            meta = RecallQuestion(policy=POLICY, cls=row["class"], prompt=row["prompt"], plant=config.simulated,
-                                  **{a: row[a] for a in ATTRIBUTES}).meta()
-            calls.append(Call(probe_id=row["probe_id"], messages=(message,), max_attempts=1,
-                              max_tokens=config.max_tokens, meta=meta))
+            meta = RecallQuestion(
+                policy=POLICY,
+                cls=row["class"],
+                prompt=row["prompt"],
+                plant=config.simulated,
+                **{a: row[a] for a in ATTRIBUTES},
+            ).meta()
+            calls.append(
+                Call(
+                    probe_id=row["probe_id"],
+                    messages=(message,),
+                    max_attempts=1,
+                    max_tokens=config.max_tokens,
+                    meta=meta,
+                )
+            )
         return calls
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
@@ -120,7 +166,9 @@ class LvlmFacet(Methodology):
 
         return "refused" if is_refusal(text) else "ok"
 
-    def generate(self, probes: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext) -> pd.DataFrame:
+    def generate(
+        self, probes: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext
+    ) -> pd.DataFrame:
         mine = self.probes_for(probes, ctx.modality)
         if ctx.model.backend in DIRECT_ONLY_BACKENDS:
             mine = mine[mine["prompt"] == "direct"]
@@ -128,8 +176,13 @@ class LvlmFacet(Methodology):
 
     # ---- label@<model>-lvlm_facet
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: LvlmFacetConfig,
-              ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self,
+        probes: pd.DataFrame,
+        responses: pd.DataFrame,
+        config: LvlmFacetConfig,
+        ctx: StepContext,
+    ) -> pd.DataFrame:
         """One row per answer: the probe's class, prompt and groups, ``status``, the
         ``answer`` and its matched ``label`` (a class, or yes / no / unknown), ``tier``,
         ``similarity`` and ``encoder``. Error rows (no answer) stay unmatched."""
@@ -137,18 +190,35 @@ class LvlmFacet(Methodology):
 
     # ---- metrics@<model>-lvlm_facet
 
-    def metrics(self, labels: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext | None = None) -> MetricsResult:
-        from genfair.methodologies.lvlm_facet.results import SCORE_COLUMNS, headline, recall_tables, score_rows
+    def metrics(
+        self, labels: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext | None = None
+    ) -> MetricsResult:
+        from genfair.methodologies.lvlm_facet.results import (
+            SCORE_COLUMNS,
+            headline,
+            recall_tables,
+            score_rows,
+        )
 
         answered = labels[labels["status"] != "error"] if len(labels) else labels
         summary: dict[str, Any] = {
             "images": int(labels["person_id"].nunique()) if len(labels) else 0,
-            "answers": {str(p): {str(k): int(v) for k, v in part["status"].value_counts().items()}
-                        for p, part in labels.groupby("prompt", sort=False)} if len(labels) else {},
-            "tiers": {str(k): int(v) for k, v in labels["tier"].value_counts().items()} if len(labels) else {},
+            "answers": {
+                str(p): {str(k): int(v) for k, v in part["status"].value_counts().items()}
+                for p, part in labels.groupby("prompt", sort=False)
+            }
+            if len(labels)
+            else {},
+            "tiers": {str(k): int(v) for k, v in labels["tier"].value_counts().items()}
+            if len(labels)
+            else {},
             "fixture": bool(labels["fixture"].astype(bool).any()) if len(labels) else False,
-            "instruments": {"encoder": str(labels["encoder"].dropna().iloc[0]) if labels["encoder"].notna().any()
-                            else config.encoder, "min_similarity": config.min_similarity},
+            "instruments": {
+                "encoder": str(labels["encoder"].dropna().iloc[0])
+                if labels["encoder"].notna().any()
+                else config.encoder,
+                "min_similarity": config.min_similarity,
+            },
             "empty_group_recall": config.empty_group_recall,
             "simulated": bool(ctx.model.simulated) if ctx is not None else None,
         }
@@ -159,7 +229,9 @@ class LvlmFacet(Methodology):
         present = set(labels["class"])
         classes = [c for c in resolve_classes(config.classes) if c in present]
         tables = recall_tables(labels, classes, config.confidence, config.empty_group_recall)
-        summary["headline"] = {k: (None if np.isnan(v) else round(v, 6)) for k, v in headline(tables).items()}
+        summary["headline"] = {
+            k: (None if np.isnan(v) else round(v, 6)) for k, v in headline(tables).items()
+        }
         summary["classes"] = classes
         return MetricsResult(scores=score_rows(tables), tables=tables, summary=summary)
 
@@ -183,37 +255,56 @@ class LvlmFacet(Methodology):
             name = f"{model} (SIMULATED)" if simulated else (model or title)
             heat = disparity_heatmap(rows, f"{title}: {name} disparity per class")
             if heat is not None:
-                out.append((heat, "disparity_heatmap.png" if len(models) == 1 else f"disparity_heatmap_{model}.png"))
+                out.append(
+                    (
+                        heat,
+                        "disparity_heatmap.png"
+                        if len(models) == 1
+                        else f"disparity_heatmap_{model}.png",
+                    )
+                )
         return out
 
 
-def label_answers(probes: pd.DataFrame, responses: pd.DataFrame, config: LvlmFacetConfig,
-                  cache_dir: Path | None = None, encoder: Any = None) -> pd.DataFrame:
+def label_answers(
+    probes: pd.DataFrame,
+    responses: pd.DataFrame,
+    config: LvlmFacetConfig,
+    cache_dir: Path | None = None,
+    encoder: Any = None,
+) -> pd.DataFrame:
     """:meth:`LvlmFacet.label` (``cache_dir``: where the embeddings are kept, None = in
     memory; ``encoder``: instead of ``config.encoder``, e.g. a test's)."""
     from genfair.curation.config import FACET_CLASSES
     from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, LazyEncoder
 
     rows = probes[["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture"]]
-    merged = responses[["probe_id", "status", "text"]].merge(rows, on="probe_id", how="left", validate="one_to_one")
+    merged = responses[["probe_id", "status", "text"]].merge(
+        rows, on="probe_id", how="left", validate="one_to_one"
+    )
     if merged["prompt"].isna().any():
         unknown = merged.loc[merged["prompt"].isna(), "probe_id"].iloc[0]
-        raise ValueError(f"response probe_id {unknown!r} is not in the lvlm_facet probes: rebuild the probes "
-                         "and rerun generate")
+        raise ValueError(
+            f"response probe_id {unknown!r} is not in the lvlm_facet probes: rebuild the probes "
+            "and rerun generate"
+        )
     merged = merged.rename(columns={"text": "answer"})
     encoder = encoder if encoder is not None else LazyEncoder(config.encoder)
     for column in ("label", "tier", "encoder"):
         merged[column] = None
     merged["similarity"] = np.nan
     answered = merged["status"] != "error"
-    for kind, labels, rows_of in (("class", FACET_CLASSES, merged["prompt"] == "direct"),
-                                  ("choice", None, merged["prompt"] != "direct")):
+    for kind, labels, rows_of in (
+        ("class", FACET_CLASSES, merged["prompt"] == "direct"),
+        ("choice", None, merged["prompt"] != "direct"),
+    ):
         chosen = answered & rows_of
         if not chosen.any():
             continue
         cache = Path(cache_dir) / f"{kind}_embeddings.npz" if cache_dir is not None else None
-        matcher = AnswerMatcher(kind, encoder, labels=labels, min_similarity=config.min_similarity,
-                                cache_path=cache)
+        matcher = AnswerMatcher(
+            kind, encoder, labels=labels, min_similarity=config.min_similarity, cache_path=cache
+        )
         found = matcher.match(merged.loc[chosen, "answer"].tolist())
         for column in ("label", "similarity", "encoder"):
             merged.loc[chosen, column] = found[column].to_numpy()

@@ -16,11 +16,25 @@ import pandas as pd
 
 from genfair.curation.config import FACET_CLASSES
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES
-from genfair.methodologies.lvlm_facet.prompts import PROMPT_IDS, PROMPT_KINDS, direct_prompt, single_choice_prompt
+from genfair.methodologies.lvlm_facet.prompts import (
+    PROMPT_IDS,
+    PROMPT_KINDS,
+    direct_prompt,
+    single_choice_prompt,
+)
 
 __all__ = ["PROBE_COLUMNS", "probe_rows"]
 
-PROBE_COLUMNS = ["probe_id", "person_id", "prompt", "prompt_id", "text", "image_path", "class", *ATTRIBUTES]
+PROBE_COLUMNS = [
+    "probe_id",
+    "person_id",
+    "prompt",
+    "prompt_id",
+    "text",
+    "image_path",
+    "class",
+    *ATTRIBUTES,
+]
 
 
 def probe_rows(
@@ -48,7 +62,9 @@ def probe_rows(
     for prompt in prompts:
         for person in persons.to_dict("records"):  # "class" is no attribute name
             cls = person["class"]
-            text = direct if prompt == "direct" else single_choice_prompt(cls, prompt, class_display)  # type: ignore[arg-type]
+            text = (
+                direct if prompt == "direct" else single_choice_prompt(cls, prompt, class_display)
+            )  # type: ignore[arg-type]
             rows.append({
                 "probe_id": f"{person['person_id']}:{prompt}",
                 "person_id": person["person_id"],

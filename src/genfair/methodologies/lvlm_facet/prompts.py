@@ -85,7 +85,9 @@ def single_choice_prompt(
 ) -> str:
     """p2 (``is_there``) or p3 (``person_is``) about class ``cls``."""
     if kind not in SINGLE_CHOICE_TEMPLATES:
-        raise ValueError(f"single-choice kind {kind!r}: use one of {sorted(SINGLE_CHOICE_TEMPLATES)}")
+        raise ValueError(
+            f"single-choice kind {kind!r}: use one of {sorted(SINGLE_CHOICE_TEMPLATES)}"
+        )
     if cls not in FACET_CLASSES:
         raise ValueError(f"{cls!r} is not a FACET class (genfair.curation.config.FACET_CLASSES)")
     return SINGLE_CHOICE_TEMPLATES[kind].format(cls=display_class(cls, class_display))

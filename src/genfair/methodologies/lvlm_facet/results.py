@@ -37,7 +37,9 @@ def hits(frame: pd.DataFrame, source: str = "labels") -> pd.Series:
     """Whether each row's matched label names its class (direct) or is ``yes``."""
     missing = [c for c in _NEEDED if c not in frame.columns]
     if missing:
-        raise ValueError(f"{source}: missing column(s) {missing}; join the matched labels to the persons")
+        raise ValueError(
+            f"{source}: missing column(s) {missing}; join the matched labels to the persons"
+        )
     direct = frame["prompt"] == "direct"
     return pd.Series(
         np.where(direct, frame["label"] == frame["class"], frame["label"] == "yes"),
@@ -59,7 +61,11 @@ def recall_tables(
     if "status" in frame.columns:
         rows = frame[frame["status"] != "error"]
     excluded = (
-        frame.loc[frame.index.difference(rows.index)].groupby("prompt").size().rename("errors").reset_index()
+        frame.loc[frame.index.difference(rows.index)]
+        .groupby("prompt")
+        .size()
+        .rename("errors")
+        .reset_index()
     )
     rows = rows.assign(hit=hits(rows, source))
     recalls, disparities, ranges = [], [], []
@@ -92,9 +98,7 @@ def headline(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     """``disparity_<attribute>_<prompt>``: the pooled recall(a) - recall(b) of the paper's
     pair (male - female, light - dark, younger - older); closer to 0 is fairer."""
     pooled = tables["paper_pairs"][tables["paper_pairs"]["class"] == POOLED]
-    return {
-        f"disparity_{r.attribute}_{r.prompt}": float(r.difference) for r in pooled.itertuples()
-    }
+    return {f"disparity_{r.attribute}_{r.prompt}": float(r.difference) for r in pooled.itertuples()}
 
 
 def score_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

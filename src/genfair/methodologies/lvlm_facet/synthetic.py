@@ -145,8 +145,11 @@ DEFAULT_POLICY = PlantedRecall(
         "person_is": dict.fromkeys(PAPER_CLASSES, 0.7),
     },
     effects={
-        "direct": {"skin_tone": {"light": 0.15, "dark": -0.15}, "age": {"younger": 0.12, "older": -0.13},
-                   "gender": {"female": 0.03}},
+        "direct": {
+            "skin_tone": {"light": 0.15, "dark": -0.15},
+            "age": {"younger": 0.12, "older": -0.13},
+            "gender": {"female": 0.03},
+        },
         "is_there": {"gender": {"male": 0.02}, "age": {"older": -0.04}},
         "person_is": {"gender": {"male": 0.125, "female": -0.125}, "skin_tone": {"dark": 0.02}},
     },  # fmt: skip
@@ -155,7 +158,10 @@ DEFAULT_POLICY = PlantedRecall(
 
 
 def simulate_answers(
-    persons: pd.DataFrame, prompts: Sequence[str], policy: PlantedRecall = DEFAULT_POLICY, seed: int = 0
+    persons: pd.DataFrame,
+    prompts: Sequence[str],
+    policy: PlantedRecall = DEFAULT_POLICY,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """One SIMULATED answer per person (a :func:`.groups.lvlm_persons` table) and prompt:
     the persons' columns plus ``prompt``, ``planted_p`` and ``answer``."""
@@ -163,7 +169,9 @@ def simulate_answers(
     for prompt in prompts:
         p = policy.probabilities(persons, prompt)
         answers = [
-            simulated_answer(float(pk), c, prompt, policy.refusal_share, derive_seed(seed, pid, prompt))
+            simulated_answer(
+                float(pk), c, prompt, policy.refusal_share, derive_seed(seed, pid, prompt)
+            )
             for pk, c, pid in zip(p, persons["class"], persons["person_id"], strict=True)
         ]
         frames.append(persons.assign(prompt=prompt, planted_p=p, answer=answers))
@@ -183,4 +191,6 @@ def planted_recalls(answers: pd.DataFrame, classes: Sequence[str]) -> pd.DataFra
             rows.append((prompt, attribute, cls, group, len(cell), cell["planted_p"].mean()))
         for (prompt, group), cell in chosen.groupby(["prompt", attribute]):
             rows.append((prompt, attribute, POOLED, group, len(cell), cell["planted_p"].mean()))
-    return pd.DataFrame(rows, columns=["prompt", "attribute", "class", "group", "n", "planted_recall"])
+    return pd.DataFrame(
+        rows, columns=["prompt", "attribute", "class", "group", "n", "planted_recall"]
+    )

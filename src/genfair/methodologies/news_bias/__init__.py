@@ -78,17 +78,43 @@ from genfair.models.runner import Call, Verdict
 log = logging.getLogger(__name__)
 
 PROBE_COLUMNS = [
-    "probe_id", "kind", "prompt_type", "article_id", "headline", "prompt", "body", "max_attempts",
+    "probe_id",
+    "kind",
+    "prompt_type",
+    "article_id",
+    "headline",
+    "prompt",
+    "body",
+    "max_attempts",
     "max_tokens",
 ]
 LABEL_COLUMNS = [
-    "pair_id", "prompt_type", "article_id", "headline", "status", "attempts",
-    "generated_text", "original_text", "finish_reason",
+    "pair_id",
+    "prompt_type",
+    "article_id",
+    "headline",
+    "status",
+    "attempts",
+    "generated_text",
+    "original_text",
+    "finish_reason",
 ]
 SCORE_COLUMNS = [
-    "prompt_type", "level", "attribute", "measure", "mean", "ci_low", "ci_high", "n",
-    "n_dropped", "prejudice_group", "prejudice_n_base", "prejudice_pct",
-    "prejudice_change", "prejudice_change_ci_low", "prejudice_change_ci_high",
+    "prompt_type",
+    "level",
+    "attribute",
+    "measure",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "n_dropped",
+    "prejudice_group",
+    "prejudice_n_base",
+    "prejudice_pct",
+    "prejudice_change",
+    "prejudice_change_ci_low",
+    "prejudice_change_ci_high",
 ]
 ATTRIBUTES = ("gender", "race")
 
@@ -109,9 +135,13 @@ def prompt_for(headline: str, prompt_type: PromptType, base_model_prompt: bool =
 
 
 def _headline(level: str, attribute: str, measure: str) -> Headline:
-    return Headline(f"unbiased.{level}.{attribute}.{measure}", "mean",
-                    {"prompt_type": "unbiased", "level": level, "attribute": attribute, "measure": measure},
-                    "lower" if measure == "W" else "closer to 0", ("ci_low", "ci_high"))
+    return Headline(
+        f"unbiased.{level}.{attribute}.{measure}",
+        "mean",
+        {"prompt_type": "unbiased", "level": level, "attribute": attribute, "measure": measure},
+        "lower" if measure == "W" else "closer to 0",
+        ("ci_low", "ci_high"),
+    )
 
 
 class NewsBias(Methodology):
@@ -119,16 +149,29 @@ class NewsBias(Methodology):
     LLM-written news against the originals, at word, sentence and document level."""
 
     name: ClassVar[str] = "news_bias"
-    plots = (Plot("bars_unbiased", "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
-                  "mean", "label", "bar_horizontal"),)
+    plots = (
+        Plot(
+            "bars_unbiased",
+            "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
+            "mean",
+            "label",
+            "bar_horizontal",
+        ),
+    )
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
     metric_keys = ("prompt_type", "level", "attribute", "measure")
     # W, S, T: lower is less biased; a refusal of a biased prompt is not a worse answer (not ranked)
-    ranking = Ranking(("prompt_type", "level", "attribute", "measure"), "mean", True,
-                      unranked=("level", ("refusal",)))
-    headline = (*(_headline("word", a, "W") for a in ATTRIBUTES),
-                *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")))
+    ranking = Ranking(
+        ("prompt_type", "level", "attribute", "measure"),
+        "mean",
+        True,
+        unranked=("level", ("refusal",)),
+    )
+    headline = (
+        *(_headline("word", a, "W") for a in ATTRIBUTES),
+        *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")),
+    )
 
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
@@ -139,7 +182,9 @@ class NewsBias(Methodology):
             log.warning(warning)
         missing = [c for c in ("article_id", "headline", "body") if c not in corpus]
         if missing:
-            raise ValueError(f"{config.corpus}: missing column(s) {missing}; run collect_news to build it")
+            raise ValueError(
+                f"{config.corpus}: missing column(s) {missing}; run collect_news to build it"
+            )
         corpus = corpus[["article_id", "headline", "body"]]
         if corpus["article_id"].duplicated().any():
             raise ValueError(f"{config.corpus}: duplicate article_id values")
@@ -150,34 +195,41 @@ class NewsBias(Methodology):
         for article in corpus.to_dict("records"):
             for prompt_type in dict.fromkeys(config.prompt_types):
                 prompt = prompt_for(article["headline"], prompt_type, config.base_model_prompt)
-                rows.append({
-                    "probe_id": stable_hash(
-                        ["news_bias", article["article_id"], prompt_type, prompt], 16
-                    ),
-                    "kind": "news",
-                    "prompt_type": prompt_type,
-                    "article_id": article["article_id"],
-                    "headline": article["headline"],
-                    "prompt": prompt,
-                    "body": article["body"],
-                    "max_attempts": 1,
-                    "max_tokens": config.max_tokens,
-                })
+                rows.append(
+                    {
+                        "probe_id": stable_hash(
+                            ["news_bias", article["article_id"], prompt_type, prompt], 16
+                        ),
+                        "kind": "news",
+                        "prompt_type": prompt_type,
+                        "article_id": article["article_id"],
+                        "headline": article["headline"],
+                        "prompt": prompt,
+                        "body": article["body"],
+                        "max_attempts": 1,
+                        "max_tokens": config.max_tokens,
+                    }
+                )
         return pd.DataFrame(rows, columns=PROBE_COLUMNS)
 
     def calls(self, probes: pd.DataFrame, config: NewsBiasConfig, modality: str) -> list[Call]:
         return [
             Call.text(
-                row["probe_id"], row["prompt"],
+                row["probe_id"],
+                row["prompt"],
                 max_attempts=int(row["max_attempts"]),
                 max_tokens=int(row["max_tokens"]),
                 temperature=config.sampling.temperature,
                 top_p=config.sampling.top_p,
                 meta={
                     # simulators: the planted rewrite of the prompt type
-                    **RewriteQuestion(policy=row["kind"] if row["prompt_type"] == "unbiased"
-                                      else f"{row['kind']}_{row['prompt_type']}", article=row["body"],
-                                      plant=getattr(config.simulated, row["prompt_type"])).meta(),
+                    **RewriteQuestion(
+                        policy=row["kind"]
+                        if row["prompt_type"] == "unbiased"
+                        else f"{row['kind']}_{row['prompt_type']}",
+                        article=row["body"],
+                        plant=getattr(config.simulated, row["prompt_type"]),
+                    ).meta(),
                     "prompt_type": row["prompt_type"],
                 },
             )
@@ -189,12 +241,19 @@ class NewsBias(Methodology):
         full detector, in batches)."""
         return "refused" if not text.strip() or is_refusal(opening(text)) else "ok"
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: NewsBiasConfig | None = None,
-              ctx: StepContext | None = None) -> pd.DataFrame:
+    def label(
+        self,
+        probes: pd.DataFrame,
+        responses: pd.DataFrame,
+        config: NewsBiasConfig | None = None,
+        ctx: StepContext | None = None,
+    ) -> pd.DataFrame:
         """The pair table: each response's text next to its original article, refusals
         marked by :class:`RefusalDetector` (with ``config.refusal_similarity``)."""
         config = config or NewsBiasConfig()
-        kept = [c for c in ("probe_id", "status", "attempts", "text", "finish_reason") if c in responses]
+        kept = [
+            c for c in ("probe_id", "status", "attempts", "text", "finish_reason") if c in responses
+        ]
         merged = probes.merge(responses[kept], on="probe_id", how="inner", validate="one_to_one")
         answered = (merged["status"] == "ok").to_numpy()
         refused = np.zeros(len(merged), dtype=bool)
@@ -202,20 +261,25 @@ class NewsBias(Methodology):
             detector = RefusalDetector(similarity=config.refusal_similarity)
             refused[answered] = detector.detect(merged.loc[answered, "text"].fillna("").tolist())
         status = np.where(answered & refused, "refused", merged["status"].to_numpy())
-        return pd.DataFrame({
-            "pair_id": merged["probe_id"],
-            "prompt_type": merged["prompt_type"],
-            "article_id": merged["article_id"],
-            "headline": merged["headline"],
-            "status": status,
-            "attempts": merged["attempts"],
-            "generated_text": merged["text"],
-            "original_text": merged["body"],
-            # Table 3: a "length" finish shows an article cut by max_tokens
-            "finish_reason": merged["finish_reason"] if "finish_reason" in merged else None,
-        }, columns=LABEL_COLUMNS)
+        return pd.DataFrame(
+            {
+                "pair_id": merged["probe_id"],
+                "prompt_type": merged["prompt_type"],
+                "article_id": merged["article_id"],
+                "headline": merged["headline"],
+                "status": status,
+                "attempts": merged["attempts"],
+                "generated_text": merged["text"],
+                "original_text": merged["body"],
+                # Table 3: a "length" finish shows an article cut by max_tokens
+                "finish_reason": merged["finish_reason"] if "finish_reason" in merged else None,
+            },
+            columns=LABEL_COLUMNS,
+        )
 
-    def metrics(self, labels: pd.DataFrame, config: NewsBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
+    def metrics(
+        self, labels: pd.DataFrame, config: NewsBiasConfig, ctx: StepContext | None = None
+    ) -> MetricsResult:
         """Refusal rate, word level and sentence level per prompt type (no resampling:
         t-intervals)."""
         counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
@@ -234,9 +298,17 @@ class NewsBias(Methodology):
             part = labels[labels["prompt_type"] == prompt_type]
             refusal = _refusal(part["status"], level)
             refusals.append({"prompt_type": prompt_type, **refusal})
-            rows.append({"prompt_type": prompt_type, "level": "refusal", "measure": "refusal_rate",
-                         "mean": refusal["rate"], "ci_low": refusal["ci_low"],
-                         "ci_high": refusal["ci_high"], "n": refusal["n_answered"]})
+            rows.append(
+                {
+                    "prompt_type": prompt_type,
+                    "level": "refusal",
+                    "measure": "refusal_rate",
+                    "mean": refusal["rate"],
+                    "ci_low": refusal["ci_low"],
+                    "ci_high": refusal["ci_high"],
+                    "n": refusal["n_answered"],
+                }
+            )
             entry: dict[str, Any] = {"refusal": refusal}
             ok = part[part["status"] == "ok"]
             if not ok.empty:
@@ -247,8 +319,9 @@ class NewsBias(Methodology):
                     entry["word"][attribute] = word
                     rows.append(_word_row(prompt_type, attribute, word))
                     details["word"].append(_tagged(table, prompt_type, attribute))
-                    differences.append(_tagged(pd.DataFrame(word["group_differences"]),
-                                               prompt_type, attribute))
+                    differences.append(
+                        _tagged(pd.DataFrame(word["group_differences"]), prompt_type, attribute)
+                    )
                 sentence_tables = sentence_level_pairs(ok, counter, scorers, ATTRIBUTES)
                 for attribute, table in sentence_tables.items():
                     sentence = summarize_sentence_level(table, attribute, level)
@@ -269,20 +342,32 @@ class NewsBias(Methodology):
         )
         summary["prompt_comparison"] = tables["prompt_comparison"].to_dict("records")
         # the refusal detector's rate on the original articles: its false-positive estimate
-        fp = refusal_false_positive(labels, RefusalDetector(similarity=config.refusal_similarity).detect, level)
+        fp = refusal_false_positive(
+            labels, RefusalDetector(similarity=config.refusal_similarity).detect, level
+        )
         summary["refusal_false_positive"] = fp
         tables["refusal_false_positive"] = pd.DataFrame([fp])
         # Table 3: average word count per prompt type, and the share cut by max_tokens
-        tables["article_lengths"] = article_lengths(labels, list(dict.fromkeys(config.prompt_types)), level)
+        tables["article_lengths"] = article_lengths(
+            labels, list(dict.fromkeys(config.prompt_types)), level
+        )
         summary["article_lengths"] = tables["article_lengths"].to_dict("records")
-        rows.append({"prompt_type": "original", "level": "refusal", "measure": "detector_false_positive_rate",
-                     "mean": fp["rate"], "ci_low": fp["ci_low"], "ci_high": fp["ci_high"], "n": fp["n"]})
+        rows.append(
+            {
+                "prompt_type": "original",
+                "level": "refusal",
+                "measure": "detector_false_positive_rate",
+                "mean": fp["rate"],
+                "ci_low": fp["ci_low"],
+                "ci_high": fp["ci_high"],
+                "n": fp["n"],
+            }
+        )
         return MetricsResult(
             scores=pd.DataFrame(rows, columns=SCORE_COLUMNS),
             tables=tables,
             summary=jsonable(summary),
         )
-
 
     def study(self, config: NewsBiasConfig, ctx: StudyContext) -> StudyResult | None:
         """The document level: one LDA over the originals and every model's articles."""
@@ -296,8 +381,9 @@ class NewsBias(Methodology):
             return None
         generated = {run.model.name: generated_articles(run.labels()) for run in ctx.runs}
         simulated = {run.model.name for run in ctx.runs if run.model.simulated}
-        return document_level_study(originals_of(ctx.probes()), generated, config, ctx.seed,
-                                    simulated=simulated)
+        return document_level_study(
+            originals_of(ctx.probes()), generated, config, ctx.seed, simulated=simulated
+        )
 
     def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
         """Paper 001 Figs. 2-10 style bars with their confidence intervals."""
@@ -316,8 +402,14 @@ class NewsBias(Methodology):
 
         return plot_tables(board)
 
-    def run_record(self, model: str, config: Any, scores: pd.DataFrame, summary: dict[str, Any],
-                   study: StudyResult | None) -> tuple[dict[str, Any], dict[str, float]]:
+    def run_record(
+        self,
+        model: str,
+        config: Any,
+        scores: pd.DataFrame,
+        summary: dict[str, Any],
+        study: StudyResult | None,
+    ) -> tuple[dict[str, Any], dict[str, float]]:
         params, metrics = super().run_record(model, config, scores, summary, study)
         if "race_name_table" in summary:
             params[f"{self.name}.instrument.race_name_table"] = summary["race_name_table"]
@@ -331,13 +423,24 @@ def _refusal(status: pd.Series, level: float) -> dict[str, Any]:
     out = {f"n_{s}": int(counts.get(s, 0)) for s in ("ok", "refused", "invalid", "error")}
     answered = status[status != "error"]
     ci = proportion_ci(int((answered == "refused").sum()), len(answered), level)
-    return {**out, "rate": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
-            "n_answered": ci["n"]}
+    return {
+        **out,
+        "rate": ci["mean"],
+        "ci_low": ci["ci_low"],
+        "ci_high": ci["ci_high"],
+        "n_answered": ci["n"],
+    }
 
 
 def _word_row(prompt_type: str, attribute: str, word: dict[str, Any]) -> dict[str, Any]:
-    row = {"prompt_type": prompt_type, "level": "word", "attribute": attribute, "measure": "W",
-           **word["W"], "n_dropped": word["n_dropped"]}
+    row = {
+        "prompt_type": prompt_type,
+        "level": "word",
+        "attribute": attribute,
+        "measure": "W",
+        **word["W"],
+        "n_dropped": word["n_dropped"],
+    }
     if "prejudice" in word:
         row.update(_prejudice(word["prejudice"], "decrease"))
     return row
@@ -346,8 +449,14 @@ def _word_row(prompt_type: str, attribute: str, word: dict[str, Any]) -> dict[st
 def _sentence_row(
     prompt_type: str, attribute: str, measure: str, entry: dict[str, Any]
 ) -> dict[str, Any]:
-    row = {"prompt_type": prompt_type, "level": "sentence", "attribute": attribute,
-           "measure": measure, **entry["mean"], "n_dropped": entry["n_dropped"]}
+    row = {
+        "prompt_type": prompt_type,
+        "level": "sentence",
+        "attribute": attribute,
+        "measure": measure,
+        **entry["mean"],
+        "n_dropped": entry["n_dropped"],
+    }
     if "prejudice" in entry:
         row.update(_prejudice(entry["prejudice"], "change"))
     return row
@@ -370,4 +479,3 @@ def _tagged(table: pd.DataFrame, prompt_type: str, attribute: str) -> pd.DataFra
     out.insert(0, "attribute", attribute)
     out.insert(0, "prompt_type", prompt_type)
     return out
-

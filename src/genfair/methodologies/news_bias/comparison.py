@@ -40,8 +40,18 @@ from genfair.methodologies.news_bias.sentence_level import MEASURES
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP
 
 COLUMNS = [
-    "level", "attribute", "measure", "mean_unbiased", "mean_biased", "delta", "delta_ci_low",
-    "delta_ci_high", "n_unbiased", "n_biased", "statistic", "p_value",
+    "level",
+    "attribute",
+    "measure",
+    "mean_unbiased",
+    "mean_biased",
+    "delta",
+    "delta_ci_low",
+    "delta_ci_high",
+    "n_unbiased",
+    "n_biased",
+    "statistic",
+    "p_value",
 ]
 
 
@@ -70,8 +80,12 @@ def welch_delta(
     if b.size >= 2 and u.size >= 2 and (b.var() > 0 or u.var() > 0):
         result = stats.ttest_ind(b, u, equal_var=False)
         ci = result.confidence_interval(confidence)
-        out.update(statistic=float(result.statistic), p_value=float(result.pvalue),
-                   delta_ci_low=float(ci.low), delta_ci_high=float(ci.high))
+        out.update(
+            statistic=float(result.statistic),
+            p_value=float(result.pvalue),
+            delta_ci_low=float(ci.low),
+            delta_ci_high=float(ci.high),
+        )
     return out
 
 
@@ -94,10 +108,14 @@ def prompt_comparison(
         for attribute, part in table.groupby("attribute", sort=False):
             values = dict(_measures(part, measures, level, attribute))
             for measure, by_prompt in values.items():
-                rows.append({
-                    "level": level, "attribute": attribute, "measure": measure,
-                    **welch_delta(by_prompt["biased"], by_prompt["unbiased"], confidence),
-                })
+                rows.append(
+                    {
+                        "level": level,
+                        "attribute": attribute,
+                        "measure": measure,
+                        **welch_delta(by_prompt["biased"], by_prompt["unbiased"], confidence),
+                    }
+                )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -109,28 +127,51 @@ def _measures(
         if measure not in part:
             continue
         kept = part[~part[dropped].astype(bool)]
-        out.append((measure, {p: kept.loc[kept["prompt_type"] == p, measure].to_numpy(float)
-                              for p in ("unbiased", "biased")}))
+        out.append(
+            (
+                measure,
+                {
+                    p: kept.loc[kept["prompt_type"] == p, measure].to_numpy(float)
+                    for p in ("unbiased", "biased")
+                },
+            )
+        )
     focal = FOCAL_GROUP.get(attribute)
     if level == "word" and focal and f"f_h_{focal}" in part:
         kept = part[~part["dropped"].astype(bool)]
         change = 100.0 * (kept[f"f_h_{focal}"] - kept[f"f_o_{focal}"])
-        out.append((f"change_{focal}_pp", {p: change[kept["prompt_type"] == p].to_numpy(float)
-                                           for p in ("unbiased", "biased")}))
+        out.append(
+            (
+                f"change_{focal}_pp",
+                {
+                    p: change[kept["prompt_type"] == p].to_numpy(float)
+                    for p in ("unbiased", "biased")
+                },
+            )
+        )
         # base: kept pairs whose original has the focal group (word_level.prejudice_summary)
-        out += _prejudice_measures(kept, kept[f"f_o_{focal}"] > 0, 100.0 * kept[f"f_h_{focal}"],
-                                   100.0 * kept[f"f_o_{focal}"], "lower", "")
+        out += _prejudice_measures(
+            kept,
+            kept[f"f_o_{focal}"] > 0,
+            100.0 * kept[f"f_h_{focal}"],
+            100.0 * kept[f"f_o_{focal}"],
+            "lower",
+            "",
+        )
     if level == "sentence" and focal:
         for measure, direction in MEASURES.items():
             h_col, o_col = f"h_{measure}_{focal}", f"o_{measure}_{focal}"
             if h_col in part and o_col in part:
                 h, o = part[h_col].astype(float), part[o_col].astype(float)
-                out += _prejudice_measures(part, h.notna() & o.notna(), h, o, direction, f"_{measure}")
+                out += _prejudice_measures(
+                    part, h.notna() & o.notna(), h, o, direction, f"_{measure}"
+                )
     return out
 
 
-def prejudice_values(base: pd.Series, generated: pd.Series, original: pd.Series,
-                     direction: str = "lower") -> tuple[np.ndarray, np.ndarray]:
+def prejudice_values(
+    base: pd.Series, generated: pd.Series, original: pd.Series, direction: str = "lower"
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-article values behind a prejudice figure: the indicator (100 or 0) of prejudice
     over the ``base`` articles, and the change ``generated - original`` over the prejudiced
     ones (prejudice: ``generated < original`` for ``lower``, ``>`` for ``higher``)."""
@@ -141,9 +182,24 @@ def prejudice_values(base: pd.Series, generated: pd.Series, original: pd.Series,
     return 100.0 * prejudiced[base], (h - o)[prejudiced]
 
 
-def _prejudice_measures(part: pd.DataFrame, base: pd.Series, generated: pd.Series, original: pd.Series,
-                        direction: str, suffix: str) -> list[tuple[str, dict[str, np.ndarray]]]:
-    sides = {p: prejudice_values(base[part["prompt_type"] == p], generated[part["prompt_type"] == p],
-                                 original[part["prompt_type"] == p], direction) for p in ("unbiased", "biased")}
-    return [(f"prejudice_pct{suffix}", {p: v[0] for p, v in sides.items()}),
-            (f"prejudice_change{suffix}", {p: v[1] for p, v in sides.items()})]
+def _prejudice_measures(
+    part: pd.DataFrame,
+    base: pd.Series,
+    generated: pd.Series,
+    original: pd.Series,
+    direction: str,
+    suffix: str,
+) -> list[tuple[str, dict[str, np.ndarray]]]:
+    sides = {
+        p: prejudice_values(
+            base[part["prompt_type"] == p],
+            generated[part["prompt_type"] == p],
+            original[part["prompt_type"] == p],
+            direction,
+        )
+        for p in ("unbiased", "biased")
+    }
+    return [
+        (f"prejudice_pct{suffix}", {p: v[0] for p, v in sides.items()}),
+        (f"prejudice_change{suffix}", {p: v[1] for p, v in sides.items()}),
+    ]

@@ -60,9 +60,11 @@ class SimulatedPlants(_Strict):
     reads it): female words turned male and "Black <occupation>" turned "White" per occurrence."""
 
     unbiased: SimulatedRewritePolicy = SimulatedRewritePolicy(
-        kind="rewrite", female_to_male=0.3, black_to_white=0.3, refusal_rate=0.05)
+        kind="rewrite", female_to_male=0.3, black_to_white=0.3, refusal_rate=0.05
+    )
     biased: SimulatedRewritePolicy = SimulatedRewritePolicy(
-        kind="rewrite", female_to_male=0.6, black_to_white=0.6, refusal_rate=0.3)
+        kind="rewrite", female_to_male=0.6, black_to_white=0.6, refusal_rate=0.3
+    )
 
 
 class NewsBiasConfig(_Strict):

@@ -10,7 +10,9 @@ import pandas as pd
 from genfair.curation.news import EMBEDDED_SOURCE
 
 
-def embedded_corpus_warning(corpus: pd.DataFrame, paper_scale: bool, path: str = "corpus") -> str | None:
+def embedded_corpus_warning(
+    corpus: pd.DataFrame, paper_scale: bool, path: str = "corpus"
+) -> str | None:
     """The warning to log when ``paper_scale`` and ``corpus`` (its ``source`` column) holds
     articles of the embedded corpus; None otherwise."""
     if not paper_scale or "source" not in corpus:
@@ -18,10 +20,12 @@ def embedded_corpus_warning(corpus: pd.DataFrame, paper_scale: bool, path: str =
     embedded = int((corpus["source"] == EMBEDDED_SOURCE).sum())
     if not embedded:
         return None
-    return (f"scale=paper, but {embedded} of {len(corpus)} articles of {path} come from the embedded corpus "
-            f"({EMBEDDED_SOURCE}: 2000s ABC news, headlines derived from the first sentence), not the paper's "
-            "8,629 New York Times / Reuters articles: the news_bias numbers are not a reproduction of paper 001. "
-            "Configure feed, sitemap or file sources for collect_news (conf/curation) to collect a comparable corpus.")
+    return (
+        f"scale=paper, but {embedded} of {len(corpus)} articles of {path} come from the embedded corpus "
+        f"({EMBEDDED_SOURCE}: 2000s ABC news, headlines derived from the first sentence), not the paper's "
+        "8,629 New York Times / Reuters articles: the news_bias numbers are not a reproduction of paper 001. "
+        "Configure feed, sitemap or file sources for collect_news (conf/curation) to collect a comparable corpus."
+    )
 
 
 __all__ = ["embedded_corpus_warning"]

@@ -26,9 +26,14 @@ def bias_bars(scores: pd.DataFrame, title: str, column: str = "mean") -> Figure:
     ``attribute``, ``measure``, ``mean``, ``ci_low``, ``ci_high``; ``simulated`` optional).
     Refusal rates get their own panel.
     """
-    panels = [(lvl, a, m) for lvl in (*_LEVELS, "refusal")
-              for (a, m) in scores.loc[scores["level"] == lvl, ["attribute", "measure"]]
-              .fillna("").drop_duplicates().itertuples(index=False)]
+    panels = [
+        (lvl, a, m)
+        for lvl in (*_LEVELS, "refusal")
+        for (a, m) in scores.loc[scores["level"] == lvl, ["attribute", "measure"]]
+        .fillna("")
+        .drop_duplicates()
+        .itertuples(index=False)
+    ]
     if not panels:
         fig, ax = plt.subplots(figsize=(4, 2))
         ax.text(0.5, 0.5, "no scores", ha="center", va="center")
@@ -39,27 +44,42 @@ def bias_bars(scores: pd.DataFrame, title: str, column: str = "mean") -> Figure:
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.2 * rows), squeeze=False)
     models = list(dict.fromkeys(scores["model"]))
     prompts = list(dict.fromkeys(scores["prompt_type"]))
-    simulated = scores.groupby("model")["simulated"].first().to_dict() if "simulated" in scores else {}
+    simulated = (
+        scores.groupby("model")["simulated"].first().to_dict() if "simulated" in scores else {}
+    )
     width = 0.8 / max(1, len(prompts))
     for ax, (level, attribute, measure) in zip(axes.flat, panels, strict=False):
-        part = scores[(scores["level"] == level) & (scores["attribute"].fillna("") == attribute)
-                      & (scores["measure"] == measure)]
+        part = scores[
+            (scores["level"] == level)
+            & (scores["attribute"].fillna("") == attribute)
+            & (scores["measure"] == measure)
+        ]
         for j, prompt in enumerate(prompts):
             sub = part[part["prompt_type"] == prompt].set_index("model").reindex(models)
             x = np.arange(len(models)) + (j - (len(prompts) - 1) / 2) * width
             y = sub[column].to_numpy(float)
             low = np.clip(y - sub["ci_low"].to_numpy(float), 0, None)
             high = np.clip(sub["ci_high"].to_numpy(float) - y, 0, None)
-            bars = ax.bar(x, np.nan_to_num(y), width, label=prompt, color=f"C{j}",
-                          yerr=np.nan_to_num([low, high]), capsize=3)
+            bars = ax.bar(
+                x,
+                np.nan_to_num(y),
+                width,
+                label=prompt,
+                color=f"C{j}",
+                yerr=np.nan_to_num([low, high]),
+                capsize=3,
+            )
             for bar, model in zip(bars, models, strict=True):
                 if simulated.get(model):
                     bar.set_hatch("//")
-        ax.set_xticks(np.arange(len(models)),
-                      [f"{m}\n(simulated)" if simulated.get(m) else m for m in models], fontsize=7)
+        ax.set_xticks(
+            np.arange(len(models)),
+            [f"{m}\n(simulated)" if simulated.get(m) else m for m in models],
+            fontsize=7,
+        )
         ax.set_title(f"{level} · {attribute or 'all'} · {measure}", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_axis_off()
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(title)

@@ -20,8 +20,18 @@ import pandas as pd
 
 from genfair.metrics.intervals import mean_ci, proportion_ci
 
-COLUMNS = ["prompt_type", "n", "mean_words", "ci_low", "ci_high", "n_length", "length_share",
-           "length_ci_low", "length_ci_high", "n_finish_reason"]
+COLUMNS = [
+    "prompt_type",
+    "n",
+    "mean_words",
+    "ci_low",
+    "ci_high",
+    "n_length",
+    "length_share",
+    "length_ci_low",
+    "length_ci_high",
+    "n_finish_reason",
+]
 
 
 def word_count(text: Any) -> int:
@@ -29,7 +39,9 @@ def word_count(text: Any) -> int:
     return len(text.split()) if isinstance(text, str) else 0
 
 
-def article_lengths(labels: pd.DataFrame, prompt_types: list[str], confidence: float = 0.95) -> pd.DataFrame:
+def article_lengths(
+    labels: pd.DataFrame, prompt_types: list[str], confidence: float = 0.95
+) -> pd.DataFrame:
     """Table 3 per prompt type (``ok`` articles of ``labels``) and for the originals.
 
     ``labels``: the news_bias label table (``prompt_type``, ``status``, ``generated_text``,
@@ -41,21 +53,44 @@ def article_lengths(labels: pd.DataFrame, prompt_types: list[str], confidence: f
         ok = labels[(labels["prompt_type"] == prompt_type) & (labels["status"] == "ok")]
         if ok.empty:
             continue
-        words = mean_ci(np.array([word_count(t) for t in ok["generated_text"]], dtype=float), confidence)
+        words = mean_ci(
+            np.array([word_count(t) for t in ok["generated_text"]], dtype=float), confidence
+        )
         reasons = ok["finish_reason"].dropna() if "finish_reason" in ok else pd.Series(dtype=object)
         cut = proportion_ci(int((reasons == "length").sum()), len(reasons), confidence)
-        rows.append({"prompt_type": prompt_type, "n": len(ok), "mean_words": words["mean"],
-                     "ci_low": words["ci_low"], "ci_high": words["ci_high"],
-                     "n_length": int((reasons == "length").sum()), "length_share": cut["mean"],
-                     "length_ci_low": cut["ci_low"], "length_ci_high": cut["ci_high"],
-                     "n_finish_reason": len(reasons)})
+        rows.append(
+            {
+                "prompt_type": prompt_type,
+                "n": len(ok),
+                "mean_words": words["mean"],
+                "ci_low": words["ci_low"],
+                "ci_high": words["ci_high"],
+                "n_length": int((reasons == "length").sum()),
+                "length_share": cut["mean"],
+                "length_ci_low": cut["ci_low"],
+                "length_ci_high": cut["ci_high"],
+                "n_finish_reason": len(reasons),
+            }
+        )
     originals = labels.drop_duplicates("article_id")
     if not originals.empty:
-        words = mean_ci(np.array([word_count(t) for t in originals["original_text"]], dtype=float), confidence)
-        rows.append({"prompt_type": "original", "n": len(originals), "mean_words": words["mean"],
-                     "ci_low": words["ci_low"], "ci_high": words["ci_high"], "n_length": 0,
-                     "length_share": math.nan, "length_ci_low": math.nan, "length_ci_high": math.nan,
-                     "n_finish_reason": 0})
+        words = mean_ci(
+            np.array([word_count(t) for t in originals["original_text"]], dtype=float), confidence
+        )
+        rows.append(
+            {
+                "prompt_type": "original",
+                "n": len(originals),
+                "mean_words": words["mean"],
+                "ci_low": words["ci_low"],
+                "ci_high": words["ci_high"],
+                "n_length": 0,
+                "length_share": math.nan,
+                "length_ci_low": math.nan,
+                "length_ci_high": math.nan,
+                "n_finish_reason": 0,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -51,7 +51,10 @@ def refusal_false_positive(
         raise ValueError(f"detect returned {flags.shape} flags for {len(texts)} texts")
     ci = proportion_ci(int(flags.sum()), len(texts), confidence)
     return {
-        "rate": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"], "n": ci["n"],
+        "rate": ci["mean"],
+        "ci_low": ci["ci_low"],
+        "ci_high": ci["ci_high"],
+        "n": ci["n"],
         "n_flagged": int(flags.sum()),
         "flagged_examples": originals["article_id"][flags].astype(str).head(examples).tolist(),
     }

@@ -6,8 +6,21 @@ import pandas as pd
 
 from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
 
-_SHOWN = ["model", "simulated", "prompt_type", "level", "attribute", "measure", "mean", "ci_low", "ci_high", "n",
-          "rank", "prejudice_group", "prejudice_pct"]
+_SHOWN = [
+    "model",
+    "simulated",
+    "prompt_type",
+    "level",
+    "attribute",
+    "measure",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "rank",
+    "prejudice_group",
+    "prejudice_pct",
+]
 
 
 def report_section(ctx: ReportContext) -> ReportSection:
@@ -17,28 +30,42 @@ def report_section(ctx: ReportContext) -> ReportSection:
     section = ReportSection(
         title="News bias of AI-generated content",
         intro="Fang et al. have each LLM write news articles from real headlines and compare them with the "
-              "originals: W (word level) is the average change of gender and race word shares, S and T "
-              "(sentence level) the changes of sentiment and toxicity towards each group, and the document "
-              "level compares topic distributions. Lower W is less biased; S and T are best close to 0. The "
-              "biased prompt asks for an androcentric journalist's article: a model that refuses it more "
-              "is not penalised (refusal rates are shown, never ranked).",
+        "originals: W (word level) is the average change of gender and race word shares, S and T "
+        "(sentence level) the changes of sentiment and toxicity towards each group, and the document "
+        "level compares topic distributions. Lower W is less biased; S and T are best close to 0. The "
+        "biased prompt asks for an androcentric journalist's article: a model that refuses it more "
+        "is not penalised (refusal rates are shown, never ranked).",
     )
     if board.empty:
         return section
-    section.figures.append(ReportFigure(
-        bias_bars(board, "News bias per model, level and prompt (95% CI)"),
-        "Recomputes the paper's Figs. 2-10 bars: per level, attribute and measure, each model's mean with its "
-        "95% interval, unbiased and biased prompts side by side, and the refusal rates. Look for bars whose "
-        "interval excludes 0 and for how much the biased prompt raises them. Hatched bars are SIMULATED "
-        "models with planted biases.", "bias_bars"))
-    section.tables.append(ctx.leaderboard(_SHOWN, "Rank among real models, per prompt, level, attribute and "
-                                          "measure (lower is less biased); simulators and refusal rates are never "
-                                          "ranked."))
+    section.figures.append(
+        ReportFigure(
+            bias_bars(board, "News bias per model, level and prompt (95% CI)"),
+            "Recomputes the paper's Figs. 2-10 bars: per level, attribute and measure, each model's mean with its "
+            "95% interval, unbiased and biased prompts side by side, and the refusal rates. Look for bars whose "
+            "interval excludes 0 and for how much the biased prompt raises them. Hatched bars are SIMULATED "
+            "models with planted biases.",
+            "bias_bars",
+        )
+    )
+    section.tables.append(
+        ctx.leaderboard(
+            _SHOWN,
+            "Rank among real models, per prompt, level, attribute and "
+            "measure (lower is less biased); simulators and refusal rates are never "
+            "ranked.",
+        )
+    )
     for name in ("perplexity", "chi2", "example_topics"):
         frame = ctx.study_table(name)
         if frame is not None:
-            section.tables.append(ReportTable(f"Document level: {name}", frame,
-                                              "From the study-level topic model over every model's articles."))
+            section.tables.append(
+                ReportTable(
+                    f"Document level: {name}",
+                    frame,
+                    "From the study-level topic model over every model's articles.",
+                )
+            )
     return section
 
 
@@ -47,7 +74,19 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     if board.empty:
         return {}
     rows = board[(board["prompt_type"] == "unbiased") & board["level"].isin(["word", "sentence"])]
-    label = [f"{m}{' (SIMULATED)' if s else ''} · {lv} · {a} · {ms}" for m, s, lv, a, ms in
-             zip(rows["model"], rows["simulated"], rows["level"], rows["attribute"], rows["measure"])]
-    return {"bars_unbiased": pd.DataFrame({"label": label, "mean": rows["mean"].to_numpy(),
-                                           "ci_low": rows["ci_low"].to_numpy(), "ci_high": rows["ci_high"].to_numpy()})}
+    label = [
+        f"{m}{' (SIMULATED)' if s else ''} · {lv} · {a} · {ms}"
+        for m, s, lv, a, ms in zip(
+            rows["model"], rows["simulated"], rows["level"], rows["attribute"], rows["measure"]
+        )
+    ]
+    return {
+        "bars_unbiased": pd.DataFrame(
+            {
+                "label": label,
+                "mean": rows["mean"].to_numpy(),
+                "ci_low": rows["ci_low"].to_numpy(),
+                "ci_high": rows["ci_high"].to_numpy(),
+            }
+        )
+    }

@@ -273,7 +273,7 @@ def summarize_sentence_level(
         "n_pairs": int(len(table)),
         "instruments": dict(table.attrs.get("instruments", {})),
     }
-    for m in [c[len("dropped_"):] for c in table.columns if c.startswith("dropped_")]:
+    for m in [c[len("dropped_") :] for c in table.columns if c.startswith("dropped_")]:
         col = {"sentiment": "S", "toxicity": "T"}.get(m, m)
         dropped = table[f"dropped_{m}"].to_numpy(dtype=bool)
         entry = {

@@ -58,9 +58,22 @@ log = logging.getLogger(__name__)
 ORIGINALS = "originals"
 ATTRIBUTES = ("gender", "race")
 SCORE_COLUMNS = [
-    "model", "prompt_type", "attribute", "level", "measure", "mean", "ci_low", "ci_high", "n",
-    "n_dropped", "prejudice_group", "prejudice_n_base", "prejudice_pct", "prejudice_change",
-    "prejudice_change_ci_low", "prejudice_change_ci_high",
+    "model",
+    "prompt_type",
+    "attribute",
+    "level",
+    "measure",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "n_dropped",
+    "prejudice_group",
+    "prejudice_n_base",
+    "prejudice_pct",
+    "prejudice_change",
+    "prejudice_change_ci_low",
+    "prejudice_change_ci_high",
 ]
 
 
@@ -90,8 +103,9 @@ def document_level_study(
     left out of the LDA fit under ``documents.lda_fit: real_unbiased`` (see
     :func:`fit_corpora`)."""
     cfg = config.documents
-    counter = counter or GroupWordCounter.from_files(config.gender_words, config.occupations,
-                                                     config.names)
+    counter = counter or GroupWordCounter.from_files(
+        config.gender_words, config.occupations, config.names
+    )
     lemma = lemmatizer(cfg.lemmatize)
     originals = originals.drop_duplicates("article_id").sort_values("article_id", kind="stable")
     corpora: dict[str, pd.DataFrame] = {ORIGINALS: originals.rename(columns={"body": "text"})}
@@ -103,15 +117,25 @@ def document_level_study(
     fitted = fit_corpora(list(corpora), cfg.lda_fit, simulated)
     all_docs = [d for name in fitted for d in docs[name] if d]
     if len(all_docs) < 3:
-        raise ValueError(f"the document level needs at least 3 non-empty articles to fit its LDA on "
-                         f"({cfg.lda_fit}: {fitted}); got {len(all_docs)}")
+        raise ValueError(
+            f"the document level needs at least 3 non-empty articles to fit its LDA on "
+            f"({cfg.lda_fit}: {fitted}); got {len(all_docs)}"
+        )
 
-    k, perplexity = choose_num_topics(all_docs, cfg.num_topics_grid, cfg.holdout_fraction, seed,
-                                      passes=cfg.passes, iterations=cfg.iterations)
+    k, perplexity = choose_num_topics(
+        all_docs,
+        cfg.num_topics_grid,
+        cfg.holdout_fraction,
+        seed,
+        passes=cfg.passes,
+        iterations=cfg.iterations,
+    )
     log.info("LDA: %d topics chosen from %s on %d documents", k, cfg.num_topics_grid, len(all_docs))
     model, vocab = fit_lda(all_docs, k, seed, passes=cfg.passes, iterations=cfg.iterations)
-    theta = {name: document_topics(model, vocab, ds, cfg.minimum_probability, seed)
-             for name, ds in docs.items()}
+    theta = {
+        name: document_topics(model, vocab, ds, cfg.minimum_probability, seed)
+        for name, ds in docs.items()
+    }
 
     chi2_rows, assoc_rows, example_parts = [], [], []
     associations: dict[tuple[str, str], dict[str, set[int]]] = {}
@@ -120,27 +144,47 @@ def document_level_study(
         topics = sentence_topics(model, vocab, [tokenize(s, lemma) for s in sentences], seed)
         for attribute in ATTRIBUTES:
             groups = counter.groups(attribute)
-            assigned = assign_groups(counter.count_many(sentences, attribute)) if sentences \
+            assigned = (
+                assign_groups(counter.count_many(sentences, attribute))
+                if sentences
                 else np.zeros(0, dtype=int)
+            )
             labels = [groups[g] if g >= 0 else NEUTRAL for g in assigned]
             O = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
-            row: dict[str, Any] = {"corpus": name, "attribute": attribute,
-                                   "n_sentences": int(O.sum()), "num_topics": k}
+            row: dict[str, Any] = {
+                "corpus": name,
+                "attribute": attribute,
+                "n_sentences": int(O.sum()),
+                "num_topics": k,
+            }
             assoc: dict[str, set[int]] = {g: set() for g in groups}
             try:
                 test = chi2_test(O)
-                row.update(statistic=test.statistic, dof=test.dof, p_value=test.pvalue,
-                           topics_used=test.n_topics)
+                row.update(
+                    statistic=test.statistic,
+                    dof=test.dof,
+                    p_value=test.pvalue,
+                    topics_used=test.n_topics,
+                )
                 residuals = standardized_residuals(O)
                 assoc = associated_topics(residuals, groups, cfg.residual_threshold)
                 for group, topic_ids in assoc.items():
                     m = list(groups).index(group)
-                    assoc_rows += [{"corpus": name, "attribute": attribute, "group": group,
-                                    "topic": t, "residual": float(residuals[t, m]),
-                                    "sentences": int(O[t, m])} for t in sorted(topic_ids)]
+                    assoc_rows += [
+                        {
+                            "corpus": name,
+                            "attribute": attribute,
+                            "group": group,
+                            "topic": t,
+                            "residual": float(residuals[t, m]),
+                            "sentences": int(O[t, m]),
+                        }
+                        for t in sorted(topic_ids)
+                    ]
             except ValueError as exc:  # too few groups present for a test
-                row.update(statistic=np.nan, dof=np.nan, p_value=np.nan, topics_used=np.nan,
-                           note=str(exc))
+                row.update(
+                    statistic=np.nan, dof=np.nan, p_value=np.nan, topics_used=np.nan, note=str(exc)
+                )
             chi2_rows.append(row)
             associations[(name, attribute)] = assoc
             examples = example_topics(model, assoc, cfg.example_words, cfg.relevance_lambda)
@@ -160,30 +204,48 @@ def document_level_study(
             groups = counter.groups(attribute)
             focus = FOCAL_GROUP[attribute]
             g_h = document_distribution(theta[name], associations[(name, attribute)], groups)
-            g_o = document_distribution(theta[ORIGINALS][rows], associations[(ORIGINALS, attribute)], groups)
+            g_o = document_distribution(
+                theta[ORIGINALS][rows], associations[(ORIGINALS, attribute)], groups
+            )
             bias = document_bias(g_h, g_o, groups, focus, config.confidence_level)
             pairs = bias.pairs.assign(pair_id=frame["pair_id"].to_numpy()[bias.pairs["pair"]])
-            pair_parts.append(pairs.drop(columns="pair").assign(
-                model=model_name, prompt_type=prompt_type, attribute=attribute))
+            pair_parts.append(
+                pairs.drop(columns="pair").assign(
+                    model=model_name, prompt_type=prompt_type, attribute=attribute
+                )
+            )
             s = bias.summary
-            score_rows.append({
-                "model": model_name, "prompt_type": prompt_type, "attribute": attribute,
-                "level": "document", "measure": "W", "mean": s["W_mean"], "ci_low": s["W_low"],
-                "ci_high": s["W_high"], "n": s["n"], "n_dropped": s["n_dropped"],
-                "prejudice_group": focus, "prejudice_n_base": s["n"],
-                "prejudice_pct": s["prejudice_pct"], "prejudice_change": s["decrease_pct"],
-                "prejudice_change_ci_low": s["decrease_low_pct"],
-                "prejudice_change_ci_high": s["decrease_high_pct"],
-            })
+            score_rows.append(
+                {
+                    "model": model_name,
+                    "prompt_type": prompt_type,
+                    "attribute": attribute,
+                    "level": "document",
+                    "measure": "W",
+                    "mean": s["W_mean"],
+                    "ci_low": s["W_low"],
+                    "ci_high": s["W_high"],
+                    "n": s["n"],
+                    "n_dropped": s["n_dropped"],
+                    "prejudice_group": focus,
+                    "prejudice_n_base": s["n"],
+                    "prejudice_pct": s["prejudice_pct"],
+                    "prejudice_change": s["decrease_pct"],
+                    "prejudice_change_ci_low": s["decrease_low_pct"],
+                    "prejudice_change_ci_high": s["decrease_high_pct"],
+                }
+            )
     pairs_table = pd.concat(pair_parts, ignore_index=True) if pair_parts else pd.DataFrame()
     comparison_rows = document_prompt_comparison(pairs_table, config.confidence_level)
     tables = {
         "perplexity": perplexity,
         "chi2": pd.DataFrame(chi2_rows),
-        "associations": pd.DataFrame(assoc_rows, columns=["corpus", "attribute", "group", "topic",
-                                                          "residual", "sentences"]),
+        "associations": pd.DataFrame(
+            assoc_rows, columns=["corpus", "attribute", "group", "topic", "residual", "sentences"]
+        ),
         "example_topics": pd.concat(example_parts, ignore_index=True)[
-            ["corpus", "attribute", "group", "topic", "top_words"]],
+            ["corpus", "attribute", "group", "topic", "top_words"]
+        ],
         "pairs": pairs_table,
         "scores": pd.DataFrame(score_rows, columns=SCORE_COLUMNS),
         "prompt_comparison": comparison_rows,
@@ -194,16 +256,28 @@ def document_level_study(
         "lda_fit": cfg.lda_fit,
         "lda_corpora": fitted,
         "lemmatizer": "simplemma" if cfg.lemmatize else "none",
-        "scores": {f"{r['model']}.{r['prompt_type']}.{r['attribute']}": {
-            "W": r["mean"], "W_ci": [r["ci_low"], r["ci_high"]], "n": r["n"],
-            "prejudice_pct": r["prejudice_pct"]} for r in score_rows},
+        "scores": {
+            f"{r['model']}.{r['prompt_type']}.{r['attribute']}": {
+                "W": r["mean"],
+                "W_ci": [r["ci_low"], r["ci_high"]],
+                "n": r["n"],
+                "prejudice_pct": r["prejudice_pct"],
+            }
+            for r in score_rows
+        },
     }
-    params = {"document.num_topics": k, "document.lemmatizer": summary["lemmatizer"], "document.documents": len(all_docs),
-              "document.lda_fit": cfg.lda_fit}
+    params = {
+        "document.num_topics": k,
+        "document.lemmatizer": summary["lemmatizer"],
+        "document.documents": len(all_docs),
+        "document.lda_fit": cfg.lda_fit,
+    }
     return StudyResult(tables=tables, summary=jsonable(summary), params=params)
 
 
-def fit_corpora(names: Sequence[str], mode: str, simulated: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def fit_corpora(
+    names: Sequence[str], mode: str, simulated: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
     """The corpora (``originals`` and ``<model>/<prompt_type>``) the LDA is fitted on:
     ``all`` of them, or (``real_unbiased``) the originals and the unbiased articles of the
     models not in ``simulated``."""
@@ -234,14 +308,30 @@ def document_prompt_comparison(pairs: pd.DataFrame, confidence: float = 0.95) ->
         sides = {p: part[part["prompt_type"] == p] for p in ("unbiased", "biased")}
         if not all(len(v) for v in sides.values()):
             continue
-        values = {p: prejudice_values(pd.Series(True, index=v.index), 100.0 * v["generated_share"],
-                                      100.0 * v["original_share"], "lower") for p, v in sides.items()}
-        measures = {"W": {p: v["W"].to_numpy(float) for p, v in sides.items()},
-                    "prejudice_pct": {p: v[0] for p, v in values.items()},
-                    "prejudice_change": {p: v[1] for p, v in values.items()}}
+        values = {
+            p: prejudice_values(
+                pd.Series(True, index=v.index),
+                100.0 * v["generated_share"],
+                100.0 * v["original_share"],
+                "lower",
+            )
+            for p, v in sides.items()
+        }
+        measures = {
+            "W": {p: v["W"].to_numpy(float) for p, v in sides.items()},
+            "prejudice_pct": {p: v[0] for p, v in values.items()},
+            "prejudice_change": {p: v[1] for p, v in values.items()},
+        }
         for measure, by in measures.items():
-            rows.append({"model": model_name, "level": "document", "attribute": attribute, "measure": measure,
-                         **welch_delta(by["biased"], by["unbiased"], confidence)})
+            rows.append(
+                {
+                    "model": model_name,
+                    "level": "document",
+                    "attribute": attribute,
+                    "measure": measure,
+                    **welch_delta(by["biased"], by["unbiased"], confidence),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -257,6 +347,11 @@ def originals_of(probes: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__: Sequence[str] = [
-    "ORIGINALS", "document_level_study", "document_prompt_comparison", "fit_corpora", "generated_articles", "lemmatizer",
+    "ORIGINALS",
+    "document_level_study",
+    "document_prompt_comparison",
+    "fit_corpora",
+    "generated_articles",
+    "lemmatizer",
     "originals_of",
 ]

@@ -72,9 +72,7 @@ def word_level_from_counts(
     h = np.asarray(h_counts, dtype=np.int64)
     o = np.asarray(o_counts, dtype=np.int64)
     if h.shape != o.shape or h.ndim != 2 or h.shape[1] != len(groups):
-        raise ValueError(
-            f"counts must both be (n, {len(groups)}); got {h.shape} and {o.shape}"
-        )
+        raise ValueError(f"counts must both be (n, {len(groups)}); got {h.shape} and {o.shape}")
     n = h.shape[0]
     ids = list(range(n)) if pair_ids is None else list(pair_ids)
     n_h, n_o = h.sum(axis=1), o.sum(axis=1)
@@ -125,7 +123,7 @@ def word_level_pairs(
 
 
 def _groups_of(table: pd.DataFrame) -> list[str]:
-    return [c[len("f_h_"):] for c in table.columns if c.startswith("f_h_")]
+    return [c[len("f_h_") :] for c in table.columns if c.startswith("f_h_")]
 
 
 def prejudice_summary(table: pd.DataFrame, group: str, confidence: float = 0.95) -> dict:

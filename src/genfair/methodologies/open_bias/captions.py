@@ -64,7 +64,9 @@ def _table(rows: list[tuple[str, str, str]], source: str) -> pd.DataFrame:
 def _check_unique_ids(frame: pd.DataFrame, path: Path) -> None:
     duplicated = frame["caption_id"][frame["caption_id"].duplicated()].tolist()
     if duplicated:
-        raise CaptionDataError(f"{path}: caption_id not unique: {duplicated[:5]}; give each row its own id")
+        raise CaptionDataError(
+            f"{path}: caption_id not unique: {duplicated[:5]}; give each row its own id"
+        )
 
 
 def load_caption_set(path: str | Path = DEFAULT_CAPTION_SET) -> pd.DataFrame:
@@ -83,7 +85,9 @@ def load_caption_set(path: str | Path = DEFAULT_CAPTION_SET) -> pd.DataFrame:
     for column in required:
         empty = frame.index[frame[column].str.strip() == ""].tolist()
         if empty:
-            raise CaptionDataError(f"{path}: empty {column} in data row(s) {[i + 1 for i in empty[:5]]}")
+            raise CaptionDataError(
+                f"{path}: empty {column} in data row(s) {[i + 1 for i in empty[:5]]}"
+            )
     frame["caption"] = frame["caption"].map(clean_caption)
     frame["source"] = path.stem
     _check_unique_ids(frame, path)
@@ -122,7 +126,9 @@ def load_coco_captions(
     category_ids = {int(c["id"]) for c in instances["categories"] if c.get("name") == category}
     if not category_ids:
         names = sorted({str(c.get("name")) for c in instances["categories"]})
-        raise CaptionDataError(f"{instances_path}: no category named {category!r}; it has {names[:10]}...")
+        raise CaptionDataError(
+            f"{instances_path}: no category named {category!r}; it has {names[:10]}..."
+        )
     per_image: dict[int, int] = defaultdict(int)
     for row, annotation in enumerate(instances["annotations"]):
         try:
@@ -138,7 +144,11 @@ def load_coco_captions(
     rows = []
     for row, annotation in enumerate(captions["annotations"]):
         try:
-            image, caption_id, text = int(annotation["image_id"]), annotation["id"], annotation["caption"]
+            image, caption_id, text = (
+                int(annotation["image_id"]),
+                annotation["id"],
+                annotation["caption"],
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise CaptionDataError(
                 f"{captions_path}: annotation {row} lacks id/image_id/caption ({error}); "
@@ -180,7 +190,9 @@ def _flickr_rows(path: Path) -> list[tuple[str, str]]:
                 continue
             parts = [p.strip() for p in line.split("|", 2)]
             if len(parts) != 3:
-                raise CaptionDataError(f"{path}: line {number} is not 'image_name| comment_number| comment': {line[:80]!r}")
+                raise CaptionDataError(
+                    f"{path}: line {number} is not 'image_name| comment_number| comment': {line[:80]!r}"
+                )
             pairs.append((parts[0], parts[2]))
     elif header.replace(" ", "") == "image,caption":  # captions.txt (the authors' layout)
         for number, row in enumerate(csv.reader(lines[1:]), start=2):
@@ -195,7 +207,9 @@ def _flickr_rows(path: Path) -> list[tuple[str, str]]:
                 continue
             key, _, caption = line.partition("\t")
             if not caption or "#" not in key:
-                raise CaptionDataError(f"{path}: line {number} is not '<image>#<n><TAB><caption>': {line[:80]!r}")
+                raise CaptionDataError(
+                    f"{path}: line {number} is not '<image>#<n><TAB><caption>': {line[:80]!r}"
+                )
             pairs.append((key.rsplit("#", 1)[0].strip(), caption))
     else:
         raise CaptionDataError(
@@ -205,7 +219,9 @@ def _flickr_rows(path: Path) -> list[tuple[str, str]]:
         )
     empty = [i for i, (image, caption) in enumerate(pairs) if not image or not caption.strip()]
     if empty:
-        raise CaptionDataError(f"{path}: empty image name or caption in data row(s) {[i + 1 for i in empty[:5]]}")
+        raise CaptionDataError(
+            f"{path}: empty image name or caption in data row(s) {[i + 1 for i in empty[:5]]}"
+        )
     return pairs
 
 

@@ -10,13 +10,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from genfair.methodologies.open_bias.captions import CAPTIONS_PER_IMAGE, DEFAULT_CAPTION_SET
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBaseConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
-from genfair.models.config import SimulatedOpenSetBias, SimulatedOpenSetPolicy, SimulatedOpenVQAPolicy
+from genfair.models.config import (
+    SimulatedOpenSetBias,
+    SimulatedOpenSetPolicy,
+    SimulatedOpenVQAPolicy,
+)
 
 __all__ = ["OpenBiasConfig"]
 
 
-_MOSTLY_MALE = SimulatedOpenSetBias(pattern="everywhere", other_weight=0.5,
-                                    weights={"male": 4, "man": 4, "men": 4, "female": 1, "woman": 1, "women": 1})
+_MOSTLY_MALE = SimulatedOpenSetBias(
+    pattern="everywhere",
+    other_weight=0.5,
+    weights={"male": 4, "man": 4, "men": 4, "female": 1, "woman": 1, "women": 1},
+)
 _OWN_AGE = SimulatedOpenSetBias(pattern="within_caption", share=0.9)
 _UNBIASED = SimulatedOpenSetBias(pattern="unbiased")
 
@@ -28,14 +35,32 @@ class SimulatedPlants(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     t2i: SimulatedOpenSetPolicy = SimulatedOpenSetPolicy(
-        sampling="random", refusal_rate=0.0,
-        biases={"gender": _MOSTLY_MALE, "person gender": _MOSTLY_MALE, "age": _OWN_AGE, "person age": _OWN_AGE,
-                "race": _UNBIASED, "person race": _UNBIASED, "ethnicity": _UNBIASED},
-        default=SimulatedOpenSetBias(pattern="within_caption", share=0.7))
+        sampling="random",
+        refusal_rate=0.0,
+        biases={
+            "gender": _MOSTLY_MALE,
+            "person gender": _MOSTLY_MALE,
+            "age": _OWN_AGE,
+            "person age": _OWN_AGE,
+            "race": _UNBIASED,
+            "person race": _UNBIASED,
+            "ethnicity": _UNBIASED,
+        },
+        default=SimulatedOpenSetBias(pattern="within_caption", share=0.7),
+    )
     vlm: SimulatedOpenVQAPolicy = SimulatedOpenVQAPolicy(
-        confusion=0.1, unknown_rate=0.05, refusal_rate=0.0, unknown_text="unknown",
-        phrasings=["{answer}", "The person in the image is {answer}.", "I think it is {answer}.", "Answer: {answer}",
-                   "{answer}, I would say"])
+        confusion=0.1,
+        unknown_rate=0.05,
+        refusal_rate=0.0,
+        unknown_text="unknown",
+        phrasings=[
+            "{answer}",
+            "The person in the image is {answer}.",
+            "I think it is {answer}.",
+            "Answer: {answer}",
+            "{answer}, I would say",
+        ],
+    )
 
 
 class OpenBiasConfig(BaseModel):
@@ -99,5 +124,7 @@ class OpenBiasConfig(BaseModel):
         if missing:
             raise ValueError(f"captions: {self.captions} needs {', '.join(missing)} (a path)")
         if self.proposer == "scripted" and self.scripted_proposals is None:
-            raise ValueError("proposer: scripted needs scripted_proposals (a JSON file or a mapping caption_id -> answer)")
+            raise ValueError(
+                "proposer: scripted needs scripted_proposals (a JSON file or a mapping caption_id -> answer)"
+            )
         return self

@@ -34,14 +34,19 @@ def _names(part: pd.DataFrame) -> list[str]:
 
 
 def _severity_figure(
-    scores: pd.DataFrame, title: str, row_height: float, xlabel: str,
+    scores: pd.DataFrame,
+    title: str,
+    row_height: float,
+    xlabel: str,
     draw: Callable[[Axes, np.ndarray, pd.DataFrame], None],
 ) -> Figure:
     """One panel per model (:func:`_panels`), a bar row per bias sorted by context-aware
     severity (most severe on top); ``draw(ax, y, part)`` draws a panel's bars."""
     panels = _panels(scores)
     height = max(2.5, row_height * max((len(p) for _, p in panels), default=1) + 1.2)
-    fig, axes = plt.subplots(1, len(panels) or 1, figsize=(6 * max(1, len(panels)), height), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(panels) or 1, figsize=(6 * max(1, len(panels)), height), squeeze=False
+    )
     for ax, (name, part) in zip(axes[0], panels, strict=False):
         part = part.sort_values("severity_context_aware")
         y = np.arange(len(part))
@@ -58,8 +63,12 @@ def ranking_figure(scores: pd.DataFrame, title: str) -> Figure:
 
     def draw(ax: Axes, y: np.ndarray, part: pd.DataFrame) -> None:
         value = part["severity_context_aware"].to_numpy(float)
-        err = np.vstack([value - part["context_aware_ci_low"].to_numpy(float),
-                         part["context_aware_ci_high"].to_numpy(float) - value])
+        err = np.vstack(
+            [
+                value - part["context_aware_ci_low"].to_numpy(float),
+                part["context_aware_ci_high"].to_numpy(float) - value,
+            ]
+        )
         ax.barh(y, value, xerr=np.clip(err, 0, None), color="C0", capsize=2)
 
     return _severity_figure(scores, title, 0.35, "context-aware severity", draw)
@@ -70,8 +79,12 @@ def aware_vs_free_figure(scores: pd.DataFrame, title: str) -> Figure:
     and low in the second is biased within captions only, the paper's Fig. 9)."""
 
     def draw(ax: Axes, y: np.ndarray, part: pd.DataFrame) -> None:
-        ax.barh(y + 0.2, part["severity_context_aware"], height=0.4, color="C0", label="context-aware")
-        ax.barh(y - 0.2, part["severity_context_free"], height=0.4, color="C1", label="context-free")
+        ax.barh(
+            y + 0.2, part["severity_context_aware"], height=0.4, color="C0", label="context-aware"
+        )
+        ax.barh(
+            y - 0.2, part["severity_context_free"], height=0.4, color="C1", label="context-free"
+        )
         ax.legend(fontsize=8, loc="lower right")
 
     return _severity_figure(scores, title, 0.45, "severity", draw)

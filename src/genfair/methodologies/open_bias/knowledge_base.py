@@ -68,7 +68,9 @@ __all__ = [
     "tokens",
 ]
 
-DEFAULT_SYNONYMS = Path(__file__).resolve().parents[4] / "data" / "reference" / "open_bias_synonyms.csv"
+DEFAULT_SYNONYMS = (
+    Path(__file__).resolve().parents[4] / "data" / "reference" / "open_bias_synonyms.csv"
+)
 
 
 class KnowledgeBaseConfig(BaseModel):
@@ -96,7 +98,15 @@ class KnowledgeBaseConfig(BaseModel):
     #: add regular English plural/singular forms of every class and synonym
     inflect: bool = True
     #: classes that never count as named in a caption ("other people" names no class)
-    generic_classes: tuple[str, ...] = ("other", "others", "none", "unknown", "mixed", "various", "neutral")
+    generic_classes: tuple[str, ...] = (
+        "other",
+        "others",
+        "none",
+        "unknown",
+        "mixed",
+        "various",
+        "neutral",
+    )
     one_caption_per_image: bool = True
     #: captions per bias (paper §4.1: 100); None keeps all
     max_captions_per_bias: int | None = Field(100, ge=1)
@@ -174,7 +184,9 @@ def filter_relative_support(
     ``support >= min_support`` (authors' ``filter_classes``)."""
     best = {key: max(c.support for c in group) for key, group in _by_bias(clusters).items()}
     return [
-        c for c in clusters if c.support / best[c.bias_key] >= threshold and c.support >= min_support
+        c
+        for c in clusters
+        if c.support / best[c.bias_key] >= threshold and c.support >= min_support
     ]
 
 
@@ -182,11 +194,15 @@ def class_overlap(a: Iterable[str], b: Iterable[str]) -> float:
     """``|A & B| / min(|A|, |B|)``: the larger of the two shares (authors' ``compute_overlap``)."""
     sa, sb = set(a), set(b)
     if not sa or not sb:
-        raise ValueError(f"class_overlap needs two non-empty class sets, got {sorted(sa)} and {sorted(sb)}")
+        raise ValueError(
+            f"class_overlap needs two non-empty class sets, got {sorted(sa)} and {sorted(sb)}"
+        )
     return len(sa & sb) / min(len(sa), len(sb))
 
 
-def merge_overlapping_classes(clusters: Sequence[Cluster], threshold: float = 0.75) -> list[Cluster]:
+def merge_overlapping_classes(
+    clusters: Sequence[Cluster], threshold: float = 0.75
+) -> list[Cluster]:
     """Step 3: within each bias, in order, merge every later class set whose overlap with an
     earlier (already merged) one is >= ``threshold`` into it: classes united, support added,
     captions appended. Upstream united the later set with the earlier set's *original*
@@ -195,7 +211,9 @@ def merge_overlapping_classes(clusters: Sequence[Cluster], threshold: float = 0.
     for group in _by_bias(clusters).values():
         merged: list[Cluster] = []
         for cluster in group:
-            target = next((m for m in merged if class_overlap(m.classes, cluster.classes) >= threshold), None)
+            target = next(
+                (m for m in merged if class_overlap(m.classes, cluster.classes) >= threshold), None
+            )
             if target is None:
                 merged.append(replace(cluster, entries=list(cluster.entries)))
                 continue
@@ -297,7 +315,9 @@ class SynonymTable:
                 pairs[term].append(synonym)
         return cls(pairs)
 
-    def words_for(self, classes: Iterable[str], inflect: bool = True, generic: Iterable[str] = ()) -> set[tuple[str, ...]]:
+    def words_for(
+        self, classes: Iterable[str], inflect: bool = True, generic: Iterable[str] = ()
+    ) -> set[tuple[str, ...]]:
         """Token sequences whose presence in a caption names one of ``classes``."""
         skip = {" ".join(tokens(g)) for g in generic}
         out: set[tuple[str, ...]] = set()
@@ -314,7 +334,9 @@ class SynonymTable:
 
 def _contains(caption_tokens: Sequence[str], phrase: tuple[str, ...]) -> bool:
     n = len(phrase)
-    return any(tuple(caption_tokens[i : i + n]) == phrase for i in range(len(caption_tokens) - n + 1))
+    return any(
+        tuple(caption_tokens[i : i + n]) == phrase for i in range(len(caption_tokens) - n + 1)
+    )
 
 
 def filter_captions_naming_a_class(
@@ -330,13 +352,17 @@ def filter_captions_naming_a_class(
     seen: dict[tuple[str, str], set[str]] = defaultdict(set)
     for cluster in clusters:
         seen[cluster.bias_key] |= set(cluster.seen_classes) | set(cluster.classes)
-    phrases = {key: synonyms.words_for(classes, inflect, generic_classes) for key, classes in seen.items()}
+    phrases = {
+        key: synonyms.words_for(classes, inflect, generic_classes) for key, classes in seen.items()
+    }
     out = []
     for cluster in clusters:
         kept = []
         for entry in cluster.entries:
             if entry.caption_id not in captions:
-                raise KeyError(f"caption_id {entry.caption_id!r} has proposals but is not in the caption table")
+                raise KeyError(
+                    f"caption_id {entry.caption_id!r} has proposals but is not in the caption table"
+                )
             words = tokens(captions[entry.caption_id])
             if not any(_contains(words, p) for p in phrases[cluster.bias_key]):
                 kept.append(entry)
@@ -375,7 +401,11 @@ def one_caption_per_image(entries: Sequence[Entry], image_of: Mapping[str, str])
 
 
 def limit_captions(
-    entries: Sequence[Entry], limit: int | None, mode: Literal["random", "first"] = "random", seed: int = 0, key: str = ""
+    entries: Sequence[Entry],
+    limit: int | None,
+    mode: Literal["random", "first"] = "random",
+    seed: int = 0,
+    key: str = "",
 ) -> list[Entry]:
     """Step 8: at most ``limit`` entries: the first ones, or a sample without replacement
     seeded by ``(seed, crc32(key))`` (``key``: the bias id, so each bias's sample is fixed
@@ -434,7 +464,17 @@ class KnowledgeBase(BaseModel):
             for b in self.biases
             for caption_id, question in b.captions
         ]
-        columns = ["bias_id", "refers_to", "name", "label", "classes", "caption_id", "image_id", "caption", "question"]
+        columns = [
+            "bias_id",
+            "refers_to",
+            "name",
+            "label",
+            "classes",
+            "caption_id",
+            "image_id",
+            "caption",
+            "question",
+        ]
         return pd.DataFrame(rows, columns=columns)
 
 
@@ -461,10 +501,16 @@ def build_knowledge_base(
     missing = {"caption_id", "image_id", "caption"} - set(captions.columns)
     if missing:
         raise ValueError(f"caption table lacks columns {sorted(missing)}")
-    text = dict(zip(captions["caption_id"].astype(str), captions["caption"].astype(str), strict=True))
-    image = dict(zip(captions["caption_id"].astype(str), captions["image_id"].astype(str), strict=True))
+    text = dict(
+        zip(captions["caption_id"].astype(str), captions["caption"].astype(str), strict=True)
+    )
+    image = dict(
+        zip(captions["caption_id"].astype(str), captions["image_id"].astype(str), strict=True)
+    )
     steps: list[dict[str, int | str]] = []
-    clusters = group_proposals(proposals, config.drop_present_in_caption, config.min_classes, config.drop_classes)
+    clusters = group_proposals(
+        proposals, config.drop_present_in_caption, config.min_classes, config.drop_classes
+    )
     _log(steps, "group", clusters)
     clusters = filter_relative_support(clusters, config.support_threshold, config.min_support)
     _log(steps, "relative_support", clusters)
@@ -476,7 +522,9 @@ def build_knowledge_base(
         _log(steps, "duplicate_names", clusters)
     if config.filter_named_classes:
         table = synonyms if synonyms is not None else SynonymTable.from_csv(config.synonyms)
-        clusters = filter_captions_naming_a_class(clusters, text, table, config.inflect, config.generic_classes)
+        clusters = filter_captions_naming_a_class(
+            clusters, text, table, config.inflect, config.generic_classes
+        )
         _log(steps, "named_class", clusters)
     clusters = collapse_class_sets(clusters)
     _log(steps, "one_class_set", clusters)
@@ -486,8 +534,12 @@ def build_knowledge_base(
         if config.one_caption_per_image:
             entries = one_caption_per_image(cluster.entries, image)
         else:  # still each caption once
-            entries = one_caption_per_image(cluster.entries, {e.caption_id: e.caption_id for e in cluster.entries})
-        entries = limit_captions(entries, config.max_captions_per_bias, config.caption_sample, config.seed, bias_id)
+            entries = one_caption_per_image(
+                cluster.entries, {e.caption_id: e.caption_id for e in cluster.entries}
+            )
+        entries = limit_captions(
+            entries, config.max_captions_per_bias, config.caption_sample, config.seed, bias_id
+        )
         biases.append(
             KnowledgeBias(
                 bias_id=bias_id,
@@ -498,6 +550,12 @@ def build_knowledge_base(
                 captions=[(e.caption_id, e.question) for e in entries],
             )
         )
-    steps.append({"step": "captions_per_bias", "biases": len(biases), "class_sets": len(biases),
-                  "captions": sum(len(b.captions) for b in biases)})
+    steps.append(
+        {
+            "step": "captions_per_bias",
+            "biases": len(biases),
+            "class_sets": len(biases),
+            "captions": sum(len(b.captions) for b in biases),
+        }
+    )
     return KnowledgeBase(biases=biases, steps=steps)

@@ -54,7 +54,11 @@ from genfair.methodologies.open_bias.probes import (
     proposal_yield,
     vqa_probes,
 )
-from genfair.methodologies.open_bias.proposals import BiasProposal, parse_proposals, proposals_json_schema
+from genfair.methodologies.open_bias.proposals import (
+    BiasProposal,
+    parse_proposals,
+    proposals_json_schema,
+)
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.models.base import derive_seed, stable_hash
@@ -67,22 +71,46 @@ __all__ = ["OpenBias", "load_captions"]
 PROPOSAL_POLICY = "open_bias_proposal"
 POLICY = "open_bias"
 SCORE_COLUMNS = [
-    "bias_key", "bias_id", "label", "classes", "n_classes", "status",
-    "severity_context_aware", "context_aware_ci_low", "context_aware_ci_high",
-    "severity_context_free", "context_free_ci_low", "context_free_ci_high", "ci_adjusted",
-    "majority_class", "majority_share", "n_captions", "n_captions_known", "n_images", "n_images_known",
-    "unknown_share", "bias_rank", "rank_context_aware", "rank_context_free", "proposal_yield", "distribution",
+    "bias_key",
+    "bias_id",
+    "label",
+    "classes",
+    "n_classes",
+    "status",
+    "severity_context_aware",
+    "context_aware_ci_low",
+    "context_aware_ci_high",
+    "severity_context_free",
+    "context_free_ci_low",
+    "context_free_ci_high",
+    "ci_adjusted",
+    "majority_class",
+    "majority_share",
+    "n_captions",
+    "n_captions_known",
+    "n_images",
+    "n_images_known",
+    "unknown_share",
+    "bias_rank",
+    "rank_context_aware",
+    "rank_context_free",
+    "proposal_yield",
+    "distribution",
 ]
 
 
-def load_captions(config: OpenBiasConfig) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]] | None]:
+def load_captions(
+    config: OpenBiasConfig,
+) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]] | None]:
     """The caption table (first ``max_captions``) and, for ``captions: published``, the
     authors' proposals of those captions (stage 1 is then skipped)."""
     published = None
     if config.captions == "project":
         captions = load_caption_set(config.caption_set)
     elif config.captions == "coco":
-        captions = load_coco_captions(config.coco_captions, config.coco_instances, config.captions_per_image)
+        captions = load_coco_captions(
+            config.coco_captions, config.coco_instances, config.captions_per_image
+        )
     elif config.captions == "flickr30k":
         captions = load_flickr30k_captions(config.flickr30k, config.captions_per_image)
     else:
@@ -103,17 +131,23 @@ def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, moda
     from genfair.models.config import ModelConfig
 
     if spec is None:
-        raise ValueError(f"methodologies.open_bias.{key} is not set: name a {modality} model of the study")
+        raise ValueError(
+            f"methodologies.open_bias.{key} is not set: name a {modality} model of the study"
+        )
     if isinstance(spec, str):
         if spec not in models:
-            raise ValueError(f"methodologies.open_bias.{key}: no model {spec!r} in the study's models "
-                             f"({', '.join(models) or 'none given'}); add it under models or give an inline config")
+            raise ValueError(
+                f"methodologies.open_bias.{key}: no model {spec!r} in the study's models "
+                f"({', '.join(models) or 'none given'}); add it under models or give an inline config"
+            )
         config = models[spec]
     else:
         config = TypeAdapter(ModelConfig).validate_python(spec)
     if config.modality != modality:
-        raise ValueError(f"methodologies.open_bias.{key}: {spec if isinstance(spec, str) else 'the inline model'} "
-                         f"is a {config.modality} model, not a {modality} model")
+        raise ValueError(
+            f"methodologies.open_bias.{key}: {spec if isinstance(spec, str) else 'the inline model'} "
+            f"is a {config.modality} model, not a {modality} model"
+        )
     return config
 
 
@@ -134,10 +168,23 @@ class OpenBias(Methodology):
     #: severity is less biased
     ranking = Ranking(("bias_id",), "severity_context_aware", True)
     headline = (
-        *(Headline(f"bias_{k}.severity_context_aware", "severity_context_aware", {"bias_rank": k}, "lower",
-                   ("context_aware_ci_low", "context_aware_ci_high")) for k in (1, 2, 3)),
-        Headline("bias_1.severity_context_free", "severity_context_free", {"bias_rank": 1}, "lower",
-                 ("context_free_ci_low", "context_free_ci_high")),
+        *(
+            Headline(
+                f"bias_{k}.severity_context_aware",
+                "severity_context_aware",
+                {"bias_rank": k},
+                "lower",
+                ("context_aware_ci_low", "context_aware_ci_high"),
+            )
+            for k in (1, 2, 3)
+        ),
+        Headline(
+            "bias_1.severity_context_free",
+            "severity_context_free",
+            {"bias_rank": 1},
+            "lower",
+            ("context_free_ci_low", "context_free_ci_high"),
+        ),
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
     )
 
@@ -163,16 +210,23 @@ class OpenBias(Methodology):
         parsed = parse_proposals(text, meta.get("repair", True), meta.get("salvage", False))
         return "ok" if parsed.status == "ok" and parsed.proposals else "invalid"
 
-    def generate(self, probes: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
+    def generate(
+        self, probes: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext
+    ) -> pd.DataFrame:
         captions = probes[["caption_id", "image_id", "caption"]].astype(str)
         proposals, pairs = self._propose(probes, config, ctx)
         kb = build_knowledge_base(captions, pairs, config.knowledge_base)
         kb_frame = kb.to_frame(captions)
         support = {b.bias_id: b.support for b in kb.biases}
-        kb_rows = kb_frame.assign(step="knowledge_base", status="ok", support=kb_frame["bias_id"].map(support),
-                                  classes=[_json(list(c)) for c in kb_frame["classes"]])
-        log_rows = pd.DataFrame({"step": "knowledge_base_log", "status": "ok",
-                                 "text": [_json(s) for s in kb.steps]})
+        kb_rows = kb_frame.assign(
+            step="knowledge_base",
+            status="ok",
+            support=kb_frame["bias_id"].map(support),
+            classes=[_json(list(c)) for c in kb_frame["classes"]],
+        )
+        log_rows = pd.DataFrame(
+            {"step": "knowledge_base_log", "status": "ok", "text": [_json(s) for s in kb.steps]}
+        )
         images = self._draw(kb_frame, config, ctx)
         answers = self._ask(kb_frame, images, config, ctx)
         parts = [proposals, kb_rows, log_rows, images, answers]
@@ -180,15 +234,19 @@ class OpenBias(Methodology):
         front = ["step", "probe_id", "caption_id", "bias_id", "sample_index", "status"]
         return out[[c for c in front if c in out] + [c for c in out.columns if c not in front]]
 
-    def _propose(self, probes: pd.DataFrame, config: OpenBiasConfig,
-                 ctx: StepContext) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]]]:
+    def _propose(
+        self, probes: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext
+    ) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]]]:
         """Stage 1: one row per caption (``step`` proposal) and the proposal pairs."""
         if config.captions == "published":
             _, pairs = load_captions(config)
             counts = pd.Series([c for c, _ in pairs]).value_counts()
             rows = probes[["probe_id", "caption_id"]].assign(
-                step="proposal", status="ok", proposer="published",
-                n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]])
+                step="proposal",
+                status="ok",
+                proposer="published",
+                n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]],
+            )
             return rows, pairs or []
         from genfair.models import build_backend
 
@@ -199,26 +257,48 @@ class OpenBias(Methodology):
             name = "scripted"
         else:
             backend = build_backend(_model_config(config.proposer, ctx.models, "proposer", "llm"))
-            name = config.proposer if isinstance(config.proposer, str) else backend.fingerprint.get("model_id")
+            name = (
+                config.proposer
+                if isinstance(config.proposer, str)
+                else backend.fingerprint.get("model_id")
+            )
         # constrained where the backend can enforce the schema (hf, embedded, openai); the
         # others (scripted, simulators) decode freely, and the table says which ran
         constrained = config.constrained_decoding and backend.supports_json_schema
         schema = proposals_json_schema() if constrained else None
-        calls = [Call(probe_id=r["probe_id"], messages=tuple(json.loads(r["messages"])),
-                      max_attempts=config.proposal_max_attempts, max_tokens=config.proposal_max_tokens,
-                      json_schema=schema, meta={"policy": PROPOSAL_POLICY, "caption_id": str(r["caption_id"]),
-                            "repair": config.repair_trailing_commas, "salvage": config.salvage_truncated})
-                 for r in probes.to_dict("records")]
+        calls = [
+            Call(
+                probe_id=r["probe_id"],
+                messages=tuple(json.loads(r["messages"])),
+                max_attempts=config.proposal_max_attempts,
+                max_tokens=config.proposal_max_tokens,
+                json_schema=schema,
+                meta={
+                    "policy": PROPOSAL_POLICY,
+                    "caption_id": str(r["caption_id"]),
+                    "repair": config.repair_trailing_commas,
+                    "salvage": config.salvage_truncated,
+                },
+            )
+            for r in probes.to_dict("records")
+        ]
         try:
             answers = ctx.run(calls, self.judge, f"{ctx.desc} proposals", backend=backend)
         finally:
             backend.close()
-        pairs, statuses = collect_proposals(probes, answers, config.repair_trailing_commas, config.salvage_truncated)
-        rows = answers[["probe_id", "status", "attempts", "text", "error"]].rename(columns={"status": "runner_status"})
+        pairs, statuses = collect_proposals(
+            probes, answers, config.repair_trailing_commas, config.salvage_truncated
+        )
+        rows = answers[["probe_id", "status", "attempts", "text", "error"]].rename(
+            columns={"status": "runner_status"}
+        )
         rows = rows.assign(caption_id=probes["caption_id"].astype(str).to_numpy(), step="proposal")
         rows = rows.merge(statuses.drop(columns="attempts"), on="caption_id", how="left")
-        return rows.assign(proposer=name, proposer_simulated=bool(getattr(backend, "simulated", False)),
-                           decoding="json_schema" if constrained else "free"), pairs
+        return rows.assign(
+            proposer=name,
+            proposer_simulated=bool(getattr(backend, "simulated", False)),
+            decoding="json_schema" if constrained else "free",
+        ), pairs
 
     def _draw(self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
         """Stage 2: ``images_per_caption`` images of every caption of the knowledge base."""
@@ -227,8 +307,18 @@ class OpenBias(Methodology):
         probes = image_probes(kb, config.images_per_caption)
         if not len(probes):
             return pd.DataFrame()
-        asked = {c: [{"bias_id": r["bias_id"], "name": r["name"], "label": r["label"], "classes": list(r["classes"])}
-                     for r in g.to_dict("records")] for c, g in kb.groupby("caption_id", sort=False)}
+        asked = {
+            c: [
+                {
+                    "bias_id": r["bias_id"],
+                    "name": r["name"],
+                    "label": r["label"],
+                    "classes": list(r["classes"]),
+                }
+                for r in g.to_dict("records")
+            ]
+            for c, g in kb.groupby("caption_id", sort=False)
+        }
         simulated = bool(getattr(ctx.backend, "simulated", False))
         calls, ids = [], {}
         for r in probes.to_dict("records"):
@@ -237,17 +327,39 @@ class OpenBias(Methodology):
             if simulated:  # a simulated image records the classes of the biases asked about it
                 call_id = f"{call_id}-{stable_hash(biases, 12)}"
             ids[call_id] = r["probe_id"]
-            question = OpenSetImageQuestion(policy=POLICY, caption_id=r["caption_id"], biases=biases,
-                                            n_images=config.images_per_caption, plant=config.simulated.t2i)
-            calls.append(prompt_call(call_id, r["caption"], int(r["sample_index"]),
-                                     max_attempts=config.image_max_attempts, question=question))
-        drawn = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} images")  # images are never judged
-        drawn["seed"] = [derive_seed(ctx.seed, c, s, a - 1) for c, s, a in
-                         zip(drawn["probe_id"], drawn["sample_index"], drawn["attempts"], strict=True)]
+            question = OpenSetImageQuestion(
+                policy=POLICY,
+                caption_id=r["caption_id"],
+                biases=biases,
+                n_images=config.images_per_caption,
+                plant=config.simulated.t2i,
+            )
+            calls.append(
+                prompt_call(
+                    call_id,
+                    r["caption"],
+                    int(r["sample_index"]),
+                    max_attempts=config.image_max_attempts,
+                    question=question,
+                )
+            )
+        drawn = ctx.run(
+            calls, lambda text, meta: "ok", f"{ctx.desc} images"
+        )  # images are never judged
+        drawn["seed"] = [
+            derive_seed(ctx.seed, c, s, a - 1)
+            for c, s, a in zip(
+                drawn["probe_id"], drawn["sample_index"], drawn["attempts"], strict=True
+            )
+        ]
         drawn["probe_id"] = drawn["probe_id"].map(ids)
-        return drawn.merge(probes[["probe_id", "caption_id", "caption"]], on="probe_id", how="left").assign(step="image")
+        return drawn.merge(
+            probes[["probe_id", "caption_id", "caption"]], on="probe_id", how="left"
+        ).assign(step="image")
 
-    def _ask(self, kb: pd.DataFrame, images: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
+    def _ask(
+        self, kb: pd.DataFrame, images: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext
+    ) -> pd.DataFrame:
         """Stage 3: each bias's question on each image of its captions, to the VQA model."""
         from genfair.models import build_backend
         from genfair.models.images import vlm_message
@@ -258,20 +370,36 @@ class OpenBias(Methodology):
         probes = vqa_probes(kb, ok)
         vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
         if vqa_config.backend == "simulated" and not ctx.model.simulated:
-            raise ValueError(f"methodologies.open_bias.vqa_model is a SIMULATED VLM, which answers from the planted "
-                             f"classes of a simulated t2i model's images; {ctx.model.name} is a real model: "
-                             f"set vqa_model to a real VLM")
+            raise ValueError(
+                f"methodologies.open_bias.vqa_model is a SIMULATED VLM, which answers from the planted "
+                f"classes of a simulated t2i model's images; {ctx.model.name} is a real model: "
+                f"set vqa_model to a real VLM"
+            )
         by_image = ok.set_index("probe_id")
-        truth = {pid: json.loads(t) if isinstance(t, str) else {} for pid, t in by_image["true_attributes"].items()}
+        truth = {
+            pid: json.loads(t) if isinstance(t, str) else {}
+            for pid, t in by_image["true_attributes"].items()
+        }
         calls = []
         for r in probes.to_dict("records"):
             path = Path(ctx.image_dir) / by_image.at[r["image_probe_id"], "file"]
             choices = json.loads(r["choices"])
             # SIMULATORS read the planted class; real models never see it
-            meta = OpenVQAQuestion(policy=POLICY, options=choices[:-1], truth=truth[r["image_probe_id"]].get(r["bias_id"]),
-                                   plant=config.simulated.vlm).meta()
-            calls.append(Call(probe_id=r["probe_id"], messages=(vlm_message(r["prompt"], [path]),),
-                              max_attempts=1, max_tokens=config.vqa_max_tokens, meta=meta))
+            meta = OpenVQAQuestion(
+                policy=POLICY,
+                options=choices[:-1],
+                truth=truth[r["image_probe_id"]].get(r["bias_id"]),
+                plant=config.simulated.vlm,
+            ).meta()
+            calls.append(
+                Call(
+                    probe_id=r["probe_id"],
+                    messages=(vlm_message(r["prompt"], [path]),),
+                    max_attempts=1,
+                    max_tokens=config.vqa_max_tokens,
+                    meta=meta,
+                )
+            )
         backend = build_backend(vqa_config)
         try:
             answers = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} VQA", backend=backend)
@@ -279,12 +407,19 @@ class OpenBias(Methodology):
             backend.close()
         answers = answers.drop(columns="sample_index").merge(probes, on="probe_id", how="left")
         name = config.vqa_model if isinstance(config.vqa_model, str) else vqa_config.model_id
-        return answers.assign(step="vqa", vqa_model=name, vqa_simulated=vqa_config.backend == "simulated")
+        return answers.assign(
+            step="vqa", vqa_model=name, vqa_simulated=vqa_config.backend == "simulated"
+        )
 
     # ---- label
 
-    def label(self, probes: pd.DataFrame, responses: pd.DataFrame, config: OpenBiasConfig,
-              ctx: StepContext) -> pd.DataFrame:
+    def label(
+        self,
+        probes: pd.DataFrame,
+        responses: pd.DataFrame,
+        config: OpenBiasConfig,
+        ctx: StepContext,
+    ) -> pd.DataFrame:
         """VQA answers mapped to a class (``label``, ``tier``, ``similarity``, ``encoder``);
         the proposal, knowledge-base and image rows pass through."""
         if responses.empty:
@@ -292,9 +427,13 @@ class OpenBias(Methodology):
         vqa = responses[responses["step"] == "vqa"]
         parts = [responses[responses["step"] != "vqa"]]
         if len(vqa):
-            mapper = AnswerToClass(threshold=config.answer_threshold,
-                                   cache_path=Path(ctx.cache_dir) / "answer_mapper" / "open_bias_embeddings.npz")
-            questions = vqa[["probe_id", "bias_id", "caption_id", "sample_index", "image_probe_id", "choices"]]
+            mapper = AnswerToClass(
+                threshold=config.answer_threshold,
+                cache_path=Path(ctx.cache_dir) / "answer_mapper" / "open_bias_embeddings.npz",
+            )
+            questions = vqa[
+                ["probe_id", "bias_id", "caption_id", "sample_index", "image_probe_id", "choices"]
+            ]
             labelled = label_answers(questions, vqa[["probe_id", "status", "text"]], mapper)
             extra = vqa[["probe_id", "vqa_model", "vqa_simulated"]]
             parts.append(labelled.merge(extra, on="probe_id", how="left").assign(step="vqa"))
@@ -302,26 +441,38 @@ class OpenBias(Methodology):
 
     # ---- metrics
 
-    def metrics(self, labels: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext | None = None) -> MetricsResult:
+    def metrics(
+        self, labels: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext | None = None
+    ) -> MetricsResult:
         steps = labels["step"] if "step" in labels else pd.Series(dtype=str)
         proposals = labels[steps == "proposal"]
         kb = labels[steps == "knowledge_base"]
         vqa = labels[steps == "vqa"]
         images = labels[steps == "image"]
-        statuses = proposals.assign(n_proposals=proposals.get("n_proposals", 0)).fillna({"n_proposals": 0})
-        yield_ = proposal_yield(statuses[["caption_id", "status", "n_proposals"]]) if len(proposals) else float("nan")
+        statuses = proposals.assign(n_proposals=proposals.get("n_proposals", 0)).fillna(
+            {"n_proposals": 0}
+        )
+        yield_ = (
+            proposal_yield(statuses[["caption_id", "status", "n_proposals"]])
+            if len(proposals)
+            else float("nan")
+        )
         classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"])}
         label_of = dict(zip(kb["bias_id"], kb["label"]))
         if classes_of:
-            part = vqa[["bias_id", "caption_id", "label", "status"]] if len(vqa) else \
-                pd.DataFrame(columns=["bias_id", "caption_id", "label", "status"])
+            part = (
+                vqa[["bias_id", "caption_id", "label", "status"]]
+                if len(vqa)
+                else pd.DataFrame(columns=["bias_id", "caption_id", "label", "status"])
+            )
             table = severity_table(part, classes_of, config.severity)
             table["label"] = table["bias_id"].map(label_of)
             table["bias_key"] = [re.sub(r"[^A-Za-z0-9_\-./ ]", "_", b) for b in table["bias_id"]]
             table["bias_rank"] = table[f"rank_{config.severity.rank_by}"]
             table["classes"] = table["classes"].map("|".join)
-            table["distribution"] = table.get("distribution", pd.Series(index=table.index, dtype=object)).map(
-                lambda d: _json(d) if isinstance(d, dict) else None)
+            table["distribution"] = table.get(
+                "distribution", pd.Series(index=table.index, dtype=object)
+            ).map(lambda d: _json(d) if isinstance(d, dict) else None)
             table["proposal_yield"] = yield_
             scores = table.reindex(columns=SCORE_COLUMNS)
         else:
@@ -330,24 +481,40 @@ class OpenBias(Methodology):
         summary: dict[str, Any] = {
             "simulated": {
                 "t2i": bool(ctx.model.simulated) if ctx is not None else None,
-                "proposer": bool(proposals["proposer_simulated"].any()) if "proposer_simulated" in proposals else False,
+                "proposer": bool(proposals["proposer_simulated"].any())
+                if "proposer_simulated" in proposals
+                else False,
                 "vqa": bool(vqa["vqa_simulated"].any()) if "vqa_simulated" in vqa else None,
             },
             "proposals": {
                 "captions": int(len(proposals)),
                 "proposer": str(proposals["proposer"].iloc[0]) if len(proposals) else None,
-                "decoding": str(proposals["decoding"].iloc[0]) if "decoding" in proposals and len(proposals) else None,
+                "decoding": str(proposals["decoding"].iloc[0])
+                if "decoding" in proposals and len(proposals)
+                else None,
                 "yield": None if pd.isna(yield_) else round(float(yield_), 6),
                 "statuses": {str(k): int(v) for k, v in proposals["status"].value_counts().items()},
             },
-            "knowledge_base": {"biases": int(kb["bias_id"].nunique()), "bias_captions": int(len(kb)), "steps": log},
-            "images": {str(k): int(v) for k, v in images["status"].value_counts().items()} if len(images) else {},
+            "knowledge_base": {
+                "biases": int(kb["bias_id"].nunique()),
+                "bias_captions": int(len(kb)),
+                "steps": log,
+            },
+            "images": {str(k): int(v) for k, v in images["status"].value_counts().items()}
+            if len(images)
+            else {},
             "vqa": {
                 "answers": int(len(vqa)),
-                "statuses": {str(k): int(v) for k, v in vqa["status"].value_counts().items()} if len(vqa) else {},
-                "tiers": {str(k): int(v) for k, v in vqa["tier"].value_counts().items()} if len(vqa) else {},
+                "statuses": {str(k): int(v) for k, v in vqa["status"].value_counts().items()}
+                if len(vqa)
+                else {},
+                "tiers": {str(k): int(v) for k, v in vqa["tier"].value_counts().items()}
+                if len(vqa)
+                else {},
                 "unknown": int((vqa["label"] == UNKNOWN).sum()) if len(vqa) else 0,
-                "encoder": str(vqa["encoder"].dropna().iloc[0]) if len(vqa) and vqa["encoder"].notna().any() else None,
+                "encoder": str(vqa["encoder"].dropna().iloc[0])
+                if len(vqa) and vqa["encoder"].notna().any()
+                else None,
             },
             "severity": config.severity.model_dump(mode="json"),
         }
@@ -361,5 +528,7 @@ class OpenBias(Methodology):
 
         if scores.empty or "severity_context_aware" not in scores:
             return []
-        return [(ranking_figure(scores, title), "open_bias_severity_ranking.png"),
-                (aware_vs_free_figure(scores, title), "open_bias_context_aware_vs_free.png")]
+        return [
+            (ranking_figure(scores, title), "open_bias_severity_ranking.png"),
+            (aware_vs_free_figure(scores, title), "open_bias_context_aware_vs_free.png"),
+        ]

@@ -20,7 +20,12 @@ import json
 
 import pandas as pd
 
-from genfair.methodologies.open_bias.proposals import BiasProposal, ProposalPrompt, build_messages, parse_proposals
+from genfair.methodologies.open_bias.proposals import (
+    BiasProposal,
+    ProposalPrompt,
+    build_messages,
+    parse_proposals,
+)
 from genfair.methodologies.open_bias.vqa import vqa_choices, vqa_prompt
 from genfair.models.base import stable_hash
 
@@ -37,10 +42,24 @@ __all__ = [
 ]
 
 PROPOSAL_PROBE_COLUMNS = ["probe_id", "caption_id", "image_id", "caption", "messages"]
-PROPOSAL_STATUS_COLUMNS = ["caption_id", "status", "reason", "attempts", "n_proposals", "n_rejected"]
+PROPOSAL_STATUS_COLUMNS = [
+    "caption_id",
+    "status",
+    "reason",
+    "attempts",
+    "n_proposals",
+    "n_rejected",
+]
 IMAGE_PROBE_COLUMNS = ["probe_id", "caption_id", "caption", "sample_index"]
 VQA_PROBE_COLUMNS = [
-    "probe_id", "bias_id", "caption_id", "sample_index", "image_probe_id", "question", "choices", "prompt",
+    "probe_id",
+    "bias_id",
+    "caption_id",
+    "sample_index",
+    "image_probe_id",
+    "question",
+    "choices",
+    "prompt",
 ]
 
 
@@ -53,13 +72,23 @@ def proposal_probes(captions: pd.DataFrame, prompt: ProposalPrompt | None = None
     rows = []
     for row in captions[["caption_id", "image_id", "caption"]].astype(str).itertuples(index=False):
         messages = build_messages(row.caption, prompt)
-        rows.append((_id("proposal", row.caption_id, messages), row.caption_id, row.image_id, row.caption,
-                     json.dumps(messages, ensure_ascii=False)))
+        rows.append(
+            (
+                _id("proposal", row.caption_id, messages),
+                row.caption_id,
+                row.image_id,
+                row.caption,
+                json.dumps(messages, ensure_ascii=False),
+            )
+        )
     return pd.DataFrame(rows, columns=PROPOSAL_PROBE_COLUMNS)
 
 
 def collect_proposals(
-    probes: pd.DataFrame, responses: pd.DataFrame, repair_trailing_commas: bool = True, salvage_truncated: bool = False
+    probes: pd.DataFrame,
+    responses: pd.DataFrame,
+    repair_trailing_commas: bool = True,
+    salvage_truncated: bool = False,
 ) -> tuple[list[tuple[str, BiasProposal]], pd.DataFrame]:
     """Answers (``probe_id, status, text`` and optionally ``attempts``) -> the proposal pairs
     in caption order and one status row per caption: the parser's ``ok`` / ``invalid`` for
@@ -67,10 +96,14 @@ def collect_proposals(
     for a caption with no response row."""
     by_probe = responses.set_index("probe_id", drop=False)
     if by_probe.index.duplicated().any():
-        raise ValueError("responses hold more than one row per probe_id: pass the final attempt of each call")
+        raise ValueError(
+            "responses hold more than one row per probe_id: pass the final attempt of each call"
+        )
     pairs: list[tuple[str, BiasProposal]] = []
     statuses = []
-    for probe_id, caption_id in zip(probes["probe_id"], probes["caption_id"].astype(str), strict=True):
+    for probe_id, caption_id in zip(
+        probes["probe_id"], probes["caption_id"].astype(str), strict=True
+    ):
         if probe_id not in by_probe.index:
             statuses.append((caption_id, "missing", "no response", 0, 0, 0))
             continue
@@ -81,7 +114,16 @@ def collect_proposals(
             continue
         parsed = parse_proposals(response["text"], repair_trailing_commas, salvage_truncated)
         pairs.extend((caption_id, p) for p in parsed.proposals)
-        statuses.append((caption_id, parsed.status, parsed.reason, attempts, len(parsed.proposals), len(parsed.rejected)))
+        statuses.append(
+            (
+                caption_id,
+                parsed.status,
+                parsed.reason,
+                attempts,
+                len(parsed.proposals),
+                len(parsed.rejected),
+            )
+        )
     return pairs, pd.DataFrame(statuses, columns=PROPOSAL_STATUS_COLUMNS)
 
 
@@ -116,7 +158,9 @@ def vqa_probes(knowledge_base: pd.DataFrame, images: pd.DataFrame) -> pd.DataFra
     images exist; a caption without images gets no rows."""
     per_caption = {
         caption_id: group[["probe_id", "sample_index"]].itertuples(index=False)
-        for caption_id, group in images.astype({"caption_id": str}).groupby("caption_id", sort=False)
+        for caption_id, group in images.astype({"caption_id": str}).groupby(
+            "caption_id", sort=False
+        )
     }
     per_caption = {k: list(v) for k, v in per_caption.items()}
     rows = []
@@ -124,10 +168,18 @@ def vqa_probes(knowledge_base: pd.DataFrame, images: pd.DataFrame) -> pd.DataFra
         choices = vqa_choices(row.classes)
         prompt = vqa_prompt(row.question, choices)
         for image in per_caption.get(str(row.caption_id), []):
-            rows.append((
-                _id("vqa", row.bias_id, row.caption_id, image.probe_id, prompt), row.bias_id, str(row.caption_id),
-                int(image.sample_index), image.probe_id, row.question, json.dumps(choices), prompt,
-            ))
+            rows.append(
+                (
+                    _id("vqa", row.bias_id, row.caption_id, image.probe_id, prompt),
+                    row.bias_id,
+                    str(row.caption_id),
+                    int(image.sample_index),
+                    image.probe_id,
+                    row.question,
+                    json.dumps(choices),
+                    prompt,
+                )
+            )
     frame = pd.DataFrame(rows, columns=VQA_PROBE_COLUMNS)
     frame["sample_index"] = frame["sample_index"].astype("int64")
     return frame

@@ -46,7 +46,9 @@ __all__ = [
     "salvage_items",
 ]
 
-DEFAULT_PROMPT = Path(__file__).resolve().parents[4] / "data" / "reference" / "open_bias_prompt.json"
+DEFAULT_PROMPT = (
+    Path(__file__).resolve().parents[4] / "data" / "reference" / "open_bias_prompt.json"
+)
 
 
 class BiasProposal(BaseModel):
@@ -61,9 +63,13 @@ class BiasProposal(BaseModel):
     )
 
     name: str = Field(min_length=1, description="the bias, e.g. 'Person Gender'")
-    refers_to: str = Field(alias="refer_to", min_length=1, description="what it is about, e.g. 'person'")
+    refers_to: str = Field(
+        alias="refer_to", min_length=1, description="what it is about, e.g. 'person'"
+    )
     classes: list[str] = Field(min_length=2, description="the possible classes (at least two)")
-    question: str = Field(min_length=1, description="one question that identifies the class in an image")
+    question: str = Field(
+        min_length=1, description="one question that identifies the class in an image"
+    )
     present_in_caption: bool = Field(
         alias="present_in_prompt", description="whether the caption already answers the question"
     )
@@ -73,7 +79,10 @@ class BiasProposal(BaseModel):
     def _scalar_classes(cls, value: Any) -> Any:
         # numbers are fine as classes ("1", "2", "3 or more" people); nested objects are not
         if isinstance(value, list):
-            return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+            return [
+                str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                for v in value
+            ]
         return value
 
     @field_validator("classes")
@@ -188,7 +197,10 @@ def _candidates(text: str) -> list[str]:
 def _decode(text: str, repair: bool) -> tuple[Any, bool] | None:
     decoder = json.JSONDecoder()
     for candidate in _candidates(text):
-        for attempt, repaired in ((candidate, False), (_TRAILING_COMMA.sub(r"\1", candidate), True)):
+        for attempt, repaired in (
+            (candidate, False),
+            (_TRAILING_COMMA.sub(r"\1", candidate), True),
+        ):
             if repaired and (not repair or attempt == candidate):
                 continue
             try:
@@ -229,7 +241,9 @@ def salvage_items(text: str) -> list[Any]:
         items.append(item)
 
 
-def parse_proposals(text: str, repair_trailing_commas: bool = True, salvage_truncated: bool = False) -> ParsedProposals:
+def parse_proposals(
+    text: str, repair_trailing_commas: bool = True, salvage_truncated: bool = False
+) -> ParsedProposals:
     """Parse one LLM answer into :class:`BiasProposal` records (see the module docstring).
     ``salvage_truncated``: an answer with no complete JSON object keeps the complete items of
     its ``bias`` list (:func:`salvage_items`; flagged ``repaired``, reason says so)."""
@@ -240,7 +254,9 @@ def parse_proposals(text: str, repair_trailing_commas: bool = True, salvage_trun
         items = salvage_items(text) if salvage_truncated else []
         if items:
             parsed = proposals_from_object({"bias": items}, repaired=True)
-            return parsed.model_copy(update={"reason": f"salvaged {len(items)} complete item(s) of a truncated answer"})
+            return parsed.model_copy(
+                update={"reason": f"salvaged {len(items)} complete item(s) of a truncated answer"}
+            )
         return ParsedProposals(status="invalid", reason="no JSON object found in the answer")
     data, repaired = decoded
     return proposals_from_object(data, repaired)
@@ -250,10 +266,18 @@ def proposals_from_object(data: Any, repaired: bool = False) -> ParsedProposals:
     """Validate an already decoded answer (``{"bias": [...]}``) item by item."""
     if not isinstance(data, dict) or "bias" not in data:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-        return ParsedProposals(status="invalid", reason=f"expected an object with a 'bias' list, got {keys}", repaired=repaired)
+        return ParsedProposals(
+            status="invalid",
+            reason=f"expected an object with a 'bias' list, got {keys}",
+            repaired=repaired,
+        )
     items = data["bias"]
     if not isinstance(items, list):
-        return ParsedProposals(status="invalid", reason=f"'bias' must be a list, got {type(items).__name__}", repaired=repaired)
+        return ParsedProposals(
+            status="invalid",
+            reason=f"'bias' must be a list, got {type(items).__name__}",
+            repaired=repaired,
+        )
     proposals, rejected = [], []
     for index, item in enumerate(items):
         try:
@@ -285,7 +309,9 @@ def proposals_json_schema() -> dict[str, Any]:
     return _strip_titles(deepcopy(schema))
 
 
-def openai_response_format(name: str = "open_bias_proposals", strict: bool = False) -> dict[str, Any]:
+def openai_response_format(
+    name: str = "open_bias_proposals", strict: bool = False
+) -> dict[str, Any]:
     """The schema as an OpenAI-compatible ``response_format`` (structured outputs; vLLM
     accepts it too), as the openai backend sends a request's ``json_schema``
     (:func:`genfair.models.openai.response_format`). ``strict=True`` asks OpenAI to enforce it

@@ -50,18 +50,28 @@ def load_published_proposals(
 ) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]], pd.DataFrame]:
     """(captions, proposals, statuses) from one of the authors' bias-proposal files."""
     path = Path(path)
-    data = read_json(path, CaptionDataError, "download the authors' proposals (OpenBias README, 'We make "
-                     "available the proposed biases') and give the JSON file's path")
+    data = read_json(
+        path,
+        CaptionDataError,
+        "download the authors' proposals (OpenBias README, 'We make "
+        "available the proposed biases') and give the JSON file's path",
+    )
     if not isinstance(data, dict) or not isinstance(data.get("bias_proposal"), list):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise CaptionDataError(f"{path}: expected an object with a 'bias_proposal' list (the authors' format), got {keys}")
+        raise CaptionDataError(
+            f"{path}: expected an object with a 'bias_proposal' list (the authors' format), got {keys}"
+        )
     records = data["bias_proposal"]
     seen = Counter(str(r.get("caption_id")) for r in records if isinstance(r, dict))
     taken: dict[str, int] = defaultdict(int)
     captions, proposals, statuses = [], [], []
     for row, record in enumerate(records):
-        if not isinstance(record, dict) or any(k not in record for k in ("caption_id", "image_id", "caption")):
-            raise CaptionDataError(f"{path}: bias_proposal[{row}] lacks caption_id, image_id or caption")
+        if not isinstance(record, dict) or any(
+            k not in record for k in ("caption_id", "image_id", "caption")
+        ):
+            raise CaptionDataError(
+                f"{path}: bias_proposal[{row}] lacks caption_id, image_id or caption"
+            )
         raw_id = str(record["caption_id"])
         caption_id = raw_id
         if seen[raw_id] > 1:
@@ -71,7 +81,9 @@ def load_published_proposals(
         captions.append((caption_id, image_id, clean_caption(record["caption"])))
         parsed = proposals_from_object(record.get("proposed_biases"))
         proposals.extend((caption_id, p) for p in parsed.proposals)
-        statuses.append((caption_id, parsed.status, parsed.reason, len(parsed.proposals), len(parsed.rejected)))
+        statuses.append(
+            (caption_id, parsed.status, parsed.reason, len(parsed.proposals), len(parsed.rejected))
+        )
     table = pd.DataFrame(captions, columns=CAPTION_COLUMNS[:3], dtype=str)
     table["source"] = source or path.stem
     return table[CAPTION_COLUMNS], proposals, pd.DataFrame(statuses, columns=STATUS_COLUMNS)

@@ -48,7 +48,10 @@ class SeverityConfig(BaseModel):
 
 
 def bias_counts(
-    labels: pd.DataFrame, classes: Sequence[str], excluded: Sequence[str] = (), unknown: str = UNKNOWN
+    labels: pd.DataFrame,
+    classes: Sequence[str],
+    excluded: Sequence[str] = (),
+    unknown: str = UNKNOWN,
 ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """One bias's labels (``caption_id``, ``label``) -> ``(counts, unknown, caption_ids,
     classes)``: counts per caption (rows, in first-appearance order) and kept class (columns,
@@ -57,13 +60,17 @@ def bias_counts(
     allowed = set(kept) | {str(e) for e in excluded} | {unknown}
     bad = sorted(set(labels["label"].astype(str)) - allowed)
     if bad:
-        raise ValueError(f"labels {bad} are neither a class of the bias ({sorted(classes)}) nor {unknown!r}")
+        raise ValueError(
+            f"labels {bad} are neither a class of the bias ({sorted(classes)}) nor {unknown!r}"
+        )
     captions = list(dict.fromkeys(labels["caption_id"].astype(str)))
     row = {c: i for i, c in enumerate(captions)}
     column = {c: j for j, c in enumerate(kept)}
     counts = np.zeros((len(captions), len(kept)))
     other = np.zeros(len(captions))
-    for caption_id, label in zip(labels["caption_id"].astype(str), labels["label"].astype(str), strict=True):
+    for caption_id, label in zip(
+        labels["caption_id"].astype(str), labels["label"].astype(str), strict=True
+    ):
         if label in column:
             counts[row[caption_id], column[label]] += 1
         else:
@@ -72,7 +79,9 @@ def bias_counts(
 
 
 def severity_table(
-    labels: pd.DataFrame, knowledge_base: KnowledgeBase | Mapping[str, Sequence[str]], config: SeverityConfig | None = None
+    labels: pd.DataFrame,
+    knowledge_base: KnowledgeBase | Mapping[str, Sequence[str]],
+    config: SeverityConfig | None = None,
 ) -> pd.DataFrame:
     """One row per bias of the knowledge base (rows with a ``status`` other than ``ok``, i.e.
     failed calls, are left out): both severities with intervals, majority class,
@@ -82,7 +91,9 @@ def severity_table(
     config = config or SeverityConfig()
     missing = {"bias_id", "caption_id", "label"} - set(labels.columns)
     if missing:
-        raise ValueError(f"labels lack columns {sorted(missing)} (one row per bias, caption and image)")
+        raise ValueError(
+            f"labels lack columns {sorted(missing)} (one row per bias, caption and image)"
+        )
     if "status" in labels.columns:  # failed calls are recorded upstream, not answers
         labels = labels[labels["status"] == "ok"]
     if isinstance(knowledge_base, KnowledgeBase):

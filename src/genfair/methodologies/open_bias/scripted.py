@@ -25,10 +25,15 @@ def load_scripted(source: str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        data = read_json(source, hint="methodologies.open_bias.scripted_proposals: a JSON file of "
-                         "caption_id -> {\"bias\": [...]}")
+        data = read_json(
+            source,
+            hint="methodologies.open_bias.scripted_proposals: a JSON file of "
+            'caption_id -> {"bias": [...]}',
+        )
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ValueError("scripted_proposals must map caption_id -> an answer object ({\"bias\": [...]})")
+        raise ValueError(
+            'scripted_proposals must map caption_id -> an answer object ({"bias": [...]})'
+        )
     return {str(k): v for k, v in data.items()}
 
 
@@ -43,8 +48,11 @@ class ScriptedProposer(LLMBackend):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "scripted", "model_id": "open-bias-scripted-proposer",
-                "revision": stable_hash(self.answers, 16)}
+        return {
+            "backend": "scripted",
+            "model_id": "open-bias-scripted-proposer",
+            "revision": stable_hash(self.answers, 16),
+        }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for request in requests:

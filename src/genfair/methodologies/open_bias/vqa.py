@@ -57,7 +57,9 @@ def vqa_choices(classes: Sequence[str], unknown: str = UNKNOWN) -> list[str]:
     then ``unknown``."""
     cleaned = sorted({str(c).strip().lower() for c in classes} - {unknown, ""})
     if len(cleaned) < 2:
-        raise ValueError(f"a VQA question needs at least 2 classes besides {unknown!r}; got {list(classes)}")
+        raise ValueError(
+            f"a VQA question needs at least 2 classes besides {unknown!r}; got {list(classes)}"
+        )
     return [*cleaned, unknown]
 
 
@@ -91,7 +93,9 @@ class AnswerToClass:
         name: str | None = None,
     ) -> None:
         if threshold is not None and not -1.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be a cosine similarity in [-1, 1] or None; got {threshold}")
+            raise ValueError(
+                f"threshold must be a cosine similarity in [-1, 1] or None; got {threshold}"
+            )
         if encoder is None:
             encoder = default_encoder()
         elif not hasattr(encoder, "encode"):
@@ -102,7 +106,9 @@ class AnswerToClass:
         self.encoder_name = name or self.cache.namespace
         self.threshold = threshold
 
-    def map(self, answers: Sequence[str], choices: Sequence[str], unknown: str = UNKNOWN) -> pd.DataFrame:
+    def map(
+        self, answers: Sequence[str], choices: Sequence[str], unknown: str = UNKNOWN
+    ) -> pd.DataFrame:
         """One row per answer (:data:`MAPPING_COLUMNS`): ``label`` is a choice or ``unknown``;
         ``tier`` is ``exact``, ``embedding``, ``below_threshold`` or ``empty``."""
         choices = [str(c) for c in choices]
@@ -112,7 +118,9 @@ class AnswerToClass:
         for choice in choices:
             key = clean_answer(choice)
             if key in by_clean and by_clean[key] != choice:
-                raise ValueError(f"choices {by_clean[key]!r} and {choice!r} are the same once cleaned")
+                raise ValueError(
+                    f"choices {by_clean[key]!r} and {choice!r} are the same once cleaned"
+                )
             by_clean[key] = choice
         answers = ["" if a is None else str(a) for a in answers]
         cleaned = {a: clean_answer(a) for a in dict.fromkeys(answers)}
@@ -124,8 +132,9 @@ class AnswerToClass:
         if pending:
             targets = self.cache.embed(list(by_clean))
             scores = self.cache.embed(pending) @ targets.T
-            matches = nearest_labels(pending, scores, list(by_clean), self.threshold,
-                                     ("embedding", "below_threshold"))
+            matches = nearest_labels(
+                pending, scores, list(by_clean), self.threshold, ("embedding", "below_threshold")
+            )
             for text, (label, tier, similarity, _) in matches.items():
                 decided[text] = (unknown if label is None else by_clean[label], tier, similarity)
             self.cache.save()
@@ -134,17 +143,34 @@ class AnswerToClass:
 
 
 LABEL_COLUMNS = [
-    "probe_id", "bias_id", "caption_id", "sample_index", "status", "answer", "label", "tier", "similarity", "encoder",
+    "probe_id",
+    "bias_id",
+    "caption_id",
+    "sample_index",
+    "status",
+    "answer",
+    "label",
+    "tier",
+    "similarity",
+    "encoder",
 ]
 
 
-def label_answers(probes: pd.DataFrame, responses: pd.DataFrame, mapper: AnswerToClass) -> pd.DataFrame:
+def label_answers(
+    probes: pd.DataFrame, responses: pd.DataFrame, mapper: AnswerToClass
+) -> pd.DataFrame:
     """VQA answers (``probe_id, status, text``) of :func:`.probes.vqa_probes` rows -> one
     label row per probe. Only answered calls (``status`` ok) are mapped; the others keep
     their status with no label (a failure is recorded, never counted as ``unknown``)."""
-    merged = probes.merge(responses[["probe_id", "status", "text"]], on="probe_id", how="left", validate="one_to_one")
+    merged = probes.merge(
+        responses[["probe_id", "status", "text"]], on="probe_id", how="left", validate="one_to_one"
+    )
     out = merged.rename(columns={"text": "answer"}).assign(
-        status=merged["status"].fillna("missing"), label=None, tier=None, similarity=np.nan, encoder=None
+        status=merged["status"].fillna("missing"),
+        label=None,
+        tier=None,
+        similarity=np.nan,
+        encoder=None,
     )
     mapped_columns = ["label", "tier", "similarity", "encoder"]
     for choices, index in out[out["status"] == "ok"].groupby("choices", sort=False).groups.items():
