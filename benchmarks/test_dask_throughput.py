@@ -26,8 +26,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.dask_cluster import Cluster
-
 from genfair.models import build_backend
 from genfair.models.base import LLMBackend
 from genfair.models.cache import ResponseCache
@@ -35,6 +33,7 @@ from genfair.models.config import OpenAIModelConfig
 from genfair.models.dask_executor import DaskExecutor
 from genfair.models.executor import executing
 from genfair.models.runner import Call, run_calls
+from tests.support.dask_cluster import Cluster
 from tests.support.mock_openai import MockOpenAI
 
 LATENCY_S = 0.05

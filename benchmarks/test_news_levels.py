@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.resources.group_words import GroupWordCounter
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
 from genfair.methodologies.news_bias.sentence_level import (
@@ -23,6 +22,7 @@ from genfair.methodologies.news_bias.sentence_level import (
     summarize_sentence_level,
 )
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
+from genfair.resources.group_words import GroupWordCounter
 
 N_PAIRS = 8_629
 WORDS_PER_ARTICLE = 400

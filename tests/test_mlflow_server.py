@@ -7,8 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.support.mlflow_server import SCRIPT, team_mlflow_server
 from tests.support.servers import PostgresServer
 

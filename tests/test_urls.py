@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import example, given, settings
-from hypothesis import example, strategies as st
+from hypothesis import strategies as st
 
 from genfair.config import params_from
 from genfair.errors import ConfigError

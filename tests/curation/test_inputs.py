@@ -324,10 +324,10 @@ def test_a_stale_external_inputs_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_compose_writes_external_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
     from genfair.cli import compose
     from tests.support.conf import ROOT
-
-    import yaml
 
     monkeypatch.chdir(ROOT)
     out = compose(

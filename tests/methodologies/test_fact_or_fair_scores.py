@@ -12,7 +12,6 @@ import pytest
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair import LABEL_COLUMNS
-from tests.support.contexts import step_context
 from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
 from genfair.methodologies.fact_or_fair.data import Statistic
 from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
@@ -20,6 +19,7 @@ from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
+from tests.support.contexts import step_context
 
 METHODOLOGY = get_methodology("fact_or_fair")
 

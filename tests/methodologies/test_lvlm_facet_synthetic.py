@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.metrics.recall import MACRO, POOLED
 from genfair.methodologies.lvlm_facet.groups import PAPER_CLASSES, lvlm_persons
 from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, make_encoder
 from genfair.methodologies.lvlm_facet.results import headline, recall_tables
@@ -20,6 +19,7 @@ from genfair.methodologies.lvlm_facet.synthetic import (
     simulate_answers,
     synthetic_persons,
 )
+from genfair.metrics.recall import MACRO, POOLED
 
 PROMPTS = ("direct", "is_there", "person_is")
 N = 7000  # about a third of the paper's 21,560 images

@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.resources.group_words import DEFAULT_GENDER_WORDS
 from genfair.methodologies import get_methodology
 from genfair.methodologies.news_bias import NewsBiasConfig
-from tests.support.contexts import step_context
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import FEMALE_TO_MALE, REFUSAL, SimulatedLLM, rewrite
+from genfair.resources.group_words import DEFAULT_GENDER_WORDS
+from tests.support.contexts import step_context
 
 METHODOLOGY = get_methodology("news_bias")
 

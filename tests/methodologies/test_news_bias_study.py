@@ -13,7 +13,6 @@ from scipy import stats
 
 from genfair.methodologies import get_methodology
 from genfair.methodologies.news_bias import NewsBiasConfig
-from tests.support.contexts import step_context
 from genfair.methodologies.news_bias.comparison import prompt_comparison, welch_delta
 from genfair.methodologies.news_bias.config import DocumentLevelConfig
 from genfair.methodologies.news_bias.topics_study import ORIGINALS, document_level_study
@@ -22,6 +21,7 @@ from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM, whiten
+from tests.support.contexts import step_context
 
 METHODOLOGY = get_methodology("news_bias")
 

@@ -9,8 +9,8 @@ Each built-in methodology runs its own ``generate`` at a tiny size on conf/model
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import hashlib
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any

@@ -24,7 +24,7 @@ def curve(a: np.ndarray, k: int) -> np.ndarray:
     return h / math.log(k)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dense_curve(k: int) -> tuple[np.ndarray, np.ndarray]:
     """~1e6 uniform points on [0, 1] plus log-spaced points at both ends (steep parts)."""
     tails = np.geomspace(1e-12, 1e-3, 20_000)

@@ -7,7 +7,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
@@ -179,7 +179,7 @@ def test_retry_after_is_capped_by_backoff_max(mock_openai: MockFactory) -> None:
 
 
 def test_retry_after_parsing() -> None:
-    in_5s = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=5), usegmt=True)
+    in_5s = format_datetime(datetime.now(UTC) + timedelta(seconds=5), usegmt=True)
     assert 3.5 < (_retry_after_s(httpx.Headers({"Retry-After": in_5s})) or 0) <= 5
     assert _retry_after_s(httpx.Headers({"Retry-After": "1.5"})) == 1.5
     assert _retry_after_s(httpx.Headers({"retry-after-ms": "250", "Retry-After": "9"})) == 0.25

@@ -12,16 +12,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.support.dask_cluster import Cluster, dask_cluster  # noqa: F401 - a fixture, found by name
-
 from genfair.cli import compose
 from genfair.config import StudyParams, load_params
 from genfair.errors import ConfigError
 from genfair.models.dask_executor import config_hash, worker_stats
-from genfair.study.layout import Layout
 from genfair.study.fill import fill, select_runs
+from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
 from tests.support.conf import ROOT, with_runs
+from tests.support.dask_cluster import Cluster, dask_cluster  # noqa: F401 - a fixture, found by name
 
 pytestmark = pytest.mark.dask
 

@@ -4,9 +4,8 @@ the rerun sends only the calls that failed."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,8 +18,8 @@ from genfair.study.layout import Layout
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes
 from tests.study.toy_methodology import Quiz
-from tests.support.mock_openai import Fault
 from tests.support.conf import with_runs
+from tests.support.mock_openai import Fault
 
 REPLY = '{"answer": "A"}'
 

@@ -21,14 +21,14 @@ from genfair.config import StudyParams, load_params
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
-from genfair.study.store import sync_store
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
+from genfair.study.store import sync_store
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
-from tests.support.mock_openai import Fault
 from tests.support.conf import with_runs
 from tests.support.mlflow_server import mlflow_server
+from tests.support.mock_openai import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "GENFAIR_SCAN_TEST_KEY"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import nupunkt
 import numpy as np
+import nupunkt
 
 __all__ = ["assign_group", "assign_groups", "sentence_spans", "split_sentences"]
 

@@ -25,7 +25,6 @@ from genfair.models.rate_limit import parse_rate
 from genfair.models.redaction import key_env_problem
 from genfair.urls import checked_url
 
-
 #: a model's architecture family for IRIS's impartiality test (paper 002 §4.1, Fig. 4(d): Welch's
 #: t-test between Table 4's groups), e.g. "autoregressive+diffusion" (hybrid UMLLMs),
 #: "autoregressive", "diffusion", "mllm"; free text, trimmed, optional

@@ -54,7 +54,6 @@ from genfair.models.config import (
     SimulatedVLMRecallPolicy,
 )
 
-
 #: each plant's meta form by identity (with the plant, so that the id stays its own)
 _DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
 

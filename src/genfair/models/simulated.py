@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
 from genfair.models.base import Completion, Request, Simulator
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
 from genfair.models.questions import ChoiceQuestion, RewriteQuestion
+from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
 
 REFUSAL = "I'm sorry, but I can't make that judgement about people based on their demographics."
 INVALID = "Every one of these people could be the answer; it depends on many factors."

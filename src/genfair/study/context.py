@@ -8,8 +8,8 @@ from typing import Any
 from genfair.config import (
     ConfigError,
     StudyParams,
-    instrument_config,
     instrument_class,
+    instrument_config,
     methodology_config,
 )
 from genfair.io import read_parquet

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 

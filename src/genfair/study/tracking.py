@@ -29,10 +29,10 @@ import pandas as pd
 from genfair.config import StudyParams, methodology_config
 from genfair.io import read_parquet, write_json
 from genfair.methodologies import get_methodology
+from genfair.params import PARAMS_FILE
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
-from genfair.params import PARAMS_FILE
 from genfair.study.store import (
     KEY_TAG,
     UNFINISHED,

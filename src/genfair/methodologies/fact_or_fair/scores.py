@@ -33,14 +33,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
+from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 from genfair.metrics import normalized_entropy
 from genfair.metrics.tradeoff import (
     tradeoff_distance,
     tradeoff_distance_single_brent,
     tradeoff_distances,
 )
-from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
-from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 
 SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance")
 CONTEXT_ORDER = ("objective", "baseline", "representativeness", "attribution", "ingroup")

@@ -44,14 +44,13 @@ from genfair.methodologies.fact_or_fair.data import (
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
 from genfair.methodologies.fact_or_fair.scores import (
-    cell_clusters,
     cell_table,
     per_statistic,
     score_cells,
 )
 from genfair.models.base import derive_seed, stable_hash
-from genfair.models.runner import Call
 from genfair.models.questions import ImageQuestion
+from genfair.models.runner import Call
 from genfair.models.t2i import prompt_call
 
 #: kind -> the context its scores are reported under (the LLM methodology's names)

@@ -64,6 +64,8 @@ from genfair.methodologies.base import (
 from genfair.methodologies.iris.formulas import apply_presets
 from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
+from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     TournamentConfig,
@@ -71,8 +73,6 @@ from genfair.methodologies.iris.tournament import (
     tournament_counts,
     tournament_probes,
 )
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
-from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from genfair.metrics.recall import MACRO, POOLED
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_IDS, PROMPT_KINDS
+from genfair.metrics.recall import MACRO, POOLED
 
 __all__ = ["disparity_heatmap", "recall_figure"]
 

@@ -60,9 +60,9 @@ from genfair.instruments.answer_mapper import (
     clean_answer,
     nearest_labels,
 )
-from genfair.resources.group_words import plural_forms
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.lvlm_facet.prompts import CHOICE_LABELS
+from genfair.resources.group_words import plural_forms
 
 __all__ = [
     "CHOICE_OPTIONS",

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from genfair.metrics.recall import MACRO, POOLED, disparity_table, group_recalls, recall_range
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
+from genfair.metrics.recall import MACRO, POOLED, disparity_table, group_recalls, recall_range
 
 __all__ = ["SCORE_COLUMNS", "headline", "hits", "recall_tables", "score_rows"]
 

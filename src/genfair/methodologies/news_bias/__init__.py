@@ -43,11 +43,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from genfair.resources.group_words import GroupWordCounter
-from genfair.io import jsonable
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
+from genfair.io import jsonable
 from genfair.methodologies.base import (
     Headline,
     Methodology,
@@ -74,6 +73,7 @@ from genfair.metrics.intervals import proportion_ci
 from genfair.models.base import stable_hash
 from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
+from genfair.resources.group_words import GroupWordCounter
 
 log = logging.getLogger(__name__)
 

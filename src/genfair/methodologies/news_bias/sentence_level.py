@@ -48,9 +48,9 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from genfair.resources.group_words import GroupWordCounter
 from genfair.instruments.sentences import assign_groups, sentence_spans
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP, mean_ci
+from genfair.resources.group_words import GroupWordCounter
 
 __all__ = [
     "ArticleScores",

@@ -27,8 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.resources.group_words import GroupWordCounter
-from genfair.io import jsonable
 from genfair.instruments.sentences import assign_groups, split_sentences
 from genfair.instruments.topics import (
     choose_num_topics,
@@ -38,6 +36,7 @@ from genfair.instruments.topics import (
     sentence_topics,
     tokenize,
 )
+from genfair.io import jsonable
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.news_bias.comparison import prejudice_values, welch_delta
 from genfair.methodologies.news_bias.config import NewsBiasConfig
@@ -52,6 +51,7 @@ from genfair.methodologies.news_bias.document_level import (
     standardized_residuals,
 )
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP
+from genfair.resources.group_words import GroupWordCounter
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from genfair.resources.group_words import GroupWordCounter
 from genfair.metrics import group_wasserstein, normalize_counts
 from genfair.metrics.intervals import mean_ci, ttest_zero
+from genfair.resources.group_words import GroupWordCounter
 
 __all__ = [
     "FOCAL_GROUP",
