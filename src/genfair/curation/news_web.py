@@ -33,7 +33,6 @@ from urllib.robotparser import RobotFileParser
 
 import httpx
 import pandas as pd
-import trafilatura
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 log = logging.getLogger(__name__)
@@ -296,6 +295,8 @@ def fetch_article(client: PoliteClient, candidate: Candidate) -> FetchedArticle:
     The listing's title, date and category win over the page's, because the publisher's
     feed states them explicitly while page extraction guesses (``<title>`` often carries
     the site name, and htmldate may find a modification date)."""
+    import trafilatura
+
     try:
         response = client.get(candidate.url)
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from textblob import TextBlob
 
 __all__ = ["TextBlobSentiment", "sentiment"]
 
 
 def sentiment(sentence: str) -> float:
     """TextBlob polarity of one sentence, in [-1, 1]."""
+    from textblob import TextBlob
+
     return float(TextBlob(sentence).sentiment.polarity)
 
 

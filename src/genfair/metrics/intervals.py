@@ -12,7 +12,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 
 def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> dict:
@@ -22,6 +21,8 @@ def ttest_zero(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     everywhere; N = 1 a NaN interval and p; zero variance gives the degenerate interval
     ``[mean, mean]`` and p = 0 if the mean is non-zero, 1 if it is zero.
     """
+    from scipy import stats
+
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -74,6 +75,8 @@ def proportion_ci(successes: int, n: int, confidence: float = 0.95) -> dict:
     Wilson score interval (``scipy.stats.binomtest(...).proportion_ci("wilson")``), which
     stays inside [0, 1] and is sensible for small ``n`` and rates near 0 or 1, where a
     t-interval is not. ``n = 0`` gives NaN."""
+    from scipy import stats
+
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n; got {successes} of {n}")
     if n == 0:

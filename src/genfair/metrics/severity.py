@@ -34,7 +34,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from genfair.metrics.distributions import bias_severity
 
@@ -158,6 +157,8 @@ def severity_interval(
     for a biased plug-in statistic such as an entropy) is widened to reach it and flagged
     ``ci_adjusted``. A BCa interval scipy cannot compute falls back to percentile.
     """
+    from scipy import stats
+
     x = _counts(counts)
     if not 0.0 < bootstrap.confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {bootstrap.confidence}")

@@ -14,7 +14,6 @@ import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize_scalar
 
 __all__ = [
     "max_entropy_at_accuracy",
@@ -103,6 +102,8 @@ def tradeoff_distance(s_fact: float, s_e: float, k: int) -> tuple[float, float, 
 
     ``s_fact`` and ``s_e`` must be in ``[0, 1]`` and ``k >= 2``, else ``ValueError``.
     """
+    from scipy.optimize import minimize_scalar
+
     x0, y0, k = _unit_score(s_fact, "s_fact"), _unit_score(s_e, "s_e"), _num_classes(k)
 
     def dist2(x: float) -> float:
@@ -130,6 +131,8 @@ def tradeoff_distance_single_brent(s_fact: float, s_e: float, k: int) -> tuple[f
     :func:`tradeoff_distance`); offered to reproduce the published distances. Returns
     ``(x, y, d)`` at the point it stops.
     """
+    from scipy.optimize import minimize_scalar
+
     x0, y0, k = _unit_score(s_fact, "s_fact"), _unit_score(s_e, "s_e"), _num_classes(k)
 
     def dist2(x: float) -> float:

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-from scipy import stats
 
 from genfair.methodologies.fact_or_fair.data import GROUPS
 
@@ -47,6 +46,8 @@ RATE_COLUMNS = [
 def following_rate(followed: int, n: int, chance: float, level: float = 0.95) -> dict[str, float]:
     """``followed / n`` with its Wilson interval and the exact two-sided binomial test of
     rate = ``chance`` (``scipy.stats.binomtest``); NaN for ``n = 0``."""
+    from scipy import stats
+
     if n < 0 or not 0 <= followed <= n:
         raise ValueError(f"need 0 <= followed <= n; got {followed} of {n}")
     if n == 0:

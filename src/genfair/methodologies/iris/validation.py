@@ -23,7 +23,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 
 from genfair.methodologies.iris.scoring import DIMENSIONS, OVERALL, SECTORS, normalize_frame
 
@@ -161,6 +160,8 @@ def _magnitudes(normalized: pd.DataFrame, weights: pd.Series, keep: pd.Series) -
 
 
 def _rho(base: pd.Series, other: pd.Series) -> tuple[float, float, int]:
+    from scipy.stats import spearmanr
+
     both = pd.concat([base, other], axis=1).dropna()
     if len(both) < 3:
         return math.nan, math.nan, len(both)

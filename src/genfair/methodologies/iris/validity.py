@@ -24,7 +24,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 
@@ -84,6 +83,8 @@ def sector_correlation(
     ``min_models`` models share the pair (two points always lie on a line) or a score is
     constant. ``n_partial``: models among them with a partial score in either sector.
     """
+    from scipy import stats
+
     if method not in ("pearson", "spearman"):
         raise ValueError(f"method must be 'pearson' or 'spearman'; got {method!r}")
     if min_models < 3:
@@ -149,6 +150,8 @@ def architecture_welch(
     (two-sided). ``status`` is ``ok``, or ``n/a`` with the ``reason`` (fewer than
     ``min_group`` models in a group, fewer than two groups, zero variance in both groups).
     """
+    from scipy import stats
+
     if min_group < 2:
         raise ValueError(f"min_group must be >= 2 (a variance needs two models); got {min_group}")
     unknown = sorted(set(architectures) - set(scores["model"]))

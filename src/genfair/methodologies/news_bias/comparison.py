@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genfair.methodologies.news_bias.sentence_level import MEASURES
 from genfair.methodologies.news_bias.word_level import FOCAL_GROUP
@@ -63,6 +62,8 @@ def welch_delta(
     NaNs are dropped. With fewer than two values on a side (or no variance at all) the
     test is undefined: ``statistic``, ``p_value`` and the interval are NaN.
     """
+    from scipy import stats
+
     b = np.asarray(biased, dtype=float)
     u = np.asarray(unbiased, dtype=float)
     b, u = b[np.isfinite(b)], u[np.isfinite(u)]

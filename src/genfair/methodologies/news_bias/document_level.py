@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from gensim.models import LdaModel
-from scipy import stats
 
 from genfair.metrics import group_wasserstein
 from genfair.metrics.intervals import mean_ci
@@ -113,6 +112,8 @@ def chi2_test(O: np.ndarray) -> Chi2Result:
     and would make expected counts zero. No Yates correction, so the statistic is the sum of
     squared Pearson residuals ``(O - E)^2 / E``.
     """
+    from scipy import stats
+
     O = np.asarray(O)
     reduced = O[O.sum(axis=1) > 0][:, O.sum(axis=0) > 0]
     if reduced.shape[0] < 2 or reduced.shape[1] < 2:
