@@ -1,4 +1,5 @@
-"""Shared fixtures."""
+"""Shared fixtures, and how the suite is laid out on pytest-xdist workers (docs/architecture.md,
+"The test suite")."""
 
 from pathlib import Path
 
@@ -8,6 +9,7 @@ from genfair.resources.group_words import GroupWordCounter
 from tests.support.conf import ROOT
 from tests.support.mock_openai import mock_openai  # noqa: F401 - a fixture, found by name
 from tests.support.servers import postgres, postgres_db, s3, s3_bucket  # noqa: F401 - fixtures
+from tests.support.studies import MAX_BUILDS, builds_of, declared
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +37,46 @@ def occupations_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     # run by default (`make test`, CI); `-m "not slow"` leaves them out of a quick loop
     config.addinivalue_line("markers", "slow: takes more than a minute (kill soak); runs in CI")
+    config.addinivalue_line(
+        "markers", "builds(*names): the studies the test builds (tests/support/studies.py BUILDS)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Count the end-to-end builds; lay the tests out for xdist (``--dist loadgroup``)."""
+    builds = builds_of(items)
+    undeclared = [i.nodeid for i in items if i.get_closest_marker("e2e") and not declared(i)]
+    if undeclared:
+        raise pytest.UsageError(
+            f"{undeclared[0]}: an end-to-end test declares the studies it builds "
+            "(@pytest.mark.builds, tests/support/studies.py)"
+        )
+    if len(builds) > MAX_BUILDS:
+        raise pytest.UsageError(
+            f"the collected tests build {len(builds)} studies, more than MAX_BUILDS = {MAX_BUILDS} "
+            "(tests/support/studies.py): share a build (study_copy) or raise the ceiling there"
+        )
+    config.stash[_BUILDS] = builds
+    # a test module without a group of its own is one group: its module fixtures are made once,
+    # on one worker
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else "-"))
+    # the end-to-end groups first (run with --no-loadscope-reorder): they are the long poles,
+    # started at once on both workers while the unit tests fill the gaps
+    items.sort(key=lambda item: not item.get_closest_marker("e2e"))
+
+
+_BUILDS = pytest.StashKey[set]()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    builds = config.stash.get(_BUILDS, None)
+    if builds is not None:
+        terminalreporter.write_line(
+            f"end-to-end study builds collected: {len(builds)} of at most {MAX_BUILDS} "
+            f"({', '.join(sorted(builds)) or 'none'}; tests/support/studies.py)"
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,14 @@ from pathlib import Path
 import pytest
 
 from genfair.io import file_sha256
-from tests.support.project import LIGHT_SMOKE, copy_study, study_env
+from tests.support.project import copy_study, run, study_env
+from tests.support.studies import SHARED, check_declared, shared_study
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.builds("smoke", "capped"),
+    pytest.mark.xdist_group("smoke"),
+]
 
 #: numpy's dispatch down to its x86-64-v2 baseline, torch's ATen to its default kernels, the
 #: BLAS libraries to an SSE-only core
@@ -34,7 +40,8 @@ CAPPED = {
 KNOWN: list[str] = []
 #: the SIMD targets numpy dispatches to on this CPU, and torch's kernel level
 PROBE = (
-    "import torch; from numpy._core._multiarray_umath import __cpu_features__ as f, __cpu_dispatch__ as d;"
+    "import torch; from numpy._core._multiarray_umath import "
+    "__cpu_features__ as f, __cpu_dispatch__ as d;"
     "print([k for k in d if f.get(k)], torch.backends.cpu.get_cpu_capability())"
 )
 
@@ -58,7 +65,9 @@ def _outputs(work: Path) -> dict[str, str]:
     }
 
 
-def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(tmp_path: Path) -> None:
+def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     wide = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
     ).stdout
@@ -70,31 +79,22 @@ def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(tmp_path: Pat
         env={**study_env(tmp_path), **CAPPED},
     ).stdout
     assert capped.strip() == "[] DEFAULT", capped  # the caps take effect
-    works, procs = {}, {}
-    for name, extra in (
-        ("wide", {}),
-        ("capped", CAPPED),
-    ):  # side by side: the cache's claims keep calls once
-        works[name] = tmp_path / name
-        works[name].mkdir()
-        env = study_env(works[name], GENFAIR_CACHE_DIR=str(tmp_path / "shared-cache"), **extra)
-        copy_study(works[name], env, *LIGHT_SMOKE)
-        procs[name] = subprocess.Popen(
-            ["dvc", "repro"],
-            cwd=works[name],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    for name, proc in procs.items():
-        output, _ = proc.communicate(timeout=3000)
-        assert proc.returncode == 0, f"dvc repro ({name}) failed:\n{output[-4000:]}"
-    outputs = {name: _outputs(work) for name, work in works.items()}
+    # the widest kernels: the shared smoke study; capped: the same study built anew, on a copy
+    # of its response cache, as a teammate on another CPU shares the team's cache
+    smoke = shared_study(request, "smoke")
+    check_declared(request.node, "capped")
+    work = tmp_path / "capped"
+    work.mkdir()
+    shutil.copytree(smoke.work / ".genfair-cache", tmp_path / "cache")
+    env = study_env(work, GENFAIR_CACHE_DIR=str(tmp_path / "cache"), **CAPPED)
+    copy_study(work, env, *SHARED["smoke"])
+    run(["dvc", "repro"], work, env)
+    outputs = {"wide": _outputs(smoke.work), "capped": _outputs(work)}
     assert outputs["wide"].keys() == outputs["capped"].keys()
     differ = sorted(
         path for path, digest in outputs["wide"].items() if outputs["capped"][path] != digest
     )
+    total = len(outputs["wide"])
     assert differ == KNOWN, (
-        f"kernels {wide.strip()} vs capped: {len(differ)} of {len(outputs['wide'])} outputs differ: {differ}"
+        f"kernels {wide.strip()} vs capped: {len(differ)} of {total} outputs differ: {differ}"
     )

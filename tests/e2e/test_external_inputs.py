@@ -18,7 +18,7 @@ import yaml
 
 from tests.support.project import commit, copy_project, run, study_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.builds("external")]
 
 
 def _edit_in_place(path: Path, keep_mtime: bool) -> None:

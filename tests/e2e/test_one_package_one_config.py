@@ -29,9 +29,13 @@ from tests.support.project import (
     study_env,
 )
 
-pytestmark = pytest.mark.e2e
-
 BUILTIN = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
+#: one copy, six studies built in it in turn (curated data and response cache shared)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.builds("toy_quiz", *(f"only_{name}" for name in BUILTIN)),
+    pytest.mark.xdist_group("contract"),
+]
 #: the simulators; SmolLM2 stays out (its answers cost time and prove nothing here)
 MODELS = ("smollm2",)
 
@@ -192,7 +196,8 @@ RUNS = {
 EXTRA = {
     "open_bias": (
         "methodologies.open_bias.captions=published",
-        f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}",
+        "methodologies.open_bias.published_proposals="
+        f"{ROOT / 'tests/support/open_bias_published_flickr.json'}",
     )
 }
 

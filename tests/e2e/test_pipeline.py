@@ -1,36 +1,18 @@
-"""End to end: the DVC pipeline at smoke scale in a temporary copy of the project."""
+"""End to end: the DVC pipeline at smoke scale in a temporary copy of the project, the shared
+smoke study (tests/e2e/conftest.py), which these tests read; test_pipeline_changes.py changes
+copies of it."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.support.project import (
-    ROOT,
-    always_changed,
-    commit,
-    copy_study,
-    stale_after_code_edit,
-    status_stages,
-    study_env,
-)
 from tests.support.project import run as _run
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
-    """A git + DVC copy of the project, composed at smoke scale and reproduced once."""
-    work = tmp_path_factory.mktemp("study")
-    env = study_env(work)
-    copy_study(work, env, "scale=smoke")
-    output = _run(["dvc", "repro"], work, env)
-    return work, env, output
+pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke"), pytest.mark.xdist_group("smoke")]
 
 
 def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) -> None:
@@ -225,7 +207,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(
         and occupations["has_eu"].sum() == 11
     )
     probes = pd.read_parquet(work / "data/probes/iris.parquet")
-    assert set(zip(probes["sector"], probes["modality"])) == {
+    assert set(zip(probes["sector"], probes["modality"], strict=True)) == {
         ("IFS-Gen", "t2i"),
         ("RFS-Und", "llm|vlm"),
         ("IFS-Und", "vlm"),
@@ -364,143 +346,3 @@ def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str]
         "IRIS sector scores",
     ):
         assert title in page
-
-
-def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
-    study: tuple[Path, dict[str, str], str],
-) -> None:
-    work, env, _ = study
-    # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing new
-    again = _run(["dvc", "repro"], work, env)
-    noop = set(re.findall(r"Running stage '([^']+)'", again))
-    assert noop == always_changed(work), sorted(noop)
-    assert (
-        "holds all" in again
-    )  # the MLflow store has every run: nothing logged, MLflow not even imported
-    _run(
-        [
-            "genfair",
-            "compose",
-            "-o",
-            "scale=smoke",
-            "-o",
-            "+model@models.simulated_b=simulated_llm",
-        ],
-        work,
-        env,
-    )
-    output = _run(["dvc", "repro"], work, env)
-    ran = set(re.findall(r"Running stage '([^']+)'", output)) - always_changed(work)
-    # a text model runs the methodologies that measure text; the image ones get no stage
-    own = {
-        f"{step}@simulated_b-{m}"
-        for step in ("generate", "label", "metrics")
-        for m in ("fact_or_fair", "news_bias", "iris")
-    }
-    study_level = {
-        f"study@{m}" for m in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
-    }
-    study_level |= {"score", "track", "report"} | {f"plot@{p}" for p in _plots(work)}
-    assert own <= ran and ran <= own | study_level, sorted(ran)
-    board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
-    assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
-
-
-def test_editing_one_methodology_leaves_the_others_up_to_date(
-    study: tuple[Path, dict[str, str], str],
-) -> None:
-    work, env, _ = study
-    params = (work / "params.yaml").read_text()
-    try:
-        _run(
-            [
-                "genfair",
-                "compose",
-                "-o",
-                "scale=smoke",
-                "-o",
-                "+model@models.simulated_b=simulated_llm",
-                "-o",
-                "methodologies.news_bias.max_tokens=99",
-            ],
-            work,
-            env,
-        )
-        changed = status_stages(work, env)
-        assert changed, "editing news_bias's config changed no stage"
-        others = [
-            s
-            for s in changed
-            if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))
-        ]
-        assert not others, f"stages of other methodologies changed: {sorted(others)}"
-        assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
-    finally:
-        (work / "params.yaml").write_text(params)
-
-
-def _plots(work: Path) -> set[str]:
-    import yaml
-
-    return set(yaml.safe_load((work / "params.yaml").read_text())["plots"])
-
-
-def test_editing_one_methodologys_code_leaves_the_others_up_to_date(
-    study: tuple[Path, dict[str, str], str],
-) -> None:
-    """A methodology's stages depend on its own folder, not on the others' (a comment is a change
-    to DVC); the cross-model stages on its code@ fingerprint."""
-    work, env, _ = study
-    edited, fingerprinted = stale_after_code_edit(
-        work, env, work / "src/genfair/methodologies/news_bias/lengths.py", "news_bias"
-    )
-    runs = [r for r in yaml_runs(work) if r.endswith("-news_bias")]
-    own = {
-        "probes@news_bias",
-        "study@news_bias",
-        "plot@news_bias-bars_unbiased",
-        *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs),
-    }
-    assert edited == own | {"code@news_bias"}, sorted(edited ^ (own | {"code@news_bias"}))
-    assert fingerprinted == own | {"score", "track", "report"}, sorted(
-        fingerprinted ^ (own | {"score", "track", "report"})
-    )
-    assert not status_stages(work, env)
-
-
-def yaml_runs(work: Path) -> list[str]:
-    import yaml
-
-    return list(yaml.safe_load((work / "params.yaml").read_text())["runs"])
-
-
-def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, str], str]) -> None:
-    work, env, _ = study
-    commit(work, env, "with b")
-    # without SmolLM2, OpenBias's proposer: its stage 1 comes from the authors' published proposals
-    # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing model)
-    published = ROOT / "tests/support/open_bias_published_flickr.json"
-    _run(
-        [
-            "dvc",
-            "exp",
-            "run",
-            "-S",
-            "scale=smoke",
-            "-S",
-            "methodologies.fact_or_fair.bootstrap_resamples=20",
-            "-S",
-            "~model@models.smollm2",
-            "-S",
-            "methodologies.open_bias.captions=published",
-            "-S",
-            f"methodologies.open_bias.published_proposals={published}",
-        ],
-        work,
-        env,
-    )
-    import yaml
-
-    params = yaml.safe_load((work / "params.yaml").read_text())
-    assert params["methodologies"]["fact_or_fair"]["bootstrap_resamples"] == 20
-    assert "smollm2" not in params["models"]

@@ -2,12 +2,19 @@
 ``scripts/mlflow_server.sh`` (PostgreSQL backend store, proxied artifacts) and a DVC remote on a
 loopback S3. One checkout reproduces a smoke study, tracks it through the server and pushes
 it (outputs and run cache); a second checkout (a git clone) pulls it, and its ``dvc repro``
-runs only the always-running stages and logs nothing new to the server."""
+runs only the always-running stages and logs nothing new to the server.
+
+The first checkout's DVC cache starts as a teammate's would after ``dvc pull --run-cache``:
+hard links to the shared smoke study's cache (tests/support/studies.py). The stages it has in
+common with that study are restored from DVC's run cache; the others run (OpenBias from the
+published proposals, the study-level stages, ``track`` through the server, the report)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +25,14 @@ import yaml
 from tests.support.mlflow_server import MlflowServer, team_mlflow_server
 from tests.support.project import GIT, LIGHT_SMOKE, copy_study, run, study_env
 from tests.support.servers import PostgresServer, S3Server
+from tests.support.studies import check_declared, shared_study
 
-pytestmark = pytest.mark.e2e
+# with the tests that change copies of the smoke study: on the other worker than its build
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.builds("smoke", "team"),
+    pytest.mark.xdist_group("smoke-copies"),
+]
 
 
 @dataclass
@@ -41,13 +54,19 @@ def _all_runs(uri: str) -> list:  # type: ignore[type-arg]
 
 @pytest.fixture(scope="module")
 def team(
-    postgres: PostgresServer, s3: S3Server, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    postgres: PostgresServer,
+    s3: S3Server,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Team]:
     """The first checkout: reproduced with the team's MLflow server, committed, pushed."""
+    smoke = shared_study(request, "smoke")
+    check_declared(request.node, "team")
     with team_mlflow_server(postgres, tmp_path_factory.mktemp("mlflow")) as server:
         work = tmp_path_factory.mktemp("first")
         env = study_env(work, MLFLOW_TRACKING_URI=server.uri, **s3.env)
         copy_study(work, env, *LIGHT_SMOKE)
+        shutil.copytree(smoke.work / ".dvc/cache", work / ".dvc/cache", copy_function=os.link)
         bucket = s3.create_bucket()
         run(["dvc", "remote", "add", "-d", "team", f"s3://{bucket}/dvc"], work, env)
         run(["dvc", "remote", "modify", "team", "endpointurl", s3.endpoint], work, env)
