@@ -37,9 +37,6 @@ def occupations_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     # run by default (`make test`, CI); `-m "not slow"` leaves them out of a quick loop
     config.addinivalue_line("markers", "slow: takes more than a minute (kill soak); runs in CI")
-    config.addinivalue_line(
-        "markers", "builds(*names): the studies the test builds (tests/support/studies.py BUILDS)"
-    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
