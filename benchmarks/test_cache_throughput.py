@@ -92,10 +92,10 @@ def test_cache_get_put_throughput(
     assert puts > 0 and gets > 0
 
 
-def test_postgresql_cache_overhead_on_a_study(
+def test_postgresql_cache_overhead_on_a_study(  # type: ignore[no-untyped-def]
     benchmark,
-    postgres: PostgresServer,
-    tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: F811
+    postgres: PostgresServer,  # noqa: F811 - the imported fixture, by name
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from genfair.config import StudyParams
