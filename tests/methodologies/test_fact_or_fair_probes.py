@@ -276,7 +276,7 @@ def test_attribution_rotation_option_rotates_every_combination_once(config):
     subjective = build_probes(config.model_copy(update={"attribution_behaviour": "rotate"}), SEED)
     subjective = subjective[subjective["kind"] == "subjective"]
     part = subjective[subjective.context == "attribution"]
-    for (stat, direction), cell in part.groupby(["statistic", "direction"]):
+    for (stat, _direction), cell in part.groupby(["statistic", "direction"]):
         assert len(cell) == SCENARIOS * SAMPLES == 16
         combos = Counter(
             zip(
