@@ -477,11 +477,14 @@ def test_ctranslate2_gets_whole_groups_and_answers_the_same_in_any_batch_size(mo
         generator = backend.ct2.generator
 
         class Spy:  # a ctranslate2.Generator's methods cannot be patched
-            def generate_batch(self, tokens, **kw):
-                seen.append(kw["max_batch_size"])
-                return generator.generate_batch(tokens, **kw)
+            def __init__(self, seen, generator):
+                self.seen, self.generator = seen, generator
 
-        backend.ct2.generator = Spy()
+            def generate_batch(self, tokens, **kw):
+                self.seen.append(kw["max_batch_size"])
+                return self.generator.generate_batch(tokens, **kw)
+
+        backend.ct2.generator = Spy(seen, generator)
         assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
         assert seen == [size]
 
