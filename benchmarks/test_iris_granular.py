@@ -213,7 +213,7 @@ def _groups(attrs: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 def _mask(df: pd.DataFrame, attrs: tuple[str, ...], group: tuple[str, ...]) -> pd.Series:
     m = pd.Series(True, index=df.index)
-    for a, v in zip(attrs, group):
+    for a, v in zip(attrs, group, strict=True):
         m &= df[COLS[a]] == v
     return m
 
@@ -303,7 +303,9 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
         share = reference_shares(reference, spec.region, attr)[spec.group].to_dict()
         drifts = [
             share[p] - share[t]
-            for t, p, gv in zip(und["occupation"], und["mapped_occupation"], und[COLS[attr]])
+            for t, p, gv in zip(
+                und["occupation"], und["mapped_occupation"], und[COLS[attr]], strict=True
+            )
             if p != t and p in share and t in share and gv == spec.group
         ]
         out[spec.name] = abs(float(np.mean(drifts)))

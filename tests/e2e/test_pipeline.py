@@ -225,7 +225,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(
         and occupations["has_eu"].sum() == 11
     )
     probes = pd.read_parquet(work / "data/probes/iris.parquet")
-    assert set(zip(probes["sector"], probes["modality"])) == {
+    assert set(zip(probes["sector"], probes["modality"], strict=True)) == {
         ("IFS-Gen", "t2i"),
         ("RFS-Und", "llm|vlm"),
         ("IFS-Und", "vlm"),

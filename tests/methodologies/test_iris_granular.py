@@ -32,7 +32,7 @@ def _gen(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
 
 
 def _values(table: pd.DataFrame) -> dict[str, float]:
-    return dict(zip(table["metric"], table["value"]))
+    return dict(zip(table["metric"], table["value"], strict=True))
 
 
 def _reference() -> pd.DataFrame:

@@ -295,10 +295,14 @@ def test_table3_codes_against_the_rule(table3):
         for task in ("Gen", "Und")
     }
     gen_wrong = sorted(
-        m for m, code in zip(umllm["model"], umllm["gen_code"]) if rule["Gen"][m] != code
+        m
+        for m, code in zip(umllm["model"], umllm["gen_code"], strict=True)
+        if rule["Gen"][m] != code
     )
     und_wrong = sorted(
-        m for m, code in zip(umllm["model"], umllm["und_code"]) if rule["Und"][m] != code
+        m
+        for m, code in zip(umllm["model"], umllm["und_code"], strict=True)
+        if rule["Und"][m] != code
     )
     assert gen_wrong == ["VILA-U"]
     assert und_wrong == sorted(set(UMLLMS) - {"VILA-U"})

@@ -171,7 +171,9 @@ def tradeoff_distances(s_fact: ArrayLike, s_e: ArrayLike, k: int) -> np.ndarray:
     nan = np.isnan(x0) | np.isnan(y0)
     bad = ~nan & ((x0 < 0) | (x0 > 1) | (y0 < 0) | (y0 > 1))
     if bad.any():
-        raise ValueError(f"s_fact and s_e must be in [0, 1]; got {list(zip(x0[bad], y0[bad]))[:5]}")
+        raise ValueError(
+            f"s_fact and s_e must be in [0, 1]; got {list(zip(x0[bad], y0[bad], strict=True))[:5]}"
+        )
     out = np.full(x0.shape, np.nan)
     x, y = x0[~nan][:, None], y0[~nan][:, None]
     if not x.size:

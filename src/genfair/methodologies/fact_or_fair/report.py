@@ -86,7 +86,8 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for attribute, rows in objective.groupby("attribute", sort=False):
         frame = rows[["model", "simulated", "modality", "s_fact", "s_e", "distance"]].copy()
         frame["model"] = [
-            f"{m} (SIMULATED)" if s else m for m, s in zip(frame["model"], frame["simulated"])
+            f"{m} (SIMULATED)" if s else m
+            for m, s in zip(frame["model"], frame["simulated"], strict=True)
         ]
         out[f"tradeoff_objective_{attribute}"] = frame.drop(columns="simulated")
     return out

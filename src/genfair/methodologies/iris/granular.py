@@ -365,7 +365,9 @@ def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     for spec in _specs("IFS-Gen"):
         _, counts, n_missing = _occupation_counts(table, codes, spec.attributes)
         totals = counts.sum(axis=1)
-        rds = [representation_disparity(c / t) for c, t in zip(counts, totals) if t > 0]
+        rds = [
+            representation_disparity(c / t) for c, t in zip(counts, totals, strict=True) if t > 0
+        ]
         empty = int((totals == 0).sum())
         note = _join(
             _missing_note(n_missing),

@@ -72,7 +72,7 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {}
     label = [
         f"{m}{' (SIMULATED)' if s else ''} · {sector}"
-        for m, s, sector in zip(board["model"], board["simulated"], board["sector"])
+        for m, s, sector in zip(board["model"], board["simulated"], board["sector"], strict=True)
     ]
     return {
         "sectors": pd.DataFrame(

@@ -129,7 +129,10 @@ class TournamentConfig(BaseModel):
 
 def profiles() -> list[dict[str, str]]:
     """The 18 demographic profiles, gender-major, as ``{"gender", "age", "skin"}`` dicts."""
-    return [dict(zip(CATEGORIES, combo)) for combo in itertools.product(*CATEGORIES.values())]
+    return [
+        dict(zip(CATEGORIES, combo, strict=True))
+        for combo in itertools.product(*CATEGORIES.values())
+    ]
 
 
 def profile_ids() -> list[str]:

@@ -77,7 +77,12 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     label = [
         f"{m}{' (SIMULATED)' if s else ''} · {lv} · {a} · {ms}"
         for m, s, lv, a, ms in zip(
-            rows["model"], rows["simulated"], rows["level"], rows["attribute"], rows["measure"]
+            rows["model"],
+            rows["simulated"],
+            rows["level"],
+            rows["attribute"],
+            rows["measure"],
+            strict=True,
         )
     ]
     return {

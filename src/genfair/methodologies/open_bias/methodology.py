@@ -457,8 +457,8 @@ class OpenBias(Methodology):
             if len(proposals)
             else float("nan")
         )
-        classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"])}
-        label_of = dict(zip(kb["bias_id"], kb["label"]))
+        classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"], strict=True)}
+        label_of = dict(zip(kb["bias_id"], kb["label"], strict=True))
         if classes_of:
             part = (
                 vqa[["bias_id", "caption_id", "label", "status"]]
