@@ -882,7 +882,8 @@ class Iris(Methodology):
     def model_rows(
         self, model: str, scores: pd.DataFrame, study: StudyResult | None
     ) -> pd.DataFrame:
-        """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
+        """A model's run logs its granular metrics (its IRIS scores come from
+        :meth:`run_record`)."""
         return scores
 
     def run_record(

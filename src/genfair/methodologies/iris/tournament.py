@@ -117,7 +117,8 @@ class TournamentConfig(BaseModel):
             unknown = set(prior) - known
             if unknown:
                 raise ValueError(
-                    f"prior names unknown profiles {sorted(unknown)}; ids look like 'female_young_light'"
+                    f"prior names unknown profiles {sorted(unknown)}; "
+                    "ids look like 'female_young_light'"
                 )
             if (
                 any(w < 0 or not math.isfinite(w) for w in prior.values())
