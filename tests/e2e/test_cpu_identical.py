@@ -34,8 +34,9 @@ CAPPED = {
 KNOWN: list[str] = []
 #: the SIMD targets numpy dispatches to on this CPU, and torch's kernel level
 PROBE = (
-    "import torch; from numpy._core._multiarray_umath import __cpu_features__ as f, __cpu_dispatch__ as d;"
-    "print([k for k in d if f.get(k)], torch.backends.cpu.get_cpu_capability())"
+    "import torch; from numpy._core._multiarray_umath import "
+    "__cpu_features__ as f, __cpu_dispatch__ as d;print([k for k "
+    "in d if f.get(k)], torch.backends.cpu.get_cpu_capability())"
 )
 
 
@@ -96,5 +97,6 @@ def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(tmp_path: Pat
         path for path, digest in outputs["wide"].items() if outputs["capped"][path] != digest
     )
     assert differ == KNOWN, (
-        f"kernels {wide.strip()} vs capped: {len(differ)} of {len(outputs['wide'])} outputs differ: {differ}"
+        f"kernels {wide.strip()} vs capped: {len(differ)} "
+        f"of {len(outputs['wide'])} outputs differ: {differ}"
     )

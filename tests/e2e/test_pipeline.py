@@ -370,7 +370,8 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
     study: tuple[Path, dict[str, str], str],
 ) -> None:
     work, env, _ = study
-    # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing new
+    # a no-op repro runs only the stages that always run; `track` checks the store and logs nothing
+    # new
     again = _run(["dvc", "repro"], work, env)
     noop = set(re.findall(r"Running stage '([^']+)'", again))
     assert noop == always_changed(work), sorted(noop)
@@ -478,7 +479,8 @@ def test_experiment_switches_scale_with_set_param(study: tuple[Path, dict[str, s
     work, env, _ = study
     commit(work, env, "with b")
     # without SmolLM2, OpenBias's proposer: its stage 1 comes from the authors' published proposals
-    # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing model)
+    # (OpenBias's generate reads its proposer, so it reruns, and would fail naming the missing
+    # model)
     published = ROOT / "tests/support/open_bias_published_flickr.json"
     _run(
         [

@@ -1,4 +1,5 @@
-"""Tests for genfair.methodologies.iris.scoring: hand values, published Tables 3 and 23-28, errors."""
+"""Tests for genfair.methodologies.iris.scoring: hand values, published Tables 3 and 23-28,
+errors."""
 
 from __future__ import annotations
 
