@@ -147,9 +147,10 @@ def test_postgresql_cache_overhead_on_a_study(  # type: ignore[no-untyped-def]
         load_average=load,
     )
     print(
-        f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), {PAIRS} pairs, "
-        f"load average {load}: SQLite cache {sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (medians); "
-        f"per-pair PostgreSQL/SQLite {', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)"
+        f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), "
+        f"{PAIRS} pairs, load average {load}: SQLite cache {sqlite_s:.2f} s, "
+        f"PostgreSQL cache {pg_s:.2f} s (medians); per-pair PostgreSQL/SQLite "
+        f"{', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)"
     )
     assert server.calls == 2 * PAIRS * QUESTIONS  # every run paid its calls (cold caches)
     assert overhead < 0.05, (
