@@ -70,11 +70,11 @@ def _throughput(url: str, processes: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("processes", [1, 4])
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_cache_get_put_throughput(
+def test_cache_get_put_throughput(  # type: ignore[no-untyped-def]
     benchmark,
     store: str,
     processes: int,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
