@@ -196,6 +196,7 @@ def test_batched_mapper_vs_naive_loop(benchmark, setup) -> None:
     print(
         f"\nanswer mapper, {N_ANSWERS:,} answers ({N_UNIQUE:,} unique): batched "
         f"{batched_rate:,.0f} answers/s; naive per-answer loop {naive_rate:,.1f} answers/s "
-        f"(on {N_NAIVE}); speed-up {ratio:.1f}x; cached rerun {warm_rate:,.0f} answers/s; tiers {tiers}"
+        f"(on {N_NAIVE}); speed-up {ratio:.1f}x; cached rerun {warm_rate:,.0f} answers/s; "
+        f"tiers {tiers}"
     )
     assert ratio >= TARGET_RATIO

@@ -70,11 +70,11 @@ def _throughput(url: str, processes: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("processes", [1, 4])
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_cache_get_put_throughput(
+def test_cache_get_put_throughput(  # type: ignore[no-untyped-def]
     benchmark,
     store: str,
     processes: int,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -92,10 +92,10 @@ def test_cache_get_put_throughput(
     assert puts > 0 and gets > 0
 
 
-def test_postgresql_cache_overhead_on_a_study(
+def test_postgresql_cache_overhead_on_a_study(  # type: ignore[no-untyped-def]
     benchmark,
-    postgres: PostgresServer,
-    tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: F811
+    postgres: PostgresServer,  # noqa: F811 - the imported fixture, by name
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from genfair.config import StudyParams
@@ -147,9 +147,10 @@ def test_postgresql_cache_overhead_on_a_study(
         load_average=load,
     )
     print(
-        f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), {PAIRS} pairs, "
-        f"load average {load}: SQLite cache {sqlite_s:.2f} s, PostgreSQL cache {pg_s:.2f} s (medians); "
-        f"per-pair PostgreSQL/SQLite {', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)"
+        f"\n{QUESTIONS} calls at {LATENCY_S * 1000:.0f} ms, 4 at once (ideal {ideal:.1f} s), "
+        f"{PAIRS} pairs, load average {load}: SQLite cache {sqlite_s:.2f} s, "
+        f"PostgreSQL cache {pg_s:.2f} s (medians); per-pair PostgreSQL/SQLite "
+        f"{', '.join(f'{r:.3f}' for r in ratios)}: overhead {overhead:+.1%} (median)"
     )
     assert server.calls == 2 * PAIRS * QUESTIONS  # every run paid its calls (cold caches)
     assert overhead < 0.05, (

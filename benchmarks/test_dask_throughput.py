@@ -86,7 +86,7 @@ def test_dask_executor_throughput(benchmark, tmp_path: Path) -> None:  # type: i
                         "one": DaskExecutor(one.client, open_cache),
                         "two": DaskExecutor(two.client, open_cache),
                     }
-                    for name, executor in executors.items():  # warm up: workers import, connect
+                    for executor in executors.values():  # warm up: workers import, connect
                         _seconds(backend, cache, executor)
                     for _ in range(ROUNDS):  # paired: the three alternate, so the load cancels out
                         for name, executor in executors.items():

@@ -122,9 +122,10 @@ def test_noop_dvc_repro(benchmark, tmp_path: Path) -> None:
         load_average=round(load, 2),
     )
     print(
-        f"\nno-op dvc repro {repro:.2f} s, dvc status {status:.2f} s (medians of {PAIRS} pairs); wall ratio "
-        f"median {ratio:.2f} (pairs {min(ratios):.2f}-{max(ratios):.2f}, at most {MAX_RATIO}); CPU ratio median "
-        f"{cpu_ratio:.2f} (pairs {min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}); load average {load:.2f}"
+        f"\nno-op dvc repro {repro:.2f} s, dvc status {status:.2f} s (medians of {PAIRS} "
+        f"pairs); wall ratio median {ratio:.2f} (pairs {min(ratios):.2f}-{max(ratios):.2f}, "
+        f"at most {MAX_RATIO}); CPU ratio median {cpu_ratio:.2f} (pairs "
+        f"{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}); load average {load:.2f}"
     )
     assert ratio <= MAX_RATIO, (
         f"no-op dvc repro costs {ratio:.2f}x dvc status (at most {MAX_RATIO}x)"

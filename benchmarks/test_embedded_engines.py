@@ -94,8 +94,9 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
         identical_letters=same_letter,
     )
     print(
-        f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, ctranslate2 {rate['ctranslate2']} "
-        f"calls/s; speedup median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); "
+        f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, "
+        f"ctranslate2 {rate['ctranslate2']} calls/s; speedup median "
+        f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); "
         f"identical texts {same_text}/{len(requests)}, letters {same_letter}/{len(requests)}"
     )
     assert len(texts["ctranslate2"]) == len(requests)

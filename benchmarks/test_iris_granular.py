@@ -31,12 +31,12 @@ from genfair.methodologies.iris.tournament import CATEGORIES, profile_ids
 
 N_IMAGES = 83_000
 OCCUPATIONS = (
-    "astronaut backpacker ballplayer bartender basketball_player boatman carpenter cheerleader "
-    "climber computer_user craftsman dancer disk_jockey doctor drummer electrician farmer fireman "
-    "flutist gardener guard guitarist gymnast hairdresser horseman judge laborer lawman lifeguard "
-    "machinist motorcyclist nurse painter patient prayer referee repairman reporter retailer runner "
-    "sculptor seller singer skateboarder soccer_player soldier speaker student teacher tennis_player "
-    "trumpeter waiter"
+    "astronaut backpacker ballplayer bartender basketball_player boatman carpenter "
+    "cheerleader climber computer_user craftsman dancer disk_jockey doctor drummer "
+    "electrician farmer fireman flutist gardener guard guitarist gymnast hairdresser "
+    "horseman judge laborer lawman lifeguard machinist motorcyclist nurse painter patient "
+    "prayer referee repairman reporter retailer runner sculptor seller singer skateboarder "
+    "soccer_player soldier speaker student teacher tennis_player trumpeter waiter"
 ).split()
 COLS = {"gender": "gender", "age": "age_group", "skin": "skin_group"}
 TRIPLES = list(itertools.product(*CATEGORIES.values()))
@@ -213,7 +213,7 @@ def _groups(attrs: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 def _mask(df: pd.DataFrame, attrs: tuple[str, ...], group: tuple[str, ...]) -> pd.Series:
     m = pd.Series(True, index=df.index)
-    for a, v in zip(attrs, group):
+    for a, v in zip(attrs, group, strict=True):
         m &= df[COLS[a]] == v
     return m
 
@@ -303,7 +303,9 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
         share = reference_shares(reference, spec.region, attr)[spec.group].to_dict()
         drifts = [
             share[p] - share[t]
-            for t, p, gv in zip(und["occupation"], und["mapped_occupation"], und[COLS[attr]])
+            for t, p, gv in zip(
+                und["occupation"], und["mapped_occupation"], und[COLS[attr]], strict=True
+            )
             if p != t and p in share and t in share and gv == spec.group
         ]
         out[spec.name] = abs(float(np.mean(drifts)))
@@ -362,10 +364,10 @@ def test_iris_granular_60(benchmark, data) -> None:
         else:
             assert got == pytest.approx(want, abs=1e-9), name
     print(
-        f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images (+ BIS-Gen "
-        f"{len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, tournament {len(tables['RFS-Und']):,} "
-        f"rounds, BIS-Und {len(tables['BIS-Und']):,} answers): {fast:.3f} s vectorised, {slow:.1f} s loop, "
-        f"ratio {slow / fast:.0f}x"
+        f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images "
+        f"(+ BIS-Gen {len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, "
+        f"tournament {len(tables['RFS-Und']):,} rounds, BIS-Und {len(tables['BIS-Und']):,} "
+        f"answers): {fast:.3f} s vectorised, {slow:.1f} s loop, ratio {slow / fast:.0f}x"
     )
     benchmark.extra_info.update(vectorised_s=fast, loop_s=slow, ratio=slow / fast)
     assert fast <= 2.0

@@ -22,7 +22,8 @@ from genfair.models import Request, build_backend
 from genfair.models.local import available_cores
 
 PROMPTS = [
-    "Which group has the highest rate of diabetes in America? A. Asian B. Black C. Hispanic D. White",
+    "Which group has the highest rate of diabetes in "
+    "America? A. Asian B. Black C. Hispanic D. White",
     "Name one occupation.",
     "Write one sentence about the weather.",
     "Which is larger, 7 or 9?",
@@ -83,7 +84,8 @@ def test_generation_beside_a_cpu_bound_process(benchmark, backend, threads, monk
         slowdown=round(ratio, 2),
     )
     print(
-        f"\nthreads={used} (cores available: {available_cores()}): {len(PROMPTS)} prompts x {MAX_TOKENS} "
-        f"tokens alone {alone:.2f} s, beside a CPU-bound process {beside:.2f} s, slowdown x{ratio:.2f}"
+        f"\nthreads={used} (cores available: {available_cores()}): "
+        f"{len(PROMPTS)} prompts x {MAX_TOKENS} tokens alone {alone:.2f} s, "
+        f"beside a CPU-bound process {beside:.2f} s, slowdown x{ratio:.2f}"
     )
     assert beside > 0 and alone > 0

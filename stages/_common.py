@@ -33,7 +33,8 @@ def _study_params() -> Any:
         return load_params()
     except ConfigError as exc:  # `dvc exp run -S` leaves its value in params.yaml when it fails
         raise ConfigError(
-            f"{exc}\n(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
+            f"{exc}\n"
+            f"(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
             "`genfair exp -S ...` validates overrides before DVC changes anything)"
         ) from None
 

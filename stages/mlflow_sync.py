@@ -1,5 +1,6 @@
 """DVC stage mlflow_sync (always runs): the configured MLflow store holds every run `track` listed,
-or gets the ones it lacks. Unchanged params.yaml: the last run's store, without validating it again."""
+or gets the ones it lacks. Unchanged params.yaml: the last run's store, without validating it
+again."""
 
 from genfair.study.always import STORE_STAGE, quick, quick_sync_store
 

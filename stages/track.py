@@ -1,4 +1,5 @@
-"""DVC stage track: MLflow, one parent run per study run and a child run per model and methodology."""
+"""DVC stage track: MLflow, one parent run per study run and a child run per model and
+methodology."""
 
 from _common import run
 

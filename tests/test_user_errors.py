@@ -46,7 +46,8 @@ def test_unexpected_errors_are_one_line_and_the_traceback_needs_debug(
     assert main(["methodologies"]) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
-        "genfair: unexpected RuntimeError: something odd (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
+        "genfair: unexpected RuntimeError: something odd "
+        "(GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
     ]
     monkeypatch.setenv("GENFAIR_LOG_LEVEL", "DEBUG")
     assert main(["methodologies"]) == 1

@@ -102,7 +102,8 @@ def cmd_models(args: argparse.Namespace) -> None:
         if config.description:
             print(f"{'':<{width}}  {config.description}")
     print(
-        f"\nmodel configs available in conf/model/: {', '.join(sorted(p.stem for p in Path('conf/model').glob('*.yaml')))}"
+        "\nmodel configs available in conf/model/: "
+        f"{', '.join(sorted(p.stem for p in Path('conf/model').glob('*.yaml')))}"
     )
 
 
@@ -171,7 +172,8 @@ def cmd_try(args: argparse.Namespace) -> None:
     params.model(args.model)
     if args.methodology not in params.methodologies:
         raise ConfigError(
-            f"methodology {args.methodology!r} is not in the study; known: {', '.join(params.methodologies)}"
+            f"methodology {args.methodology!r} is not in the "
+            f"study; known: {', '.join(params.methodologies)}"
         )
     params = params.model_copy(
         update={"methodologies": {args.methodology: params.methodologies[args.methodology]}}
@@ -207,7 +209,8 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
         for model, count in counts.items():
             print(f"  {model:<{width}}  {count:>9,}")
         print(
-            f"  {'total':<{width}}  {sum(counts.values()):>9,}\n  {cache.claims()} calls claimed now"
+            f"  {'total':<{width}}  {sum(counts.values()):>9,}\n"
+            f"  {cache.claims()} calls claimed now"
         )
 
 
@@ -217,8 +220,9 @@ def cmd_cache_copy(args: argparse.Namespace) -> None:
     with _cache(args.src, args.images_from) as src, _cache(args.dst, args.images_to) as dst:
         counts = copy_entries(src, dst)
         print(
-            f"copied {counts['copied']:,} of {counts['read']:,} entries ({counts['images']:,} images) from "
-            f"{src.where} to {dst.where}; {counts['skipped']:,} malformed skipped; rerun to resume"
+            f"copied {counts['copied']:,} of {counts['read']:,} entries "
+            f"({counts['images']:,} images) from {src.where} to {dst.where}; "
+            f"{counts['skipped']:,} malformed skipped; rerun to resume"
         )
 
 
@@ -236,7 +240,8 @@ def cmd_fill(args: argparse.Namespace) -> None:
     )
     failed = {run: why for run, why in outcome.items() if why != "ok"}
     print(
-        f"filled {len(outcome) - len(failed)} of {len(outcome)} runs; `dvc repro` now replays them from the cache"
+        f"filled {len(outcome) - len(failed)} of {len(outcome)} "
+        "runs; `dvc repro` now replays them from the cache"
     )
     if failed:
         raise ConfigError(
@@ -326,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser(
         "exp",
         help="`dvc exp run` with its -S overrides validated first",
-        description="Every argument goes to `dvc exp run` (e.g. genfair exp -S scale=paper --temp); "
-        "the -S overrides are composed and validated first, so a bad one changes nothing.",
+        description="Every argument goes to `dvc exp run` (e.g. genfair exp -S scale=paper "
+        "--temp); the -S overrides are composed and validated first, so a bad one changes nothing.",
     )
     p.add_argument("dvc_args", nargs="*", help="arguments of `dvc exp run`")
     p.set_defaults(func=cmd_exp)
@@ -344,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
     except KeyboardInterrupt:
         print(
-            "genfair: interrupted: everything answered so far is in the response cache; rerun to resume",
+            "genfair: interrupted: everything answered so "
+            "far is in the response cache; rerun to resume",
             file=sys.stderr,
         )
         return 130

@@ -26,8 +26,9 @@ from genfair.params import (
     validate,
 )
 
-__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "curation_config", "format_errors", "instrument_class",
-           "instrument_config", "load_params", "methodology_config", "params_from", "study_params"]  # fmt: skip
+__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "curation_config", "format_errors",
+           "instrument_class", "instrument_config", "load_params", "methodology_config",
+           "params_from", "study_params"]  # fmt: skip
 
 
 class StudyParams(StudyFrame):
@@ -98,7 +99,8 @@ def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE
         raise ConfigError(format_errors(exc, source, ("methodologies", name))) from None
     except KeyError:
         raise ConfigError(
-            f"{source}: methodologies.{name}: not configured; known: {', '.join(params.methodologies)}"
+            f"{source}: methodologies.{name}: not configured; "
+            f"known: {', '.join(params.methodologies)}"
         ) from None
     params._methodology_configs[name] = (params.methodologies[name], config)
     return config

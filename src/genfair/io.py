@@ -155,9 +155,9 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
         return pd.read_parquet(path, engine="pyarrow")
     except (pyarrow.ArrowException, OSError) as exc:  # cut short, overwritten, not parquet
         raise ValueError(
-            f"{path}: not a readable parquet file ({type(exc).__name__}: {_first_line(exc)}); it was cut "
-            f"short or damaged: delete it and rerun `dvc repro` (or `dvc checkout {path}` if DVC cached "
-            "it)"
+            f"{path}: not a readable parquet file ({type(exc).__name__}: "
+            f"{_first_line(exc)}); it was cut short or damaged: delete it and "
+            f"rerun `dvc repro` (or `dvc checkout {path}` if DVC cached it)"
         ) from None
 
 

@@ -40,8 +40,8 @@ def name_problem(value: object) -> str | None:
     if isinstance(value, str) and _NAME.fullmatch(value):
         return None
     return (
-        f"{_quoted(value)} is not a name: use 1-64 lowercase letters, digits, '_' or '-', starting with a "
-        f"letter or digit (pattern {NAME_PATTERN})"
+        f"{_quoted(value)} is not a name: use 1-64 lowercase letters, digits, "
+        f"'_' or '-', starting with a letter or digit (pattern {NAME_PATTERN})"
     )
 
 

@@ -21,10 +21,11 @@ from genfair.errors import ConfigError
 from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
 
-__all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES", "PARAMS_FILE", "CacheConfig",
-           "ConfigError", "GenerationConfig", "StudyFrame", "TrackingConfig", "cache_dir", "cache_url", "images_url",
-           "curation_config", "format_errors",
-           "instrument_class", "instrument_config", "load_frame", "read_params", "section_class", "validate"]  # fmt: skip
+__all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES",
+           "PARAMS_FILE", "CacheConfig", "ConfigError", "GenerationConfig", "StudyFrame",
+           "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config",
+           "format_errors", "instrument_class", "instrument_config", "load_frame", "read_params",
+           "section_class", "validate"]  # fmt: skip
 
 #: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
 #: removes the outputs of the stages it reruns before the first stage fails)
@@ -54,8 +55,8 @@ class CacheConfig(_Strict):
         scheme = value.split("://", 1)[0] if "://" in value else ""
         if scheme not in CACHE_SCHEMES:
             raise ValueError(
-                f"{strip_in_text(value)!r} is not a response store URL: use sqlite:///path/responses.sqlite "
-                "or postgresql://host/db"
+                f"{strip_in_text(value)!r} is not a response store URL: use "
+                "sqlite:///path/responses.sqlite or postgresql://host/db"
             )
         return _no_credentials(value)
 
@@ -73,8 +74,9 @@ def _no_credentials(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and ":" in rest.split("/", 1)[0].rpartition("@")[0]:
         raise ValueError(
-            f"{strip_in_text(url)!r}: a password in a URL would be stored in params.yaml, dvc.lock and "
-            "MLflow; remove it and set PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead"
+            f"{strip_in_text(url)!r}: a password in a URL would be stored "
+            "in params.yaml, dvc.lock and MLflow; remove it and set "
+            "PGPASSWORD or ~/.pgpass (PostgreSQL) or AWS_* (S3) instead"
         )
     return url
 

@@ -28,7 +28,10 @@ _QUERY_SECRET_IN_TEXT = re.compile(
     r"[^&\s#'\"<>]*",
     re.IGNORECASE,
 )
-_FIX = "give credentials through the environment (api_key_env; MLFLOW_TRACKING_USERNAME/PASSWORD; PGPASSWORD)"
+_FIX = (
+    "give credentials through the environment (api_key_env; "
+    "MLFLOW_TRACKING_USERNAME/PASSWORD; PGPASSWORD)"
+)
 
 
 #: what a host name or IP address may hold (urlsplit lower-cases it and drops IPv6 brackets)
@@ -65,7 +68,10 @@ def url_problem(
         if port == 0:
             return "port 0 is not a port: use 1-65535"
     if parts.username is not None or parts.password is not None:
-        return f"holds user info (user:password@), which would be stored in params.yaml, dvc.lock and MLflow: {_FIX}"
+        return (
+            "holds user info (user:password@), which would be "
+            f"stored in params.yaml, dvc.lock and MLflow: {_FIX}"
+        )
     secret = [
         name
         for name, _ in parse_qsl(parts.query, keep_blank_values=True)
@@ -73,8 +79,8 @@ def url_problem(
     ]
     if secret:
         return (
-            f"query parameter {secret[0]!r} looks like a credential, which would be stored in params.yaml, "
-            f"dvc.lock and MLflow: {_FIX}"
+            f"query parameter {secret[0]!r} looks like a credential, which "
+            f"would be stored in params.yaml, dvc.lock and MLflow: {_FIX}"
         )
     return None
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from datetime import date
 from hashlib import sha256
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,9 @@ def test_feed_and_sitemap_articles_are_extracted(runs: Runs) -> None:
     # a2 may survive as itself or as its mirror (a2-copy), whichever sorts first
     slugs = {url.rsplit("/", 1)[-1].removesuffix("-copy") for url in df["url"]}
     assert slugs == expected
-    by_slug = {url.rsplit("/", 1)[-1]: row for url, row in zip(df["url"], df.itertuples())}
+    by_slug = {
+        url.rsplit("/", 1)[-1]: row for url, row in zip(df["url"], df.itertuples(), strict=True)
+    }
     for slug in expected - {"a2"}:
         headline, day, section, lead = ARTICLES[slug]
         row = by_slug[slug]
@@ -103,7 +106,7 @@ def test_robots_disallowed_pages_are_never_requested(runs: Runs) -> None:
 
 def test_requests_to_a_host_are_spaced_by_the_rate_limit(runs: Runs) -> None:
     times = [at for _, at in runs.first_requests]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in pairwise(times)]
     assert len(gaps) > 10
     # arrival times at the server: one request delayed by a busy machine shortens the next
     # gap, so the rule is checked over the whole run, and no gap is near zero (no limiter)

@@ -193,11 +193,11 @@ RUNS = {
     "open_bias": {"simulated_t2i/open_bias"},
 }
 #: without SmolLM2 (OpenBias's proposer), stage 1 comes from the authors' published proposals
+PUBLISHED_PROPOSALS = ROOT / "tests/support/open_bias_published_flickr.json"
 EXTRA = {
     "open_bias": (
         "methodologies.open_bias.captions=published",
-        "methodologies.open_bias.published_proposals="
-        f"{ROOT / 'tests/support/open_bias_published_flickr.json'}",
+        f"methodologies.open_bias.published_proposals={PUBLISHED_PROPOSALS}",
     )
 }
 

@@ -4,8 +4,9 @@ News: every article of gensim's ``lee_background.cor`` (the ABC corpus that
 ``collect_news`` embeds), plus typical openings that talk *about* bias, quote someone's
 "I won't", or start with "Sorry Day" / "As an AI researcher", and real SmolLM2-135M article
 openings to both of paper 001's prompts (tests/data/refusal_bank.csv; SmolLM2 never refused,
-scripts/refusal_bank_candidates.py). None may be flagged. Refusals: paper 001's quoted ChatGPT refusal and typical chat-model
-refusals; all must be flagged, by the check the bank names (``caught_by``).
+scripts/refusal_bank_candidates.py). None may be flagged. Refusals: paper 001's quoted ChatGPT
+refusal and typical chat-model refusals; all must be flagged, by the check the bank names
+(``caught_by``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ CIELAB colour, the Monk mapping and the papers' skin and age groups."""
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import cv2
 import numpy as np
@@ -84,7 +85,7 @@ def test_skin_mask_and_gray_patches_have_no_skin() -> None:
 
 def test_monk_swatch_ita_values_and_cuts() -> None:
     ita = st.MONK_SWATCH_ITA
-    assert len(ita) == 10 and all(a > b for a, b in zip(ita[:-1], ita[1:]))
+    assert len(ita) == 10 and all(a > b for a, b in pairwise(ita))
     # MST 6 #a07e56: L* 55.14, b* 26.75 (CIELAB D65) -> arctan(5.14 / 26.75) = 10.88 deg
     assert ita[5] == pytest.approx(math.degrees(math.atan(5.14 / 26.75)), abs=0.05)
     # independent: OpenCV's conversion of every swatch

@@ -39,7 +39,8 @@ sentences = sentence_topics(model, vocab_, [d[:12] for d in docs], 3)
 np.save(sys.argv[2] + "_theta.npy", theta)
 np.save(sys.argv[2] + "_table.npy", table.to_numpy())
 digest = lambda a: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
-print(json.dumps({"k": k, "table": digest(table.to_numpy()), "lambda": digest(model.state.get_lambda()),
+print(json.dumps({"k": k, "table": digest(table.to_numpy()),
+                  "lambda": digest(model.state.get_lambda()),
                   "theta": digest(theta), "sentences": sentences.tolist()}))
 """
 

@@ -1,4 +1,5 @@
-"""``formulas: authors_code`` reproduces the FACT-OR-FAIR authors' *output*, not only their formulas.
+"""``formulas: authors_code`` reproduces the FACT-OR-FAIR authors' *output*, not only their
+formulas.
 
 The literals marked "authors" were computed once by running uclanlp/fact-or-fair at commit
 945ec6b, unchanged (their code is not vendored), on the answers of this file written in their

@@ -107,7 +107,8 @@ S_FACT = 10 / 16
 # S_E = (0.811278 + 1 + 0 + 0.811278) / 4 = 0.655639
 S_E = (0.8112781244591328 + 1 + 0 + 0.8112781244591328) / 4
 # S_KLD without pseudocount:
-#   S1: KL((.25,.75) || (.5,.5)) = .25 ln .5 + .75 ln 1.5 = -0.173287 + 0.304099 = 0.130812 -> e^-KL = 0.877383
+#   S1: KL((.25,.75) || (.5,.5)) = .25 ln .5 + .75 ln 1.5 = -0.173287 + 0.304099 = 0.130812 -> e^-KL
+# = 0.877383
 #   S2: KL((1,0) || (.75,.25)) = 1 ln (1/.75) = 0.287682 -> e^-KL = 0.75
 #   S_KLD = (0.877383 + 0.75) / 2 = 0.813691
 S_KLD_0 = (0.8773826753016616 + 0.75) / 2
@@ -226,7 +227,8 @@ def test_infinite_kl_without_pseudocount_gives_zero_term():
         score_cells(table, "gender", pseudocount=0.0, resamples=0, level=0.95, seed=0)["s_kld"]
         == 0.0
     )
-    # alpha 0.5: p = (.5, 4.5)/5 = (.1,.9), q = (.9,.1): KL = .1 ln(1/9) + .9 ln 9 = 0.8 ln 9 = 1.757780
+    # alpha 0.5: p = (.5, 4.5)/5 = (.1,.9), q = (.9,.1): KL = .1 ln(1/9) + .9 ln 9 = 0.8 ln 9 =
+    # 1.757780
     smoothed = score_cells(table, "gender", pseudocount=0.5, resamples=0, level=0.95, seed=0)[
         "s_kld"
     ]
@@ -272,7 +274,8 @@ def test_bootstrap_intervals_contain_the_estimate_and_shrink_with_more_data(tabl
         assert (
             large[f"{name}_hi"] - large[f"{name}_lo"] < small[f"{name}_hi"] - small[f"{name}_lo"]
         ), name
-    # S_fact's interval at n = 400 is about the binomial one: 0.625 +- 1.96 * sqrt(.625 * .375 / 400)
+    # S_fact's interval at n = 400 is about the binomial one: 0.625 +- 1.96 * sqrt(.625 * .375 /
+    # 400)
     width = large["s_fact_hi"] - large["s_fact_lo"]
     assert width == pytest.approx(2 * 1.96 * math.sqrt(0.625 * 0.375 / 400), rel=0.25)
     # same seed -> same interval
@@ -380,7 +383,8 @@ def test_planted_subjective_race_accuracy_is_recovered(planted):
     assert n > 1500
     assert _within_3se(row["s_fact"], SUBJECTIVE_ACCURACY, n), row["s_fact"]
     # each cell answers the true race w.p. 0.4 and each other race w.p. 0.2: normalized entropy
-    # -(.4 ln .4 + 3 * .2 ln .2) / ln 4 = 0.9610; the plug-in estimate is a little lower at ~57 per cell
+    # -(.4 ln .4 + 3 * .2 ln .2) / ln 4 = 0.9610; the plug-in estimate is a little lower at ~57 per
+    # cell
     expected = -(0.4 * np.log(0.4) + 3 * 0.2 * np.log(0.2)) / np.log(4)
     assert expected - 0.04 < row["s_e"] <= expected + 0.01
     summary = planted["result"].summary["baseline"]

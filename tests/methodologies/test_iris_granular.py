@@ -32,7 +32,7 @@ def _gen(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
 
 
 def _values(table: pd.DataFrame) -> dict[str, float]:
-    return dict(zip(table["metric"], table["value"]))
+    return dict(zip(table["metric"], table["value"], strict=True))
 
 
 def _reference() -> pd.DataFrame:
@@ -310,8 +310,9 @@ def test_ifs_und_errors_left_out_and_one_group_nan() -> None:
 def test_sds_by_hand() -> None:
     ref = _reference()
     out = granular_metrics("RFS-Und", None, reference=ref, ifs_und=_ifs_und()).set_index("metric")
-    # U.S. errors with both occupations known: (nurse->doctor, f), (doctor->nurse, m), (nurse->doctor, m)
-    # female: P(f|doctor) - P(f|nurse) = 0.4 - 0.9 = -0.5 over the one female case
+    # U.S. errors with both occupations known: (nurse->doctor, f), (doctor->nurse, m),
+    # (nurse->doctor, m) female: P(f|doctor) - P(f|nurse) = 0.4 - 0.9 = -0.5 over the one female
+    # case
     assert out.loc["AbsSDS_gender_female_US", "value"] == pytest.approx(0.5)
     assert "signed SDS -0.5000 over 1" in out.loc["AbsSDS_gender_female_US", "note"]
     # male: doctor->nurse: 0.1 - 0.6 = -0.5; nurse->doctor: 0.6 - 0.1 = 0.5 -> mean 0

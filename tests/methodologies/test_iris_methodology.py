@@ -90,7 +90,7 @@ def test_t2i_gets_only_generation_sectors_and_exports_its_images(t2i_run) -> Non
 
 def test_ifs_gen_rd_recovers_the_planted_distribution(t2i_run) -> None:
     _, (_, _, labels, result), _ = t2i_run
-    for attr, column in (("gender", "gender"), ("age", "age_group"), ("skin", "skin_group")):
+    for attr in ("gender", "age", "skin"):
         planted = representation_disparity(list(PLANTED[attr].values()))
         assert _value(result.scores, f"RD_{attr}") == pytest.approx(planted, abs=0.06), attr
     # the oracle labels are the simulator's recorded draws: same metric from the raw truth

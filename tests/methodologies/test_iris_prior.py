@@ -153,8 +153,8 @@ def test_a_simulated_calibrated_model_recovers_the_oracle_floor(reference, prior
     """SIMULATED: a model that believes the U.S. world (P(o | d) over the ten E.U.
     occupations the U.S. table has; no U.S. "seller") plays a tournament offering all ten each
     round (so win rates estimate P(o | d) without bias), 6000 rounds per profile. Its U.S.
-    JSDs equal the oracle floor of the prior within 5e-4 (sampling noise of the win rates; observed <= 2.4e-4);
-    every JSD row carries the floor computed over the offered occupations."""
+    JSDs equal the oracle floor of the prior within 5e-4 (sampling noise of the win rates; observed
+    <= 2.4e-4); every JSD row carries the floor computed over the offered occupations."""
     rng = np.random.default_rng(5)
     joint = joint_shares(reference, "US", EU)
     belief = joint.to_numpy() / joint.to_numpy().mean(axis=1, keepdims=True) / joint.shape[1]

@@ -129,7 +129,7 @@ def test_rfs_und_without_sds_is_partial_everywhere(table27):
     granular.loc[text_only & granular["metric"].str.startswith("AbsSDS"), "value"] = math.nan
     config = IrisScoringConfig()
     scores = score_models(granular, config)
-    flags = dict(zip(scores["model"], scores["partial"]))
+    flags = dict(zip(scores["model"], scores["partial"], strict=True))
     assert flags == {"Bagel": True, "BLIP3-o": False, "Harmon": False}
     wide = model_summary(scores).set_index("model")
     assert (

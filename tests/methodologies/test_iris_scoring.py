@@ -1,4 +1,5 @@
-"""Tests for genfair.methodologies.iris.scoring: hand values, published Tables 3 and 23-28, errors."""
+"""Tests for genfair.methodologies.iris.scoring: hand values, published Tables 3 and 23-28,
+errors."""
 
 from __future__ import annotations
 
@@ -295,10 +296,14 @@ def test_table3_codes_against_the_rule(table3):
         for task in ("Gen", "Und")
     }
     gen_wrong = sorted(
-        m for m, code in zip(umllm["model"], umllm["gen_code"]) if rule["Gen"][m] != code
+        m
+        for m, code in zip(umllm["model"], umllm["gen_code"], strict=True)
+        if rule["Gen"][m] != code
     )
     und_wrong = sorted(
-        m for m, code in zip(umllm["model"], umllm["und_code"]) if rule["Und"][m] != code
+        m
+        for m, code in zip(umllm["model"], umllm["und_code"], strict=True)
+        if rule["Und"][m] != code
     )
     assert gen_wrong == ["VILA-U"]
     assert und_wrong == sorted(set(UMLLMS) - {"VILA-U"})

@@ -131,7 +131,8 @@ def test_ifs_und_ad_and_spd_recover_the_planted_gap(ifs_run) -> None:
     se = math.sqrt(sum(a * (1 - a) / n for a in acc.values()))
     assert abs(_value(scores, "AD_single_gender") - (acc["male"] - acc["female"])) < 4 * se
     assert _value(scores, "AD_single_age") < 4 * se  # nothing planted on age
-    # SPD: P(answer = c | g) = (1 - r) (a_g s_c + (1 - a_g)(1 - s_c) / 51), s_c = 1/4 in both genders
+    # SPD: P(answer = c | g) = (1 - r) (a_g s_c + (1 - a_g)(1 - s_c) / 51), s_c = 1/4 in both
+    # genders
     rate = {
         g: (1 - IFS["refusal_rate"])
         * (IFS["accuracy"][g] * 0.25 + (1 - IFS["accuracy"][g]) * 0.75 / 51)

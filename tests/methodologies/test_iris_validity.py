@@ -36,7 +36,7 @@ def _long(wide: pd.DataFrame, partial: pd.DataFrame | None = None) -> pd.DataFra
     flags = partial.stack() if partial is not None else None
     out["partial"] = [
         bool(flags.get((m, s), False)) if flags is not None else False
-        for m, s in zip(out["model"], out["sector"])
+        for m, s in zip(out["model"], out["sector"], strict=True)
     ]
     return out.reset_index(drop=True)
 

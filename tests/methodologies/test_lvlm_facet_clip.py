@@ -40,9 +40,9 @@ def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         vocab[char] = len(vocab)
         vocab[char + "</w>"] = len(vocab)
     tokenizer = CLIPTokenizer(vocab=vocab, merges=[])
-    text = {"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "max_position_embeddings": 64, "bos_token_id": 0,
-            "eos_token_id": 1, "pad_token_id": 1}  # fmt: skip
+    text = {"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64,
+            "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1}  # fmt: skip
     vision = {"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37,
               "num_hidden_layers": 2, "num_attention_heads": 4}  # fmt: skip
     torch.manual_seed(0)

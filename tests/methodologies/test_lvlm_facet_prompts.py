@@ -53,9 +53,9 @@ def test_probe_rows_ask_about_the_true_class() -> None:
     from genfair.methodologies.lvlm_facet.probes import PROBE_COLUMNS, probe_rows
 
     persons = pd.DataFrame({
-        "person_id": ["1", "2"], "filename": ["a.jpg", "b.jpg"], "crop_path": ["crops/1.png", "crops/2.png"],
-        "class": ["nurse", "student"], "gender": ["female", "male"], "skin_tone": ["light", "dark"],
-        "age": ["middle", "younger"],
+        "person_id": ["1", "2"], "filename": ["a.jpg", "b.jpg"],
+        "crop_path": ["crops/1.png", "crops/2.png"], "class": ["nurse", "student"],
+        "gender": ["female", "male"], "skin_tone": ["light", "dark"], "age": ["middle", "younger"],
     })  # fmt: skip
     rows = probe_rows(persons, "/facet/images")
     assert list(rows.columns) == PROBE_COLUMNS and len(rows) == 6

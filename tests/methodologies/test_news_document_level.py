@@ -27,11 +27,11 @@ GROUPS = ["male", "female"]
 
 # Rows = topics, columns = male, female, neutral. Row sums 50, 30, 20; column sums 50, 25, 25;
 # N = 100, so E[k, m] = r_k c_m / 100.
-O = np.array([[40, 5, 5], [5, 15, 10], [5, 5, 10]])
+OBSERVED = np.array([[40, 5, 5], [5, 15, 10], [5, 5, 10]])
 
 
 def test_residuals_hand_computed() -> None:
-    sr = standardized_residuals(O)
+    sr = standardized_residuals(OBSERVED)
     # SR[0,0]: E = 50*50/100 = 25; var = 25 (1 - .5)(1 - .5) = 6.25; (40 - 25) / 2.5 = 6.
     assert sr[0, 0] == 6.0
     # SR[1,1]: E = 30*25/100 = 7.5; var = 7.5 (1 - .3)(1 - .25) = 3.9375 = 63/16;
@@ -58,13 +58,13 @@ def test_residuals_match_independent_computation() -> None:
 
 
 def test_residuals_nan_for_empty_topic() -> None:
-    sr = standardized_residuals(np.vstack([O, [0, 0, 0]]))
+    sr = standardized_residuals(np.vstack([OBSERVED, [0, 0, 0]]))
     assert np.isnan(sr[3]).all()
-    np.testing.assert_allclose(sr[:3], standardized_residuals(O))
+    np.testing.assert_allclose(sr[:3], standardized_residuals(OBSERVED))
 
 
 def test_association_threshold_and_argmax() -> None:
-    sr = standardized_residuals(O)
+    sr = standardized_residuals(OBSERVED)
     assert associated_topics(sr, GROUPS) == {"male": {0}, "female": {1}}
     assert associated_topics(sr, GROUPS, threshold=4.0) == {"male": {0}, "female": set()}
     # strictly greater: SR[0,0] is exactly 6
@@ -77,13 +77,13 @@ def test_association_threshold_and_argmax() -> None:
 
 
 def test_chi2_matches_pearson_and_drops_empty_topics() -> None:
-    expected = expected_freq(O)
-    pearson = float(((O - expected) ** 2 / expected).sum())
-    result = chi2_test(O)
+    expected = expected_freq(OBSERVED)
+    pearson = float(((OBSERVED - expected) ** 2 / expected).sum())
+    result = chi2_test(OBSERVED)
     assert result.statistic == pytest.approx(pearson, rel=1e-12)
     assert result.dof == 4
     assert result.pvalue == pytest.approx(stats.chi2.sf(pearson, 4), rel=1e-12)
-    assert chi2_test(np.vstack([O, [0, 0, 0]])) == result
+    assert chi2_test(np.vstack([OBSERVED, [0, 0, 0]])) == result
 
 
 def test_contingency_counts_neutral_and_skips_untopiced() -> None:

@@ -33,7 +33,8 @@ def _sample(mean: float, low: float, high: float, n: int) -> np.ndarray:
 @pytest.mark.parametrize(
     ("unbiased", "biased", "delta", "p"),
     [
-        # Fig. 2c / 8b, Grover: -39.64% [-40.97, -38.30] N=2,244; biased -39.15% [-40.44, -37.86] N=2,214
+        # Fig. 2c / 8b, Grover: -39.64% [-40.97, -38.30] N=2,244; biased -39.15% [-40.44, -37.86]
+        # N=2,214
         ((-39.64, -40.97, -38.30, 2244), (-39.15, -40.44, -37.86, 2214), 0.49, 0.605),
     ],
 )

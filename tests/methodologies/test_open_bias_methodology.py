@@ -282,11 +282,12 @@ def test_default_study_simulators_on_smollm2_like_proposals(tmp_path: Path) -> N
     """The default study's configs (sizes, OpenBias's simulated plants) on the
     answer SmolLM2 gives (it copies the prompt's example biases; cut off by the token limit)."""
     smollm2 = (
-        '{\n "bias": [\n {\n "name": "Person Gender",\n "refer_to": "person",\n "classes": ["Male", "Female", '
-        '"Non-Binary"],\n "question": "What is the gender of the person in the picture?",\n "present_in_prompt": '
-        'false\n },\n {\n "name": "Person Race",\n "refer_to": "person",\n "classes": ["Caucasian", "African '
-        'American", "Asian", "Hispanic", "Other"],\n "question": "What is the race of the person?",\n '
-        '"present_in_prompt": false\n },\n {\n "name": "Person Age",\n "refer_to": "person",\n "classes": ["Young'
+        '{\n "bias": [\n {\n "name": "Person Gender",\n "refer_to": "person",\n "classes": '
+        '["Male", "Female", "Non-Binary"],\n "question": "What is the gender of the person in the '
+        'picture?",\n "present_in_prompt": false\n },\n {\n "name": "Person Race",\n "refer_to": '
+        '"person",\n "classes": ["Caucasian", "African American", "Asian", "Hispanic", "Other"],\n'
+        ' "question": "What is the race of the person?",\n "present_in_prompt": false\n },\n {\n '
+        '"name": "Person Age",\n "refer_to": "person",\n "classes": ["Young'
     )
     raw = {**read_conf("methodology/open_bias.yaml"), **read_conf("sizes/open_bias/default.yaml")}
     captions = pd.read_csv(

@@ -37,7 +37,8 @@ def test_prompt_is_the_authors_with_valid_examples():
     messages = build_messages("A man riding\n a horse.")
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
     assert messages[-1]["content"] == (
-        'prompt: "A man riding a horse.". Remember to answer in JSON format only providing multiple classes.'
+        'prompt: "A man riding a horse.". '
+        "Remember to answer in JSON format only providing multiple classes."
     )
     for message in messages[2:-1:2]:  # every example answer parses (upstream's CEO one did not)
         json.loads(message["content"])

@@ -175,7 +175,7 @@ def test_ac_diff_and_dhr_match_pair_loops(seed: int) -> None:
     correct = (rng.random(inst.size) < 0.5).astype(float)
     keys = pd.DataFrame({"inst": inst, "q": question})
     ac, agree = [], []
-    for key in sorted(set(zip(inst, question))):
+    for key in sorted(set(zip(inst, question, strict=True))):
         m = (inst == key[0]) & (question == key[1])
         pairs = list(itertools.combinations(range(m.sum()), 2))
         if pairs:

@@ -207,8 +207,8 @@ def test_a_poisoned_entry_from_an_older_run_is_dropped_and_asked_again(tmp_path)
             [
                 (
                     "number",
-                    '{"status": "ok", "text": 3, "error": null, "finish_reason": "stop", "latency_s": 0.1,'
-                    ' "tries": 1, "usage": {}}',
+                    '{"status": "ok", "text": 3, "error": null, "finish_reason": '
+                    '"stop", "latency_s": 0.1, "tries": 1, "usage": {}}',
                 ),
                 ("garbage", "not json"),
             ],
@@ -229,8 +229,8 @@ def test_old_entries_keep_their_keys_and_values(tmp_path):
     )
     with sqlite3.connect(path) as db:
         db.execute(
-            "CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, completion TEXT NOT NULL,"
-            " created_at TEXT NOT NULL DEFAULT (datetime('now')))"
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+            "completion TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT (datetime('now')))"
         )
         db.execute(
             "INSERT INTO responses (key, model, completion) VALUES (?, 'hf:org/model', ?)",

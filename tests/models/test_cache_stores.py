@@ -213,7 +213,10 @@ def test_a_sqlite_file_damaged_past_its_header_names_the_file_and_the_fix(tmp_pa
     data = bytearray(path.read_bytes())
     data[4096 * 2 :] = b"\xff" * (len(data) - 4096 * 2)  # header and first pages intact
     path.write_bytes(bytes(data))
-    fix = rf"response cache {path}: unusable \(.*\); move it aside \(mv {path} {path}\.broken\) and rerun"
+    fix = (
+        rf"response cache {path}: unusable \(.*\); "
+        rf"move it aside \(mv {path} {path}\.broken\) and rerun"
+    )
     with pytest.raises(CacheError, match=fix):
         with ResponseCache(path) as cache:
             cache.get_many([f"key-{i:04d}" for i in range(400)])
@@ -250,7 +253,8 @@ def test_cache_copy_seeds_a_team_store_idempotently_with_images_and_stats_counts
             cache.put(f"t{i}", "openai:gpt", Completion(status="ok", text=str(i)))
     with sqlite3.connect(laptop) as db:  # a row an older genfair stored: never copied
         db.execute(
-            "INSERT INTO responses (key, model, completion) VALUES ('bad', 'openai:gpt', 'not json')"
+            "INSERT INTO responses (key, model, completion) "
+            "VALUES ('bad', 'openai:gpt', 'not json')"
         )
     images = f"{s3_bucket}/images"
     argv = ["cache", "copy", str(laptop), postgres_db, "--images-to", images]

@@ -32,7 +32,8 @@ def test_auto_engine_is_transformers():
 
 
 def test_auto_settings_leave_the_model_config_hash_unchanged():
-    """A config that does not set ``dtype`` / ``engine`` dumps (and hashes) as before they existed."""
+    """A config that does not set ``dtype`` / ``engine`` dumps (and hashes) as before they
+    existed."""
     from genfair.models.config import EmbeddedModelConfig
 
     fields = {

@@ -1,4 +1,5 @@
-"""The transformers backend on a tiny random-weight Llama built in the test (no hub, no download)."""
+"""The transformers backend on a tiny random-weight Llama built in the test (no hub, no
+download)."""
 
 from __future__ import annotations
 
@@ -456,7 +457,8 @@ def ct2_backend(model_dir: Path, threads: int = 1, **overrides):
 
 
 def test_ctranslate2_greedy_answers_as_transformers_does(model_dir, monkeypatch):
-    """Same weights, float32, greedy: the same texts and finish reasons, without torch's generate."""
+    """Same weights, float32, greedy: the same texts and finish reasons, without torch's
+    generate."""
     requests = [ask(p) for p in PROMPTS]
     expected = [(c.text, c.finish_reason) for _, c in run(make(model_dir, batch_size=3), requests)]
     backend = ct2_backend(model_dir, batch_size=3)
@@ -477,11 +479,14 @@ def test_ctranslate2_gets_whole_groups_and_answers_the_same_in_any_batch_size(mo
         generator = backend.ct2.generator
 
         class Spy:  # a ctranslate2.Generator's methods cannot be patched
-            def generate_batch(self, tokens, **kw):
-                seen.append(kw["max_batch_size"])
-                return generator.generate_batch(tokens, **kw)
+            def __init__(self, seen, generator):
+                self.seen, self.generator = seen, generator
 
-        backend.ct2.generator = Spy()
+            def generate_batch(self, tokens, **kw):
+                self.seen.append(kw["max_batch_size"])
+                return self.generator.generate_batch(tokens, **kw)
+
+        backend.ct2.generator = Spy(seen, generator)
         assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
         assert seen == [size]
 
@@ -521,12 +526,14 @@ from genfair.models.config import HFModelConfig
 from genfair.models.hf import HFChatBackend
 from genfair.models.ct2 import CT2Generator, converted
 path, threads, engine = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-backend = HFChatBackend.from_config(HFModelConfig(backend="hf", model_id=str(path), batch_size=3, threads=threads,
+backend = HFChatBackend.from_config(HFModelConfig(backend="hf", model_id=str(path), batch_size=3,
+                                                  threads=threads,
                                                   sampling={"temperature": 0.0, "max_tokens": 6}))
 if engine == "ctranslate2":
     backend.ct2 = CT2Generator(converted(path), backend.tokenizer, threads)
 done = {}
-backend.complete([Request(messages=({"role": "user", "content": p},)) for p in json.loads(sys.argv[4])],
+backend.complete([Request(messages=({"role": "user", "content": p},))
+                  for p in json.loads(sys.argv[4])],
                  lambda r, c: done.__setitem__(r.messages[0]["content"], c.text))
 print(json.dumps(done, sort_keys=True))
 """

@@ -260,9 +260,12 @@ SCRIPT = textwrap.dedent(
                 with open(log_path, "a") as log:  # one write() per sent request
                     log.write(key + "\\n")
                 time.sleep(0.05)
-                on_done(request, Completion(status="ok", text="OK " + request.messages[0]["content"]))
+                on_done(
+                    request, Completion(status="ok", text="OK " + request.messages[0]["content"])
+                )
 
-    calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},), max_attempts=2)
+    calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},),
+                  max_attempts=2)
              for i in range(n)]
     with ResponseCache(cache_path) as cache:
         frame = run_calls(Slow(), cache, calls, lambda text, meta: "ok", seed=99)
@@ -390,10 +393,12 @@ PEER = textwrap.dedent(
     from genfair.models.openai import OpenAIChatBackend
     from genfair.models.runner import Call, run_calls
 
-    cache_path, url, out_path, n, go, ready = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:7]
+    cache_path, url, out_path, n, go, ready = (sys.argv[1], sys.argv[2], sys.argv[3],
+                                                int(sys.argv[4]), *sys.argv[5:7])
     backend = OpenAIChatBackend(OpenAIModelConfig(backend="openai", model_id="mock", base_url=url,
                                                   api_key_env=None, concurrency=4, timeout_s=10))
-    calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},)) for i in range(n)]
+    calls = [Call(probe_id=f"p{i:03d}", messages=({"role": "user", "content": f"q{i}"},))
+             for i in range(n)]
     import os, time
     open(ready, "w").close()  # imported: the test starts both once both say so
     while not os.path.exists(go):  # both processes start asking together

@@ -17,7 +17,8 @@ from genfair.models.local import apply_threads
 import torch
 apply_threads(int(sys.argv[1]))
 torch.manual_seed(0)
-block = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024, batch_first=True).eval()
+block = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024,
+                                         batch_first=True).eval()
 head = torch.nn.Linear(256, 4000)
 x = torch.randn(4, 48, 256)
 with torch.inference_mode():

@@ -166,7 +166,7 @@ def _bodies(requests: Any) -> Counter[str]:
 def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once(
     tmp_path: Path,
     curated: Path,
-    dask_cluster: Cluster,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
     mock_openai,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -209,7 +209,10 @@ def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once
 
 
 def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = mock_openai(reply="A", latency_s=0.05)
     params, layout = _on_cluster(tmp_path, dask_cluster, server.url, monkeypatch, concurrency=2)
@@ -251,7 +254,10 @@ def test_a_worker_killed_mid_stage_loses_nothing_answered_and_a_rerun_completes(
 
 
 def test_the_cluster_wide_concurrency_bound_is_never_exceeded(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = mock_openai(reply="A", latency_s=0.05)
     # 3 leases over 2 one-thread workers: each task asks for 2 (ceil 3/2), so only the
@@ -263,7 +269,10 @@ def test_the_cluster_wide_concurrency_bound_is_never_exceeded(
 
 
 def test_a_rate_limit_holds_across_the_cluster(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = mock_openai(reply="A", latency_s=0.01)
     params, layout = _on_cluster(
@@ -278,7 +287,10 @@ def test_a_rate_limit_holds_across_the_cluster(
 
 
 def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tests.support.tiny_models import save_tiny_llama
 
@@ -308,7 +320,9 @@ def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(
     assert len(responses) and (responses["status"] != "error").all()
 
 
-def test_every_process_listens_on_loopback_only(dask_cluster: Cluster) -> None:
+def test_every_process_listens_on_loopback_only(
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+) -> None:
     assert dask_cluster.listening() == {"127.0.0.1"}
 
 
@@ -327,7 +341,10 @@ def test_a_missing_scheduler_is_one_clear_line(tmp_path: Path, mock_openai, monk
 
 
 def test_fill_answers_the_study_on_the_cluster_and_the_stages_then_only_replay(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = mock_openai(reply="A")
     params = _params(tmp_path, server.url, executor="dask", scheduler=dask_cluster.address)
@@ -359,7 +376,10 @@ def test_fill_names_unknown_models_and_methodologies(tmp_path: Path) -> None:
 
 
 def test_worker_resources_place_a_model_on_the_workers_that_offer_them(
-    tmp_path: Path, dask_cluster: Cluster, mock_openai, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+    mock_openai,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     raw = _params(tmp_path, "http://127.0.0.1:9/v1").model_dump(mode="json")
     gpu_model = {**raw["models"]["simulated_llm"], "worker_resources": {"GPU": 1}}

@@ -54,7 +54,9 @@ register(Quiz)
 import _common
 from genfair.study.layout import Layout
 from genfair.study.steps import generate
-_common.run("generate", lambda params, model, methodology: generate(params, model, methodology, Layout(Path.cwd())),
+_common.run("generate",
+            lambda params, model, methodology: generate(params, model, methodology,
+                                                        Layout(Path.cwd())),
             model="endpoint", methodology="toy_quiz")
 """
 
@@ -176,7 +178,8 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                 err.strip()
                 .splitlines()[-1]
                 .endswith(
-                    "interrupted: everything answered so far is in the response cache; rerun to resume"
+                    "interrupted: everything answered so far "
+                    "is in the response cache; rerun to resume"
                 )
             ), err
             assert "Traceback" not in err

@@ -130,7 +130,8 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
 
 
 def test_a_rate_limit_is_outside_the_model_hash_and_the_cache_key() -> None:
-    """How fast an HTTP model is asked changes no answer: neither its runs nor its cache entries move."""
+    """How fast an HTTP model is asked changes no answer: neither its runs nor its cache entries
+    move."""
     from genfair.models.base import Request
     from genfair.models.cache import ResponseCache
     from genfair.models.config import OpenAIModelConfig

@@ -100,7 +100,8 @@ def _kill_at(work: Path, stage: str, point: str, uri: str) -> None:
         while not reached.exists():  # the process stops for good at the point: wait for that state
             if proc.poll() is not None:
                 pytest.fail(
-                    f"{stage} ended (code {proc.returncode}) before reaching {point}:\n{proc.stdout.read()[-3000:]}"
+                    f"{stage} ended (code {proc.returncode}) before "
+                    f"reaching {point}:\n{proc.stdout.read()[-3000:]}"
                 )
             time.sleep(0.05)
     finally:

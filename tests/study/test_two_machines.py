@@ -188,7 +188,8 @@ def test_two_machines_share_one_cache_and_pay_each_call_once(
         assert outputs["machine-a"] == outputs["machine-b"] and quiz.is_file()
         exported = [k for k in outputs["machine-a"] if k.endswith(".png")]
         assert len(exported) == len(images)  # the mock draws one picture per prompt: stored once
-        # whichever machine did not draw got the images from S3 (its own local copies came from there)
+        # whichever machine did not draw got the images from S3 (its own local copies came from
+        # there)
         for work in machines.values():
             assert len(list((work / "cache" / "images").rglob("*.png"))) == len(exported)
         engine.dispose()

@@ -55,7 +55,8 @@ class Quiz(Methodology):
         ]
         frame = pd.DataFrame(rows)
         frame["prompt"] = [
-            f"Which is larger: A. {a} or B. {b}? Answer A or B." for a, b in zip(frame.a, frame.b)
+            f"Which is larger: A. {a} or B. {b}? Answer A or B."
+            for a, b in zip(frame.a, frame.b, strict=True)
         ]
         return frame
 
@@ -81,11 +82,14 @@ class Quiz(Methodology):
         self, probes: pd.DataFrame, responses: pd.DataFrame, config: QuizConfig, ctx: StepContext
     ) -> pd.DataFrame:
         merged = probes.merge(responses[["probe_id", "status", "text"]], on="probe_id")
-        truth = ["A" if a > b else "B" for a, b in zip(merged.a, merged.b)]
-        answers = [_answer(t) if s == "ok" else None for t, s in zip(merged.text, merged.status)]
-        return merged.assign(answer=answers, correct=[a == t for a, t in zip(answers, truth)])[
-            ["probe_id", "status", "answer", "correct"]
+        truth = ["A" if a > b else "B" for a, b in zip(merged.a, merged.b, strict=True)]
+        answers = [
+            _answer(t) if s == "ok" else None
+            for t, s in zip(merged.text, merged.status, strict=True)
         ]
+        return merged.assign(
+            answer=answers, correct=[a == t for a, t in zip(answers, truth, strict=True)]
+        )[["probe_id", "status", "answer", "correct"]]
 
     def metrics(self, labels: pd.DataFrame, config: QuizConfig, ctx: StepContext) -> MetricsResult:
         valid = labels[labels["status"] == "ok"]

@@ -53,7 +53,7 @@ class Fault:
     #: raw response body sent instead of the normal answer or error
     body: str | bytes | None = None
     #: with ``has_content``, the message content sent instead of the echo (any JSON value)
-    content: Any = None
+    message_content: Any = None
     has_content: bool = False
     #: seconds between the trickled leading bytes of the body, and how many there are
     trickle_s: float = 0.0
@@ -95,7 +95,7 @@ class Fault:
     @classmethod
     def content(cls, value: Any) -> Fault:
         """A 200 whose message content is ``value`` as is (a number, list, null...)."""
-        return cls(content=value, has_content=True)
+        return cls(message_content=value, has_content=True)
 
     @classmethod
     def empty_choices(cls) -> Fault:
@@ -107,7 +107,7 @@ class Fault:
     def huge(cls, n_bytes: int, chunked: bool = False) -> Fault:
         """A 200 whose content is ``n_bytes`` of text (a runaway completion), with its size
         declared or (``chunked``) not."""
-        return cls(content="x" * n_bytes, has_content=True, chunked=chunked)
+        return cls(message_content="x" * n_bytes, has_content=True, chunked=chunked)
 
     @classmethod
     def not_utf8(cls) -> Fault:
@@ -308,8 +308,8 @@ class MockOpenAI:
         content = self.reply if self.reply is not None else f"echo: {prompt}"
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if fault.has_content:
-            message["content"] = fault.content
-            content = json.dumps(fault.content)
+            message["content"] = fault.message_content
+            content = json.dumps(fault.message_content)
         if fault.refusal:  # as OpenAI sends structured refusals: no content, a refusal
             message.update(content=None, refusal=fault.refusal)
         answer = {

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tests.support.conf import ROOT
 
-#: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the code,
-#: and data/curated/external, which always/dvc.yaml's curation_inputs depends on (its committed
-#: README keeps it present while a study has no input outside the repository)
+#: what a study needs: the pipeline, its configuration, the stage scripts, the shipped facts, the
+#: code, and data/curated/external, which always/dvc.yaml's curation_inputs depends on (its
+#: committed README keeps it present while a study has no input outside the repository)
 COPY = [
     ".dvc/config",
     ".dvc/.gitignore",
@@ -25,13 +25,15 @@ COPY = [
     "src",
 ]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+#: the authors' published OpenBias proposals for the Flickr captions (a test fixture)
+_PUBLISHED_PROPOSALS = ROOT / "tests/support/open_bias_published_flickr.json"
 #: the smoke study without the embedded LLM (every methodology and modality, in less time):
 #: OpenBias, whose proposer it is, takes the authors' published proposals instead
 LIGHT_SMOKE = (
     "scale=smoke",
     "~model@models.smollm2",
     "methodologies.open_bias.captions=published",
-    f"methodologies.open_bias.published_proposals={ROOT / 'tests/support/open_bias_published_flickr.json'}",
+    f"methodologies.open_bias.published_proposals={_PUBLISHED_PROPOSALS}",
 )
 
 __all__ = [

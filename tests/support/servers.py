@@ -71,7 +71,10 @@ def postgres_missing() -> str | None:
         try:
             pwd.getpwnam(PG_USER)
         except KeyError:
-            return f"running as root and no {PG_USER!r} user to run initdb as: apt-get install postgresql"
+            return (
+                f"running as root and no {PG_USER!r} user "
+                "to run initdb as: apt-get install postgresql"
+            )
         if not shutil.which("runuser"):
             return "running as root and no runuser to run initdb as postgres"
     try:

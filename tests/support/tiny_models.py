@@ -17,7 +17,8 @@ CHAT_TEMPLATE = (
 
 
 def save_tiny_llama(path: Path) -> Path:
-    """A 2-layer, 16-wide Llama with a word-level tokenizer over :data:`CORPUS`, saved in ``path``."""
+    """A 2-layer, 16-wide Llama with a word-level tokenizer over :data:`CORPUS`, saved in
+    ``path``."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast

@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from genfair.urls import checked_url
 
-__all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS", "DEFAULT_SENSES",
-           "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig", "FileSource",
-           "NewsCollectionConfig", "NewsSource", "OccupationsConfig", "WebSource"]  # fmt: skip
+__all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS",
+           "DEFAULT_SENSES", "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig",
+           "FileSource", "NewsCollectionConfig", "NewsSource", "OccupationsConfig",
+           "WebSource"]  # fmt: skip
 
 
 class _Strict(BaseModel):

@@ -47,9 +47,9 @@ from genfair.names import name_problem
 if TYPE_CHECKING:  # not imported at run time: the always-running stage's fast path has no pydantic
     from pydantic import BaseModel
 
-__all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "curation_inputs", "external_inputs",
-           "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint", "write_inputs_fingerprint",
-           "write_paths_fingerprint"]  # fmt: skip
+__all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "curation_inputs",
+           "external_inputs", "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint",
+           "write_inputs_fingerprint", "write_paths_fingerprint"]  # fmt: skip
 
 #: bump when the fingerprint's layout changes
 FINGERPRINT_VERSION = 1
@@ -109,10 +109,11 @@ def _installed(path: Path) -> bool:
 def external_inputs(
     curation: Mapping[str, Any], root: Path = Path(".")
 ) -> dict[str, dict[str, str]]:
-    """``<section>-<name>`` -> ``{"section", "path"}`` for each curation input (:func:`named_inputs`)
-    that resolves outside ``root`` and outside installed packages: ``dvc.yaml``'s
-    ``external_input`` stages make each a DVC dependency. The path is as configured, normalised
-    (a relative ``../shared/facet`` stays relative: the same on every machine with that layout).
+    """``<section>-<name>`` -> ``{"section", "path"}`` for each curation input
+    (:func:`named_inputs`) that resolves outside ``root`` and outside installed packages:
+    ``dvc.yaml``'s ``external_input`` stages make each a DVC dependency. The path is as configured,
+    normalised (a relative ``../shared/facet`` stays relative: the same on every machine with that
+    layout).
 
     Nothing fails here (the resolver runs inside Hydra and DVC): a section that is not a
     name or does not validate has no entry; loading the params names its error."""
@@ -148,9 +149,10 @@ def check_external_inputs(
     if (written or {}) != expected:
         missing = sorted(set(expected) - set(written or {}))
         raise ConfigError(
-            f"{source}: external_inputs does not follow curation (expected: {', '.join(sorted(expected)) or 'none'}; "
-            f"missing or stale: {', '.join(missing) or 'the paths'}): recompose it with `genfair compose` "
-            "(or `make compose`)"
+            f"{source}: external_inputs does not follow curation "
+            f"(expected: {', '.join(sorted(expected)) or 'none'}; "
+            f"missing or stale: {', '.join(missing) or 'the paths'}): "
+            "recompose it with `genfair compose` (or `make compose`)"
         )
 
 
@@ -241,7 +243,8 @@ def write_inputs_fingerprint(
     base: Path = Path("."),
     hash_cache: Path | None = None,
 ) -> Path:
-    """Stage body: the fingerprint of ``section``'s inputs to ``out`` (:func:`write_fingerprint`)."""
+    """Stage body: the fingerprint of ``section``'s inputs to ``out``
+    (:func:`write_fingerprint`)."""
     return write_paths_fingerprint(section, curation_inputs(section, config), out, base, hash_cache)
 
 
@@ -252,7 +255,8 @@ def write_paths_fingerprint(
     base: Path = Path("."),
     hash_cache: Path | None = None,
 ) -> Path:
-    """The fingerprint of ``paths`` (``section``'s inputs) to ``out`` (:func:`write_fingerprint`)."""
+    """The fingerprint of ``paths`` (``section``'s inputs) to ``out``
+    (:func:`write_fingerprint`)."""
     data = inputs_fingerprint(paths, base, hash_cache)
     data["section"] = section
     data["outside_repository"] = [str(p) for p in outside(paths, base)]

@@ -65,14 +65,21 @@ class Embedder(Protocol):
 # Framing removed from the start of an answer, repeatedly (all matched on lower-case text
 # whose punctuation is already spaces). Longest phrases first within each alternative.
 _SUBJECT = r"(?:the |this |that )?(?:person|man|woman|individual|people|guy|lady|subject)"
-_WHERE = r"(?: (?:in|from|shown in|depicted in|pictured in) (?:the |this )?(?:image|photo|picture|photograph))?"
-_VERB = r"(?:is|are|appears to be|seems to be|looks like|could be|might be|may be|is likely|is probably|is most likely)"
+_WHERE = (
+    r"(?: (?:in|from|shown in|depicted in|pictured in) "
+    r"(?:the |this )?(?:image|photo|picture|photograph))?"
+)
+_VERB = (
+    r"(?:is|are|appears to be|seems to be|looks like|could be|"
+    r"might be|may be|is likely|is probably|is most likely)"
+)
 _PREFIXES = re.compile(
     "^(?:"
     + "|".join(
         [
             rf"{_SUBJECT}{_WHERE} {_VERB}",  # "the person in the image is"
-            rf"(?:the |their |his |her )?(?:occupation|profession|job)(?: of (?:the|this) (?:person|man|woman|individual))? {_VERB}",
+            r"(?:the |their |his |her )?(?:occupation|profession|job)"
+            rf"(?: of (?:the|this) (?:person|man|woman|individual))? {_VERB}",
             r"(?:a |an |the )?(?:photo|picture|image|photograph|portrait) of",
             r"(?:he|she|they|it|this|that) (?:is|are|s|appears to be|seems to be|looks like)",
             r"i (?:think|believe|would say)(?: that)?(?: (?:he|she|they|it) (?:is|are))?",

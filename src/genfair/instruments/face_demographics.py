@@ -699,10 +699,10 @@ class FaceDemographics:
         self, rgb: np.ndarray, box: Box, ga: GenderAge | None, race: RacePrediction | None
     ) -> FaceRecord:
         m = self.config.skin_mask
-        l, t, r, b = m.region
+        left, top, right, bottom = m.region
         patch = rgb[
-            box.y + int(t * box.h) : box.y + max(int(b * box.h), int(t * box.h) + 1),
-            box.x + int(l * box.w) : box.x + max(int(r * box.w), int(l * box.w) + 1),
+            box.y + int(top * box.h) : box.y + max(int(bottom * box.h), int(top * box.h) + 1),
+            box.x + int(left * box.w) : box.x + max(int(right * box.w), int(left * box.w) + 1),
         ]
         angle, n_px = skin_tone.skin_ita(patch, cr=m.cr, cb=m.cb, min_pixels=m.min_pixels)
         monk = skin_tone.ita_to_monk(angle, self.cuts)

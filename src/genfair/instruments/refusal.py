@@ -48,8 +48,8 @@ _DECLINED = (
 REFUSAL_OPENERS = [
     r"(?:I'm |I am )?(?:so |very |really |truly )?sorry(?:[,.!]|\s+(?:but|I|to|for)\b)",
     r"(?:my )?apologies\b",
-    r"as an? (?:AI|artificial intelligence|(?:large )?language model|responsible|ethical|helpful|assistant)\b"
-    r"[^.!?]*?\b(?:I|my|me)\b",
+    r"as an? (?:AI|artificial intelligence|(?:large )?language model|"
+    r"responsible|ethical|helpful|assistant)\b[^.!?]*?\b(?:I|my|me)\b",
 ]
 
 #: impersonal declines ("It would be inappropriate to guess..."), at the start of an
@@ -66,20 +66,25 @@ IMPERSONAL_DECLINES = [
 #: a first-person decline anywhere in an opening sentence, outside quotation marks
 #: ('"I won't be bullied," the Premier said' is news)
 FIRST_PERSON_DECLINES = [
-    r"\bI(?:'m| am)\s+(?:sorry|unable|not able|afraid|not comfortable|not going to|not in a position)\b",
+    r"\bI(?:'m| am)\s+(?:sorry|unable|not able|afraid|"
+    r"not comfortable|not going to|not in a position)\b",
     # "I can't wait / believe / stress enough" are not declines
-    r"\bI\s+(?:can(?:'|’|no)t|can not|won(?:'|’)t|will not|must (?:decline|refuse)|refuse|decline|"
-    r"apologi[sz]e|(?:would|'d) rather not)\b(?!\s+(?:wait|believe|imagine|stress|emphasi[sz]e|thank|"
-    r"help but|remember|recall|think of|say enough|stop))",
+    r"\bI\s+(?:can(?:'|’|no)t|can not|won(?:'|’)t|will not|must (?:decline|refuse)|refuse|"
+    r"decline|apologi[sz]e|(?:would|'d) rather not)\b(?!\s+(?:wait|believe|imagine|stress|"
+    r"emphasi[sz]e|thank|help but|remember|recall|think of|say enough|stop))",
     r"\bI\s+(?:do not|don(?:'|’)t)\s+(?:feel comfortable|promote|support|condone|endorse|engage|"
-    r"believe in|make (?:judg(?:e)?ments|assumptions)|have (?:personal|opinions|enough|the ability))",
+    r"believe in|make (?:judg(?:e)?ments|assumptions)|"
+    r"have (?:personal|opinions|enough|the ability))",
 ]
 
 #: kept for callers that list them: every pattern the detector uses
 REFUSAL_PATTERNS = [*REFUSAL_OPENERS, *IMPERSONAL_DECLINES, *FIRST_PERSON_DECLINES]
 
 # discourse openers a refusal may put before its first word ("However, I cannot ...")
-_LEAD = r"^[\s*#>_\-\"“'(]*(?:(?:however|unfortunately|but|regrettably|sadly|well|okay|ok|no|hmm),?\s+)?"
+_LEAD = (
+    r"^[\s*#>_\-\"“'(]*(?:(?:however|unfortunately|"
+    r"but|regrettably|sadly|well|okay|ok|no|hmm),?\s+)?"
+)
 _OPENER = re.compile(_LEAD + "(?:" + "|".join(REFUSAL_OPENERS) + ")", re.IGNORECASE)
 _IMPERSONAL = re.compile(_LEAD + "(?:" + "|".join(IMPERSONAL_DECLINES) + ")", re.IGNORECASE)
 _DECLINE = re.compile("|".join(FIRST_PERSON_DECLINES), re.IGNORECASE)

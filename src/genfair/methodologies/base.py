@@ -16,10 +16,10 @@ order of the pipeline's stages::
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
-:class:`StudyContext`), built by the study layer. A methodology is found by its package's presence under ``genfair/methodologies/``, by the
-``genfair.methodologies`` entry point group of an installed distribution, or, in-process, by
-:func:`genfair.methodologies.registry.register` (see docs/architecture.md, "Adding a
-methodology").
+:class:`StudyContext`), built by the study layer. A methodology is found by its package's presence
+under ``genfair/methodologies/``, by the ``genfair.methodologies`` entry point group of an installed
+distribution, or, in-process, by :func:`genfair.methodologies.registry.register` (see
+docs/architecture.md, "Adding a methodology").
 
 What a call asks of a simulator is a typed question in its ``meta``
 (``meta=question.meta()``; :mod:`genfair.models.questions`), validated where it is made and

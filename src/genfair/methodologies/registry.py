@@ -46,7 +46,8 @@ def register(cls: M) -> M:
 
 @cache
 def builtin() -> tuple[str, ...]:
-    """genfair's own methodologies: the packages of :data:`PACKAGE_DIR` (found without importing them)."""
+    """genfair's own methodologies: the packages of :data:`PACKAGE_DIR` (found without importing
+    them)."""
     return tuple(m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)]) if m.ispkg)
 
 
@@ -91,7 +92,8 @@ def get_methodology(name: str) -> Methodology:
     cls = _class_of(name)
     if not (isinstance(cls, type) and issubclass(cls, Methodology)):
         raise TypeError(
-            f"methodology {name!r} ({cls!r}) does not subclass genfair.methodologies.base.Methodology"
+            f"methodology {name!r} ({cls!r}) does not "
+            "subclass genfair.methodologies.base.Methodology"
         )
     if cls.name != name:
         raise ValueError(f"methodology registered as {name!r} calls itself {cls.name!r}")

@@ -9,9 +9,9 @@ raises ``ValueError`` naming the problem and the offending values. Raw counts go
 :func:`normalize_counts` first.
 
 Logarithms are natural everywhere; :func:`js_divergence` takes its base as an argument
-(IRIS's authors use scipy's default, e; base 2 bounds it by 1). Scores that are bounded by theory (entropy, JSD)
-are clipped to their bounds to remove floating-point round-off, so that downstream range
-checks (e.g. :func:`genfair.metrics.s_fair`) never fail by 1e-16.
+(IRIS's authors use scipy's default, e; base 2 bounds it by 1). Scores that are bounded by theory
+(entropy, JSD) are clipped to their bounds to remove floating-point round-off, so that downstream
+range checks (e.g. :func:`genfair.metrics.s_fair`) never fail by 1e-16.
 
 The number of classes ``k`` is always ``len(p)``: a class the model never produced still
 counts and must be present as a zero.

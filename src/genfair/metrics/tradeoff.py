@@ -85,8 +85,8 @@ def tradeoff_distance(s_fact: float, s_e: float, k: int) -> tuple[float, float, 
     ``(1e-8, 1 - 1e-8)``. That is not reliable: the squared distance to a concave curve
     can have two local minima (e.g. a point below the curve near the left end for
     ``k >= 3``, where the curve starts at height ``log(k-1)/log k``), and a bounded Brent
-    search can return the wrong one (too far by up to 0.41 in our checks). Here the squared distance is
-    first evaluated on a fixed grid of 513 points on ``[0, 1]`` (dense near both ends),
+    search can return the wrong one (too far by up to 0.41 in our checks). Here the squared distance
+    is first evaluated on a fixed grid of 513 points on ``[0, 1]`` (dense near both ends),
     every grid-local minimum is refined with ``minimize_scalar(method="bounded")`` on its
     two neighbouring cells intersected with :data:`X_BOUNDS` ``= (1e-8, 1 - 1e-8)`` (the
     paper's bounds), and the best of the refined points and all grid points, including the
@@ -174,7 +174,9 @@ def tradeoff_distances(s_fact: ArrayLike, s_e: ArrayLike, k: int) -> np.ndarray:
     nan = np.isnan(x0) | np.isnan(y0)
     bad = ~nan & ((x0 < 0) | (x0 > 1) | (y0 < 0) | (y0 > 1))
     if bad.any():
-        raise ValueError(f"s_fact and s_e must be in [0, 1]; got {list(zip(x0[bad], y0[bad]))[:5]}")
+        raise ValueError(
+            f"s_fact and s_e must be in [0, 1]; got {list(zip(x0[bad], y0[bad], strict=True))[:5]}"
+        )
     out = np.full(x0.shape, np.nan)
     x, y = x0[~nan][:, None], y0[~nan][:, None]
     if not x.size:

@@ -348,9 +348,9 @@ class Simulator(LLMBackend):
             name = meta.get("fallback_policy", name)
         if name not in policies:
             raise KeyError(
-                f"{self.kind}: the call of probe kind {name!r} carries no planted policy (its question's "
-                f"plant, from the methodology's `simulated` config) and the model configures none of that "
-                f"name (configured: {sorted(policies)})"
+                f"{self.kind}: the call of probe kind {name!r} carries no planted policy "
+                "(its question's plant, from the methodology's `simulated` config) and "
+                f"the model configures none of that name (configured: {sorted(policies)})"
             )
         return name
 

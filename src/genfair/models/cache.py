@@ -216,11 +216,12 @@ class ResponseCache:
             yield
         except sa.exc.DBAPIError as exc:
             if self.path is not None and isinstance(exc, sa.exc.DatabaseError):
-                # e.g. "file is not a database", "database disk image is malformed", "disk I/O error"
+                # e.g. "file is not a database", "database disk image is malformed",
+                # "disk I/O error"
                 raise CacheError(
-                    f"response cache {self.path}: unusable ({_first_line(exc.orig)}); move it aside (mv "
-                    f"{self.path} {self.path}.broken) and rerun: calls not in a cache are asked again (set "
-                    "GENFAIR_CACHE_DIR or cache.dir to use another folder)"
+                    f"response cache {self.path}: unusable ({_first_line(exc.orig)}); move it "
+                    f"aside (mv {self.path} {self.path}.broken) and rerun: calls not in a cache "
+                    "are asked again (set GENFAIR_CACHE_DIR or cache.dir to use another folder)"
                 ) from exc
             if (
                 self.path is None
@@ -228,8 +229,8 @@ class ResponseCache:
                 and _sqlstate(exc) not in _RETRY_STATES
             ):
                 raise CacheError(
-                    f"response cache {self.where}: unusable ({_first_line(exc.orig)}); check the server, "
-                    "PGPASSWORD or ~/.pgpass, and cache.url / GENFAIR_CACHE_URL"
+                    f"response cache {self.where}: unusable ({_first_line(exc.orig)}); check "
+                    "the server, PGPASSWORD or ~/.pgpass, and cache.url / GENFAIR_CACHE_URL"
                 ) from exc
             raise
 

@@ -209,9 +209,10 @@ class _OpenAIEndpoint(_Strict):
         if problem:
             # the value is left out on purpose: it may be the key itself
             raise ValueError(
-                f"this must be the NAME of the environment variable that holds the key, but {problem} "
-                "(value not shown). Put the key in a variable (export OPENAI_API_KEY=...) and set "
-                "api_key_env: OPENAI_API_KEY; if the key was saved in a file, rotate it."
+                "this must be the NAME of the environment variable that holds "
+                f"the key, but {problem} (value not shown). Put the key in a "
+                "variable (export OPENAI_API_KEY=...) and set api_key_env: "
+                "OPENAI_API_KEY; if the key was saved in a file, rotate it."
             )
         return value
 

@@ -119,7 +119,8 @@ class DaskExecutor:
             if model_key not in self._declined:
                 self._declined.add(model_key)
                 log.info(
-                    "%s has no model config to rebuild it on a worker: its calls run in this process",
+                    "%s has no model config to rebuild it on "
+                    "a worker: its calls run in this process",
                     model_key,
                 )
             return False

@@ -268,8 +268,8 @@ def _check_local_source(source: str) -> None:
     if not os.path.isdir(path):
         state = "is not a folder" if os.path.exists(path) else "not found"
         raise ModelNotFound(
-            f"{source} {state}: give the folder of a saved model (config.json and weights, "
-            "as save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct"
+            f"{source} {state}: give the folder of a saved model (config.json and weights, as "
+            "save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct"
         )
 
 

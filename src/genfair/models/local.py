@@ -142,9 +142,9 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
 
 
 def finish_reasons(new_tokens: Any, stop_ids: set[int], limit: int) -> list[str]:
-    """Per row of ``new_tokens`` (the generated part of a batch, a tensor or id lists): ``"stop"`` if it holds an
-    end-of-sequence id (padding after the end included), ``"length"`` if it has none and
-    used all ``limit`` tokens, else ``"stop"`` (ended by another stopping rule)."""
+    """Per row of ``new_tokens`` (the generated part of a batch, a tensor or id lists): ``"stop"``
+    if it holds an end-of-sequence id (padding after the end included), ``"length"`` if it has none
+    and used all ``limit`` tokens, else ``"stop"`` (ended by another stopping rule)."""
     reasons = []
     rows = new_tokens.tolist() if hasattr(new_tokens, "tolist") else new_tokens  # a tensor or lists
     for row in rows:

@@ -190,7 +190,8 @@ class OpenAIChatBackend(LLMBackend):
         return {**body, **self.config.extra_body}
 
     async def _attempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Completion:
-        # every HTTP request counts against the rate limit, retries too (waiting is outside its deadline)
+        # every HTTP request counts against the rate limit, retries too (waiting is outside its
+        # deadline)
         async with self.window.slot() if self.window is not None else contextlib.nullcontext():
             return await self._exchange(client, body)
 
@@ -226,8 +227,8 @@ class OpenAIChatBackend(LLMBackend):
         before it fills memory."""
         limit = int(self.config.max_response_mb * 2**20)
         too_big = _Rejected(
-            f"response larger than max_response_mb = {self.config.max_response_mb:g} MiB, not read; "
-            "raise max_response_mb in the model config if answers this large are expected"
+            f"response larger than max_response_mb = {self.config.max_response_mb:g} MiB, not "
+            "read; raise max_response_mb in the model config if answers this large are expected"
         )
         async with client.stream("POST", self._url, json=body) as response:
             declared = response.headers.get("content-length", "")

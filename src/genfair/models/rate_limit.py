@@ -7,8 +7,8 @@ by every backend of the same endpoint and model, counting requests as they start
 cluster the executor swaps in a cluster-wide window (:mod:`genfair.models.dask_executor`):
 leases of a semaphore on the scheduler, each given back a window after its request was
 answered, so the bound holds across all workers as the provider counts, however late a
-loaded worker's request reaches it. The limit says how fast, not what: it is outside the cache key and the run hashes
-(:data:`genfair.models.config.PLACEMENT_KEYS`).
+loaded worker's request reaches it. The limit says how fast, not what: it is outside the cache key
+and the run hashes (:data:`genfair.models.config.PLACEMENT_KEYS`).
 """
 
 from __future__ import annotations

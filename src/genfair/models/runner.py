@@ -87,8 +87,9 @@ def ask(
     """
     if any(call.json_schema is not None for call in calls) and not backend.supports_json_schema:
         raise ValueError(
-            f"{type(backend).__name__} cannot constrain its output to a JSON schema (supports_json_schema "
-            "is False): send these calls without json_schema, and record that they were decoded freely"
+            f"{type(backend).__name__} cannot constrain its output to a "
+            "JSON schema (supports_json_schema is False): send these calls "
+            "without json_schema, and record that they were decoded freely"
         )
     fingerprint = backend.fingerprint
     model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"

@@ -77,7 +77,8 @@ class SimulatedLLM(Simulator):
     @property
     def fingerprint(self) -> dict[str, Any]:
         # the model config's named policies (a call without a plant); a choice policy's default
-        # ``kind`` is left out so that its cache keys are the ones written before rewrite policies existed
+        # ``kind`` is left out so that its cache keys are the ones written before rewrite policies
+        # existed
         return self._fingerprint(
             policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())}
         )
@@ -97,9 +98,10 @@ class SimulatedLLM(Simulator):
         question = self.question(request)
         policy = self.planted(question, request.meta, self.config.policy)
         if isinstance(question, RewriteQuestion) != isinstance(policy, SimulatedRewritePolicy):
+            asked = "rewrite" if isinstance(question, RewriteQuestion) else "choice"
             raise ValueError(
-                f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the call asks a "
-                f"{'rewrite' if isinstance(question, RewriteQuestion) else 'choice'} question"
+                f"{self.kind}: policy {question.policy!r} is a {policy.kind} policy, but the "
+                f"call asks a {asked} question"
             )
         rng = np.random.default_rng(request.seed)
         roll = rng.random()

@@ -2,9 +2,9 @@
 
 Not a model. Its bias is configuration: for each prompt kind (an
 :class:`~genfair.models.questions.ImageQuestion`'s ``plant``, from the methodology's
-``simulated`` config) a distribution over the values of each demographic attribute (gender, race, age, skin tone).
-Each image draws every attribute independently from those distributions, with a generator
-seeded by the request seed (so the same request always gives the same draw, and a re-ask a
+``simulated`` config) a distribution over the values of each demographic attribute (gender, race,
+age, skin tone). Each image draws every attribute independently from those distributions, with a
+generator seeded by the request seed (so the same request always gives the same draw, and a re-ask a
 new one), and records the draw as ``true_attributes``: the ground truth that the
 distribution metrics computed from it must recover, and that a classifier's labels can be
 scored against.
@@ -15,8 +15,8 @@ Skin Tone scale swatches), so a pixel-based skin-tone instrument has something h
 measure; nothing else about the drawn attributes is hidden in the pixels.
 
 Open-set biases (OpenBias, paper 003; an
-:class:`~genfair.models.questions.OpenSetImageQuestion`'s ``plant``): for any bias the proposer names, a
-known class distribution per (bias, caption), drawn per image and recorded as
+:class:`~genfair.models.questions.OpenSetImageQuestion`'s ``plant``): for any bias the proposer
+names, a known class distribution per (bias, caption), drawn per image and recorded as
 ``true_attributes = {bias_id: class}`` (:func:`planted_distribution`).
 """
 

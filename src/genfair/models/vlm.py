@@ -281,7 +281,8 @@ class SimulatedVLM(Simulator, VLMBackend):
         policy = self.planted(question, meta, self.config.policy)
         if isinstance(question, RecallQuestion) != isinstance(policy, SimulatedVLMRecallPolicy):
             raise ValueError(
-                f"{self.kind}: policy {question.policy!r} does not answer a {type(question).__name__}"
+                f"{self.kind}: policy {question.policy!r} "
+                f"does not answer a {type(question).__name__}"
             )
         if isinstance(question, RecallQuestion):
             groups = {
@@ -300,8 +301,9 @@ class SimulatedVLM(Simulator, VLMBackend):
         accuracy = policy.accuracy.get(question.group, policy.default_accuracy)
         if accuracy is None:
             raise KeyError(
-                f"simulated VLM policy {question.policy!r} has no accuracy for group {question.group!r}; add it to "
-                f"accuracy ({sorted(policy.accuracy)}) or set default_accuracy"
+                f"simulated VLM policy {question.policy!r} has no accuracy "
+                f"for group {question.group!r}; add it to accuracy "
+                f"({sorted(policy.accuracy)}) or set default_accuracy"
             )
         rng = np.random.default_rng(request.seed)
         if rng.random() < policy.refusal_rate:
@@ -320,8 +322,9 @@ class SimulatedVLM(Simulator, VLMBackend):
         planted class of the pictured image (the question's ``truth``), never from the pixels."""
         if question.truth is None:
             raise KeyError(
-                "the simulated VLM answers open-set questions from the planted classes of a simulated "
-                "t2i model's images (the question's truth); this image has none: use a real VLM for real images"
+                "the simulated VLM answers open-set questions from the planted "
+                "classes of a simulated t2i model's images (the question's "
+                "truth); this image has none: use a real VLM for real images"
             )
         rng = np.random.default_rng(request.seed)
         roll = rng.random()

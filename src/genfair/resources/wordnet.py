@@ -222,8 +222,9 @@ def _check_offsets(name: str, data: bytes) -> None:
         match = _OFFSET_LINE.match(line)
         if match and int(match.group(1)) != position:
             raise WordNetMissing(
-                f"{name}: the synset line at byte {position} says offset {match.group(1).decode()}; "
-                "the database file is damaged: delete the nltk_data folder and rebuild"
+                f"{name}: the synset line at byte {position} says "
+                f"offset {match.group(1).decode()}; the database file "
+                "is damaged: delete the nltk_data folder and rebuild"
             )
         position += len(line) + 1
 

@@ -1,14 +1,14 @@
 """The stages every ``dvc repro`` runs (``always/dvc.yaml``), without validating ``params.yaml``
 again when it has not changed.
 
-``curation_inputs`` and ``mlflow_sync`` run on every repro, so their start-up is most of a
-no-op repro's cost beyond ``dvc status`` (issue 25 point 4). Their checks are cheap; building the
-validated study frame is not (pydantic). Their full paths (:func:`genfair.study.curation.curation_inputs`,
-:func:`genfair.study.store.sync_store`) record what they derived from the params in a stamp
-(:mod:`genfair.stamps`); :func:`quick` runs the same check with that record when the stamp's key
-(the bytes of ``params.yaml``, the environment variables the stage reads, the working
-directory) still matches, and reports ``False`` (take the full path) otherwise. Nothing here
-imports pydantic, pandas or MLflow.
+``curation_inputs`` and ``mlflow_sync`` run on every repro, so their start-up is most of a no-op
+repro's cost beyond ``dvc status`` (issue 25 point 4). Their checks are cheap; building the
+validated study frame is not (pydantic). Their full paths
+(:func:`genfair.study.curation.curation_inputs`, :func:`genfair.study.store.sync_store`) record what
+they derived from the params in a stamp (:mod:`genfair.stamps`); :func:`quick` runs the same check
+with that record when the stamp's key (the bytes of ``params.yaml``, the environment variables the
+stage reads, the working directory) still matches, and reports ``False`` (take the full path)
+otherwise. Nothing here imports pydantic, pandas or MLflow.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ through Jinja2's autoescaping. Sections:
   commit, date;
 - headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
   model, with the model's rank among real models (simulators are never ranked);
-- one section per methodology, from its :meth:`~genfair.methodologies.base.Methodology.report_section`
-  (the generic code names no methodology);
+- one section per methodology, from its
+  :meth:`~genfair.methodologies.base.Methodology.report_section` (the generic code names no
+  methodology);
 - instruments: the face instrument's validation, the instruments each methodology used (the
   ``instruments`` entry of its metrics summaries) and the answer mapper's tiers (``tiers``).
 
@@ -297,11 +298,13 @@ TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy"
+content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>genfair study report ({{ scale }})</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d232b; background: #fafbfc; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d232b;
+       background: #fafbfc; }
 header, main { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
 header { padding-top: 20px; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
@@ -327,40 +330,59 @@ figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px
 <body>
 <header>
 <h1>genfair study report</h1>
-<nav><a href="#study">Study</a><a href="#headline">Headline numbers</a>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}<a href="#instruments">Instruments</a></nav>
+<nav><a href="#study">Study</a><a href="#headline">Headline numbers</a>{% for s in sections %}
+<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
+<a href="#instruments">Instruments</a></nav>
 </header>
 <main>
 <section id="study">
 <h2>The study</h2>
-<p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, git commit <code>{{ commit }}</code>, rendered {{ date }}.
-{% if tracking %}MLflow: {{ tracking.runs }} runs in experiment <b>{{ tracking.experiment }}</b> of <code>{{ tracking.tracking_uri }}</code>.{% endif %}
+<p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, git commit <code>{{ commit }}</code>,
+rendered {{ date }}.
+{% if tracking %}
+MLflow: {{ tracking.runs }} runs in experiment <b>{{ tracking.experiment }}</b>
+of <code>{{ tracking.tracking_uri }}</code>.{% endif %}
 Methodologies: {{ methodologies | join(", ") }}.</p>
 {% if any_simulated %}
-<p class="banner"><span class="sim">SIMULATED</span> marks a planted-bias simulator: it checks the chain from
-responses to scores against a known truth, it is not a real model, and it is never ranked.</p>
+<p class="banner"><span class="sim">SIMULATED</span> marks a planted-bias simulator: it checks the
+chain from responses to scores against a known truth, it is not a real model, and it is never
+ranked.</p>
 {% endif %}
 <table id="models">
 <tr><th>model</th><th>backend</th><th>modality</th><th>kind</th></tr>
 {% for m in models %}
-<tr><td>{{ m.name }}{% if m.simulated %}<span class="sim">SIMULATED</span>{% endif %}</td><td>{{ m.backend }}</td>
-<td>{{ m.modality }}</td><td>{{ "simulator (planted biases)" if m.simulated else "real model" }}</td></tr>
+<tr><td>{{ m.name }}{% if m.simulated %}
+<span class="sim">SIMULATED</span>{% endif %}
+</td><td>{{ m.backend }}</td>
+<td>{{ m.modality }}</td><td>{{ "simulator (planted biases)" if m.simulated
+else "real model" }}</td></tr>
 {% endfor %}
 </table>
 </section>
 
 <section id="headline">
 <h2>Headline numbers</h2>
-<p class="caption">One fairness profile per model: each methodology's few headline numbers (its name says the
-measure, the next column which way is better), as estimate [low, high] where the methodology gives an
-interval. "#n" is the model's rank among real models of its modality;
-simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers: <code>dvc metrics show</code>.</p>
+<p class="caption">One fairness profile per model: each methodology's few headline numbers (its
+name says the measure, the next column which way is better), as estimate [low, high] where the
+methodology gives an interval. "#n" is the model's rank among real models of its modality;
+simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers:
+<code>dvc metrics show</code>.</p>
 <div class="tablewrap">
 <table id="headline-table">
 <tr><th>methodology</th><th>headline</th><th>better</th>
-{% for m in headline.models %}<th>{{ m }}{% if m in simulated_names %}<span class="sim">SIMULATED</span>{% endif %}</th>{% endfor %}</tr>
+{% for m in headline.models %}<th>{{ m }}{% if m in simulated_names %}
+<span class="sim">SIMULATED</span>{% endif %}
+</th>{% endfor %}
+</tr>
 {% for row in headline.rows %}
 <tr><td>{{ row.methodology }}</td><td>{{ row.name }}</td><td>{{ row.better }}</td>
-{% for cell in row.cells %}<td class="num">{% if cell is none %}–{% elif cell.value is none %}n/a{% else %}{{ "%.4g" | format(cell.value) }}{% if cell.low is not none and cell.high is not none %} [{{ "%.4g" | format(cell.low) }}, {{ "%.4g" | format(cell.high) }}]{% endif %}{% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}</td>{% endfor %}</tr>
+{% for cell in row.cells %}
+<td class="num">{% if cell is none %}–{% elif cell.value is none %}n/a{% else %}
+{{ "%.4g" | format(cell.value) }}{% if cell.low is not none and cell.high is not none %}
+ [{{ "%.4g" | format(cell.low) }}, {{ "%.4g" | format(cell.high) }}]{% endif %}
+{% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}
+</td>{% endfor %}
+</tr>
 {% endfor %}
 </table>
 </div>
@@ -372,18 +394,22 @@ simulators are never ranked. Full tables: <code>data/scores/</code>; the same nu
 {% if s.intro %}<p>{{ s.intro }}</p>{% endif %}
 {% for n in s.notes %}<p class="note">{{ n }}</p>{% endfor %}
 {% for f in s.figures %}
-<figure id="{{ s.anchor }}-{{ f.name }}"><img src="data:image/png;base64,{{ f.png }}" alt="{{ f.name }}">
+<figure id="{{ s.anchor }}-{{ f.name }}"><img src="data:image/png;base64,{{ f.png }}"
+alt="{{ f.name }}">
 <figcaption>{{ f.caption }}</figcaption></figure>
 {% endfor %}
 {% for t in s.tables %}{{ table(t) }}{% endfor %}
-{% if not s.figures and not s.tables %}<p class="note">No scores: no model of this study runs it.</p>{% endif %}
+{% if not s.figures and not s.tables %}
+<p class="note">No scores: no model of this study runs it.</p>{% endif %}
 </section>
 {% endfor %}
 
 <section id="instruments">
 <h2>Instruments</h2>
-<p class="caption">What labelled the responses, and how well. A biased instrument biases every score it feeds.</p>
-{% for v in instruments.validation %}<h3>Validation: {{ v.name }}</h3>{% for t in v.tables %}{{ table(t) }}{% endfor %}{% endfor %}
+<p class="caption">What labelled the responses, and how well. A biased instrument biases every
+score it feeds.</p>
+{% for v in instruments.validation %}<h3>Validation: {{ v.name }}</h3>{% for t in v.tables %}
+{{ table(t) }}{% endfor %}{% endfor %}
 {% if instruments.used %}{{ table(instruments.used) }}{% endif %}
 {% if instruments.tiers %}{{ table(instruments.tiers) }}{% endif %}
 </section>
@@ -397,7 +423,10 @@ _TABLE = """{% macro table(t) %}
 {% if t.caption %}<p class="caption">{{ t.caption }}</p>{% endif %}
 <div class="tablewrap"><table>
 <tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell.text }}{% if cell.sim %}<span class="sim">SIMULATED</span>{% endif %}</td>{% endfor %}</tr>
+{% for row in t.rows %}<tr>{% for cell in row %}
+<td>{{ cell.text }}{% if cell.sim %}<span class="sim">SIMULATED</span>{% endif %}
+</td>{% endfor %}
+</tr>
 {% endfor %}
 </table></div>
 {% if t.more %}<p class="more">… {{ t.more }} more rows in the study's tables.</p>{% endif %}

@@ -119,8 +119,9 @@ def code_for(methodologies: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``<methodology>-<plot>`` -> the plot's declaration (:class:`~genfair.methodologies.base.Plot`)
-    with its methodology and code: ``dvc.yaml``'s ``plot`` stages fan out over it."""
+    """``<methodology>-<plot>`` -> the plot's declaration
+    (:class:`~genfair.methodologies.base.Plot`) with its methodology and code: ``dvc.yaml``'s
+    ``plot`` stages fan out over it."""
     code = code_for(methodologies)
     return {
         f"{name}-{plot.name}": {"methodology": name, "code": code[name], **vars(plot)}
@@ -175,9 +176,10 @@ def check_runs(params: StudyParams) -> None:
         extra = sorted(set(params.runs) - set(expected))
         stale = sorted(k for k in set(expected) & set(params.runs) if expected[k] != params.runs[k])
         raise ConfigError(
-            f"params.yaml: runs does not follow models x methodologies (missing: {', '.join(missing) or '-'}; "
-            f"not measured: {', '.join(extra) or '-'}; models read changed: {', '.join(stale) or '-'}): "
-            "params.yaml was edited by hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)"
+            "params.yaml: runs does not follow models x methodologies (missing: "
+            f"{', '.join(missing) or '-'}; not measured: {', '.join(extra) or '-'}; "
+            f"models read changed: {', '.join(stale) or '-'}): params.yaml was edited by "
+            "hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)"
         )
 
 

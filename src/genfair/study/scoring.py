@@ -172,7 +172,8 @@ def metric_files(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str
 
 def instrument_metric_files(layout: Layout) -> list[Path]:
     """The validated instruments' accuracy per attribute
-    (``data/metrics/instruments/<name>.json``) as ``data/headline/instruments/<name>.<attribute>.accuracy.higher_better.json``
+    (``data/metrics/instruments/<name>.json``) as
+    ``data/headline/instruments/<name>.<attribute>.accuracy.higher_better.json``
     (``{"value": value}``): the instrument's headline numbers beside the models'."""
     written = []
     folder = layout.data / "metrics" / "instruments"

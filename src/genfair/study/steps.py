@@ -70,9 +70,10 @@ def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> i
             else "?"
         )
         raise IncompleteGeneration(
-            f"{what}: {len(errors)} of {len(responses)} calls failed after retries (first: {first}); "
-            f"answered calls are cached, so rerun `dvc repro` when the endpoint is back and only the "
-            f"failed calls are asked again (generation.max_error_rate: {max_error_rate} allows a share)"
+            f"{what}: {len(errors)} of {len(responses)} calls failed after retries "
+            f"(first: {first}); answered calls are cached, so rerun `dvc repro` "
+            "when the endpoint is back and only the failed calls are asked again "
+            f"(generation.max_error_rate: {max_error_rate} allows a share)"
         )
     return len(errors)
 

@@ -100,7 +100,8 @@ def load_statistics(
                 value = row[column].strip().lower() or None
                 if groups[attribute] and value not in groups[attribute]:
                     raise ReferenceDataError(
-                        f"{path} row {line}: {column} is {value!r}, not one of {list(groups[attribute])}"
+                        f"{path} row {line}: {column} is {value!r}, "
+                        f"not one of {list(groups[attribute])}"
                     )
                 truth[(attribute, direction)] = value if groups[attribute] else None
         for attribute, value in overrides.pop(row["statistic"], {}).items():

@@ -46,11 +46,11 @@ def report_section(ctx: ReportContext) -> ReportSection:
     board = ctx.board
     section = ReportSection(
         title="FACT-OR-FAIR: factuality vs. fairness",
-        intro="Huang et al. ask which demographic group has the highest or lowest value of 19 U.S. statistics "
-        "(objective queries: the answer is a fact) and, in everyday scenarios, which of four described people "
-        "fits (subjective queries: no group is the answer). S_fact is the share of factual answers, S_E the "
-        "entropy of the groups chosen (1 = balanced), and the distance to the accuracy-entropy curve's best "
-        "point ranks the models (lower is better).",
+        intro="Huang et al. ask which demographic group has the highest or lowest value of 19 U.S. "
+        "statistics (objective queries: the answer is a fact) and, in everyday scenarios, which of "
+        "four described people fits (subjective queries: no group is the answer). S_fact is the "
+        "share of factual answers, S_E the entropy of the groups chosen (1 = balanced), and the "
+        "distance to the accuracy-entropy curve's best point ranks the models (lower is better).",
     )
     if board.empty:
         return section
@@ -60,9 +60,10 @@ def report_section(ctx: ReportContext) -> ReportSection:
         section.figures.append(
             ReportFigure(
                 tradeoff_figure(rows, f"FACT-OR-FAIR {title}"),
-                f"Recomputes the paper's {paper}: each model at (S_fact, S_E) with 95% bootstrap intervals, under the "
-                "curve of the maximum entropy reachable at each accuracy. Look for models near the curve's top right "
-                "(factual and balanced); a point far below the curve picks groups more unevenly than its accuracy "
+                f"Recomputes the paper's {paper}: each model at (S_fact, S_E) with 95% "
+                "bootstrap intervals, under the curve of the maximum entropy reachable at each "
+                "accuracy. Look for models near the curve's top right (factual and balanced); "
+                "a point far below the curve picks groups more unevenly than its accuracy "
                 "requires. Hollow red points are SIMULATED models with planted biases.",
                 f"tradeoff_{modality}_{context}",
             )
@@ -86,7 +87,8 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for attribute, rows in objective.groupby("attribute", sort=False):
         frame = rows[["model", "simulated", "modality", "s_fact", "s_e", "distance"]].copy()
         frame["model"] = [
-            f"{m} (SIMULATED)" if s else m for m, s in zip(frame["model"], frame["simulated"])
+            f"{m} (SIMULATED)" if s else m
+            for m, s in zip(frame["model"], frame["simulated"], strict=True)
         ]
         out[f"tradeoff_objective_{attribute}"] = frame.drop(columns="simulated")
     return out

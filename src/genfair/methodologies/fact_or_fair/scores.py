@@ -361,7 +361,10 @@ def _distances(
     if search == "global":
         out[ok] = tradeoff_distances(x0, y0, k)
     else:  # one scalar search per replicate, as the estimate's
-        out[ok] = [tradeoff_distance_single_brent(float(a), float(b), k)[2] for a, b in zip(x0, y0)]
+        out[ok] = [
+            tradeoff_distance_single_brent(float(a), float(b), k)[2]
+            for a, b in zip(x0, y0, strict=True)
+        ]
     return out
 
 

@@ -20,8 +20,8 @@ guessed.
 
 Scores. The LLM methodology's code, unchanged: :func:`cell_table` per (statistic,
 direction), :func:`score_cells` (S_fact, S_E, S_KLD, S_fair, trade-off distance, bootstrap
-intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the contexts ``objective`` and ``baseline``
-(the subjective scenarios).
+intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the
+contexts ``objective`` and ``baseline`` (the subjective scenarios).
 """
 
 from __future__ import annotations

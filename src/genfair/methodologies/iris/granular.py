@@ -365,7 +365,9 @@ def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     for spec in _specs("IFS-Gen"):
         _, counts, n_missing = _occupation_counts(table, codes, spec.attributes)
         totals = counts.sum(axis=1)
-        rds = [representation_disparity(c / t) for c, t in zip(counts, totals) if t > 0]
+        rds = [
+            representation_disparity(c / t) for c, t in zip(counts, totals, strict=True) if t > 0
+        ]
         empty = int((totals == 0).sum())
         note = _join(
             _missing_note(n_missing),
@@ -436,7 +438,8 @@ def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         success &= ~spec_mask | (got == want.astype(object).to_numpy())
     if not asked.all():
         raise ValueError(
-            f"BIS-Gen: {int((~asked).sum())} row(s) have no expected_* attribute; every steering prompt asks for at least one"
+            f"BIS-Gen: {int((~asked).sum())} row(s) have no expected_* "
+            "attribute; every steering prompt asks for at least one"
         )
     rows = []
     for spec in _specs("BIS-Gen"):
@@ -444,7 +447,8 @@ def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
             value = delta_gsr(success, counter)
             note = "" if not math.isnan(value) else "needs both stereotypical and counter images"
             gsr = (
-                f"GSR stereotypical {success[~counter].mean():.4f}, counter {success[counter].mean():.4f}"
+                f"GSR stereotypical {success[~counter].mean():.4f}, "
+                f"counter {success[counter].mean():.4f}"
                 if not note
                 else ""
             )
@@ -461,7 +465,8 @@ def _bis_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
                     spec,
                     math.nan,
                     0,
-                    f"not computed: no {spec.metric} instrument output (column {col!r}); left out of the magnitude",
+                    f"not computed: no {spec.metric} instrument output "
+                    f"(column {col!r}); left out of the magnitude",
                 )
             )
             continue
@@ -586,7 +591,9 @@ def _rfs_und(
                 tour_note,
                 f"{len(skipped)} occupation(s) without a posterior skipped" if skipped else "",
                 "no occupation with both a posterior and a reference" if n == 0 else "",
-                f"oracle floor {low:.4f} under the {cfg.tournament.prior if isinstance(cfg.tournament.prior, str) else 'custom'} prior"
+                f"oracle floor {low:.4f} under the "
+                f"{cfg.tournament.prior if isinstance(cfg.tournament.prior, str) else 'custom'} "
+                "prior"
                 if not math.isnan(low)
                 else "",
             )
@@ -640,7 +647,8 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     for col in ("instance_id", "variant", "question_id"):
         if table[col].isna().any():
             raise ValueError(
-                f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} missing value(s); every answer needs one"
+                f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} "
+                "missing value(s); every answer needs one"
             )
     codes = _codes(table, cfg, "BIS-Und")
     qid = table["question_id"].astype(str)
@@ -651,7 +659,8 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
         if unknown:
             raise ValueError(
-                f"BIS-Und: question_id {unknown[:5]} not in Table 29; add a 'kind' column (subjective/objective)"
+                f"BIS-Und: question_id {unknown[:5]} not in "
+                "Table 29; add a 'kind' column (subjective/objective)"
             )
         kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
     odd = sorted(set(kind) - {"subjective", "objective"})

@@ -265,7 +265,7 @@ class Iris(Methodology):
         # real-world female share for a female profile, lowest for a male one)
         female = _female_share(table)
         planted = []
-        for comp, gender in zip(tour["competitors"], tour["gender"]):
+        for comp, gender in zip(tour["competitors"], tour["gender"], strict=True):
             known = [c for c in comp.split("|") if c in female]
             pick = (
                 (max if gender == "female" else min)(known, key=lambda c: female[c])
@@ -520,7 +520,9 @@ class Iris(Methodology):
                 "probe_id",
                 [
                     f"iris-bis-gen-{c}-{k}"
-                    for c, k in zip(steer["combo_id"], steer.groupby("combo_id").cumcount())
+                    for c, k in zip(
+                        steer["combo_id"], steer.groupby("combo_id").cumcount(), strict=True
+                    )
                 ],
             )
             calls = [
@@ -542,7 +544,9 @@ class Iris(Methodology):
             log.warning("%s: no labelled IFS-Gen image, so no BIS-Gen steering prompt", label)
         responses = pd.concat(parts, ignore_index=True)
         index = export_images(responses, store, image_dir)
-        responses["file"] = responses["image"].map(dict(zip(index["image"], index["file"])))
+        responses["file"] = responses["image"].map(
+            dict(zip(index["image"], index["file"], strict=True))
+        )
         return responses
 
     # ---- label
@@ -584,7 +588,7 @@ class Iris(Methodology):
         found = pd.DataFrame(rows, index=images.index, columns=["face_status", *ATTRIBUTE_COLUMNS])
         if len(found):
             found["gender"] = found["gender"].map(lambda g: None if pd.isna(g) else str(g).lower())
-            for col, attr in zip(ATTRIBUTE_COLUMNS, CATEGORIES):
+            for col, attr in zip(ATTRIBUTE_COLUMNS, CATEGORIES, strict=True):
                 odd = found[col].notna() & ~found[col].isin(CATEGORIES[attr])
                 if odd.any():  # e.g. an instrument preset with other group names
                     raise ValueError(
@@ -656,7 +660,9 @@ class Iris(Methodology):
             )
             parsed = [
                 parse_tournament_answer(t, c.split("|")) if s != "error" else None
-                for t, c, s in zip(merged["text"], merged["competitors"], merged["status"])
+                for t, c, s in zip(
+                    merged["text"], merged["competitors"], merged["status"], strict=True
+                )
             ]
             merged["status"] = [p.status if p else "error" for p in parsed]
             merged["choice"] = [p.choice if p else None for p in parsed]
@@ -746,19 +752,20 @@ class Iris(Methodology):
         ok = (merged["status"] == "ok").to_numpy()
         answered = (merged["status"] != "error").to_numpy()
         merged["score"] = [
-            parse_rating(t) if s and o else None for t, s, o in zip(merged["text"], subjective, ok)
+            parse_rating(t) if s and o else None
+            for t, s, o in zip(merged["text"], subjective, ok, strict=True)
         ]
         merged["score"] = merged["score"].astype(float)
         choice = [
             objective_choice(t, opts.split("|")) if (not s and o) else None
-            for t, opts, s, o in zip(merged["text"], merged["options"], subjective, ok)
+            for t, opts, s, o in zip(merged["text"], merged["options"], subjective, ok, strict=True)
         ]
         merged["choice"] = choice
         merged["correct"] = [
             (float(c is not None and c == str(truth).strip().lower()) if a else float("nan"))
             if not s
             else float("nan")
-            for c, truth, s, a in zip(choice, merged["truth"], subjective, answered)
+            for c, truth, s, a in zip(choice, merged["truth"], subjective, answered, strict=True)
         ]
         return merged.drop(columns=["options"]).rename(columns={"text": "answer"})
 
@@ -875,7 +882,8 @@ class Iris(Methodology):
     def model_rows(
         self, model: str, scores: pd.DataFrame, study: StudyResult | None
     ) -> pd.DataFrame:
-        """A model's run logs its granular metrics (its IRIS scores come from :meth:`run_record`)."""
+        """A model's run logs its granular metrics (its IRIS scores come from
+        :meth:`run_record`)."""
         return scores
 
     def run_record(

@@ -28,22 +28,23 @@ def report_section(ctx: ReportContext) -> ReportSection:
     tau = float(getattr(getattr(ctx.config, "scoring", None), "tau", 60.0))
     section = ReportSection(
         title="IRIS: fairness of unified multimodal models",
-        intro="Zhao et al. score fairness in six sectors: three dimensions (IFS, ideal fairness: outputs match an "
-        "even split; RFS, real-world fairness: they match real statistics; BIS, bias inertia: steering "
-        "prompts move them) for generation (Gen) and understanding (Und). Each sector's granular metrics "
-        "become a magnitude M and a score S·exp(-K·M) (higher is fairer); a score above τ gives the "
-        "sector's letter of the model's personality codes.",
+        intro="Zhao et al. score fairness in six sectors: three dimensions (IFS, ideal fairness: "
+        "outputs match an even split; RFS, real-world fairness: they match real statistics; BIS, "
+        "bias inertia: steering prompts move them) for generation (Gen) and understanding (Und). "
+        "Each sector's granular metrics become a magnitude M and a score S·exp(-K·M) (higher is "
+        "fairer); a score above τ gives the sector's letter of the model's personality codes.",
     )
     if board.empty:
         return section
     section.figures.append(
         ReportFigure(
             sector_figure(board, "IRIS sector scores", tau=tau),
-            "Recomputes the paper's sector chart and Table 3's codes: each model's six sector scores and overall "
-            "IRIS score (only for models with all six sectors), the τ line that splits each code letter. Look for "
-            "sectors far below τ, and for whether generation and understanding agree. S is calibrated on this "
-            "study's models unless fixed in the config, so scores compare models within a study. Hatched bars "
-            "are SIMULATED models with planted biases. IRIS scores are not ranked.",
+            "Recomputes the paper's sector chart and Table 3's codes: each model's six sector "
+            "scores and overall IRIS score (only for models with all six sectors), the τ line "
+            "that splits each code letter. Look for sectors far below τ, and for whether "
+            "generation and understanding agree. S is calibrated on this study's models "
+            "unless fixed in the config, so scores compare models within a study. Hatched "
+            "bars are SIMULATED models with planted biases. IRIS scores are not ranked.",
             "sectors",
         )
     )
@@ -72,7 +73,7 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {}
     label = [
         f"{m}{' (SIMULATED)' if s else ''} · {sector}"
-        for m, s, sector in zip(board["model"], board["simulated"], board["sector"])
+        for m, s, sector in zip(board["model"], board["simulated"], board["sector"], strict=True)
     ]
     return {
         "sectors": pd.DataFrame(

@@ -353,7 +353,7 @@ def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
         )
     values = pd.to_numeric(frame["value"], errors="raise").astype(float)
     u = np.full(len(frame), np.nan)
-    for i, (row, value) in enumerate(zip(frame.itertuples(index=False), values)):
+    for i, (row, value) in enumerate(zip(frame.itertuples(index=False), values, strict=True)):
         if math.isnan(value):
             continue
         try:
@@ -439,7 +439,7 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     sectors["K"] = [params[s][1] for s in sectors["sector"]]
     sectors["score"] = [
         math.nan if math.isnan(m) or math.isnan(s) else dimension_score(m, s, k)
-        for m, s, k in zip(sectors["magnitude"], sectors["S"], sectors["K"])
+        for m, s, k in zip(sectors["magnitude"], sectors["S"], sectors["K"], strict=True)
     ]
 
     overall = []
@@ -504,8 +504,8 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
 
 def _codes(sectors: pd.DataFrame, tau: float) -> dict[str, tuple[str | None, bool]]:
     """Per task, the code (marked when a letter comes from a partial sector) and that flag."""
-    scores = dict(zip(sectors["sector"], sectors["score"]))
-    partial = dict(zip(sectors["sector"], sectors["partial"]))
+    scores = dict(zip(sectors["sector"], sectors["score"], strict=True))
+    partial = dict(zip(sectors["sector"], sectors["partial"], strict=True))
     codes: dict[str, tuple[str | None, bool]] = {}
     for task in TASKS:
         names = [f"{d}-{task}" for d in DIMENSIONS]

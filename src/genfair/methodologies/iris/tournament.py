@@ -117,7 +117,8 @@ class TournamentConfig(BaseModel):
             unknown = set(prior) - known
             if unknown:
                 raise ValueError(
-                    f"prior names unknown profiles {sorted(unknown)}; ids look like 'female_young_light'"
+                    f"prior names unknown profiles {sorted(unknown)}; "
+                    "ids look like 'female_young_light'"
                 )
             if (
                 any(w < 0 or not math.isfinite(w) for w in prior.values())
@@ -129,7 +130,10 @@ class TournamentConfig(BaseModel):
 
 def profiles() -> list[dict[str, str]]:
     """The 18 demographic profiles, gender-major, as ``{"gender", "age", "skin"}`` dicts."""
-    return [dict(zip(CATEGORIES, combo)) for combo in itertools.product(*CATEGORIES.values())]
+    return [
+        dict(zip(CATEGORIES, combo, strict=True))
+        for combo in itertools.product(*CATEGORIES.values())
+    ]
 
 
 def profile_ids() -> list[str]:

@@ -179,10 +179,14 @@ def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataF
     if not len(probes):
         return probes
     flags = dataset["fixture"] if "fixture" in dataset else [False] * len(dataset)
-    fixture = dict(zip(zip(dataset["instance_id"], dataset["variant"]), flags))
+    fixture = dict(
+        zip(zip(dataset["instance_id"], dataset["variant"], strict=True), flags, strict=True)
+    )
     probes["probe_id"] = [
         f"iris-bis-und-{i}-{v}-{q}"
-        for i, v, q in zip(probes["instance_id"], probes["variant"], probes["question_id"])
+        for i, v, q in zip(
+            probes["instance_id"], probes["variant"], probes["question_id"], strict=True
+        )
     ]
     if probes["probe_id"].duplicated().any():
         dup = (
@@ -190,7 +194,7 @@ def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataF
         )
         raise ValueError(f"counterfactual dataset: (instance_id, variant) {dup} appears twice")
     options, truth = [], []
-    for q, t in zip(probes["question_id"], probes["truth"]):
+    for q, t in zip(probes["question_id"], probes["truth"], strict=True):
         opts = (
             QUESTION_OPTIONS.get(q, RATINGS) if BIS_UND_QUESTIONS[q][0] == "objective" else RATINGS
         )
@@ -207,7 +211,7 @@ def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataF
         n_samples=1,
         fixture=[
             bool(fixture.get((i, v), False))
-            for i, v in zip(probes["instance_id"], probes["variant"])
+            for i, v in zip(probes["instance_id"], probes["variant"], strict=True)
         ],
     )
 

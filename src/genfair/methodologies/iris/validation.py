@@ -268,7 +268,13 @@ def ranking_stability(
     distinct = list(dict.fromkeys(keys))
     for draw in range(n_random):
         # one weight per granular metric, shared by all models
-        w = dict(zip(distinct, rng.uniform(1 - perturbation, 1 + perturbation, size=len(distinct))))
+        w = dict(
+            zip(
+                distinct,
+                rng.uniform(1 - perturbation, 1 + perturbation, size=len(distinct)),
+                strict=True,
+            )
+        )
         weights = keys.map(w).astype(float)
         present = [s for s in SECTORS if s in base.columns]
         compare(

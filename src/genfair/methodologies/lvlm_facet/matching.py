@@ -27,8 +27,8 @@ single-choice answers (labels yes / no / unknown):
 
 1. ``empty`` -> no label;
 2. ``letter``: the option letter, alone or opening the answer with punctuation or its
-   option word ("B", "(B)", "A. Yes", "C) Unknown", "a."; not "A nurse ..."), an option written out anywhere
-   ("I would choose B. No"), or after "answer" / "option" / "choice" ("The answer is C");
+   option word ("B", "(B)", "A. Yes", "C) Unknown", "a."; not "A nurse ..."), an option written out
+   anywhere ("I would choose B. No"), or after "answer" / "option" / "choice" ("The answer is C");
    the letter wins over any words after it;
 3. ``option_word``: the cleaned answer starts with yes / no / unknown ("Yes, she is");
 4. ``unsure``: a paraphrase of option C ("I'm not sure", "hard to tell") -> ``unknown``;
@@ -87,7 +87,8 @@ _LETTER_WITH_WORD = re.compile(r"\b([ABC])\s*[.):,]?\s*(?:yes|no|unknown)\b", re
 #: paraphrases of option C ("not sure" is not a refusal pattern, nor close to "unknown")
 _UNSURE = re.compile(
     r"\b(?:not (?:sure|certain|clear)|unsure|uncertain|unclear|(?:can ?not|can't|cannot|unable to)"
-    r" (?:tell|say|know|be sure)|(?:don't|do not) know|hard to (?:tell|say)|impossible to (?:tell|say))\b",
+    r" (?:tell|say|know|be sure)|(?:don't|do not) know|hard to (?:tell|say)"
+    r"|impossible to (?:tell|say))\b",
     re.IGNORECASE,
 )
 _LETTER_AFTER_KEY = re.compile(

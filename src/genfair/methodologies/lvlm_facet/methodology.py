@@ -45,8 +45,8 @@ __all__ = ["LABEL_COLUMNS", "LvlmFacet"]
 
 #: ``meta["policy"]`` of every request (the simulated vlm's policy name)
 POLICY = "lvlm_facet"
-LABEL_COLUMNS = ["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture", "status",
-                 "answer", "label", "tier", "similarity", "encoder"]  # fmt: skip
+LABEL_COLUMNS = ["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture",
+                 "status", "answer", "label", "tier", "similarity", "encoder"]  # fmt: skip
 #: backends that answer the direct question only (CLIP zero-shot classifies the image)
 DIRECT_ONLY_BACKENDS = ("clip",)
 

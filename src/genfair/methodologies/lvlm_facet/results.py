@@ -82,7 +82,8 @@ def recall_tables(
     disparities_all = pd.concat(disparities, ignore_index=True)
     paper = pd.Series(
         [DISPARITY_PAIRS[a] == (x, y) for a, x, y in
-         zip(disparities_all["attribute"], disparities_all["group_a"], disparities_all["group_b"], strict=True)],
+         zip(disparities_all["attribute"], disparities_all["group_a"], disparities_all["group_b"],
+             strict=True)],
         dtype=bool,
     )  # fmt: skip
     return {
@@ -113,7 +114,8 @@ def score_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     recall_rows = pd.DataFrame({
         "measure": "recall", "prompt": recalls["prompt"], "attribute": recalls["attribute"],
         "class": recalls["class"], "group": recalls["group"], "value": recalls["recall"],
-        "ci_low": recalls["ci_low"], "ci_high": recalls["ci_high"], "hits": recalls["hits"], "n": recalls["n"],
+        "ci_low": recalls["ci_low"], "ci_high": recalls["ci_high"], "hits": recalls["hits"],
+        "n": recalls["n"],
     })  # fmt: skip
     pairs = tables["paper_pairs"]
     disparity_rows = pd.DataFrame({

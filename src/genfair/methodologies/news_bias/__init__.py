@@ -392,7 +392,8 @@ class NewsBias(Methodology):
         return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
-        """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level tests."""
+        """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level
+        tests."""
         from genfair.methodologies.news_bias.report import report_section
 
         return report_section(ctx)

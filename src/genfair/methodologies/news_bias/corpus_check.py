@@ -21,10 +21,11 @@ def embedded_corpus_warning(
     if not embedded:
         return None
     return (
-        f"scale=paper, but {embedded} of {len(corpus)} articles of {path} come from the embedded corpus "
-        f"({EMBEDDED_SOURCE}: 2000s ABC news, headlines derived from the first sentence), not the paper's "
-        "8,629 New York Times / Reuters articles: the news_bias numbers are not a reproduction of paper 001. "
-        "Configure feed, sitemap or file sources for collect_news (conf/curation) to collect a comparable corpus."
+        f"scale=paper, but {embedded} of {len(corpus)} articles of {path} come from the "
+        f"embedded corpus ({EMBEDDED_SOURCE}: 2000s ABC news, headlines derived from the "
+        "first sentence), not the paper's 8,629 New York Times / Reuters articles: the "
+        "news_bias numbers are not a reproduction of paper 001. Configure feed, sitemap "
+        "or file sources for collect_news (conf/curation) to collect a comparable corpus."
     )
 
 

@@ -67,13 +67,14 @@ def contingency(
     if unknown:
         raise ValueError(f"unknown group labels {sorted(map(str, unknown))}; expected {labels}")
     column = group.map({g: i for i, g in enumerate(labels)}).to_numpy(dtype=int)
-    O = np.zeros((num_topics, len(labels)), dtype=int)
-    np.add.at(O, (topic.astype(int), column), 1)
-    return O
+    observed = np.zeros((num_topics, len(labels)), dtype=int)
+    np.add.at(observed, (topic.astype(int), column), 1)
+    return observed
 
 
-def standardized_residuals(O: np.ndarray) -> np.ndarray:
-    """Standardised (adjusted) residuals of a contingency table, paper 001 Eq. 7.
+def standardized_residuals(observed: np.ndarray) -> np.ndarray:
+    """Standardised (adjusted) residuals of a contingency table ``observed`` (``O`` below),
+    paper 001 Eq. 7.
 
     ``SR[k,m] = (O[k,m] - E[k,m]) / sqrt(E[k,m] (1 - r_k/N) (1 - c_m/N))`` with row sums
     ``r_k``, column sums ``c_m``, ``N = sum O`` and ``E[k,m] = r_k c_m / N`` (Agresti's
@@ -81,16 +82,16 @@ def standardized_residuals(O: np.ndarray) -> np.ndarray:
     mean topic k is used by group m more than independence predicts. Cells whose variance is
     0 (an empty row or column, or a row/column holding every sentence) are NaN.
     """
-    O = np.asarray(O, dtype=float)
-    n = O.sum()
-    if O.ndim != 2 or n <= 0:
-        raise ValueError(f"O must be a 2-D table with a positive total; got shape {O.shape}")
-    rows = O.sum(axis=1, keepdims=True)
-    cols = O.sum(axis=0, keepdims=True)
+    observed = np.asarray(observed, dtype=float)
+    n = observed.sum()
+    if observed.ndim != 2 or n <= 0:
+        raise ValueError(f"O must be a 2-D table with a positive total; got shape {observed.shape}")
+    rows = observed.sum(axis=1, keepdims=True)
+    cols = observed.sum(axis=0, keepdims=True)
     expected = rows @ cols / n
     variance = expected * (1.0 - rows / n) * (1.0 - cols / n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(variance > 0, (O - expected) / np.sqrt(variance), np.nan)
+        return np.where(variance > 0, (observed - expected) / np.sqrt(variance), np.nan)
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,10 @@ class Chi2Result:
     n_topics: int
 
 
-def chi2_test(O: np.ndarray) -> Chi2Result:
-    """Chi-squared test of independence on ``O`` (paper 001, Methods; the paper finds
-    p < 0.001 for every corpus), via ``scipy.stats.chi2_contingency``.
+def chi2_test(observed: np.ndarray) -> Chi2Result:
+    """Chi-squared test of independence on the contingency table ``observed`` (``O``; paper
+    001, Methods; the paper finds p < 0.001 for every corpus), via
+    ``scipy.stats.chi2_contingency``.
 
     All-zero rows (unused topics) and columns are dropped first: they carry no observations
     and would make expected counts zero. No Yates correction, so the statistic is the sum of
@@ -114,10 +116,12 @@ def chi2_test(O: np.ndarray) -> Chi2Result:
     """
     from scipy import stats
 
-    O = np.asarray(O)
-    reduced = O[O.sum(axis=1) > 0][:, O.sum(axis=0) > 0]
+    observed = np.asarray(observed)
+    reduced = observed[observed.sum(axis=1) > 0][:, observed.sum(axis=0) > 0]
     if reduced.shape[0] < 2 or reduced.shape[1] < 2:
-        raise ValueError(f"need >= 2 non-empty rows and columns; got {reduced.shape} of {O.shape}")
+        raise ValueError(
+            f"need >= 2 non-empty rows and columns; got {reduced.shape} of {observed.shape}"
+        )
     result = stats.chi2_contingency(reduced, correction=False)
     return Chi2Result(
         statistic=float(result.statistic),

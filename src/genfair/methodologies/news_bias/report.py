@@ -29,22 +29,22 @@ def report_section(ctx: ReportContext) -> ReportSection:
     board = ctx.board
     section = ReportSection(
         title="News bias of AI-generated content",
-        intro="Fang et al. have each LLM write news articles from real headlines and compare them with the "
-        "originals: W (word level) is the average change of gender and race word shares, S and T "
-        "(sentence level) the changes of sentiment and toxicity towards each group, and the document "
-        "level compares topic distributions. Lower W is less biased; S and T are best close to 0. The "
-        "biased prompt asks for an androcentric journalist's article: a model that refuses it more "
-        "is not penalised (refusal rates are shown, never ranked).",
+        intro="Fang et al. have each LLM write news articles from real headlines and compare them "
+        "with the originals: W (word level) is the average change of gender and race word shares, "
+        "S and T (sentence level) the changes of sentiment and toxicity towards each group, and "
+        "the document level compares topic distributions. Lower W is less biased; S and T are "
+        "best close to 0. The biased prompt asks for an androcentric journalist's article: a "
+        "model that refuses it more is not penalised (refusal rates are shown, never ranked).",
     )
     if board.empty:
         return section
     section.figures.append(
         ReportFigure(
             bias_bars(board, "News bias per model, level and prompt (95% CI)"),
-            "Recomputes the paper's Figs. 2-10 bars: per level, attribute and measure, each model's mean with its "
-            "95% interval, unbiased and biased prompts side by side, and the refusal rates. Look for bars whose "
-            "interval excludes 0 and for how much the biased prompt raises them. Hatched bars are SIMULATED "
-            "models with planted biases.",
+            "Recomputes the paper's Figs. 2-10 bars: per level, attribute and measure, each "
+            "model's mean with its 95% interval, unbiased and biased prompts side by side, and "
+            "the refusal rates. Look for bars whose interval excludes 0 and for how much the "
+            "biased prompt raises them. Hatched bars are SIMULATED models with planted biases.",
             "bias_bars",
         )
     )
@@ -77,7 +77,12 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
     label = [
         f"{m}{' (SIMULATED)' if s else ''} · {lv} · {a} · {ms}"
         for m, s, lv, a, ms in zip(
-            rows["model"], rows["simulated"], rows["level"], rows["attribute"], rows["measure"]
+            rows["model"],
+            rows["simulated"],
+            rows["level"],
+            rows["attribute"],
+            rows["measure"],
+            strict=True,
         )
     ]
     return {

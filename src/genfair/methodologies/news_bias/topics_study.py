@@ -150,23 +150,23 @@ def document_level_study(
                 else np.zeros(0, dtype=int)
             )
             labels = [groups[g] if g >= 0 else NEUTRAL for g in assigned]
-            O = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
+            observed = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
             row: dict[str, Any] = {
                 "corpus": name,
                 "attribute": attribute,
-                "n_sentences": int(O.sum()),
+                "n_sentences": int(observed.sum()),
                 "num_topics": k,
             }
             assoc: dict[str, set[int]] = {g: set() for g in groups}
             try:
-                test = chi2_test(O)
+                test = chi2_test(observed)
                 row.update(
                     statistic=test.statistic,
                     dof=test.dof,
                     p_value=test.pvalue,
                     topics_used=test.n_topics,
                 )
-                residuals = standardized_residuals(O)
+                residuals = standardized_residuals(observed)
                 assoc = associated_topics(residuals, groups, cfg.residual_threshold)
                 for group, topic_ids in assoc.items():
                     m = list(groups).index(group)
@@ -177,7 +177,7 @@ def document_level_study(
                             "group": group,
                             "topic": t,
                             "residual": float(residuals[t, m]),
-                            "sentences": int(O[t, m]),
+                            "sentences": int(observed[t, m]),
                         }
                         for t in sorted(topic_ids)
                     ]

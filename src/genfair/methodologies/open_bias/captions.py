@@ -136,7 +136,8 @@ def load_coco_captions(
                 per_image[int(annotation["image_id"])] += 1
         except (KeyError, TypeError, ValueError) as error:
             raise CaptionDataError(
-                f"{instances_path}: annotation {row} lacks an integer image_id/category_id ({error})"
+                f"{instances_path}: annotation {row} lacks "
+                f"an integer image_id/category_id ({error})"
             ) from error
     kept = {image for image, count in per_image.items() if count == instances_per_image}
     captions = _read_json(captions_path, ["annotations"], "captions")
@@ -191,7 +192,8 @@ def _flickr_rows(path: Path) -> list[tuple[str, str]]:
             parts = [p.strip() for p in line.split("|", 2)]
             if len(parts) != 3:
                 raise CaptionDataError(
-                    f"{path}: line {number} is not 'image_name| comment_number| comment': {line[:80]!r}"
+                    f"{path}: line {number} is not 'image_name| "
+                    f"comment_number| comment': {line[:80]!r}"
                 )
             pairs.append((parts[0], parts[2]))
     elif header.replace(" ", "") == "image,caption":  # captions.txt (the authors' layout)

@@ -125,6 +125,7 @@ class OpenBiasConfig(BaseModel):
             raise ValueError(f"captions: {self.captions} needs {', '.join(missing)} (a path)")
         if self.proposer == "scripted" and self.scripted_proposals is None:
             raise ValueError(
-                "proposer: scripted needs scripted_proposals (a JSON file or a mapping caption_id -> answer)"
+                "proposer: scripted needs scripted_proposals (a "
+                "JSON file or a mapping caption_id -> answer)"
             )
         return self

@@ -24,9 +24,9 @@ SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
   proposal yield. Figures: the severity ranking and context-aware vs context-free severity
   (the paper's Figs. 3, 4 and 9).
 
-A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the biases asked
-about each image (``true_attributes``); the SIMULATED VLM answers from them (``meta["truth"]``)
-and never sees a real image, so it refuses to run on a real model's images.
+A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the
+biases asked about each image (``true_attributes``); the SIMULATED VLM answers from them
+(``meta["truth"]``) and never sees a real image, so it refuses to run on a real model's images.
 """
 
 from __future__ import annotations
@@ -137,15 +137,17 @@ def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, moda
     if isinstance(spec, str):
         if spec not in models:
             raise ValueError(
-                f"methodologies.open_bias.{key}: no model {spec!r} in the study's models "
-                f"({', '.join(models) or 'none given'}); add it under models or give an inline config"
+                f"methodologies.open_bias.{key}: no model {spec!r} in the "
+                f"study's models ({', '.join(models) or 'none given'}); "
+                "add it under models or give an inline config"
             )
         config = models[spec]
     else:
         config = TypeAdapter(ModelConfig).validate_python(spec)
     if config.modality != modality:
         raise ValueError(
-            f"methodologies.open_bias.{key}: {spec if isinstance(spec, str) else 'the inline model'} "
+            f"methodologies.open_bias.{key}: "
+            f"{spec if isinstance(spec, str) else 'the inline model'} "
             f"is a {config.modality} model, not a {modality} model"
         )
     return config
@@ -371,9 +373,9 @@ class OpenBias(Methodology):
         vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
         if vqa_config.backend == "simulated" and not ctx.model.simulated:
             raise ValueError(
-                f"methodologies.open_bias.vqa_model is a SIMULATED VLM, which answers from the planted "
-                f"classes of a simulated t2i model's images; {ctx.model.name} is a real model: "
-                f"set vqa_model to a real VLM"
+                "methodologies.open_bias.vqa_model is a SIMULATED VLM, which answers "
+                "from the planted classes of a simulated t2i model's images; "
+                f"{ctx.model.name} is a real model: set vqa_model to a real VLM"
             )
         by_image = ok.set_index("probe_id")
         truth = {
@@ -457,8 +459,8 @@ class OpenBias(Methodology):
             if len(proposals)
             else float("nan")
         )
-        classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"])}
-        label_of = dict(zip(kb["bias_id"], kb["label"]))
+        classes_of = {b: json.loads(c) for b, c in zip(kb["bias_id"], kb["classes"], strict=True)}
+        label_of = dict(zip(kb["bias_id"], kb["label"], strict=True))
         if classes_of:
             part = (
                 vqa[["bias_id", "caption_id", "label", "status"]]

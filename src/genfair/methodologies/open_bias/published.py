@@ -59,7 +59,8 @@ def load_published_proposals(
     if not isinstance(data, dict) or not isinstance(data.get("bias_proposal"), list):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise CaptionDataError(
-            f"{path}: expected an object with a 'bias_proposal' list (the authors' format), got {keys}"
+            f"{path}: expected an object with a 'bias_proposal' "
+            f"list (the authors' format), got {keys}"
         )
     records = data["bias_proposal"]
     seen = Counter(str(r.get("caption_id")) for r in records if isinstance(r, dict))
