@@ -44,13 +44,13 @@ $(STAMP): pyproject.toml constraints.txt
 study: setup
 	$(BIN)/dvc repro
 
-# The suite on both cores (docs/architecture.md, "The test suite"): a test module, or the tests
-# of one shared study (xdist_group), stays on one worker; the end-to-end groups start first.
-# It prints the 25 slowest tests, the total and the number of study builds.
+# The suite on both cores (docs/architecture.md, "The test suite"): each test module runs whole
+# on one worker, the end-to-end modules first (tests/support/studies.py ORDER). It prints the
+# 25 slowest tests, the total and the number of study builds.
 # One test alone, fast: .venv/bin/pytest tests/path.py::name
 WORKERS ?= 2
 test: setup
-	$(BIN)/pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+	$(BIN)/pytest -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=25
 
 # ruff's rules and formatting (pyproject.toml's [tool.ruff]); .ci/run runs it before the tests
 lint: setup

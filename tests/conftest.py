@@ -9,7 +9,7 @@ from genfair.resources.group_words import GroupWordCounter
 from tests.support.conf import ROOT
 from tests.support.mock_openai import mock_openai  # noqa: F401 - a fixture, found by name
 from tests.support.servers import postgres, postgres_db, s3, s3_bucket  # noqa: F401 - fixtures
-from tests.support.studies import MAX_BUILDS, builds_of, declared
+from tests.support.studies import MAX_BUILDS, ORDER, builds_of, declared
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: takes more than a minute (kill soak); runs in CI")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Count the end-to-end builds; lay the tests out for xdist (``--dist loadgroup``)."""
+    """Count the end-to-end builds, and put the end-to-end modules first, in ``ORDER``."""
     builds = builds_of(items)
     undeclared = [i.nodeid for i in items if i.get_closest_marker("e2e") and not declared(i)]
     if undeclared:
@@ -55,14 +55,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "(tests/support/studies.py): share a build (study_copy) or raise the ceiling there"
         )
     config.stash[_BUILDS] = builds
-    # a test module without a group of its own is one group: its module fixtures are made once,
-    # on one worker
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else "-"))
-    # the end-to-end groups first (run with --no-loadscope-reorder): they are the long poles,
-    # started at once on both workers while the unit tests fill the gaps
-    items.sort(key=lambda item: not item.get_closest_marker("e2e"))
+    # `make test` runs with --dist loadscope --no-loadscope-reorder: each module whole on one
+    # worker (its module fixtures made once), in this order: the long poles start at once
+    rank = {module: n for n, module in enumerate(ORDER)}
+
+    def start(item: pytest.Item) -> int:
+        if not item.get_closest_marker("e2e"):
+            return len(ORDER) + 1
+        return rank.get(item.nodeid.split("::")[0], len(ORDER))
+
+    items.sort(key=start)
 
 
 _BUILDS = pytest.StashKey[set]()

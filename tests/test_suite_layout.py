@@ -49,7 +49,15 @@ def test_the_collected_builds_are_counted_and_e2e_tests_go_first() -> None:
     suite.pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
     assert config.stash[suite._BUILDS] == {"smoke"}
     assert items[-1] is unit  # the end-to-end tests first
-    assert unit.get_closest_marker("xdist_group").args == ("tests.e2e.test_x",)
+
+
+def test_the_end_to_end_modules_start_in_the_stated_order() -> None:
+    unit = _Item("tests/test_unit.py::test_a")
+    listed = [_e2e(f"{module}::t", "smoke") for module in studies.ORDER]
+    unlisted = _e2e("tests/e2e/test_new.py::t", "smoke")
+    items = [unit, unlisted, *reversed(listed)]
+    suite.pytest_collection_modifyitems(_config(), items)  # type: ignore[arg-type]
+    assert items == [*listed, unlisted, unit]
 
 
 def test_more_builds_than_the_ceiling_fail_the_collection(monkeypatch: pytest.MonkeyPatch) -> None:

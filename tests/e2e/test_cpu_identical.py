@@ -24,7 +24,6 @@ from tests.support.studies import SHARED, check_declared, shared_study
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.builds("smoke", "capped"),
-    pytest.mark.xdist_group("smoke"),
 ]
 
 #: numpy's dispatch down to its x86-64-v2 baseline, torch's ATen to its default kernels, the
@@ -80,12 +79,16 @@ def test_the_smoke_study_is_the_same_bytes_with_capped_cpu_kernels(
     ).stdout
     assert capped.strip() == "[] DEFAULT", capped  # the caps take effect
     # the widest kernels: the shared smoke study; capped: the same study built anew, on a copy
-    # of its response cache, as a teammate on another CPU shares the team's cache
+    # of its response cache (answers and images), as a teammate on another CPU shares the
+    # team's; the instruments' own caches (embeddings) are not copied: computed again, capped
     smoke = shared_study(request, "smoke")
     check_declared(request.node, "capped")
     work = tmp_path / "capped"
     work.mkdir()
-    shutil.copytree(smoke.work / ".genfair-cache", tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    for database in (smoke.work / ".genfair-cache").glob("responses.sqlite*"):  # with its WAL
+        shutil.copy2(database, tmp_path / "cache")
+    shutil.copytree(smoke.work / ".genfair-cache/images", tmp_path / "cache/images")
     env = study_env(work, GENFAIR_CACHE_DIR=str(tmp_path / "cache"), **CAPPED)
     copy_study(work, env, *SHARED["smoke"])
     run(["dvc", "repro"], work, env)

@@ -34,7 +34,6 @@ BUILTIN = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.builds("toy_quiz", *(f"only_{name}" for name in BUILTIN)),
-    pytest.mark.xdist_group("contract"),
 ]
 #: the simulators; SmolLM2 stays out (its answers cost time and prove nothing here)
 MODELS = ("smollm2",)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.project import run as _run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke"), pytest.mark.xdist_group("smoke")]
+pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
 
 
 def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) -> None:

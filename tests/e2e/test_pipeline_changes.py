@@ -19,12 +19,7 @@ from tests.support.project import (
 )
 from tests.support.project import run as _run
 
-# a group of their own: the other worker runs them (each on a copy) while this one reads
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.builds("smoke"),
-    pytest.mark.xdist_group("smoke-copies"),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
 
 
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(

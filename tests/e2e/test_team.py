@@ -27,12 +27,7 @@ from tests.support.project import GIT, LIGHT_SMOKE, copy_study, run, study_env
 from tests.support.servers import PostgresServer, S3Server
 from tests.support.studies import check_declared, shared_study
 
-# with the tests that change copies of the smoke study: on the other worker than its build
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.builds("smoke", "team"),
-    pytest.mark.xdist_group("smoke-copies"),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke", "team")]
 
 
 @dataclass

@@ -50,8 +50,21 @@ MAX_BUILDS = len(BUILDS)
 #: the shared studies: the overrides they are composed with
 SHARED: dict[str, tuple[str, ...]] = {"smoke": ("scale=smoke",)}
 
-__all__ = ["BUILDS", "LIGHT_SMOKE", "MAX_BUILDS", "SHARED", "Study", "builds_of", "declared",
-           "shared_study", "study_copy"]  # fmt: skip
+#: the order the end-to-end modules start in (``make test``: each module runs whole on one
+#: xdist worker, ``--dist loadscope``): the two workers begin with independent long builds (the
+#: shared smoke study; the one-methodology studies), then the modules that wait for the smoke
+#: study, while the unit tests fill the gaps. A module not listed starts after these.
+ORDER = (
+    "tests/e2e/test_pipeline.py",
+    "tests/e2e/test_one_package_one_config.py",
+    "tests/e2e/test_pipeline_changes.py",
+    "tests/e2e/test_cpu_identical.py",
+    "tests/e2e/test_team.py",
+    "tests/e2e/test_external_inputs.py",
+)
+
+__all__ = ["BUILDS", "LIGHT_SMOKE", "MAX_BUILDS", "ORDER", "SHARED", "Study", "builds_of",
+           "declared", "shared_study", "study_copy"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,10 +100,14 @@ def check_declared(node: pytest.Item | pytest.Collector, name: str) -> None:
     assert name in declared(node), f"{node.nodeid}: builds {name!r}: add @pytest.mark.builds"
 
 
-def _session_folder(factory: pytest.TempPathFactory) -> Path:
-    """A folder every xdist worker of this session sees (their base temp folders' parent)."""
+def _studies_folder(factory: pytest.TempPathFactory) -> Path:
+    """Where the shared studies are built: a folder every xdist worker of this session sees
+    (their base temp folders' parent), or ``GENFAIR_TEST_STUDIES``, kept between sessions
+    for a quick loop on one end-to-end test (delete it after changing what the study runs)."""
+    if os.environ.get("GENFAIR_TEST_STUDIES"):
+        return Path(os.environ["GENFAIR_TEST_STUDIES"]).resolve()
     base = factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "studies"
 
 
 def shared_study(request: pytest.FixtureRequest, name: str) -> Study:
@@ -99,8 +116,8 @@ def shared_study(request: pytest.FixtureRequest, name: str) -> Study:
     from filelock import FileLock
 
     check_declared(request.node, name)
-    folder = _session_folder(request.getfixturevalue("tmp_path_factory")) / "studies"
-    folder.mkdir(exist_ok=True)
+    folder = _studies_folder(request.getfixturevalue("tmp_path_factory"))
+    folder.mkdir(parents=True, exist_ok=True)
     work, done = folder / name, folder / f"{name}.built.json"
     with FileLock(folder / f"{name}.lock"):
         if not done.exists():
