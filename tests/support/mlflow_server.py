@@ -43,6 +43,8 @@ def team_mlflow_server(postgres: PostgresServer, folder: Path) -> Iterator[Mlflo
     env = {
         **os.environ,
         **postgres.env,
+        # the script runs `mlflow` from PATH (`make` puts the venv there; a bare pytest may not)
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "GENFAIR_MLFLOW_BACKEND": backend,
         "GENFAIR_MLFLOW_ARTIFACTS": str(folder / "artifacts"),
         "GENFAIR_MLFLOW_PORT": str(port),
