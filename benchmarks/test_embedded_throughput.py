@@ -1,7 +1,7 @@
 """Embedded SmolLM2: batched generation vs one prompt at a time (tokens per second).
 
 Calls the backend directly, bypassing the response cache, on real FACT-OR-FAIR prompts.
-Quick mode (benchmarks/conftest.py): 4 prompts instead of 32, one answer each still checked.
+Quick mode (benchmarks/conftest.py): 2 prompts instead of 32, one answer each still checked.
 Run: make benchmark (or pytest benchmarks/test_embedded_throughput.py --benchmark-only -s)
 """
 
@@ -14,7 +14,7 @@ from genfair.methodologies import get_methodology
 from genfair.models import Request, build_backend
 
 #: prompts (half objective, half subjective): full mode, quick mode
-N_PROMPTS = {"full": 32, "quick": 4}
+N_PROMPTS = {"full": 32, "quick": 2}
 
 
 @pytest.fixture(scope="module")
