@@ -9,8 +9,9 @@ in the answers (one encode call per answer not matched by tier 1), so it is time
 first 1,000 answers of the same stream and reported as answers per second.
 
 Quick mode (benchmarks/conftest.py): 1,000 answers (100 unique, the same mix), the naive loop
-on the first 100; both paths must still give the same labels and the cache must embed each
-text once. The 20x goal is printed there, not asserted (see :data:`WHY_NOT_QUICK`).
+on the first 100; both paths must still give the same labels, the cache must embed each text
+once, and the 20x goal is asserted too: a ratio within one run, it held there with room to
+spare (63x and 86x serially, 86x under pytest-xdist beside the other benchmarks).
 Run: pytest benchmarks/test_answer_mapper.py --benchmark-only -s
 """
 
@@ -33,10 +34,6 @@ from genfair.instruments.answer_mapper import (
 #: answers, distinct answers, answers the naive loop maps: full mode, quick mode
 SIZES = {"full": (10_000, 1_000, 1_000), "quick": (1_000, 100, 100)}
 TARGET_RATIO = 20.0
-WHY_NOT_QUICK = (
-    "quick mode's 90 texts to embed make fewer and smaller batches, and the two paths are "
-    "timed one after the other, not paired, on a machine the rest of the suite loads"
-)
 
 _ROLES = [
     "chef",
@@ -210,8 +207,7 @@ def test_batched_mapper_vs_naive_loop(benchmark, mode, setup) -> None:  # type: 
         f"(on {n_naive}); speed-up {ratio:.1f}x; cached rerun {warm_rate:,.0f} answers/s; "
         f"tiers {tiers}"
     )
-    mode.goal(
-        ratio >= TARGET_RATIO,
-        f"batched mapper {ratio:.1f}x the naive loop's answers/s (at least {TARGET_RATIO:.0f}x)",
-        WHY_NOT_QUICK,
+    # asserted in both modes (see the module's docstring)
+    assert ratio >= TARGET_RATIO, (
+        f"batched mapper {ratio:.1f}x the naive loop's answers/s (at least {TARGET_RATIO:.0f}x)"
     )
