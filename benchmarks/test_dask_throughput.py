@@ -14,6 +14,10 @@ keep busy (64 in flight at 50 ms would be 1,280 calls/s; one worker's CPU sends 
 a tenth of that): were the bound below one worker's capacity, a second worker could only
 split it, and two workers could never beat one. The mock endpoint runs in this process (a
 thread), so the local executor shares its interpreter with it.
+
+Quick mode (benchmarks/conftest.py): 64 calls a round and one round of the three, on the
+same two clusters; every answer and the concurrency bound still checked. No goal is
+asserted in either mode: the figures are printed (and recorded in docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from tests.support.mock_openai import MockOpenAI
 
 LATENCY_S = 0.05
 CONCURRENCY = 64
-N = 640
-ROUNDS = 5
+#: calls a round, paired rounds: full mode, quick mode
+SIZES = {"full": (640, 5), "quick": (64, 1)}
 #: paper-scale FACT-OR-FAIR: subjective calls per model (issue 24), models in the study
 PAPER_CALLS, MODELS = 45_600, 10
 #: STATED, not measured: one vLLM server's calls/s for FACT-OR-FAIR's short answers (an 8B
@@ -48,10 +52,12 @@ SERVER_CALLS_PER_S = 30.0
 _round = itertools.count()
 
 
-def _seconds(backend: LLMBackend, cache: ResponseCache, executor: DaskExecutor | None) -> float:
-    """Seconds to answer N fresh calls (new prompts: an empty cache, every call sent)."""
+def _seconds(
+    backend: LLMBackend, cache: ResponseCache, executor: DaskExecutor | None, n: int
+) -> float:
+    """Seconds to answer n fresh calls (new prompts: an empty cache, every call sent)."""
     tag = next(_round)
-    calls = [Call.text(f"r{tag}-{i}", f"question {tag}-{i}") for i in range(N)]
+    calls = [Call.text(f"r{tag}-{i}", f"question {tag}-{i}") for i in range(n)]
     began = time.perf_counter()
     with executing(executor):
         answers = run_calls(backend, cache, calls, lambda text, meta: "ok", seed=0)
@@ -61,7 +67,8 @@ def _seconds(backend: LLMBackend, cache: ResponseCache, executor: DaskExecutor |
 
 
 @pytest.mark.dask
-def test_dask_executor_throughput(benchmark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_dask_executor_throughput(benchmark, mode, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    n, rounds = SIZES[mode.size("full", "quick")]
     seconds: dict[str, list[float]] = {"local": [], "one": [], "two": []}
     with MockOpenAI(latency_s=LATENCY_S, lifetime_s=1800) as server:
         backend = build_backend(
@@ -87,19 +94,22 @@ def test_dask_executor_throughput(benchmark, tmp_path: Path) -> None:  # type: i
                         "two": DaskExecutor(two.client, open_cache),
                     }
                     for executor in executors.values():  # warm up: workers import, connect
-                        _seconds(backend, cache, executor)
-                    for _ in range(ROUNDS):  # paired: the three alternate, so the load cancels out
+                        _seconds(backend, cache, executor, n)
+                    for _ in range(rounds):  # paired: the three alternate, so the load cancels out
                         for name, executor in executors.items():
-                            seconds[name].append(_seconds(backend, cache, executor))
+                            seconds[name].append(_seconds(backend, cache, executor, n))
                     benchmark.pedantic(
-                        _seconds, args=(backend, cache, executors["two"]), rounds=1, iterations=1
+                        _seconds,
+                        args=(backend, cache, executors["two"], n),
+                        rounds=1,
+                        iterations=1,
                     )
                 finally:
                     two.stop()
             finally:
                 one.stop()
         assert server.max_in_flight <= CONCURRENCY
-    rate = {name: N / statistics.median(values) for name, values in seconds.items()}
+    rate = {name: n / statistics.median(values) for name, values in seconds.items()}
     figures = {
         "local_rps": rate["local"],
         "dask_1_worker_rps": rate["one"],

@@ -4,7 +4,11 @@ batches of ``CT2_BATCH``) over real FACT-OR-FAIR probes with the study's prompts
 length (the model's ``max_tokens``) and greedy decoding, paired in one run (A, B, A, B...):
 calls per second, their ratio, and how many answers (text, answer letter) are identical.
 
-Calls the backend directly, bypassing the response cache.
+Calls the backend directly, bypassing the response cache. Quick mode (benchmarks/conftest.py):
+2 probes (one objective, one subjective), one round; the speed-up and the identical answers
+are printed in both modes (a measurement: no goal is set). At such sizes CTranslate2 is the
+slower engine: its prompts of unequal length are fed token by token past the shortest one
+(``include_prompt_in_result=False``), which length-sorted batches of 64 amortise.
 Run: pytest benchmarks/test_embedded_engines.py --benchmark-only -s
 """
 
@@ -21,23 +25,24 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.models import Request, build_backend
 
-N_PROBES = 64
+#: probes, paired rounds: full mode, quick mode
+SIZES = {"full": (64, 3), "quick": (2, 1)}
 #: CTranslate2's batch size (its ``max_batch_size``; the model config's ``batch_size``)
 CT2_BATCH = 64
-ROUNDS = 3
 
 
 @pytest.fixture(scope="module")
-def probes() -> list[tuple[Request, list[dict]]]:
+def probes(mode) -> list[tuple[Request, list[dict]]]:  # type: ignore[no-untyped-def]
     """Distinct study prompts, a third objective and the rest subjective, with their options."""
+    n_probes, _ = SIZES[mode.size("full", "quick")]
     params = load_params()
     table = get_methodology("fact_or_fair").build_probes(
         methodology_config(params, "fact_or_fair"), params.seed
     )
     table = table[table["modality"] == "llm"].drop_duplicates("prompt")
     rows = [
-        table[table["kind"] == "objective"].head(N_PROBES // 3),
-        table[table["kind"] == "subjective"].head(N_PROBES - N_PROBES // 3),
+        table[table["kind"] == "objective"].head(max(1, n_probes // 3)),
+        table[table["kind"] == "subjective"].head(n_probes - max(1, n_probes // 3)),
     ]
     return [
         (Request(messages=({"role": "user", "content": r["prompt"]},)), json.loads(r["options"]))
@@ -46,7 +51,7 @@ def probes() -> list[tuple[Request, list[dict]]]:
     ]
 
 
-def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None:
+def test_ctranslate2_against_todays_path(benchmark, mode, probes, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytest.importorskip("ctranslate2")
     config = load_params().models["smollm2"]
@@ -72,7 +77,8 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
         for engine in engines:
             answer(engine)
 
-    benchmark.pedantic(paired, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    _, rounds = SIZES[mode.size("full", "quick")]
+    benchmark.pedantic(paired, rounds=rounds, iterations=1, warmup_rounds=0)
     ratios = [a / b for a, b in zip(seconds["transformers"], seconds["ctranslate2"], strict=True)]
     letters = {
         e: [parse_choice(t, o).letter for t, (_, o) in zip(texts[e], probes, strict=True)]
@@ -94,9 +100,9 @@ def test_ctranslate2_against_todays_path(benchmark, probes, monkeypatch) -> None
         identical_letters=same_letter,
     )
     print(
-        f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, "
-        f"ctranslate2 {rate['ctranslate2']} calls/s; speedup median "
-        f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); "
-        f"identical texts {same_text}/{len(requests)}, letters {same_letter}/{len(requests)}"
+        f"\n{len(requests)} probes: transformers {rate['transformers']} calls/s, ctranslate2 "
+        f"{rate['ctranslate2']} calls/s; speedup median {statistics.median(ratios):.2f} (range "
+        f"{min(ratios):.2f}-{max(ratios):.2f}); identical texts {same_text}/{len(requests)}, "
+        f"letters {same_letter}/{len(requests)}"
     )
-    assert len(texts["ctranslate2"]) == len(requests)
+    assert len(texts["ctranslate2"]) == len(texts["transformers"]) == len(requests)

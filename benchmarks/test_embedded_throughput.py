@@ -1,6 +1,7 @@
 """Embedded SmolLM2: batched generation vs one prompt at a time (tokens per second).
 
 Calls the backend directly, bypassing the response cache, on real FACT-OR-FAIR prompts.
+Quick mode (benchmarks/conftest.py): 2 prompts instead of 32, one answer each still checked.
 Run: make benchmark (or pytest benchmarks/test_embedded_throughput.py --benchmark-only -s)
 """
 
@@ -12,23 +13,25 @@ from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.models import Request, build_backend
 
-N_PROMPTS = 32
+#: prompts (half objective, half subjective): full mode, quick mode
+N_PROMPTS = {"full": 32, "quick": 2}
 
 
 @pytest.fixture(scope="module")
-def prompts() -> list[Request]:
+def prompts(mode) -> list[Request]:  # type: ignore[no-untyped-def]
+    n_prompts = N_PROMPTS[mode.size("full", "quick")]
     params = load_params()
     config = methodology_config(params, "fact_or_fair").model_copy(
         update={"objective_rounds": 1, "scenarios_per_direction": 1, "samples_per_prompt": 1}
     )
     probes = get_methodology("fact_or_fair").build_probes(config, params.seed)
-    rows = probes.groupby("kind").head(N_PROMPTS // 2)  # half objective, half subjective
+    rows = probes.groupby("kind").head(n_prompts // 2)  # half objective, half subjective
     return [Request(messages=({"role": "user", "content": p},)) for p in rows["prompt"]]
 
 
 @pytest.mark.parametrize("batch_size", [1, 16])
-def test_embedded_tokens_per_second(
-    benchmark, prompts: list[Request], batch_size: int, monkeypatch
+def test_embedded_tokens_per_second(  # type: ignore[no-untyped-def]
+    benchmark, mode, prompts: list[Request], batch_size: int, monkeypatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = load_params().models["smollm2"].model_copy(update={"batch_size": batch_size})
@@ -39,9 +42,8 @@ def test_embedded_tokens_per_second(
         texts.clear()
         backend.complete(prompts, lambda _r, c: texts.append(c.text or ""))
 
-    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    _, seconds = mode.measure(benchmark, run, stat="mean")
     tokens = sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
-    seconds = benchmark.stats.stats.mean
     benchmark.extra_info.update(
         batch_size=batch_size,
         prompts=len(prompts),

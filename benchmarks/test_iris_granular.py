@@ -5,7 +5,13 @@ Synthetic (seeded) labelled tables the size of the paper's: 83,000 generated ima
 FACET crops (IFS-Und, §C.1), 18 profiles x 2,000 tournament rounds (RFS-Und, §D.2.5) and
 6,000 counterfactual pairs x 17 questions (BIS-Und, §C.2). Target: <= 2 s on 2 cores.
 The baseline below is the obvious implementation -- boolean masks per occupation and group,
-Python loops over pairs and rounds -- and doubles as an independent check of every value.
+Python loops over pairs and rounds -- and doubles as an independent check of every value:
+its JSDs use the log base genfair uses by default (``GranularConfig().jsd_base``, read here,
+so the two cannot drift apart again).
+
+Quick mode (benchmarks/conftest.py) builds the same tables at about a tenth of the sizes
+(:data:`QUICK`) and checks every value the same way; the 2 s target, set for the paper's
+sizes, is printed there, not asserted.
 
 Run: pytest benchmarks/test_iris_granular.py --benchmark-only -s
 """
@@ -24,19 +30,28 @@ from scipy.spatial.distance import jensenshannon
 
 from genfair.methodologies.iris.granular import (
     GRANULAR_METRICS,
+    GranularConfig,
     all_granular_metrics,
+    jsd_log_base,
     reference_shares,
 )
 from genfair.methodologies.iris.tournament import CATEGORIES, profile_ids
 
-N_IMAGES = 83_000
+#: the JSD log base all_granular_metrics uses when given no config (e since the default
+#: changed from 2: the loop's base-2 JSDs were a factor ln 2 off, e.g. 0.0622 vs 0.0897)
+JSD_BASE = jsd_log_base(GranularConfig())
+#: table sizes: generated images (IFS-Gen), BIS-Gen images per prompt, IFS-Und crops,
+#: tournament rounds per profile, BIS-Und counterfactual pairs; quick mode: about a tenth
+FULL = {"images": 83_000, "per_prompt": 100, "crops": 27_000, "rounds": 2_000, "pairs": 6_000}
+QUICK = {"images": 8_300, "per_prompt": 10, "crops": 2_700, "rounds": 200, "pairs": 600}
+MAX_SECONDS = 2.0
 OCCUPATIONS = (
-    "astronaut backpacker ballplayer bartender basketball_player boatman carpenter "
-    "cheerleader climber computer_user craftsman dancer disk_jockey doctor drummer "
-    "electrician farmer fireman flutist gardener guard guitarist gymnast hairdresser "
-    "horseman judge laborer lawman lifeguard machinist motorcyclist nurse painter patient "
-    "prayer referee repairman reporter retailer runner sculptor seller singer skateboarder "
-    "soccer_player soldier speaker student teacher tennis_player trumpeter waiter"
+    "astronaut backpacker ballplayer bartender basketball_player boatman carpenter cheerleader "
+    "climber computer_user craftsman dancer disk_jockey doctor drummer electrician farmer "
+    "fireman flutist gardener guard guitarist gymnast hairdresser horseman judge laborer lawman "
+    "lifeguard machinist motorcyclist nurse painter patient prayer referee repairman reporter "
+    "retailer runner sculptor seller singer skateboarder soccer_player soldier speaker student "
+    "teacher tennis_player trumpeter waiter"
 ).split()
 COLS = {"gender": "gender", "age": "age_group", "skin": "skin_group"}
 TRIPLES = list(itertools.product(*CATEGORIES.values()))
@@ -50,13 +65,16 @@ def _labels(rng: np.random.Generator, n: int, p: np.ndarray | None = None) -> pd
     )
 
 
-def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+def synthetic_tables(
+    sizes: dict[str, int] = FULL, seed: int = 0
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     rng = np.random.default_rng(seed)
     # IFS-Gen: a skewed distribution per occupation, 2% of labels missing (no face)
-    per = N_IMAGES // len(OCCUPATIONS)
+    n_images = sizes["images"]
+    per = n_images // len(OCCUPATIONS)
     parts = []
     for i, occ in enumerate(OCCUPATIONS):
-        n = per + (1 if i < N_IMAGES - per * len(OCCUPATIONS) else 0)
+        n = per + (1 if i < n_images - per * len(OCCUPATIONS) else 0)
         parts.append(_labels(rng, n, rng.dirichlet(np.full(18, 0.4))).assign(occupation=occ))
     gen = pd.concat(parts, ignore_index=True)
     for col in COLS.values():
@@ -83,7 +101,7 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
         )
 
     reference = pd.concat([ref(us_occ, "US"), ref(eu_occ, "EU")], ignore_index=True)
-    # BIS-Gen: 10 stereotypes x (1 + 5) prompts x 100 images
+    # BIS-Gen: 10 stereotypes x (1 + 5) prompts x 100 images (quick: 10)
     rows = []
     for c in range(10):
         base = TRIPLES[rng.integers(18)]
@@ -94,7 +112,7 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
             if o != base[j]
         ]
         for kind, combo in combos:
-            for _ in range(100):
+            for _ in range(sizes["per_prompt"]):
                 ok = rng.random() < (0.9 if kind == "stereotypical" else 0.6)
                 got = combo if ok else TRIPLES[rng.integers(18)]
                 rows.append(
@@ -123,7 +141,7 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
         ],
     )
     # IFS-Und: 27,000 crops, accuracy depending on the group, 3% unmappable
-    n_und = 27_000
+    n_und = sizes["crops"]
     und = _labels(rng, n_und)
     und["occupation"] = rng.choice(OCCUPATIONS, n_und)
     acc = 0.55 + 0.1 * (und["gender"] == "male") - 0.05 * (und["skin_group"] == "dark")
@@ -133,7 +151,9 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
     und["mapped_occupation"] = mapped
     # RFS-Und: 2,000 rounds per profile, Luce choices, 2% refusals
     strength = rng.lognormal(0, 1, (18, len(OCCUPATIONS)))
-    subsets = np.array([rng.choice(len(OCCUPATIONS), 5, replace=False) for _ in range(2000)])
+    subsets = np.array(
+        [rng.choice(len(OCCUPATIONS), 5, replace=False) for _ in range(sizes["rounds"])]
+    )
     rows = []
     for d, pid in enumerate(profile_ids()):
         g, a, s = pid.split("_")
@@ -159,7 +179,7 @@ def synthetic_tables(seed: int = 0) -> tuple[dict[str, pd.DataFrame], pd.DataFra
     # BIS-Und: 6,000 counterfactual pairs, each changing 1-3 attributes, 17 questions
     rows = []
     qids = [str(i) for i in range(1, 10)] + list("abcdefgh")
-    for inst in range(6000):
+    for inst in range(sizes["pairs"]):
         a = TRIPLES[rng.integers(18)]
         b = list(a)
         for j in rng.choice(3, rng.integers(1, 4), replace=False):
@@ -238,7 +258,8 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
             counts = np.array([(sub[COLS[attr]] == c).sum() for c in CATEGORIES[attr]], dtype=float)
             if counts.sum():
                 vals.append(
-                    jensenshannon(counts / counts.sum(), real.loc[occ].to_numpy(), base=2) ** 2
+                    jensenshannon(counts / counts.sum(), real.loc[occ].to_numpy(), base=JSD_BASE)
+                    ** 2
                 )
         out[spec.name] = float(np.mean(vals))
     bg = tables["BIS-Gen"]
@@ -296,7 +317,7 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
                 sum(belief[p][occ] for p in profile_ids() if p.split("_")[pos] == c) / z
                 for c in CATEGORIES[attr]
             ]
-            vals.append(jensenshannon(dist, real.loc[occ].to_numpy(), base=2) ** 2)
+            vals.append(jensenshannon(dist, real.loc[occ].to_numpy(), base=JSD_BASE) ** 2)
         out[spec.name] = float(np.mean(vals))
     for spec in (s for s in GRANULAR_METRICS if s.metric == "AbsSDS"):
         attr = spec.attributes[0]
@@ -339,23 +360,22 @@ def loop_granular(tables: dict[str, pd.DataFrame], reference: pd.DataFrame) -> d
 
 
 @pytest.fixture(scope="module")
-def data() -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    return synthetic_tables()
+def data(mode) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:  # type: ignore[no-untyped-def]
+    return synthetic_tables(mode.size(FULL, QUICK))
 
 
-def test_iris_granular_60(benchmark, data) -> None:
+def test_iris_granular_60(benchmark, mode, data) -> None:  # type: ignore[no-untyped-def]
     tables, reference = data
-    result: dict = {}
-
-    def run() -> None:
-        result["table"] = all_granular_metrics(tables, reference=reference)
-
-    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
-    fast = benchmark.stats.stats.min
+    result, fast = mode.measure(
+        benchmark,
+        lambda: all_granular_metrics(tables, reference=reference),
+        rounds=3,
+        warmup_rounds=1,
+    )
     t0 = time.perf_counter()
     expected = loop_granular(tables, reference)
     slow = time.perf_counter() - t0
-    table = result["table"].set_index("metric")
+    table = result.set_index("metric")
     assert len(table) == 60
     for name, want in expected.items():
         got = table.loc[name, "value"]
@@ -364,10 +384,14 @@ def test_iris_granular_60(benchmark, data) -> None:
         else:
             assert got == pytest.approx(want, abs=1e-9), name
     print(
-        f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images "
-        f"(+ BIS-Gen {len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, "
-        f"tournament {len(tables['RFS-Und']):,} rounds, BIS-Und {len(tables['BIS-Und']):,} "
-        f"answers): {fast:.3f} s vectorised, {slow:.1f} s loop, ratio {slow / fast:.0f}x"
+        f"\nIRIS 60 granular metrics on {len(tables['IFS-Gen']):,} generated images (+ BIS-Gen "
+        f"{len(tables['BIS-Gen']):,}, IFS-Und {len(tables['IFS-Und']):,}, tournament "
+        f"{len(tables['RFS-Und']):,} rounds, BIS-Und {len(tables['BIS-Und']):,} answers): "
+        f"{fast:.3f} s vectorised, {slow:.1f} s loop, ratio {slow / fast:.0f}x"
     )
     benchmark.extra_info.update(vectorised_s=fast, loop_s=slow, ratio=slow / fast)
-    assert fast <= 2.0
+    mode.goal(
+        fast <= MAX_SECONDS,
+        f"all 60 granular metrics in {fast:.3f} s (at most {MAX_SECONDS} s)",
+        "the target is for the paper's sizes; quick mode's tables are about a tenth of them",
+    )

@@ -4,7 +4,10 @@ assignment, TextBlob sentiment, alt-profanity-check toxicity, Eq. 5-6 and summar
 
 The corpus is synthetic (seeded): ~400-word articles built from a filler vocabulary with
 gender words and "descriptor + occupation" phrases mixed in, so the instruments do
-realistic work. Run: pytest benchmarks/test_news_levels.py --benchmark-only -s
+realistic work. Quick mode (benchmarks/conftest.py): 300 pairs, the same checks of the
+summaries (the corpus is seeded: 278 of the 300 pairs get a gender W, above the 90 % checked;
+200 pairs gave exactly 180), and the "within a few minutes" goal printed, not asserted.
+Run: pytest benchmarks/test_news_levels.py --benchmark-only -s
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from genfair.methodologies.news_bias.sentence_level import (
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
 from genfair.resources.group_words import GroupWordCounter
 
-N_PAIRS = 8_629
+#: article pairs: full mode (paper 001's corpus), quick mode
+N_PAIRS = {"full": 8_629, "quick": 300}
 WORDS_PER_ARTICLE = 400
+MAX_SECONDS = 300  # "within a few minutes on 2 cores"
 
 _FILLER = (
     "the city council said on Tuesday that a new report showed growth in the region while "
@@ -45,7 +50,7 @@ _RACE = [
 _TOXIC = ["damn", "stupid", "idiot"]
 
 
-def synthetic_pairs(n: int = N_PAIRS, seed: int = 0) -> pd.DataFrame:
+def synthetic_pairs(n: int = N_PAIRS["full"], seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
 
     def article() -> str:
@@ -75,11 +80,13 @@ def synthetic_pairs(n: int = N_PAIRS, seed: int = 0) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def pairs() -> pd.DataFrame:
-    return synthetic_pairs()
+def pairs(mode) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    return synthetic_pairs(N_PAIRS[mode.size("full", "quick")])
 
 
-def test_news_word_and_sentence_levels(benchmark, pairs: pd.DataFrame) -> None:
+def test_news_word_and_sentence_levels(  # type: ignore[no-untyped-def]
+    benchmark, mode, pairs: pd.DataFrame
+) -> None:
     counter = GroupWordCounter.from_files()
     scorers = {"sentiment": TextBlobSentiment(), "toxicity": build_toxicity("auto")}
     timings: dict[str, float] = {}
@@ -107,4 +114,8 @@ def test_news_word_and_sentence_levels(benchmark, pairs: pd.DataFrame) -> None:
     assert results["word_race"]["W"]["n"] > 0
     assert results["sentence_gender"]["sentiment"]["mean"]["n"] > 0
     assert results["sentence_race"]["toxicity"]["mean"]["n"] > 0
-    assert timings["total"] < 300  # "within a few minutes on 2 cores"
+    mode.goal(
+        timings["total"] < MAX_SECONDS,
+        f"both levels in {timings['total']:.1f} s (under {MAX_SECONDS} s)",
+        "a goal for the paper's 8,629 pairs; quick mode scores 300",
+    )

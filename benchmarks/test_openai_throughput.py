@@ -2,7 +2,8 @@
 
 Ideal throughput is concurrency / latency: 32 / 0.05 s = 640 requests/s. The figure that
 matters is the ratio to it (how much the client's own overhead costs) and the speed-up
-over a sequential client. Run with::
+over a sequential client. Quick mode (benchmarks/conftest.py): 64 concurrent requests, one
+round, 8 sequential ones; every answer and the concurrency bound still checked. Run with::
 
     PYTHONPATH=src pytest benchmarks/test_openai_throughput.py --benchmark-only -q -s
 """
@@ -19,8 +20,8 @@ from tests.support.mock_openai import MockOpenAI
 
 LATENCY_S = 0.05
 CONCURRENCY = 32
-N = 320
-SEQUENTIAL_N = 40
+#: concurrent requests a round, sequential requests: full mode, quick mode
+SIZES = {"full": (320, 40), "quick": (64, 8)}
 ROUNDS = 5
 
 
@@ -46,14 +47,15 @@ def _timed(backend: OpenAIChatBackend, requests: list[Request]) -> tuple[float, 
     return time.perf_counter() - began, done
 
 
-def test_openai_throughput(benchmark) -> None:  # type: ignore[no-untyped-def]
+def test_openai_throughput(benchmark, mode) -> None:  # type: ignore[no-untyped-def]
+    n, sequential_n = SIZES[mode.size("full", "quick")]
     with MockOpenAI(latency_s=LATENCY_S) as server:
-        seconds, done = _timed(_backend(server.url, 1), _requests(SEQUENTIAL_N))
-        assert [c.status for c in done] == ["ok"] * SEQUENTIAL_N
-        sequential_rps = SEQUENTIAL_N / seconds
+        seconds, done = _timed(_backend(server.url, 1), _requests(sequential_n))
+        assert [c.status for c in done] == ["ok"] * sequential_n
+        sequential_rps = sequential_n / seconds
 
         concurrent = _backend(server.url, CONCURRENCY)
-        requests = _requests(N)
+        requests = _requests(n)
         # own timings as well as pytest-benchmark's, so the figures exist with it disabled
         rounds: list[float] = []
 
@@ -63,13 +65,13 @@ def test_openai_throughput(benchmark) -> None:  # type: ignore[no-untyped-def]
             return done
 
         done = benchmark.pedantic(batch, rounds=ROUNDS, iterations=1, warmup_rounds=1)
-        assert [c.status for c in done] == ["ok"] * N
+        assert [c.status for c in done] == ["ok"] * n
         assert server.max_in_flight == CONCURRENCY
 
     ideal_rps = CONCURRENCY / LATENCY_S
-    rps = N / statistics.median(rounds[-ROUNDS:])
+    rps = n / statistics.median(rounds[-ROUNDS:])
     figures = {
-        "requests": N,
+        "requests": n,
         "concurrency": CONCURRENCY,
         "latency_s": LATENCY_S,
         "throughput_rps": round(rps, 1),
