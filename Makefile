@@ -44,13 +44,14 @@ $(STAMP): pyproject.toml constraints.txt
 study: setup
 	$(BIN)/dvc repro
 
-# The suite on both cores (docs/architecture.md, "The test suite"): each test module runs whole
-# on one worker, the end-to-end modules first (tests/support/studies.py ORDER). It prints the
-# 25 slowest tests, the total and the number of study builds.
-# One test alone, fast: .venv/bin/pytest tests/path.py::name
+# The suite and the benchmarks' quick mode on both cores (docs/architecture.md, "The test
+# suite"): each test module runs whole on one worker, the end-to-end modules first
+# (tests/support/studies.py ORDER). It prints the 25 slowest tests, the total and the number of
+# study builds. One test alone: source .venv/bin/activate && pytest tests/path.py::name
 WORKERS ?= 2
 test: setup
-	$(BIN)/pytest -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=25
+	$(BIN)/pytest -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=25 \
+		tests benchmarks --benchmark-disable
 
 # ruff's rules and formatting (pyproject.toml's [tool.ruff]); .ci/run runs it before the tests
 lint: setup
