@@ -5,16 +5,18 @@ Full mode (`make benchmark`): the benchmark builds a study of its own (minutes):
 study without SmolLM2 (``LIGHT_SMOKE``), whose always-running stages are the default study's
 (`always/dvc.yaml`; no `external_input@` stage: the default study's inputs are all inside the
 repository or its packages), then times 9 pairs. Asserted: the median of the pairs' wall-clock
-ratios is at most :data:`MAX_RATIO` (2.0x). Issue 25's goal, 1.5x, is printed beside it, met
-or not, and not asserted: DVC's own work in a no-op repro exceeds it on this machine
+ratios is at most :data:`MAX_RATIO`, 2.5x. Issue 25's goal, 1.5x, is printed beside it, met or
+not, and not asserted: DVC's own work in a no-op repro exceeds it on this machine
 (docs/architecture.md, "No-op repro"): `dvc repro` rewrites `.dvc/tmp/rwlock` four times per
 stage where `dvc status` does once (1.3-3.9 ms a rewrite on this ext4 disk) and parses
 `dvc.yaml`/`dvc.lock` a second time; with no stage running at all a copy of the study still
-measured 1.51x, 1.58x and 1.82x, and this version's medians were 1.37x, 1.64x and 1.71x (6-9
-pairs, load average 3-6); 6 pairs on a copy of the smoke study with SmolLM2 (more stages):
-median 1.78x, pairs 1.64-2.15x (load average 3.9). 2.0x is above every median measured and
-still catches a regression in genfair's part (the always-running stages' fast paths: a slow
-one adds seconds to every repro).
+measured 1.51x, 1.58x and 1.82x. Why 2.5x and not 2.0x: medians measured here were 1.37x,
+1.64x and 1.71x (6-9 pairs, load average 3-6, docs/architecture.md), 1.78x (6 pairs on a copy
+of the smoke study, load 3.9) and, in this benchmark's full mode, 1.88x with pairs from 1.54x
+to 2.20x (9 pairs, load 2.9): 2.0x would fail on a busier day. 2.5x is above every pair
+measured and still catches a regression in genfair's part: `dvc status` takes about 2.3 s,
+so the median crosses 2.5x once a no-op repro costs about 1.5 s more than today (the two
+always-running stages take 0.45-0.75 s together on their fast paths).
 
 Quick mode (benchmarks/conftest.py; `make test`): no study of its own. A copy of the test
 suite's shared smoke study (tests/support/studies.py: built once per session under a file
@@ -49,7 +51,7 @@ from tests.support.studies import Study, shared_study, study_copy
 pytestmark = pytest.mark.builds("smoke")
 
 #: full mode asserts at most this paired median (see the module's docstring)
-MAX_RATIO = 2.0
+MAX_RATIO = 2.5
 #: issue 25's goal: printed, not asserted (DVC's own lock rewrites exceed it on this machine)
 ISSUE_RATIO = 1.5
 #: pairs of (dvc status, dvc repro): full mode, quick mode
