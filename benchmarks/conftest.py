@@ -99,21 +99,3 @@ def quick(benchmark: Any, mode: Mode) -> bool:
     """True when pytest-benchmark is disabled (``--benchmark-disable``, or under xdist)."""
     assert benchmark.disabled == mode.quick
     return bool(benchmark.disabled)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # also registered by tests/conftest.py (one run may collect both folders): the noop
-    # benchmark declares the shared study it reads in quick mode
-    config.addinivalue_line(
-        "markers", "builds(*names): the studies the test builds (tests/support/studies.py BUILDS)"
-    )
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist (``--dist loadgroup``) each benchmark module is one group: its module
-    fixtures (a loaded model, synthetic tables) are made once, on one worker. (With tests/
-    in the same run, tests/conftest.py has grouped every module already.)"""
-    for item in items:
-        if item.path.is_relative_to(HERE) and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else "-"))
