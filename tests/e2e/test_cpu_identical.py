@@ -47,7 +47,7 @@ PROBE = (
 
 #: the report's provenance line (study/report.py): each checkout here has its own git commit,
 #: and the two render a minute apart; neither is a CPU's doing
-PROVENANCE = re.compile(rb"git commit <code>[0-9a-f]*</code>, rendered [^<]*")
+PROVENANCE = re.compile(rb"git commit <code>[0-9a-f]*</code>,\s+rendered [^<]*")
 
 
 def _digest(path: Path) -> str:
