@@ -41,6 +41,10 @@ KILLS, INTERRUPTS = 10, 3
 #: a signal lands after 1..MAX_AHEAD more calls of the run: 13 runs then answer at most
 #: 13 x 8 < QUESTIONS calls, so every run still has calls left to interrupt
 MAX_AHEAD = 8
+#: the variable holding each run's own API key: the mock holds a call of the running process,
+#: never a late request of the one killed before it (which took the held call's number and
+#: had the next run signalled before Python installed its SIGINT handler: exit -2, no stderr)
+KEY = "GENFAIR_KILL_SOAK_KEY"
 
 # the stage script's body (stages/generate.py) with the toy quiz registered and outputs in
 # the working directory
@@ -64,6 +68,8 @@ _common.run("generate",
 def _params(folder: Path, base_url: str) -> dict:
     params = endpoint_params(folder, base_url, QUESTIONS, CONCURRENCY)
     params["models"]["endpoint"]["timeout_s"] = 10
+    # each run sends a key of its own (KEY), so the mock holds only that run's calls
+    params["models"]["endpoint"]["api_key_env"] = KEY
     return params
 
 
@@ -97,6 +103,7 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
         # the uninterrupted run, in this process, with a cache of its own
         register(Quiz)
         monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "ref" / "cache"))
+        monkeypatch.setenv(KEY, "reference")
         ref = Layout(tmp_path / "ref")
         params = StudyParams.model_validate(_params(tmp_path, reference.url))
         make_probes(params, "toy_quiz", ref)
@@ -119,20 +126,23 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
             "GENFAIR_LOG_LEVEL": "INFO",
         }
 
+        runs = iter(range(1_000))
+
         def run_once(sig: signal.Signals | None) -> tuple[int, str]:
             cached_before = _cached_prompts(cache)
             start, calls = len(server.requests), server.calls
+            key = f"run-{next(runs)}"
             if sig is not None:
                 # a random moment of generation: the answer to the run's call number 1..8 is
                 # held (the run has more calls than that left: see MAX_AHEAD)
                 assert len(prompts - cached_before) > MAX_AHEAD
-                server.hold(calls + rng.randint(0, MAX_AHEAD - 1))
+                server.hold(calls + rng.randint(0, MAX_AHEAD - 1), f"Bearer {key}")
             # SIGINT as a terminal delivers it, whatever this process inherited: a suite started
             # in the background by a non-interactive shell ignores SIGINT, and so would the run
             proc = subprocess.Popen(
                 [sys.executable, "driver.py"],
                 cwd=work,
-                env=env,
+                env={**env, KEY: key},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,

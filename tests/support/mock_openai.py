@@ -194,6 +194,8 @@ class MockOpenAI:
         self._stopping = threading.Event()
         #: calls numbered from this one on wait for :meth:`release` (``None``: none wait)
         self._hold_from: int | None = None
+        #: only calls with this ``Authorization`` header are held (``None``: any call)
+        self._hold_auth: str | None = None
         self._released = threading.Event()
         #: requests waiting in a hold now: a test's signal that a client is mid-call
         self.held = 0
@@ -238,17 +240,19 @@ class MockOpenAI:
             most = max(most, last - first + 1)
         return most
 
-    def hold(self, from_call: int) -> None:
+    def hold(self, from_call: int, authorization: str | None = None) -> None:
         """Answer calls numbered ``from_call`` and later (0-based, counted over the server's
         life) only after :meth:`release`: a test waits for ``held`` to be positive, and so
-        interrupts a client at a known moment, however fast or loaded the machine."""
+        interrupts a client at a known moment, however fast or loaded the machine. With
+        ``authorization``, only calls sending that header are held: a client of its own (an
+        API key of its own), so a late request of a killed earlier client is never the one."""
         with self._lock:
             self._released.clear()
-            self._hold_from = from_call
+            self._hold_from, self._hold_auth = from_call, authorization
 
     def release(self) -> None:
         with self._lock:
-            self._hold_from = None
+            self._hold_from = self._hold_auth = None
             self._released.set()
 
     def __enter__(self) -> MockOpenAI:
@@ -269,7 +273,11 @@ class MockOpenAI:
             scripted = self._prompt_faults.get(prompt)
             if scripted:
                 fault = scripted.popleft()
-            if self._hold_from is not None and self.calls >= self._hold_from:
+            if (
+                self._hold_from is not None
+                and self.calls >= self._hold_from
+                and self._hold_auth in (None, headers.get("authorization"))
+            ):
                 fault = replace(fault, held=True)
             self.calls += 1
             self.in_flight += 1
