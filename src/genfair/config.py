@@ -18,6 +18,7 @@ from genfair.params import (
     PARAMS_FILE,
     ConfigError,
     StudyFrame,
+    check_digests,
     curation_config,
     format_errors,
     instrument_class,
@@ -48,8 +49,11 @@ class StudyParams(StudyFrame):
 def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
     """Read and validate the study parameters; raise :class:`ConfigError` naming each bad key.
     Every methodology, curation and instrument block is validated now, so a typo fails before
-    any work starts."""
-    return params_from(read_params(path), str(path))
+    any work starts; ``digests`` must follow the blocks (:func:`genfair.params.check_digests`)."""
+    raw = read_params(path)
+    params = params_from(raw, str(path))
+    check_digests(raw, path)
+    return params
 
 
 def params_from(raw: dict[str, Any], source: str) -> StudyParams:

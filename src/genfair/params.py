@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError
@@ -168,6 +174,10 @@ class StudyFrame(_Strict):
     #: ``<section>-<name>`` -> a curation input outside the repository (``section``, ``path``),
     #: composed (:func:`genfair.curation.inputs.external_inputs`): a DVC dependency each
     external_inputs: dict[str, dict[str, str]] | None = None
+    #: a content digest of each model config, each methodology config and the instruments
+    #: (:func:`digests_for`), composed: the stages' params dependencies (not the blocks
+    #: themselves, which DVC would copy into ``dvc.lock`` for every stage that reads them)
+    digests: dict[str, Any] | None = None
 
     @field_validator("scale", mode="before")
     @classmethod
@@ -195,6 +205,44 @@ class StudyFrame(_Strict):
                         if field in entry and not isinstance(entry[field], dict):
                             _named(entry[field], f"{key}.{field}: ")
         return value
+
+
+def digests_for(
+    models: dict[str, Any], methodologies: dict[str, Any], instruments: dict[str, Any]
+) -> dict[str, Any]:
+    """``params.yaml``'s ``digests``: a content hash of each model config, each methodology
+    config and the instruments block, as composed. Stages depend on these instead of the blocks:
+    DVC rewrites the whole ``dvc.lock`` after each stage, and the blocks copied into it for
+    every stage that reads them made up more than half of its lines (and of DVC's time per
+    stage, docs/architecture.md)."""
+    from genfair.models.base import stable_hash
+
+    def digest(block: Any) -> str:
+        return stable_hash(block, 16)
+
+    return {
+        "models": {name: digest(block) for name, block in models.items()},
+        "methodologies": {name: digest(block) for name, block in methodologies.items()},
+        "instruments": digest(instruments),
+    }
+
+
+def _stale_digests(written: Any, expected: dict[str, Any]) -> list[str]:
+    """The keys of ``digests`` whose written value is not the ``expected`` one."""
+    written = written if isinstance(written, dict) else {}
+    stale = [] if set(written) <= set(expected) else ["digests"]
+    for section, value in expected.items():
+        got = written.get(section)
+        if isinstance(value, dict):
+            got = got if isinstance(got, dict) else {}
+            stale += [
+                f"digests.{section}.{key}"
+                for key in sorted(set(value) | set(got))
+                if got.get(key) != value.get(key)
+            ]
+        elif got != value:
+            stale.append(f"digests.{section}")
+    return stale
 
 
 def _named(value: Any, where: str = "") -> Any:
@@ -265,9 +313,28 @@ def read_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"{path} not found: run from the repository root, or `genfair compose`")
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    return raw
+
+
+def check_digests(raw: Any, source: str | Path = PARAMS_FILE) -> None:
+    """Fail unless ``raw``'s ``digests`` (where it has them) are those of its blocks. A stage
+    reruns when its digests change, so a ``params.yaml`` edited by hand (a block changed, its
+    digest not) would leave its stages wrongly up to date."""
+    if not isinstance(raw, dict) or raw.get("digests") is None:
+        return
+    expected = digests_for(
+        raw.get("models") or {}, raw.get("methodologies") or {}, raw.get("instruments") or {}
+    )
+    stale = _stale_digests(raw["digests"], expected)
+    if stale:
+        raise ConfigError(
+            f"{source}: {', '.join(stale)} do not follow the blocks they digest: {source} was "
+            "edited by hand; edit conf/ and recompose it with `genfair compose` (or "
+            "`make compose`)"
+        )
 
 
 def validate(model: type[Any], raw: dict[str, Any], source: str = PARAMS_FILE) -> Any:
@@ -280,7 +347,10 @@ def validate(model: type[Any], raw: dict[str, Any], source: str = PARAMS_FILE) -
 
 def load_frame(path: str | Path = PARAMS_FILE) -> StudyFrame:
     """The study's frame from ``path`` (model configs not validated)."""
-    return validate(StudyFrame, read_params(path), str(path))
+    raw = read_params(path)
+    frame = validate(StudyFrame, raw, str(path))
+    check_digests(raw, path)
+    return frame
 
 
 #: curation step -> "module:Config class" of its configuration

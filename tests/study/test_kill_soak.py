@@ -31,6 +31,7 @@ from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
+from tests.support.conf import with_runs
 from tests.support.endpoint_study import endpoint_params
 from tests.support.mock_openai import MockOpenAI
 
@@ -70,7 +71,7 @@ def _params(folder: Path, base_url: str) -> dict:
     params["models"]["endpoint"]["timeout_s"] = 10
     # each run sends a key of its own (KEY), so the mock holds only that run's calls
     params["models"]["endpoint"]["api_key_env"] = KEY
-    return params
+    return with_runs(params)  # its digests follow the edited model
 
 
 def _cached_prompts(cache: Path) -> set[str]:

@@ -10,6 +10,7 @@ import yaml
 
 from genfair.cli import compose
 from genfair.config import ConfigError, load_params
+from genfair.params import digests_for, load_frame
 from genfair.study import steps
 from genfair.study.context import step_context
 from genfair.study.layout import Layout
@@ -113,6 +114,8 @@ def test_composing_with_an_added_model_adds_its_runs(
 def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
     data["models"]["extra"] = data["models"]["simulated_llm"]
+    # its digests made again: this test is about runs
+    data["digests"] = digests_for(data["models"], data["methodologies"], data["instruments"])
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(
@@ -122,9 +125,28 @@ def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -
         check_runs(load_params(path))
 
 
+def test_a_block_edited_by_hand_names_its_stale_digest_and_the_fix(tmp_path: Path) -> None:
+    """Stages depend on ``digests``, not on the blocks: a block edited in params.yaml with its
+    digest left as it was would leave its stages up to date, so every loader refuses it."""
+    data = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data["methodologies"]["fact_or_fair"]["objective_rounds"] += 1
+    data["models"]["extra"] = data["models"]["simulated_llm"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    stale = r"digests\.models\.extra, digests\.methodologies\.fact_or_fair do not follow"
+    for load in (load_params, load_frame):
+        with pytest.raises(ConfigError, match=rf"params\.yaml: {stale}.*genfair compose"):
+            load(path)
+    # composed, params.yaml's digests are its blocks' (as the resolver computed them)
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert raw["digests"] == digests_for(raw["models"], raw["methodologies"], raw["instruments"])
+    assert len(set(raw["digests"]["methodologies"].values())) == len(raw["methodologies"])
+
+
 def test_a_read_model_edited_by_hand_names_the_run_and_the_fix(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
     data["models"]["smollm2"]["sampling"]["max_tokens"] = 17  # OpenBias's proposer
+    data["digests"] = digests_for(data["models"], data["methodologies"], data["instruments"])
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(

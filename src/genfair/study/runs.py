@@ -13,7 +13,9 @@ so a pair a methodology cannot measure has no stage at all (``dvc status`` parse
 VQA judge): ``generate`` depends on its ``runs`` entry, so it reruns when one of those
 models changes, and not when an unrelated model is added.
 
-Composing also writes ``methodology_code`` (methodology -> the folder of its code, in the
+Composing also writes ``digests`` (a content hash of each model config, each methodology
+config and the instruments: the stages' params dependencies, :func:`genfair.params.digests_for`),
+``methodology_code`` (methodology -> the folder of its code, in the
 tree or installed: :func:`~genfair.methodologies.registry.code_path`), which each run's
 ``code`` repeats, and ``plots`` (each ``dvc plots`` figure the study's methodologies
 declare): a methodology's stages depend on its own code and no other's, and ``dvc.yaml``
@@ -33,11 +35,13 @@ from genfair.methodologies.registry import code_path
 from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
+from genfair.params import digests_for
 
 __all__ = [
     "check_runs",
     "code_for",
     "compose_code",
+    "compose_digests",
     "compose_plots",
     "compose_runs",
     "measures",
@@ -139,6 +143,12 @@ def compose_code(methodologies: Any) -> dict[str, str | None]:
 def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
     """The ``genfair_plots`` resolver: ``plots`` from the composed ``methodologies``."""
     return plots_for(_plain(methodologies))
+
+
+def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[str, Any]:
+    """The ``genfair_digests`` resolver: ``digests`` (:func:`genfair.params.digests_for`) from
+    the composed ``models``, ``methodologies`` and ``instruments``."""
+    return digests_for(_plain(models), _plain(methodologies), _plain(instruments))
 
 
 def compose_runs(
