@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from genfair.methodologies.plotting import plt
 from genfair.metrics import max_entropy_at_accuracy
 
 
