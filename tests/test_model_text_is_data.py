@@ -133,6 +133,23 @@ def test_a_bias_name_in_mathtext_is_drawn_as_written() -> None:
         assert set(names) <= set(_drawn_texts(draw(_open_bias_scores(names), "m")))
 
 
+def test_a_formula_the_code_writes_stays_mathtext_and_data_never_is() -> None:
+    """FACT-OR-FAIR's axis labels ($S_{fact}$, $S_E$) are formulas genfair writes: they keep
+    mathtext (``plotting.mathtext``), through ``as_data``; a model name beside them does not."""
+    from matplotlib.text import Text
+
+    from genfair.methodologies.fact_or_fair.figures import tradeoff_figure
+    from genfair.methodologies.plotting import as_data, plt
+
+    scores = pd.DataFrame(
+        {"model": ["m$x$"], "attribute": ["gender"], "k": [2], "s_fact": [0.5], "s_e": [0.6]}
+    )
+    figure = as_data(tradeoff_figure(scores, "$t$"))
+    math = {t.get_text() for t in figure.findobj(Text) if t.get_parse_math()}
+    plt.close(figure)
+    assert math == {"$S_{fact}$", "$S_E$", "max $S_E$ (k=2)"}
+
+
 @GLYPHS
 @FIGURES
 @example("gender $x^{$")
