@@ -172,6 +172,43 @@ def test_any_model_text_in_a_figure_is_drawn_as_itself(text: str) -> None:
     assert _drawn_texts(figure).count(text) >= 6
 
 
+# ---- the report ----------------------------------------------------------------------------
+
+
+@FAST
+@example("<script>alert(1)</script>")
+@example('"><img src=x onerror=alert(2)> $x^{$ =1')
+@given(TEXT)
+def test_any_model_text_in_a_report_section_is_escaped_text(text: str) -> None:
+    """A methodology section's title, intro, notes, table title, caption, column names and
+    cells, rendered by the report's own template: every one is the text, escaped."""
+    from jinja2 import Environment
+    from markupsafe import escape
+
+    from genfair.methodologies.base import ReportSection, ReportTable
+    from genfair.study.report import TEMPLATE, section_view
+
+    frame = pd.DataFrame([[text, -0.5]], columns=[text or "x", "value"])
+    section = ReportSection(
+        title=text, intro=text, notes=[text], tables=[ReportTable(text, frame, text)]
+    )
+    html = (
+        Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        .from_string(TEMPLATE)
+        .render(
+            sections=[section_view(section, "m-x", set())],
+            headline={"models": [], "rows": []},
+            instruments={},
+            models=[],
+            simulated_names=set(),
+        )
+    )
+    shown = html.split('id="m-x"')[1].split("</section>")[0]
+    assert "<script" not in shown and "<img" not in shown
+    if text.strip():  # Jinja's trim_blocks may drop an all-whitespace text at a line end
+        assert shown.count(str(escape(text))) >= 6
+
+
 # ---- log lines and the terminal ------------------------------------------------------------
 
 
