@@ -428,3 +428,21 @@ def test_a_dict_typed_model_field_reaches_mlflow_under_valid_keys() -> None:
     metrics = _score_metrics(pd.DataFrame({"bias": HOSTILE, "severity": 0.5}), ("bias",))
     _log_metrics(Recorder(), metrics)
     assert len(logged) == len(HOSTILE) and all(map(_mlflow_takes, logged))
+
+
+def test_an_experiment_changing_a_dict_typed_field_tags_its_run_under_valid_keys() -> None:
+    """``genfair exp -S 'models.m.extra_body.x!y=2'`` tags the study run with the changed key:
+    a tag key MLflow takes (it refuses tags by the same rule as params)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.validation import _validate_tag_name
+
+    from genfair.study.lineage import Experiment
+
+    tags = Experiment("e", {"models.m.extra_body.x!y": "2 (was 1)", "seed": "2 (was 1)"}).tags()
+    for key in tags:
+        try:
+            _validate_tag_name(key)
+        except MlflowException as exc:  # pragma: no cover - the failure this test guards
+            pytest.fail(f"{key!r}: {exc}")
+    assert tags["genfair.changed.seed"] == "2 (was 1)"
+    assert tags[mlflow_key("genfair.changed.models.m.extra_body.x!y")] == "2 (was 1)"
