@@ -66,8 +66,10 @@ def run(
         params = (load or _study_params)()
         step(params, *args)
     except EXPECTED as exc:
-        # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG)
-        log.error("%s", message(exc, model))
+        # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG); a config error's own
+        # lines (one problem each) stay lines, each escaped like any logged text
+        for line in message(exc, model).split("\n"):
+            log.error("%s", line)
         log.debug("traceback", exc_info=True)
         sys.exit(1)
     except KeyboardInterrupt:

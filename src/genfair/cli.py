@@ -25,6 +25,7 @@ from typing import Any
 
 from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 from genfair.errors import EXPECTED
+from genfair.logs import printable
 from genfair.names import check_name
 from genfair.params import EXP_RESTORE
 
@@ -98,12 +99,13 @@ def cmd_models(args: argparse.Namespace) -> None:
     width = max(map(len, params.models))
     for name, config in params.models.items():
         tag = "  [SIMULATED]" if config.backend == "simulated" else ""
-        print(f"{name:<{width}}  {config.modality:<4} {config.backend:<9} {config.model_id}{tag}")
+        model_id = printable(config.model_id)  # config text: never a terminal escape
+        print(f"{name:<{width}}  {config.modality:<4} {config.backend:<9} {model_id}{tag}")
         if config.description:
-            print(f"{'':<{width}}  {config.description}")
+            print(f"{'':<{width}}  {printable(config.description)}")
     print(
         "\nmodel configs available in conf/model/: "
-        f"{', '.join(sorted(p.stem for p in Path('conf/model').glob('*.yaml')))}"
+        f"{', '.join(sorted(printable(p.stem) for p in Path('conf/model').glob('*.yaml')))}"
     )
 
 
@@ -207,7 +209,7 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
         width = max([len("total"), *map(len, counts)])
         print(f"response cache {cache.where}")
         for model, count in counts.items():
-            print(f"  {model:<{width}}  {count:>9,}")
+            print(f"  {printable(model):<{width}}  {count:>9,}")
         print(
             f"  {'total':<{width}}  {sum(counts.values()):>9,}\n"
             f"  {cache.claims()} calls claimed now"
@@ -246,7 +248,7 @@ def cmd_fill(args: argparse.Namespace) -> None:
     if failed:
         raise ConfigError(
             f"{len(failed)} runs not filled (rerun to resume): "
-            + "; ".join(f"{run}: {why}" for run, why in failed.items())
+            + "; ".join(f"{run}: {printable(why)}" for run, why in failed.items())
         )
 
 
@@ -364,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
             if key and getattr(args, "model", None)
             else exc
         )
+        # a message's own lines stay (a config error lists one problem a line); any other
+        # control character in it (an endpoint's escape code) is escaped
+        text = "\n".join(map(printable, str(text).split("\n")))
         print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
         if debug:
             logging.getLogger("genfair").error("traceback", exc_info=True)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -109,8 +110,43 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> Path:
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
-    """CSV without the index, floats to 6 significant digits (``dvc plots`` tables)."""
+    """CSV without the index, floats to 6 significant digits (``dvc plots`` tables), its text
+    :func:`spreadsheet_safe`."""
+    frame = spreadsheet_safe(frame)
     return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.6g"))
+
+
+#: what a spreadsheet reads as a formula at the start of a cell (OWASP "CSV Injection"):
+#: = + - @, tab and carriage return, and the full-width = + - @ some spreadsheets also read
+_FORMULA = re.compile(r"[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _inert_cell(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if _FORMULA.match(value) and not _NUMBER.fullmatch(value):
+        value = "'" + value  # OWASP's fix: a leading quote makes the cell text
+    # a carriage return ends a row where the file is read, but the writer (lines end in \n)
+    # leaves it unquoted: as a line feed it is quoted and stays inside its cell
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` for a CSV a person opens in a spreadsheet: a text cell (or column name) a
+    spreadsheet would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``, ``-2+3``) starts
+    with ``'``, which shows it as text, and a carriage return in a cell becomes a line feed
+    (which the writer quotes: a cell can never start a row of its own). Numbers, numeric
+    columns and text such as ``-0.5`` that is a number stay as they are."""
+    text = [i for i, dtype in enumerate(frame.dtypes) if dtype.kind not in "biufcmM"]
+    names = [_inert_cell(c) for c in frame.columns]
+    if not text and names == list(frame.columns):
+        return frame
+    out = frame.copy()
+    for i in text:
+        out.isetitem(i, out.iloc[:, i].map(_inert_cell))
+    out.columns = names
+    return out
 
 
 def write_text(text: str, path: str | Path, *, if_changed: bool = False) -> Path:

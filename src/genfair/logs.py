@@ -1,8 +1,10 @@
-"""Logging that says which stage, model and methodology is running."""
+"""Logging that says which stage, model and methodology is running, and text made safe for
+a terminal or a log line (:func:`printable`)."""
 
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 import sys
 import time
@@ -10,6 +12,25 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from genfair.urls import strip_in_text
+
+
+def printable(text: object) -> str:
+    """``text`` with every unprintable character (controls such as newline and ESC, U+0085,
+    line and paragraph separators, bidirectional overrides, unassigned code points) escaped
+    as ``\\n``, ``\\x1b``, ``\\u202e``: text from a model, an endpoint, a web page or a config
+    stays one line and can neither forge a log line nor drive the terminal."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def _inert(value: Any) -> Any:
+    """A log argument as data: numbers kept (for ``%d``, ``%.1f``), anything else printable."""
+    if value is None or isinstance(value, numbers.Number):
+        return value
+    return printable(value)
+
 
 _FORMAT = "%(asctime)s %(levelname)-7s [%(context)s] %(name)s: %(message)s"
 
@@ -21,13 +42,22 @@ class _Context(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.context = self.context
+        # the format is code, its arguments are data: an argument's newline or escape code is
+        # escaped, so a model's or an endpoint's text can neither forge a line nor drive the
+        # terminal (the format's own newlines, e.g. before a table, stay)
+        args = record.args
+        if record.name == "py.warnings":  # a captured warning: its whole text is data
+            record.msg = printable(str(record.msg).rstrip("\n"))
+        if isinstance(args, tuple):
+            args = tuple(_inert(a) for a in args)
+        elif isinstance(args, dict):
+            args = {k: _inert(v) for k, v in args.items()}
         try:
-            message = record.getMessage()
+            message = str(record.msg) % args if args else str(record.msg)
         except Exception:  # a broken format string: the formatter reports it
             return True
-        clean = strip_in_text(message)  # a URL's password or token never reaches a log line
-        if clean != message:
-            record.msg, record.args = clean, ()
+        # a URL's password or token never reaches a log line
+        record.msg, record.args = strip_in_text(message), ()
         return True
 
 
@@ -46,6 +76,9 @@ def setup(stage: str, model: str | None = None, methodology: str | None = None) 
     root.setLevel(os.environ.get("GENFAIR_LOG_LEVEL", "INFO").upper())
     for noisy in ("httpx", "urllib3", "filelock", "alembic", "matplotlib", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # a library's warning can quote data (matplotlib names a glyph a model's text lacks): as
+    # a log record it is escaped like any other
+    logging.captureWarnings(True)
     return logging.getLogger("genfair")
 
 

@@ -8,17 +8,24 @@ letters, digits, ``_`` and ``-``, starting with a letter or digit, at most 64 ch
 That excludes every shell metacharacter, whitespace, ``/`` and ``..`` (no traversal) and
 ``.`` (DVC reads ``models.a.b`` as a nested key). Paths built from names are also checked
 lexically to stay inside their root (:func:`inside`).
+
+MLflow param and metric keys come from config keys (a model's ``extra_body``, which the
+endpoint defines) and from data (a score row's labels), so they are not refused but mapped:
+:func:`mlflow_key` keeps a key MLflow takes and turns any other into one, deterministically.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import posixpath
 import re
 from pathlib import Path
 
 from genfair.errors import ConfigError
 
-__all__ = ["NAME_PATTERN", "PARAMS_FILE", "check_name", "inside", "name_problem"]
+__all__ = ["MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name", "inside",
+           "mlflow_key", "name_problem"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
@@ -64,3 +71,29 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
             f"{os.fspath(path)!r} would be written outside {os.fspath(root)!r}: refused"
         )
     return Path(path)
+
+
+#: an MLflow param or metric key on every platform: MLflow's own rule (word characters,
+#: ``.``, ``-``, space and ``/``; its ``:`` is refused on Windows), at most 250 characters
+MLFLOW_KEY_PATTERN = r"[\w./ -]{1,250}"
+_MLFLOW_KEY = re.compile(MLFLOW_KEY_PATTERN)
+
+
+def mlflow_key(key: str) -> str:
+    """``key`` when MLflow takes it as a param or metric key, else a key it takes: every
+    character outside :data:`MLFLOW_KEY_PATTERN` (``/`` too) becomes ``_``, a leading ``.``
+    gets a ``_`` before it, and ``-`` plus the first 8 hex digits of the key's SHA-256 follow
+    (so two keys never map to one), within 250 characters: ``model.extra_body.x!y`` ->
+    ``model.extra_body.x_y-<8 hex>``. MLflow also refuses a key that its path rules would
+    change (``a//b``, ``a/../b``, ``/a``, ``a/``), which is mapped the same way."""
+    norm = posixpath.normpath(key)
+    if (
+        _MLFLOW_KEY.fullmatch(key)
+        and norm == key
+        and norm != "."
+        and not norm.startswith(("..", "/"))
+    ):
+        return key
+    safe = re.sub(r"[^\w. -]", "_", key)
+    safe = "_" + safe if safe.startswith(".") else safe
+    return f"{safe[:241]}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError
+from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
 
@@ -293,14 +294,8 @@ def format_errors(
         message = (
             "unknown key (check its spelling)" if item["type"] == "extra_forbidden" else item["msg"]
         )
-        lines.append(_printable(f"{source}: {loc}: {message}"))
+        lines.append(printable(f"{source}: {loc}: {message}"))
     return "invalid configuration:\n  " + "\n  ".join(lines)
-
-
-def _printable(line: str) -> str:
-    """``line`` with control and other unprintable characters escaped (a key holding a
-    newline, or U+0085, must not break a problem's one line)."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in line)
 
 
 #: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)

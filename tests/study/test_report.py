@@ -10,7 +10,7 @@ import re
 import shutil
 import urllib.parse
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
@@ -35,6 +35,10 @@ from tests.support.mlflow_server import mlflow_server
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(2)>'
+#: a label a model could write (issue 32): a spreadsheet formula, mathtext, escape codes and
+#: a forged log line; it names a score row, so it reaches a figure, a table, a CSV, MLflow
+#: metric keys and the log
+MODEL_TEXT = "=cmd|' /C calc'!A0 gender $x^{$ \x1b[2J\n12:00:00 INFO forged"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
     "--no-sandbox",
@@ -60,9 +64,24 @@ class EvilQuiz(Quiz):
 
     def metrics(self, labels: pd.DataFrame, config: QuizConfig, ctx: StepContext) -> MetricsResult:
         result = super().metrics(labels, config, ctx)
+        result.scores = pd.concat(
+            [result.scores, result.scores.assign(measure=MODEL_TEXT)], ignore_index=True
+        )
         result.scores["note"] = IMG
         result.summary["instruments"] = {"judge": SCRIPT}
         return result
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """The measures as bar labels, titled with the model's text (issue 32: mathtext in
+        a label made ``report`` and ``track`` die)."""
+        from genfair.methodologies.plotting import plt
+
+        figure, ax = plt.subplots(figsize=(4, 2))
+        ax.barh(range(len(scores)), scores["mean"], label=MODEL_TEXT)
+        ax.set(yticks=range(len(scores)), yticklabels=scores["measure"], title=MODEL_TEXT)
+        ax.legend()
+        figure.tight_layout()
+        return [(figure, "measures.png")]
 
 
 def _params(tmp_path: Path) -> StudyParams:
@@ -158,6 +177,34 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
     assert f"{shown[0]} [{shown[1]}, {shown[2]}]" in table
     # section titles from the methodologies' own metadata
     assert "FACT-OR-FAIR: factuality vs. fairness" in html
+
+
+def test_model_text_reaches_figures_tables_csvs_and_mlflow_inert(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
+    """Issue 32: a score label holding mathtext, a formula and escape codes is drawn, shown
+    escaped, logged to MLflow under a key it takes, and is text in the CSVs people open."""
+    import csv
+
+    from genfair.names import mlflow_key
+
+    params, layout, tmp = study
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    section = html.split('id="m-toy_evil"')[1].split("</section>")[0]
+    assert 'measures.png"><img src="data:image/png;base64,' in section  # the figure, drawn
+    assert "gender $x^{$" in section and "&#39; /C calc&#39;!A0" in section
+    runs = json.loads(track_study(params, layout).read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    by_key = {r.data.tags.get(KEY_TAG): r for r in client.search_runs([experiment])}
+    child = by_key[runs["child_runs"]["simulated_llm/toy_evil"]]
+    assert mlflow_key(f"{MODEL_TEXT}.mean") in child.data.metrics
+    assert "measures.png" in [a.path for a in client.list_artifacts(child.info.run_id)]
+    parent = next(r for r in by_key.values() if r.data.tags.get("genfair.level") == "study")
+    board = client.download_artifacts(parent.info.run_id, "leaderboard_toy_evil.csv", str(tmp))
+    with open(board, newline="", encoding="utf-8") as fh:
+        measures = {row["measure"] for row in csv.DictReader(fh)}
+    assert measures == {"accuracy", "'" + MODEL_TEXT}  # text, never a formula
 
 
 def test_dvc_metric_files_hold_one_number_per_model(

@@ -44,6 +44,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from genfair.logs import printable
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
@@ -325,7 +326,7 @@ def response_format(
 
 def _describe(exc: BaseException) -> str:
     """``Type: message``, or just the type for exceptions without a message (timeouts)."""
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {printable(exc)}" if str(exc) else type(exc).__name__
 
 
 _KINDS = {str: "a string", list: "a list", dict: "an object"}
@@ -374,7 +375,7 @@ def _detail(response: httpx.Response) -> str:
         message = response.json()["error"]["message"]
     except (ValueError, LookupError, TypeError):
         message = response.text
-    return str(message)[:_DETAIL_CHARS]
+    return printable(str(message)[:_DETAIL_CHARS])  # an endpoint's text: one line, no escapes
 
 
 def _retry_after_s(headers: Mapping[str, str]) -> float | None:

@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from mlflow.data.dataset_source import DatasetSource
 
+from genfair.names import mlflow_key
+
 #: libyaml's loader where PyYAML has it (a study's dvc.lock has thousands of lines)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 LOCK_FILES = ("dvc.lock", "always/dvc.lock")
@@ -152,7 +154,12 @@ class Experiment:
     changes: dict[str, str]
 
     def tags(self) -> dict[str, str]:
-        tags = {f"genfair.changed.{key}": value[:5000] for key, value in self.changes.items()}
+        # a changed key is a config key (an extra_body key is the endpoint's): mapped to a tag
+        # key MLflow takes
+        tags = {
+            mlflow_key(f"genfair.changed.{key}"): value[:5000]
+            for key, value in self.changes.items()
+        }
         if self.name:
             tags["genfair.experiment"] = self.name
         return tags

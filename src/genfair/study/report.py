@@ -51,10 +51,10 @@ SIMULATED = "SIMULATED"
 
 def figure_png(figure: Any, dpi: int = 96) -> str:
     """A matplotlib figure as a base64 PNG (the figure is closed)."""
-    import matplotlib.pyplot as plt
+    from genfair.methodologies.plotting import as_data, plt
 
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    as_data(figure).savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 

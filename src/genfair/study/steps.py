@@ -20,6 +20,7 @@ import pandas as pd
 from genfair.config import ConfigError, StudyParams, params_from
 from genfair.errors import IncompleteGeneration
 from genfair.io import read_json, read_parquet, write_json, write_parquet
+from genfair.logs import printable
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import PLACEMENT_KEYS
@@ -213,7 +214,9 @@ def compute_metrics(
     for table, frame in result.tables.items():
         write_parquet(frame, layout.named(folder, table, suffix=".parquet"))
     if log_scores:
-        log.info("scores:\n%s", brief(result.scores))
+        log.info("scores:")
+        for line in brief(result.scores).splitlines():  # one record a row: cells are data
+            log.info("  %s", line)
     status = read_parquet(layout.responses(model, methodology))["status"]
     errors = int((status == "error").sum())
     if errors:  # allowed by generation.max_error_rate: the scores come from part of the calls
@@ -264,7 +267,11 @@ def brief(scores: pd.DataFrame, width: int = 12) -> str:
         or scores[c].dtype == object
         or pd.api.types.is_string_dtype(scores[c].dtype)
     ][:width]
-    return scores[keep].round(3).to_string(index=False)
+    shown = scores[keep].round(3)
+    for column in shown.columns[shown.dtypes.map(lambda d: d.kind not in "fiub")]:
+        # a label from a model (a bias name) is data: its newline or escape code is escaped
+        shown[column] = shown[column].map(lambda v: printable(v) if isinstance(v, str) else v)
+    return shown.to_string(index=False)
 
 
 def read_study(methodology: str, layout: Layout = Layout()) -> StudyResult | None:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from genfair.config import StudyParams, methodology_config
-from genfair.io import read_parquet, write_json
+from genfair.io import read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
+from genfair.names import mlflow_key
 from genfair.params import PARAMS_FILE
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
@@ -297,14 +298,15 @@ def _log_parent(
         from genfair.study.lineage import log_data
 
         log_data(mlflow, data, commit)
-        mlflow.log_params(
+        _log_params(
+            mlflow,
             {
                 "seed": params.seed,
                 "scale": params.scale,
                 "git_commit": commit,
                 "models": ",".join(params.models),
                 "methodologies": ",".join(params.methodologies),
-            }
+            },
         )
         for name in params.methodologies:
             method = get_methodology(name)
@@ -317,7 +319,7 @@ def _log_parent(
                         _log_figure(mlflow, figure, f"{name}_{file}")
             study = studies[name]
             if study is not None:
-                mlflow.log_params({f"{name}.{k}": v for k, v in study.params.items()})
+                _log_params(mlflow, {f"{name}.{k}": v for k, v in study.params.items()})
                 for table, frame in study.tables.items():
                     _log_table(mlflow, frame, f"{name}_study_{table}.csv")
         return parent.info.run_id
@@ -362,14 +364,15 @@ def _log_child(
         method_config = methodology_config(params, name)
         model_params = flatten(config.model_dump(mode="json"), "model.")
         method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
-        mlflow.log_params(
+        _log_params(
+            mlflow,
             {
                 **model_params,
                 **method_params,
                 "scale": params.scale,
                 "seed": params.seed,
                 "git_commit": commit,
-            }
+            },
         )
         folder = layout.metrics(model, name)
         summary_path = folder / "summary.json"
@@ -381,8 +384,8 @@ def _log_child(
         extra_params, extra_metrics = method.run_record(
             model, method_config, rows, summary, studies[name]
         )
-        mlflow.log_params(extra_params)
-        mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics})
+        _log_params(mlflow, extra_params)
+        _log_metrics(mlflow, {**_score_metrics(rows, method.metric_keys), **extra_metrics})
         for table in sorted(folder.glob("*.parquet")):
             _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
         if len(rows) > len(scores):
@@ -403,15 +406,27 @@ def _score_metrics(scores: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, flo
     return metrics
 
 
+def _log_params(mlflow: Any, params: dict[str, Any]) -> None:
+    """Log ``params`` under keys MLflow takes: a config key (a model's ``extra_body`` key is
+    the endpoint's) or a label from data is mapped by :func:`genfair.names.mlflow_key`."""
+    mlflow.log_params({mlflow_key(k): v for k, v in params.items()})
+
+
+def _log_metrics(mlflow: Any, metrics: dict[str, float]) -> None:
+    """Log ``metrics`` under keys MLflow takes (a score row's labels can be a model's text,
+    an OpenBias bias name): :func:`genfair.names.mlflow_key`."""
+    mlflow.log_metrics({mlflow_key(k): v for k, v in metrics.items()})
+
+
 def _log_table(mlflow: Any, frame: pd.DataFrame, name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
-        frame.to_csv(path, index=False)
+        spreadsheet_safe(frame).to_csv(path, index=False)  # opened by people: no formulas
         mlflow.log_artifact(str(path))
 
 
 def _log_figure(mlflow: Any, figure: Any, name: str) -> None:
-    import matplotlib.pyplot as plt
+    from genfair.methodologies.plotting import as_data, plt
 
-    mlflow.log_figure(figure, name)
+    mlflow.log_figure(as_data(figure), name)
     plt.close(figure)

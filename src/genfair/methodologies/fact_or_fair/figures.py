@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from genfair.methodologies.plotting import mathtext, plt
 from genfair.metrics import max_entropy_at_accuracy
 
 
@@ -27,13 +23,8 @@ def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
         part = scores[scores["attribute"] == attribute]
         k = int(part["k"].iloc[0])
         a = np.linspace(0, 1, 401)
-        ax.plot(
-            a,
-            [max_entropy_at_accuracy(x, k) for x in a],
-            color="0.35",
-            lw=1.5,
-            label=f"max $S_E$ (k={k})",
-        )
+        bound = f"max $S_E$ (k={k})"
+        ax.plot(a, [max_entropy_at_accuracy(x, k) for x in a], color="0.35", lw=1.5, label=bound)
         for row in part.itertuples():
             simulated = bool(getattr(row, "simulated", False))
             name = f"{row.model} (simulated)" if simulated else row.model
@@ -65,15 +56,12 @@ def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
                         alpha=0.7,
                         zorder=2,
                     )
-        ax.set(
-            xlim=(0, 1),
-            ylim=(0, 1.05),
-            xlabel="$S_{fact}$",
-            ylabel="$S_E$",
-            title=attribute.capitalize(),
-        )
+        ax.set(xlim=(0, 1), ylim=(0, 1.05), title=attribute.capitalize())
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
+        legend = ax.legend(fontsize=8, loc="lower left")
+        # formulas written here (model names in the legend are names: never a $)
+        bound_entry = [t for t in legend.get_texts() if t.get_text() == bound]
+        mathtext(ax.set_xlabel("$S_{fact}$"), ax.set_ylabel("$S_E$"), *bound_entry)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

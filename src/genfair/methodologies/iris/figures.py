@@ -3,17 +3,13 @@ the correlation matrix of the six sector scores."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 from genfair.methodologies.iris.validity import correlation_matrix, sector_correlation
+from genfair.methodologies.plotting import plt
 
 
 def sector_figure(scores: pd.DataFrame, title: str, tau: float = 60.0) -> Figure:

@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_IDS, PROMPT_KINDS
+from genfair.methodologies.plotting import plt
 from genfair.metrics.recall import MACRO, POOLED
 
 __all__ = ["disparity_heatmap", "recall_figure"]

@@ -179,7 +179,7 @@ class NewsBias(Methodology):
         corpus = pd.read_parquet(config.corpus)
         warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
         if warning:
-            log.warning(warning)
+            log.warning("%s", warning)
         missing = [c for c in ("article_id", "headline", "body") if c not in corpus]
         if missing:
             raise ValueError(

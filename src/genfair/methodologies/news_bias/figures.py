@@ -7,14 +7,11 @@ hatched and labelled as such.
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+from genfair.methodologies.plotting import plt
 
 _LEVELS = ("word", "sentence", "document")
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: files only
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from genfair.methodologies.plotting import plt
 
 __all__ = ["aware_vs_free_figure", "ranking_figure"]
 
