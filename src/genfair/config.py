@@ -57,8 +57,10 @@ def params_from(raw: dict[str, Any], source: str) -> StudyParams:
     params = _keys_redacted(validate(StudyParams, raw, source))
     for name in params.methodologies:
         methodology_config(params, name, source=source)
+    from genfair.curation.inputs import check_input_kinds
+
     for name in params.curation:
-        curation_config(params, name, source=source)
+        check_input_kinds(name, curation_config(params, name, source=source), source)
     for name in params.instruments:
         instrument_config(params, name, source=source)
     return params
