@@ -198,3 +198,14 @@ def test_cache_copy_refuses_a_file_that_is_not_a_cache(
         and "not a genfair response cache" in err
     )
     assert target.read_bytes() == before
+
+
+def test_any_path_a_methodology_names_is_checked_too(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "statistics.csv")
+    raw = read_params(ROOT / "params.yaml")
+    raw["methodologies"]["fact_or_fair"]["statistics"] = str(tmp_path / "statistics.csv")
+    with pytest.raises(ConfigError) as error:
+        params_from(raw, "params.yaml")  # before: the probes stage waited on it forever
+    assert str(error.value).startswith(
+        "params.yaml: methodologies.fact_or_fair.statistics: "
+    ) and "is a FIFO (named pipe), not a regular file or folder" in str(error.value)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # not imported at run time: the always-running stage's fast p
     from pydantic import BaseModel
 
 __all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "check_input_kinds",
+           "check_named_paths",
            "curation_inputs", "input_problem",
            "external_inputs", "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint",
            "write_inputs_fingerprint", "write_paths_fingerprint"]  # fmt: skip
@@ -134,6 +135,28 @@ def input_problem(path: Path, base: Path = Path(".")) -> str | None:
                 if kind:
                     return f"{Path(folder, name)} (in the folder {path}) is {kind}"
     return None
+
+
+def check_named_paths(tree: Any, source: str, prefix: str = "") -> None:
+    """:class:`ConfigError` naming the key of the first string in ``tree`` (a params block)
+    that names an existing FIFO, device or socket: any path a config names (a methodology's
+    tables, a model folder...) is read, and reading one of those never ends."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            check_named_paths(value, source, f"{prefix}{key}.")
+    elif isinstance(tree, list):
+        for index, value in enumerate(tree):
+            check_named_paths(value, source, f"{prefix}{index}.")
+    elif isinstance(tree, str) and 0 < len(tree) < 4096 and "\n" not in tree:
+        try:
+            kind = _kind(os.stat(tree).st_mode)
+        except (OSError, ValueError):  # not a path (most strings), or unreadable
+            return
+        if kind:
+            raise ConfigError(
+                f"{source}: {prefix.rstrip('.')}: {tree} is {kind}, not a regular file or "
+                "folder: give a file or folder (genfair never waits on a pipe or a device)"
+            )
 
 
 def check_input_kinds(section: str, config: BaseModel, source: str) -> None:
