@@ -209,3 +209,16 @@ def test_any_path_a_methodology_names_is_checked_too(tmp_path: Path) -> None:
     assert str(error.value).startswith(
         "params.yaml: methodologies.fact_or_fair.statistics: "
     ) and "is a FIFO (named pipe), not a regular file or folder" in str(error.value)
+
+
+def test_the_response_cache_never_writes_its_tables_into_another_database(tmp_path: Path) -> None:
+    from genfair.errors import CacheError
+    from genfair.models.cache import ResponseCache
+
+    other = tmp_path / "app.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE accounts (id)")
+    before = other.read_bytes()
+    with pytest.raises(CacheError, match=r"SQLite database of something else \(tables: accounts\)"):
+        ResponseCache(other)
+    assert other.read_bytes() == before

@@ -214,7 +214,7 @@ def _cache(target: str | None, images: str | None) -> Any:
         return ResponseCache.configured(config)
     store = ImageStore(images, mirror=cache_dir(config.dir) / "images") if images else None
     if "://" not in target:  # a file the user named: even an empty one must be a cache
-        problem = foreign_file_problem(Path(target), empty_ok=False)
+        problem = foreign_file_problem(Path(target), strict=True)
         if problem:
             raise ConfigError(f"{target}: {problem}; name a new file or an existing cache")
     return ResponseCache(target, images=store)

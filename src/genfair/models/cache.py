@@ -96,11 +96,13 @@ def store_url(target: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(text).resolve()}"
 
 
-def foreign_file_problem(path: Path, *, empty_ok: bool = True) -> str | None:
-    """Why the existing file ``path`` is not a genfair response cache (one line), or None when
-    it is one, does not exist yet, or is empty and ``empty_ok`` (another process may be
-    creating it). Opening a SQLite store writes genfair's tables into it: it must never turn a
-    file of something else into a cache."""
+def foreign_file_problem(path: Path, *, strict: bool = False) -> str | None:
+    """Why the existing file ``path`` is not a genfair response cache (one line), or None.
+    Opening a SQLite store writes genfair's tables into it: it must never turn a database of
+    something else into a cache. ``strict`` (a file the user named on the command line) also
+    refuses an empty file and one that is not SQLite; without it those are left to the store
+    (an empty file may be one another process is creating; a damaged cache is named with its
+    fix when opened)."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -108,10 +110,14 @@ def foreign_file_problem(path: Path, *, empty_ok: bool = True) -> str | None:
     if not path.is_file():
         return "not a regular file"
     if size == 0:
-        return None if empty_ok else "an existing empty file, not a genfair response cache"
+        return "an existing empty file, not a genfair response cache" if strict else None
     with path.open("rb") as fh:
         if fh.read(16) != b"SQLite format 3\x00":
-            return "an existing file that is not a SQLite database, so not a genfair response cache"
+            return (
+                "an existing file that is not a SQLite database, so not a genfair response cache"
+                if strict
+                else None
+            )
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             tables = {
