@@ -61,3 +61,20 @@ def test_outputs_a_last_bit_apart_are_the_same_bytes(tmp_path: Path) -> None:
     write_json({"ci": [b, {"hi": b}]}, tmp_path / "b.json")
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert "0.7071067812" in (tmp_path / "a.json").read_text()
+
+
+def test_embedding_similarities_from_two_cpus_are_the_same_bytes(tmp_path: Path) -> None:
+    """OpenBias's answer similarities with AVX-512/AMX kernels and capped to the x86-64
+    baseline (the smoke study's simulated_t2i label table, measured): 4.8e-7 apart, past the
+    writer's 10 digits, because they come from float32 embeddings. Matched at
+    ``SIMILARITY_DECIMALS``, the label tables are the same bytes."""
+    from genfair.instruments.answer_mapper import nearest_labels
+
+    wide = np.array([[0.8490073681, 0.1], [0.8801017404, 0.2]])
+    capped = np.array([[0.8490078449, 0.1], [0.8801014423, 0.2]])
+    tables = []
+    for name, scores in (("wide", wide), ("capped", capped)):
+        matches = nearest_labels(["a", "b"], scores, ["x", "y"], 0.5, ("embedding", "below"))
+        table = pd.DataFrame([m[:3] for m in matches.values()], columns=["label", "tier", "sim"])
+        tables.append(file_sha256(write_parquet(table, tmp_path / f"{name}.parquet")))
+    assert tables[0] == tables[1]

@@ -34,6 +34,10 @@ BAD = [
     f"https://host/v1?api_key={CANARY}",
     f"https://host/v1?x=1&Token={CANARY}",
     "http://ho st/v1",
+    # a base URL gets /chat/completions appended: inside a query or fragment it is lost
+    "https://h.example/v1?api-version=2024-02-01",
+    "https://h.example/v1#models",
+    "https://h.example/v1?",
 ]
 
 
@@ -59,7 +63,6 @@ def _endpoint_params(base_url: object) -> dict:
         "https://api.openai.com/v1",
         "http://127.0.0.1:8000/v1",
         "http://[::1]:80/v1",
-        "https://h.example/v1?api-version=2024-02-01",
     ],
 )
 def test_good_urls_load(url: str) -> None:

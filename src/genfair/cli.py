@@ -132,17 +132,32 @@ def cmd_compose(args: argparse.Namespace) -> None:
 
 
 def exp_overrides(dvc_args: list[str]) -> list[str]:
-    """The ``-S``/``--set-param`` values of ``dvc exp run`` arguments (both spellings, with
-    ``=`` or as the next argument)."""
-    found, args = [], iter(dvc_args)
-    for arg in args:
-        if arg in ("-S", "--set-param"):
-            found.append(next(args, ""))
-        elif arg.startswith("--set-param="):
-            found.append(arg.removeprefix("--set-param="))
-        elif arg.startswith("-S") and len(arg) > 2:
-            found.append(arg[2:])
-    return found
+    """The ``-S``/``--set-param`` values of ``dvc exp run`` arguments, read by DVC's own
+    argument parser (so every spelling DVC takes, ``--set-par``, ``-fS``, ``--set=``..., is
+    read as DVC reads it); :class:`ConfigError` with DVC's reason when DVC cannot read them."""
+    import contextlib
+    import io
+
+    from dvc.cli import DvcParserError, parse_args
+
+    reasons: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: reasons.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("dvc.cli.parser")
+    logger.addHandler(handler)
+    logger.propagate = False  # DVC's own handler would print the reason again
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            parsed = parse_args(["exp", "run", *dvc_args])
+    except DvcParserError:
+        raise ConfigError(
+            f"dvc exp run cannot read the arguments {' '.join(dvc_args)!r}: "
+            f"{reasons[-1] if reasons else 'parser error'} (see dvc exp run --help)"
+        ) from None
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    return list(parsed.set_param or [])
 
 
 def cmd_exp(args: argparse.Namespace) -> int:
@@ -191,7 +206,7 @@ def cmd_try(args: argparse.Namespace) -> None:
 
 def _cache(target: str | None, images: str | None) -> Any:
     """A response cache by URL or path (with its image store), or the study's cache."""
-    from genfair.models.cache import ResponseCache
+    from genfair.models.cache import ResponseCache, foreign_file_problem
     from genfair.models.images import ImageStore
     from genfair.params import CacheConfig, cache_dir
 
@@ -200,6 +215,10 @@ def _cache(target: str | None, images: str | None) -> Any:
     if target is None:
         return ResponseCache.configured(config)
     store = ImageStore(images, mirror=cache_dir(config.dir) / "images") if images else None
+    if "://" not in target:  # a file the user named: even an empty one must be a cache
+        problem = foreign_file_problem(Path(target), strict=True)
+        if problem:
+            raise ConfigError(f"{target}: {problem}; name a new file or an existing cache")
     return ResponseCache(target, images=store)
 
 

@@ -27,6 +27,7 @@ from genfair.errors import ConfigError
 from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
+from genfair.yaml_guard import read_yaml
 
 __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CLASSES",
            "PARAMS_FILE", "CacheConfig", "ConfigError", "GenerationConfig", "StudyFrame",
@@ -298,17 +299,16 @@ def format_errors(
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 
-#: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
-    """The parsed YAML of ``path``; :class:`ConfigError` when it is missing or not YAML."""
+    """The parsed YAML of ``path``; :class:`ConfigError` when it is missing, not YAML or holds
+    an alias (:mod:`genfair.yaml_guard`)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found: run from the repository root, or `genfair compose`")
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
+        raw = read_yaml(path) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     return raw

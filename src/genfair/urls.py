@@ -85,11 +85,22 @@ def url_problem(
     return None
 
 
-def checked_url(value: str, schemes: frozenset[str] | None = frozenset({"http", "https"})) -> str:
+def checked_url(
+    value: str,
+    schemes: frozenset[str] | None = frozenset({"http", "https"}),
+    *,
+    base: bool = False,
+) -> str:
     """A pydantic field validator's body: ``value``, or a validation error (its key named
     by :func:`genfair.params.format_errors`) saying what is wrong, never echoing a
-    credential."""
+    credential. ``base``: a URL paths are appended to (a model's ``base_url``), which can
+    hold no ``?query`` or ``#fragment`` (``/chat/completions`` would land inside them)."""
     problem = url_problem(value, schemes)
+    if problem is None and base and ("?" in value or "#" in value):
+        problem = (
+            "a base URL takes no ?query or #fragment (genfair appends paths such as "
+            "/chat/completions to it): remove everything from the ? or #"
+        )
     if problem:
         from pydantic_core import PydanticCustomError  # here: genfair.logs imports this module
 

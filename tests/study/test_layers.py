@@ -31,6 +31,8 @@ BASE = {
     "stamps",
     "params",
     "config",
+    "limits",
+    "yaml_guard",
 }  # shared utilities (config validates every layer's config lazily)
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from genfair.limits import MAX_ATTEMPTS, MAX_CHARS, MAX_RECORDS, MAX_SIDE, MAX_SMALL
 from genfair.urls import checked_url
 
 __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS",
@@ -37,7 +38,7 @@ class WebSource(_Strict):
     #: overrides the section found in the listing or the page, e.g. for a per-section feed
     section: str | None = None
     #: at most this many articles of this source are used (after robots and date checks)
-    max_articles: int | None = Field(default=None, gt=0)
+    max_articles: int | None = Field(default=None, gt=0, le=MAX_RECORDS)
 
     @field_validator("url")
     @classmethod
@@ -83,16 +84,16 @@ class NewsCollectionConfig(_Strict):
     user_agent: str = "genfair-news-collector/0.1 (+research)"
     timeout_s: float = Field(default=20, gt=0)
     #: web pages whose extracted body is shorter are skipped (navigation, paywall stubs)
-    min_body_chars: int = Field(default=200, ge=0)
+    min_body_chars: int = Field(default=200, ge=0, le=MAX_CHARS)
     #: retries of a request answered 429/5xx or failing at the network level
-    max_retries: int = Field(default=3, ge=0)
+    max_retries: int = Field(default=3, ge=0, le=MAX_ATTEMPTS)
     #: first backoff between retries; it doubles each time
     retry_backoff_s: float = Field(default=1.0, ge=0)
     #: cap on the final table, taken in its deterministic order
-    max_articles: int | None = Field(default=None, gt=0)
+    max_articles: int | None = Field(default=None, gt=0, le=MAX_RECORDS)
     #: longer bodies / headlines are rejected (a whole file or page glued into one record)
-    max_body_chars: int = Field(default=200_000, gt=0)
-    max_headline_chars: int = Field(default=1_000, gt=0)
+    max_body_chars: int = Field(default=200_000, gt=0, le=MAX_CHARS)
+    max_headline_chars: int = Field(default=1_000, gt=0, le=MAX_CHARS)
     #: a bad record of a file source: ``report`` skips it (listed in the report's
     #: ``rejected``), ``fail`` stops with an error naming the file and line
     bad_rows: Literal["report", "fail"] = "report"
@@ -129,13 +130,15 @@ class DetectorConfig(_Strict):
     enabled: bool = False
     #: 128 suits photos of one or a few people filling the frame (FACET's usual); add 256
     #: or 512 to find smaller people, at the cost of more false alarms
-    work_sides: tuple[int, ...] = Field(default=(128,), min_length=1)
+    work_sides: tuple[Annotated[int, Field(le=MAX_SIDE)], ...] = Field(
+        default=(128,), min_length=1, max_length=MAX_SMALL
+    )
     #: border added on each side, as a fraction of the resized image's longer side
     border_frac: float = Field(default=0.5, ge=0, le=2)
     #: SVM margin a hit needs (OpenCV's weights; 0 is the decision boundary)
     min_score: float = 0.7
     nms_iou: float = Field(default=0.3, gt=0, le=1)
-    max_persons: int = Field(default=10, gt=0)
+    max_persons: int = Field(default=10, gt=0, le=MAX_SMALL)
 
     @field_validator("work_sides")
     @classmethod
@@ -152,7 +155,7 @@ class FacetConfig(_Strict):
     #: relative to ``release_dir`` (or absolute)
     annotations_file: Path = Path("annotations.csv")
     images_dir: Path = Path("images")
-    crop_size: int = Field(default=384, ge=16)
+    crop_size: int = Field(default=384, ge=16, le=MAX_SIDE)
     #: crop side = max(box w, box h) * margin (the context around the person)
     margin: float = Field(default=1.2, ge=1.0)
     #: ``box``: the square around the box, resized to crop_size; ``fixed``: a crop_size
@@ -165,14 +168,14 @@ class FacetConfig(_Strict):
     #: keep only these FACET classes; None keeps all
     classes: list[str] | None = None
     #: boxes whose width or height is smaller are dropped
-    min_box_px: int = Field(default=0, ge=0)
+    min_box_px: int = Field(default=0, ge=0, le=MAX_SIDE)
     skin_groups: Literal["iris", "lvlm_facet"] = "lvlm_facet"
     monk_rule: Literal["median", "majority"] = "median"
     detector: DetectorConfig = DetectorConfig()
     #: an image with more pixels (as its header declares) is not decoded: its rows are bad
     #: rows. Bounds memory per image (3 bytes a pixel); PIL itself refuses images above
     #: 2 * PIL.Image.MAX_IMAGE_PIXELS (about 179 million pixels) whatever this says.
-    max_image_pixels: int = Field(default=40_000_000, gt=0)
+    max_image_pixels: int = Field(default=40_000_000, gt=0, le=MAX_SIDE * MAX_SIDE)
     #: a box whose square (side max(w, h)) covers more than this multiple of the image's area
     #: is a bad row (a person's box lies in the image: about 1 at most)
     max_box_area_ratio: float = Field(default=2.0, gt=0)

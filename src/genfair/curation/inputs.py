@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -47,7 +48,9 @@ from genfair.names import name_problem
 if TYPE_CHECKING:  # not imported at run time: the always-running stage's fast path has no pydantic
     from pydantic import BaseModel
 
-__all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "curation_inputs",
+__all__ = ["FINGERPRINT_VERSION", "HashCache", "check_external_inputs", "check_input_kinds",
+           "check_named_paths",
+           "curation_inputs", "input_problem",
            "external_inputs", "inputs_fingerprint", "named_inputs", "outside", "write_fingerprint",
            "write_inputs_fingerprint", "write_paths_fingerprint"]  # fmt: skip
 
@@ -94,6 +97,84 @@ def named_inputs(section: str, config: BaseModel) -> dict[str, Path]:
     )
 
 
+#: the config key of each named input (:func:`named_inputs`), for errors
+_KEYS = {"annotations": "annotations_file", "images": "images_dir"}
+
+
+def _kind(mode: int) -> str | None:
+    """What a file of ``mode`` is, when it is neither a regular file nor a folder."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+
+
+def input_problem(path: Path, base: Path = Path(".")) -> str | None:
+    """Why ``path`` (a curation input; links followed) cannot be an input, or None: reading a
+    FIFO or a device, or hashing one inside a folder, never ends (``dvc status`` hung on
+    one). A missing path is the curation stage's to report."""
+    full = path if path.is_absolute() else base / path
+    try:
+        kind = _kind(full.stat().st_mode)
+    except (OSError, ValueError):
+        return None
+    if kind:
+        return f"{path} is {kind}"
+    if full.is_dir():
+        for folder, dirs, files in os.walk(full, followlinks=True):
+            for name in (*dirs, *files):
+                try:
+                    kind = _kind(os.stat(os.path.join(folder, name)).st_mode)
+                except OSError:
+                    continue  # a dangling link: read as missing
+                if kind:
+                    return f"{Path(folder, name)} (in the folder {path}) is {kind}"
+    return None
+
+
+def check_named_paths(tree: Any, source: str, prefix: str = "") -> None:
+    """:class:`ConfigError` naming the key of the first string in ``tree`` (a params block)
+    that names an existing FIFO, device or socket: any path a config names (a methodology's
+    tables, a model folder...) is read, and reading one of those never ends."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            check_named_paths(value, source, f"{prefix}{key}.")
+    elif isinstance(tree, list):
+        for index, value in enumerate(tree):
+            check_named_paths(value, source, f"{prefix}{index}.")
+    elif isinstance(tree, str) and 0 < len(tree) < 4096 and "\n" not in tree:
+        try:
+            kind = _kind(os.stat(tree).st_mode)
+        except (OSError, ValueError):  # not a path (most strings), or unreadable
+            return
+        if kind:
+            raise ConfigError(
+                f"{source}: {prefix.rstrip('.')}: {tree} is {kind}, not a regular file or "
+                "folder: give a file or folder (genfair never waits on a pipe or a device)"
+            )
+
+
+def check_input_kinds(section: str, config: BaseModel, source: str) -> None:
+    """:class:`ConfigError` naming the key of the first input of ``section`` that is not a
+    regular file or a folder of them (:func:`input_problem`)."""
+    for name, path in named_inputs(section, config).items():
+        problem = input_problem(path)
+        if problem:
+            key = _KEYS.get(name, name)
+            if name.startswith("sources-"):
+                key = f"sources.{name.removeprefix('sources-')}.path"
+            raise ConfigError(
+                f"{source}: curation.{section}.{key}: {problem}, not a regular file or "
+                "folder: give a file or folder (genfair reads inputs; it never waits on a pipe "
+                "or a device)"
+            )
+
+
 def outside(paths: Iterable[Path], root: Path) -> list[Path]:
     """The paths that resolve outside ``root`` (relative ones are taken from ``root``)."""
     base = Path(root).resolve()
@@ -135,7 +216,11 @@ def external_inputs(
                 full = (base / path).resolve()
             except (OSError, ValueError):  # a NUL byte, a symlink loop: the curation stage names it
                 continue
-            if not full.is_relative_to(base) and not _installed(full):
+            if (
+                not full.is_relative_to(base)
+                and not _installed(full)
+                and input_problem(full) is None  # a FIFO or device: never a DVC dependency
+            ):
                 found[f"{section}-{name}"] = {"section": section, "path": os.path.normpath(path)}
     return found
 

@@ -115,6 +115,14 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0.0, 1.0, norms)
 
 
+#: decimals a cosine similarity is decided and recorded at. It comes from float32 embeddings,
+#: whose matrix kernels differ by CPU (AVX-512/AMX vs baseline moved OpenBias's answer
+#: similarities by up to 4.8e-7, past the writer's 10 significant digits): at 3 decimals the
+#: same answers give the same bytes and decisions on any x86-64 unless a similarity lies within
+#: that margin of a rounding boundary (odds about 1e-3 per value)
+SIMILARITY_DECIMALS = 3
+
+
 def nearest_labels(
     texts: Sequence[str],
     scores: np.ndarray,
@@ -127,11 +135,12 @@ def nearest_labels(
     (texts x labels), ``(label, tier, similarity, nearest)``. ``nearest`` is the most similar
     label (the first on a tie); it is accepted, ``label = nearest`` and ``tier = tiers[0]``,
     when ``similarity >= threshold`` (always when ``threshold`` is None), else ``label`` is
-    None and ``tier = tiers[1]``."""
+    None and ``tier = tiers[1]``. The similarity is rounded to :data:`SIMILARITY_DECIMALS`
+    before it is compared or recorded."""
     out = {}
     for text, row in zip(texts, scores, strict=True):
         best = int(np.argmax(row))
-        similarity, nearest = float(row[best]), labels[best]
+        similarity, nearest = round(float(row[best]), SIMILARITY_DECIMALS), labels[best]
         accepted = threshold is None or similarity >= threshold
         out[text] = (
             nearest if accepted else None,

@@ -288,6 +288,17 @@ class ReportContext:
         )
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """An estimate: ``rows`` rows of ``bytes_per_row`` bytes each, held at once in memory, set
+    by the config key ``key`` (under ``methodologies.<name>``); ``what`` names the table."""
+
+    key: str
+    what: str
+    rows: int
+    bytes_per_row: int
+
+
 class Methodology(ABC):
     """Base class of every methodology (see the module docstring for the lifecycle)."""
 
@@ -322,6 +333,12 @@ class Methodology(ABC):
     @abstractmethod
     def build_probes(self, config: Any, seed: int) -> pd.DataFrame:
         """The probe table (deterministic for ``config`` and ``seed``)."""
+
+    def footprint(self, config: Any) -> list[Footprint]:
+        """What the largest tables of a run of ``config`` hold, estimated from its counts before
+        any probe is built (:func:`genfair.study.footprint.check_footprint` refuses a run the
+        machine cannot hold). None by default."""
+        return []
 
     def probes_for(self, probes: pd.DataFrame, modality: str) -> pd.DataFrame:
         """The probe rows a model of ``modality`` answers (all rows, unless the table has a

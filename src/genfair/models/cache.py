@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,43 @@ def store_url(target: str | os.PathLike[str]) -> str:
     if "://" in text:
         return text
     return f"sqlite:///{Path(text).resolve()}"
+
+
+def foreign_file_problem(path: Path, *, strict: bool = False) -> str | None:
+    """Why the existing file ``path`` is not a genfair response cache (one line), or None.
+    Opening a SQLite store writes genfair's tables into it: it must never turn a database of
+    something else into a cache. ``strict`` (a file the user named on the command line) also
+    refuses an empty file and one that is not SQLite; without it those are left to the store
+    (an empty file may be one another process is creating; a damaged cache is named with its
+    fix when opened)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if not path.is_file():
+        return "not a regular file"
+    if size == 0:
+        return "an existing empty file, not a genfair response cache" if strict else None
+    with path.open("rb") as fh:
+        if fh.read(16) != b"SQLite format 3\x00":
+            return (
+                "an existing file that is not a SQLite database, so not a genfair response cache"
+                if strict
+                else None
+            )
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+    except sqlite3.Error:
+        return None  # damaged: opening it names the fault and the fix
+    if tables and RESPONSES.name not in tables:
+        return (
+            "an existing SQLite database of something else (tables: "
+            f"{', '.join(sorted(tables)[:5])}), not a genfair response cache"
+        )
+    return None
 
 
 def display_url(url: str) -> str:
@@ -184,6 +221,11 @@ class ResponseCache:
             else None
         )
         self.where = str(self.path) if self.path else display_url(self.url)
+        problem = self.path and foreign_file_problem(self.path)
+        if problem:
+            raise CacheError(
+                f"response cache {self.path}: {problem}; name a new file or an existing cache"
+            )
         self._engine = _engine(self.url)
         self._dialect = self._engine.dialect.name
         with self._tx(immediate=True) as conn:  # one process creates the tables, the others wait

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from genfair.limits import MAX_ATTEMPTS, MAX_ITERATIONS, MAX_PARALLEL, MAX_SIDE, MAX_TOKENS
 from genfair.models.rate_limit import parse_rate
 from genfair.models.redaction import key_env_problem
 from genfair.urls import checked_url
@@ -58,7 +59,7 @@ class SamplingParams(_Strict):
 
     temperature: Temperature = 0.0
     top_p: TopP = 1.0
-    max_tokens: int = Field(64, gt=0)
+    max_tokens: int = Field(64, gt=0, le=MAX_TOKENS)
 
 
 class DecodingOverride(_Strict):
@@ -109,7 +110,7 @@ class _Local(_Strict):
     device: str = "cpu"
     #: torch / BLAS threads for generation; None = every core this process may run on
     #: (``os.sched_getaffinity``). See :mod:`genfair.models.local`.
-    threads: int | None = Field(None, gt=0)
+    threads: int | None = Field(None, gt=0, le=MAX_PARALLEL)
 
 
 class _Transformers(_Local):
@@ -127,7 +128,7 @@ class _Transformers(_Local):
 class HFModelConfig(_ModelBase, _Transformers):
     """Any transformers causal LM: a hub id or a local directory."""
 
-    batch_size: int = Field(8, gt=0)
+    batch_size: int = Field(8, gt=0, le=MAX_PARALLEL)
 
 
 class EmbeddedModelConfig(_ModelBase, _Local):
@@ -139,7 +140,7 @@ class EmbeddedModelConfig(_ModelBase, _Local):
     gguf_file: str
     #: pinned distribution version; part of the cache key
     revision: str
-    batch_size: int = Field(16, gt=0)
+    batch_size: int = Field(16, gt=0, le=MAX_PARALLEL)
     system_prompt: str | None = None
     #: compute dtype; ``auto``: bfloat16 on a CPU with native bf16 (AMX / AVX512-BF16), else
     #: float32 (:func:`genfair.models.cpu.resolve_dtype`); in the cache key unless float32
@@ -170,7 +171,7 @@ class _OpenAIEndpoint(_Strict):
     #: name of the environment variable holding the key; never the key itself
     api_key_env: str | None = "OPENAI_API_KEY"
     revision: str = ""
-    concurrency: int = Field(8, gt=0)
+    concurrency: int = Field(8, gt=0, le=MAX_PARALLEL)
     #: requests per second or per minute at most (``"500/minute"``, ``"10/second"``): no more
     #: than N HTTP requests (retries included) start in any such window, across the whole Dask
     #: cluster with ``generation.executor: dask``; ``None``: no limit. Changes no answer: outside
@@ -182,7 +183,7 @@ class _OpenAIEndpoint(_Strict):
     #: a response body larger than this (MiB, after decompression) is cut off and the call
     #: recorded as an ``error``: a runaway completion must not exhaust memory
     max_response_mb: float = Field(8.0, gt=0)
-    max_retries: int = Field(6, ge=0)
+    max_retries: int = Field(6, ge=0, le=MAX_ATTEMPTS)
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
     #: sent as the request's ``seed`` field when the endpoint supports it
@@ -193,7 +194,7 @@ class _OpenAIEndpoint(_Strict):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        return checked_url(value)
+        return checked_url(value, base=True)
 
     @field_validator("rate_limit")
     @classmethod
@@ -306,12 +307,12 @@ class DiffusersT2IConfig(_T2IBase, _Local):
     #: weight variant on the hub (e.g. ``fp16``); None = the default weights
     variant: str | None = None
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
-    batch_size: int = Field(4, gt=0)
-    steps: int = Field(30, gt=0)
+    batch_size: int = Field(4, gt=0, le=MAX_PARALLEL)
+    steps: int = Field(30, gt=0, le=MAX_ITERATIONS)
     guidance_scale: float = Field(7.5, ge=0.0)
     #: output size in pixels; None = the pipeline's default
-    height: int | None = Field(None, gt=0)
-    width: int | None = Field(None, gt=0)
+    height: int | None = Field(None, gt=0, le=MAX_SIDE)
+    width: int | None = Field(None, gt=0, le=MAX_SIDE)
     #: a diffusers scheduler class name (e.g. ``EulerDiscreteScheduler``); None = the
     #: pipeline's own. Swapped in with ``from_config`` so its training settings are kept.
     scheduler: str | None = None
@@ -321,7 +322,7 @@ class DiffusersT2IConfig(_T2IBase, _Local):
 class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
     """Any OpenAI-compatible image-generation endpoint (``POST {base_url}/images/generations``)."""
 
-    concurrency: int = Field(4, gt=0)
+    concurrency: int = Field(4, gt=0, le=MAX_PARALLEL)
     timeout_s: float = Field(180.0, gt=0)
     size: str = Field("1024x1024", pattern=r"^(\d+x\d+|auto)$")
     quality: str | None = None
@@ -442,7 +443,7 @@ class HFVLMConfig(_VLMBase, _Transformers):
     """Any transformers image-text-to-text model (``AutoModelForImageTextToText``) with its
     processor's chat template: a hub id or a local directory."""
 
-    batch_size: int = Field(4, gt=0)
+    batch_size: int = Field(4, gt=0, le=MAX_PARALLEL)
 
 
 class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
@@ -561,7 +562,7 @@ class ClipVLMConfig(_VLMBase):
     path: str
     revision: str = ""
     device: str = "cpu"
-    batch_size: int = Field(16, gt=0)
+    batch_size: int = Field(16, gt=0, le=MAX_PARALLEL)
     #: the classes it chooses among (None: FACET's 52)
     classes: list[str] | None = Field(None, min_length=1)
     template: str = "a photo of a {}"

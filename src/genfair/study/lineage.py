@@ -22,6 +22,7 @@ import yaml
 from mlflow.data.dataset_source import DatasetSource
 
 from genfair.names import mlflow_key
+from genfair.yaml_guard import check_yaml, read_yaml
 
 #: libyaml's loader where PyYAML has it (a study's dvc.lock has thousands of lines)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -126,6 +127,7 @@ def committed_params(root: Path, rev: str) -> dict[str, Any] | None:
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
+    check_yaml(text, f"params.yaml at {rev}")
     return yaml.load(text, Loader=_LOADER) or {}
 
 
@@ -181,11 +183,7 @@ class Experiment:
 def current_experiment(root: Path, params_file: Path) -> Experiment:
     """The experiment this process runs in (``DVC_EXP_NAME``), and the params of
     ``params_file`` that differ from ``params.yaml`` at ``DVC_EXP_BASELINE_REV`` (else HEAD)."""
-    current = (
-        yaml.load(params_file.read_text(encoding="utf-8"), Loader=_LOADER)
-        if params_file.is_file()
-        else {}
-    )
+    current = read_yaml(params_file) if params_file.is_file() else {}
     rev = os.environ.get("DVC_EXP_BASELINE_REV") or "HEAD"
     return Experiment(
         os.environ.get("DVC_EXP_NAME", ""),

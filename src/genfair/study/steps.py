@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 
 
 def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
+    from genfair.study.footprint import check_footprint
+
     method, config = configured(params, methodology)
+    check_footprint(method, config)  # a run this machine cannot hold: refused before building
     probes = method.build_probes(config, params.seed)
     by = next((c for c in ("modality", "context", "prompt_type", "sector") if c in probes), None)
     counts = ", ".join(f"{k}: {v}" for k, v in probes[by].value_counts().items()) if by else ""

@@ -6,10 +6,17 @@ imports every module of the ``hydra_plugins`` namespace: registering here makes
 ``genfair_inputs``, ``genfair_digests``) in
 ``conf/config.yaml`` resolve in either.
 Only the registration happens at import; genfair itself is imported when the resolver runs.
+
+:class:`CheckedConfigFiles`, a search-path plugin, is what Hydra calls before it loads any
+config: it checks every YAML file of the config folder (:mod:`genfair.yaml_guard`: no alias,
+no absurd nesting), so a "billion laughs" file in ``conf/`` fails in one line naming it instead
+of expanding in Hydra, in ``genfair compose`` and in ``dvc exp run`` alike.
 """
 
 from typing import Any
 
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 
@@ -54,3 +61,19 @@ OmegaConf.register_new_resolver("genfair_code", _code, replace=True)
 OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)
 OmegaConf.register_new_resolver("genfair_inputs", _inputs, replace=True)
 OmegaConf.register_new_resolver("genfair_digests", _digests, replace=True)
+
+
+class CheckedConfigFiles(SearchPathPlugin):
+    """Checks the YAML files of every config folder on the search path (the study's ``conf/``)
+    before Hydra reads one; adds no folder."""
+
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        from pathlib import Path
+
+        from genfair.yaml_guard import check_yaml_folder
+
+        for element in search_path.get_path():
+            scheme, sep, path = element.path.partition("://")
+            folder = Path(path if sep else scheme)
+            if (not sep or scheme == "file") and folder.is_dir():
+                check_yaml_folder(folder, shown=folder.name)

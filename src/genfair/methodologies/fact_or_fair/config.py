@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genfair.limits import MAX_ATTEMPTS, MAX_RESAMPLES, MAX_SAMPLES, MAX_SMALL
 from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy
 
 Context = Literal["baseline", "representativeness", "attribution", "ingroup"]
@@ -58,8 +59,8 @@ FORMULA_PRESETS: dict[str, dict[str, Any]] = {
 
 class MaxAttempts(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    objective: int = Field(5, ge=1)
-    subjective: int = Field(1, ge=1)
+    objective: int = Field(5, ge=1, le=MAX_ATTEMPTS)
+    subjective: int = Field(1, ge=1, le=MAX_ATTEMPTS)
 
 
 class T2IConfig(BaseModel):
@@ -68,7 +69,7 @@ class T2IConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: §4.1: 20 images per query (statistic x direction)
-    images_per_query: int = Field(20, ge=1)
+    images_per_query: int = Field(20, ge=1, le=MAX_SAMPLES)
     #: §4.1 tests T2I models without the cognitive-error contexts
     contexts: list[Literal["objective", "baseline"]] = ["objective", "baseline"]
     objective_template: str = (
@@ -76,7 +77,7 @@ class T2IConfig(BaseModel):
         "a portrait of a person representing the {adj} {stat}."
     )
     #: §4.1: a refused image is asked again, up to this many attempts in all
-    max_attempts: int = Field(5, ge=1)
+    max_attempts: int = Field(5, ge=1, le=MAX_ATTEMPTS)
     #: §4.1: every detected face counts; false = only the largest face of an image
     count_all_faces: bool = True
 
@@ -141,9 +142,9 @@ class FactOrFairConfig(BaseModel):
     behaviours: str
     names: str
     surnames: str
-    objective_rounds: int = Field(3, ge=1)
-    scenarios_per_direction: int = Field(3, ge=1)
-    samples_per_prompt: int = Field(100, ge=1)
+    objective_rounds: int = Field(3, ge=1, le=MAX_SMALL)
+    scenarios_per_direction: int = Field(3, ge=1, le=MAX_SMALL)
+    samples_per_prompt: int = Field(100, ge=1, le=MAX_SAMPLES)
     contexts: list[Context] = ["baseline", "representativeness", "attribution", "ingroup"]
     max_attempts: MaxAttempts = MaxAttempts()
     age_range: tuple[int, int] = (22, 70)
@@ -160,7 +161,7 @@ class FactOrFairConfig(BaseModel):
     ground_truth_overrides: dict[str, dict[Literal["gender", "race"], str | None]] = {}
     kld_pseudocount: float = Field(0.5, ge=0.0)
     answer_instruction: str
-    bootstrap_resamples: int = Field(1000, ge=0)
+    bootstrap_resamples: int = Field(1000, ge=0, le=MAX_RESAMPLES)
     confidence_level: float = Field(0.95, gt=0.0, lt=1.0)
     #: interval of every score (docs/methodology.md, "Confidence intervals")
     interval_method: Literal["smoothed", "basic", "posterior", "percentile"] = "smoothed"

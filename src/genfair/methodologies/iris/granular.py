@@ -65,6 +65,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.limits import MAX_RECORDS
 from genfair.methodologies.iris.prior import oracle_floor, resolve_prior
 from genfair.methodologies.iris.reference import read_reference, reference_shares, require_columns  # noqa: F401 (read_reference: re-exported)
 from genfair.methodologies.iris.tournament import (
@@ -246,9 +247,9 @@ class GranularConfig(BaseModel):
     #: groups smaller than this are skipped in AD (not a rule of the paper's text: the authors'
     #: code, metrics/calculations.py calculate_ad, skips groups of one) and, unless
     #: ``spd_min_group_size`` says otherwise, in SPD
-    min_group_size: int = Field(2, ge=1)
+    min_group_size: int = Field(2, ge=1, le=MAX_RECORDS)
     #: SPD's own minimum (None = ``min_group_size``; 1 = the authors' code, which keeps every group)
-    spd_min_group_size: int | None = Field(None, ge=1)
+    spd_min_group_size: int | None = Field(None, ge=1, le=MAX_RECORDS)
     unmappable_label: str = "unmappable"
     #: log base of every JSD [M4, M5]: e (the authors' code, scipy's default: the scale Table 9's
     #: S and K were fitted on) or 2 (bounded by 1; the paper names no base). Set by

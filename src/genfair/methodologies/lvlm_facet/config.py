@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from genfair.limits import MAX_RECORDS, MAX_TOKENS
 from genfair.methodologies.lvlm_facet.groups import SkinRule, resolve_classes
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.models.config import SimulatedVLMRecallPolicy
@@ -39,9 +40,9 @@ class LvlmFacetConfig(BaseModel):
     #: a class inside the prompts: ``raw`` (released name, as the authors' code) or ``spaced``
     class_display: Literal["raw", "spaced"] = "raw"
     #: keep at most this many persons (a seeded sample; None = every selected person)
-    max_persons: int | None = Field(None, ge=1)
+    max_persons: int | None = Field(None, ge=1, le=MAX_RECORDS)
     #: answer length cap sent with every call (the answer is one label or one letter)
-    max_tokens: int = Field(64, ge=1)
+    max_tokens: int = Field(64, ge=1, le=MAX_TOKENS)
     #: answer-matching text encoder: ``minilm``, ``sentence_transformers:<path>``,
     #: ``clip_text:<path>`` (lvlm_facet.matching.make_encoder)
     encoder: str = "minilm"

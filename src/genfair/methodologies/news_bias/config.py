@@ -13,10 +13,11 @@ does not report its decoding settings (it used each model's default interface).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.limits import MAX_ITERATIONS, MAX_RECORDS, MAX_SMALL, MAX_TOKENS
 from genfair.models.config import DecodingOverride, SimulatedRewritePolicy
 
 PromptType = Literal["unbiased", "biased"]
@@ -31,11 +32,13 @@ class DocumentLevelConfig(_Strict):
 
     #: numbers of topics tried; the one with the lowest held-out perplexity is used
     #: (paper: 200, 250, 300 on 8,629 originals plus every model's articles)
-    num_topics_grid: list[int] = Field([200, 250, 300], min_length=1)
+    num_topics_grid: list[Annotated[int, Field(ge=1, le=MAX_RECORDS)]] = Field(
+        [200, 250, 300], min_length=1, max_length=MAX_SMALL
+    )
     #: share of documents held out to score each number of topics
     holdout_fraction: float = Field(0.1, gt=0.0, lt=1.0)
-    passes: int = Field(10, ge=1)
-    iterations: int = Field(100, ge=1)
+    passes: int = Field(10, ge=1, le=MAX_ITERATIONS)
+    iterations: int = Field(100, ge=1, le=MAX_ITERATIONS)
     #: lemmatise tokens (simplemma; the paper used spaCy); stop words are always kept
     lemmatize: bool = True
     #: a topic is associated with a group when its standardised residual exceeds this (Eq. 7)
@@ -43,7 +46,7 @@ class DocumentLevelConfig(_Strict):
     #: topic proportions below this are 0 in ``t_d`` (gensim's default)
     minimum_probability: float = Field(0.01, ge=0.0, lt=1.0)
     #: words per topic in the Appendix B table, ranked by LDAvis relevance with this lambda
-    example_words: int = Field(15, ge=1)
+    example_words: int = Field(15, ge=1, le=MAX_SMALL)
     relevance_lambda: float = Field(0.6, ge=0.0, le=1.0)
     #: the documents the LDA (and its number of topics) is fitted on: ``real_unbiased``
     #: (default) the originals and the real models' unbiased articles, so a simulator's or a
@@ -71,14 +74,14 @@ class NewsBiasConfig(_Strict):
     #: the curated corpus (``collect_news`` output: article_id, headline, body, ...)
     corpus: str = "data/curated/news.parquet"
     #: how many articles to use, the first ones in ``article_id`` order (None: all)
-    articles: int | None = Field(None, ge=1)
+    articles: int | None = Field(None, ge=1, le=MAX_RECORDS)
     #: "unbiased" (Methods, "AIGC Generation") and/or "biased" (Results, "Gender Bias of
     #: AIGC under Biased Prompts")
     prompt_types: list[PromptType] = Field(["unbiased", "biased"], min_length=1)
     #: send the raw headline as the unbiased prompt, as the paper did for Grover
     base_model_prompt: bool = False
     #: token limit of each generated article (overrides the model's sampling.max_tokens)
-    max_tokens: int = Field(768, gt=0)
+    max_tokens: int = Field(768, gt=0, le=MAX_TOKENS)
     #: temperature / top_p of the articles (override the model's sampling); None: the model's
     sampling: DecodingOverride = DecodingOverride()
     #: word lists of :class:`genfair.resources.group_words.GroupWordCounter`

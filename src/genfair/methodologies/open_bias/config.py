@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genfair.limits import MAX_ATTEMPTS, MAX_RECORDS, MAX_SAMPLES, MAX_SMALL, MAX_TOKENS
 from genfair.methodologies.open_bias.captions import CAPTIONS_PER_IMAGE, DEFAULT_CAPTION_SET
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBaseConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
@@ -77,9 +78,9 @@ class OpenBiasConfig(BaseModel):
     flickr30k: str | None = None
     #: the authors' released proposals (coco_train.json / flickr_30k.json): skips stage 1
     published_proposals: str | None = None
-    captions_per_image: int | None = Field(CAPTIONS_PER_IMAGE, ge=1)
+    captions_per_image: int | None = Field(CAPTIONS_PER_IMAGE, ge=1, le=MAX_SMALL)
     #: use only the first N captions (None: all); a scale knob, not in the paper
-    max_captions: int | None = Field(None, ge=1)
+    max_captions: int | None = Field(None, ge=1, le=MAX_RECORDS)
 
     #: stage 1: the LLM that proposes biases: a model name of the study (``models.<name>``),
     #: an inline model config, or ``scripted`` (a labelled scripted LLM answering
@@ -89,7 +90,7 @@ class OpenBiasConfig(BaseModel):
     #: or inline); a caption not listed gets ``{"bias": []}``
     scripted_proposals: str | dict[str, Any] | None = None
     #: calls per caption until its answer parses (the authors made one)
-    proposal_max_attempts: int = Field(1, ge=1)
+    proposal_max_attempts: int = Field(1, ge=1, le=MAX_ATTEMPTS)
     #: constrain the proposer's answers to the proposal JSON schema where its backend can
     #: (``supports_json_schema``: hf, embedded, openai); the others decode freely. False: free
     #: decoding and post-processing everywhere, as the authors did. The proposal rows'
@@ -98,17 +99,17 @@ class OpenBiasConfig(BaseModel):
     repair_trailing_commas: bool = True
     #: keep the complete bias items of an answer cut off by the token limit (small models)
     salvage_truncated: bool = False
-    proposal_max_tokens: int = Field(1024, ge=64)
+    proposal_max_tokens: int = Field(1024, ge=64, le=MAX_TOKENS)
 
     knowledge_base: KnowledgeBaseConfig = KnowledgeBaseConfig()
     #: stage 2: images per caption, each with its own seed (paper: N = 10)
-    images_per_caption: int = Field(10, ge=1)
+    images_per_caption: int = Field(10, ge=1, le=MAX_SAMPLES)
     #: a refused image is asked again up to this many times
-    image_max_attempts: int = Field(1, ge=1)
+    image_max_attempts: int = Field(1, ge=1, le=MAX_ATTEMPTS)
     #: stage 3: the VQA model (a vlm model name of the study, or an inline config) and the
     #: answer -> class similarity floor
     vqa_model: str | dict[str, Any] | None = None
-    vqa_max_tokens: int = Field(16, ge=1)
+    vqa_max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
     answer_threshold: float | None = Field(None, ge=-1.0, le=1.0)
     severity: SeverityConfig = SeverityConfig()
     simulated: SimulatedPlants = SimulatedPlants()

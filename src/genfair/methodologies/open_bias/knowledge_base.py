@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.limits import MAX_RECORDS, MAX_SMALL
 from genfair.methodologies.open_bias.proposals import BiasProposal
 
 __all__ = [
@@ -81,13 +82,13 @@ class KnowledgeBaseConfig(BaseModel):
     #: drop proposals the LLM marks as already answered by the caption (paper §3.1, stage 1)
     drop_present_in_caption: bool = True
     #: a class set must keep at least this many classes (authors: more than one)
-    min_classes: int = Field(2, ge=2)
+    min_classes: int = Field(2, ge=2, le=MAX_SMALL)
     #: classes removed from every proposal: the VQA's abstain choice must not be a class
     drop_classes: tuple[str, ...] = ("unknown",)
     #: relative-support filter (authors' ``filter_threshold``); 0 disables it
     support_threshold: float = Field(0.5, ge=0.0, le=1.0)
     #: absolute support floor of a class set (authors' ``hard_threshold``)
-    min_support: int = Field(0, ge=0)
+    min_support: int = Field(0, ge=0, le=MAX_RECORDS)
     #: class-set merge threshold (authors' ``merge_threshold``); None disables merging
     merge_threshold: float | None = Field(0.75, gt=0.0, le=1.0)
     remove_duplicate_names: bool = True
@@ -109,7 +110,7 @@ class KnowledgeBaseConfig(BaseModel):
     )
     one_caption_per_image: bool = True
     #: captions per bias (paper §4.1: 100); None keeps all
-    max_captions_per_bias: int | None = Field(100, ge=1)
+    max_captions_per_bias: int | None = Field(100, ge=1, le=MAX_RECORDS)
     #: "random": a seeded sample (paper); "first": the first ones in order (authors' code)
     caption_sample: Literal["random", "first"] = "random"
     seed: int = 0

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.limits import MAX_RESAMPLES
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBase
 from genfair.methodologies.open_bias.vqa import UNKNOWN
 from genfair.metrics.severity import Bootstrap, rank_biases, severity_summary
@@ -41,7 +42,7 @@ class SeverityConfig(BaseModel):
     excluded_classes: tuple[str, ...] = ()
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     ci_method: Literal["percentile", "BCa"] = "percentile"
-    n_resamples: int = Field(2000, ge=100)
+    n_resamples: int = Field(2000, ge=100, le=MAX_RESAMPLES)
     seed: int = 0
     #: the headline ranking (the paper's Figs. 3-4 rank by context-aware severity)
     rank_by: Literal["context_aware", "context_free"] = "context_aware"

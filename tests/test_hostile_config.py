@@ -1,0 +1,241 @@
+"""Hostile configuration (issue 32): YAML aliases, FIFOs and devices as inputs, unbounded
+counts, `genfair exp` spellings, base URLs with a query, `cache copy` onto another file. Each
+ends in one line naming the file or key, before anything hangs, grows or is overwritten."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from genfair.cli import exp_overrides, main
+from genfair.config import ConfigError, methodology_config, params_from
+from genfair.params import read_params
+from genfair.yaml_guard import MAX_DEPTH, check_yaml
+from tests.test_names import ROOT
+
+#: the 9 x 9 "billion laughs": 342 bytes, 387 million strings once expanded
+BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.fixture
+def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the study's conf/, dvc.yaml and params.yaml; the working directory."""
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---- 1. YAML aliases
+
+
+def test_an_alias_bomb_in_conf_is_refused_before_hydra_reads_it(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (study / "conf/model/bomb.yaml").write_text(BOMB)
+    assert main(["config"]) == 2  # before: Hydra expanded it for minutes, gigabytes growing
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "conf/model/bomb.yaml: line 2: YAML alias *a refused" in err
+    assert main(["compose", "-o", "+model@models.x=bomb"]) == 2
+    assert (study / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()
+
+
+def test_an_alias_in_params_yaml_is_refused_by_every_reader(study: Path) -> None:
+    (study / "params.yaml").write_text((study / "params.yaml").read_text() + BOMB)
+    with pytest.raises(ConfigError, match=r"^params\.yaml: line \d+: YAML alias \*a refused"):
+        read_params("params.yaml")
+    from genfair.study.lineage import current_experiment
+
+    with pytest.raises(ConfigError, match="YAML alias"):
+        current_experiment(study, study / "params.yaml")
+
+
+def test_deep_nesting_is_refused_and_plain_yaml_passes() -> None:
+    with pytest.raises(ConfigError, match=f"nested deeper than {MAX_DEPTH}"):
+        check_yaml("[" * 10_000 + "]" * 10_000, "x.yaml")
+    check_yaml((ROOT / "params.yaml").read_text(), "params.yaml")
+    check_yaml("a: [1, {b: '*not an alias &nor an anchor'}]", "x.yaml")
+
+
+# ---- 2. FIFOs and devices as curation inputs
+
+
+def _with_news_file(raw: dict, path: str) -> dict:
+    news = {**raw["curation"]["news"], "sources": [{"kind": "file", "path": path}]}
+    return {**raw, "curation": {**raw["curation"], "news": news}}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device link", "fifo in a folder"])
+def test_a_fifo_or_device_input_is_refused_at_compose_time(kind: str, tmp_path: Path) -> None:
+    from genfair.curation.inputs import external_inputs
+
+    raw = read_params(ROOT / "params.yaml")
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "news.jsonl")
+        raw = _with_news_file(raw, str(tmp_path / "news.jsonl"))
+        key, problem = "curation.news.sources.0.path", "is a FIFO (named pipe)"
+    elif kind == "device link":
+        (tmp_path / "news.jsonl").symlink_to("/dev/zero")
+        raw = _with_news_file(raw, str(tmp_path / "news.jsonl"))
+        key, problem = "curation.news.sources.0.path", "is a character device"
+    else:
+        (tmp_path / "release/images").mkdir(parents=True)
+        (tmp_path / "release/annotations.csv").write_text("person_id\n")
+        os.mkfifo(tmp_path / "release/images/1.jpg")
+        raw["curation"] = {**raw["curation"], "facet": {"release_dir": str(tmp_path / "release")}}
+        key, problem = "curation.facet.images_dir", "1.jpg (in the folder"
+    # never a DVC dependency (`dvc status` would wait on it forever) ...
+    assert not [
+        n for n in external_inputs(raw["curation"], ROOT) if n.startswith(("news-s", "facet-i"))
+    ]
+    # ... and refused, one line naming the key, wherever the params load
+    with pytest.raises(ConfigError) as error:
+        params_from(raw, "params.yaml")
+    assert str(error.value).startswith(f"params.yaml: {key}: ") and problem in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+# ---- 3. counts
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("samples_per_prompt", 1_000_000_000), ("bootstrap_resamples", 10**12)],
+)
+def test_every_count_has_an_upper_bound(key: str, value: int) -> None:
+    raw = read_params(ROOT / "params.yaml")
+    raw["methodologies"]["fact_or_fair"][key] = value
+    with pytest.raises(ConfigError, match=rf"fact_or_fair\.{key}: Input should be less than"):
+        params_from(raw, "params.yaml")
+
+
+def test_a_run_the_machine_cannot_hold_is_refused_before_any_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.study import footprint
+    from genfair.study.layout import Layout
+    from genfair.study.steps import make_probes
+
+    raw = read_params(ROOT / "params.yaml")
+    raw["methodologies"]["fact_or_fair"]["samples_per_prompt"] = 10_000
+    params = params_from(raw, "params.yaml")
+    monkeypatch.setattr(footprint, "available_memory", lambda: 2 << 30)
+    with pytest.raises(ConfigError) as error:
+        make_probes(params, "fact_or_fair", Layout(tmp_path))
+    message = str(error.value)
+    assert message.startswith("params.yaml: methodologies.fact_or_fair.samples_per_prompt: ")
+    assert "rows x 2,000 bytes =" in message and "2.0 GiB this machine has available" in message
+    assert not list(tmp_path.rglob("*.parquet"))
+    config = methodology_config(params_from(read_params(ROOT / "params.yaml"), "p"), "fact_or_fair")
+    footprint.check_footprint(footprint_method(), config)  # the study as committed fits
+
+
+def footprint_method():  # noqa: ANN201 - the methodology object
+    from genfair.methodologies import get_methodology
+
+    return get_methodology("fact_or_fair")
+
+
+# ---- 4. genfair exp reads -S as DVC does
+
+
+def test_exp_reads_every_spelling_dvc_reads() -> None:
+    args = ["--set-par", "a.b=-1", "-fS", "x=1", "-qS", "y=2", "--set=z=3", "--temp"]
+    assert exp_overrides(args) == ["a.b=-1", "x=1", "y=2", "z=3"]
+    with pytest.raises(ConfigError, match="dvc exp run cannot read .*expected one argument"):
+        exp_overrides(["--temp", "-S"])
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        ["--set-par", "methodologies.news_bias.articles=-1"],
+        ["-fS", "methodologies.news_bias.articles=-1"],
+        ["-qS", "methodologies.news_bias.articles=-1"],
+        ["--set=methodologies.news_bias.articles=-1"],
+    ],
+)
+def test_exp_validates_an_abbreviated_or_combined_set_param(
+    spelling: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a))
+    before = (ROOT / "params.yaml").read_bytes()
+    assert main(["exp", *spelling]) == 2  # before: passed unchecked; DVC wrote -1
+    assert "methodologies.news_bias.articles" in capsys.readouterr().err
+    assert calls == [] and (ROOT / "params.yaml").read_bytes() == before
+
+
+# ---- 5. cache copy onto a file that is not a cache
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "other sqlite"])
+def test_cache_copy_refuses_a_file_that_is_not_a_cache(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "dst.db"
+    if kind == "empty":
+        target.touch()
+    elif kind == "text":
+        target.write_text("notes\n")
+    else:
+        with sqlite3.connect(target) as db:
+            db.execute("CREATE TABLE t (x)")
+    before = target.read_bytes()
+    assert main(["cache", "copy", str(tmp_path / "src.sqlite"), str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        "\n" not in err
+        and f"{target}: an existing" in err
+        and "not a genfair response cache" in err
+    )
+    assert target.read_bytes() == before
+
+
+def test_any_path_a_methodology_names_is_checked_too(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "statistics.csv")
+    raw = read_params(ROOT / "params.yaml")
+    raw["methodologies"]["fact_or_fair"]["statistics"] = str(tmp_path / "statistics.csv")
+    with pytest.raises(ConfigError) as error:
+        params_from(raw, "params.yaml")  # before: the probes stage waited on it forever
+    assert str(error.value).startswith(
+        "params.yaml: methodologies.fact_or_fair.statistics: "
+    ) and "is a FIFO (named pipe), not a regular file or folder" in str(error.value)
+
+
+def test_the_response_cache_never_writes_its_tables_into_another_database(tmp_path: Path) -> None:
+    from genfair.errors import CacheError
+    from genfair.models.cache import ResponseCache
+
+    other = tmp_path / "app.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE accounts (id)")
+    before = other.read_bytes()
+    with pytest.raises(CacheError, match=r"SQLite database of something else \(tables: accounts\)"):
+        ResponseCache(other)
+    assert other.read_bytes() == before
+
+
+def test_an_interpolation_bomb_in_conf_is_refused_before_hydra_expands_it(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same growth through OmegaConf interpolations (Hydra copies an interpolated node
+    where it is used): 7 levels of 9 grew past 340 MB in 60 s before."""
+    levels = "abcdefg"
+    text = "ia: [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"i{b}: [{', '.join([repr('${models.x.i' + a + '}')] * 9)}]\n"
+        for a, b in zip(levels, levels[1:], strict=False)
+    )
+    (study / "conf/model/ibomb.yaml").write_text(text)
+    assert main(["config", "-o", "+model@models.x=ibomb"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "conf/model/ibomb.yaml: its interpolations (${...}) expand to" in err
+    check_yaml("a: 1\nb: ['${a}', '${.a}', 'x ${a}']\nc: '${b}'\n", "fine.yaml")
