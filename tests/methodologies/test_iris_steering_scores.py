@@ -188,3 +188,15 @@ def test_real_instruments_score_the_exported_images(
     pd.testing.assert_frame_equal(label(), labels)  # deterministic
     rows = Iris().metrics(labels, config).scores.set_index("metric")
     assert rows.loc[["Penalty_QPS", "Penalty_SIL", "Penalty_SCL"], "value"].notna().all()
+
+
+def test_the_report_says_which_penalties_are_missing() -> None:
+    from genfair.methodologies.iris.report import _missing_penalties
+
+    table = _steering_table()
+    full = granular_metrics("BIS-Gen", table).assign(model="a")
+    part = granular_metrics("BIS-Gen", table.drop(columns=["sil", "scl"])).assign(model="b")
+    note = _missing_penalties(pd.concat([full, part]))
+    assert "b: Penalty_SIL, Penalty_SCL" in note and "a:" not in note
+    assert "instruments.image_semantics.dino" in note
+    assert _missing_penalties(full) == ""
