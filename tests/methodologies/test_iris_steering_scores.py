@@ -200,3 +200,29 @@ def test_the_report_says_which_penalties_are_missing() -> None:
     assert "b: Penalty_SIL, Penalty_SCL" in note and "a:" not in note
     assert "instruments.image_semantics.dino" in note
     assert _missing_penalties(full) == ""
+
+
+def test_planted_scores_change_neither_the_pixels_nor_the_keys_of_other_plants() -> None:
+    from genfair.models.base import Request
+    from genfair.models.config import SimulatedT2IPolicy
+    from genfair.models.questions import ImageQuestion
+
+    backend = _backend()
+    plain = SimulatedT2IPolicy(attributes=ATTRS)
+    scored = SimulatedT2IPolicy(attributes=ATTRS, scores={"mean": STEREO, "sd": SD})
+    # a plant without scores keys its calls as before planted scores existed
+    assert backend.plant_key(plain) == {
+        k: v for k, v in plain.model_dump().items() if k != "scores"
+    }
+    assert "scores" in backend.plant_key(scored)
+
+    def draw(plant):
+        meta = ImageQuestion(policy="p", plant=plant).meta()
+        return backend.respond(
+            Request(messages=({"role": "user", "content": "x"},), seed=3, meta=meta)
+        )
+
+    a, b = draw(plain), draw(scored)
+    assert a.png == b.png
+    assert {k: b.true_attributes[k] for k in a.true_attributes} == a.true_attributes
+    assert float(b.true_attributes["quality"]) == pytest.approx(0.70, abs=5 * SD)
