@@ -9,6 +9,10 @@ class ConfigError(ValueError):
     """A configuration problem, with the file and key paths in its message."""
 
 
+class NotConfigured(ConfigError):
+    """A section the study does not configure (e.g. an optional instrument left out)."""
+
+
 class CacheError(RuntimeError):
     """The response cache file cannot be used (corrupt, not a database, unwritable)."""
 

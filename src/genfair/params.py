@@ -14,16 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from genfair.errors import ConfigError
+from genfair.errors import ConfigError, NotConfigured
 from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
@@ -359,9 +353,13 @@ CURATION = {
 #: named in :data:`INSTRUMENT_CLASSES`
 INSTRUMENTS = {
     "face_demographics": "genfair.instruments.face_demographics:FaceDemographicsConfig",
+    "image_quality": "genfair.instruments.image_quality:ImageQualityConfig",
+    "image_semantics": "genfair.instruments.image_semantics:ImageSemanticsConfig",
 }
 INSTRUMENT_CLASSES = {
     "face_demographics": "genfair.instruments.face_demographics:FaceDemographics",
+    "image_quality": "genfair.instruments.image_quality:ImageQuality",
+    "image_semantics": "genfair.instruments.image_semantics:ImageSemantics",
 }
 
 
@@ -409,7 +407,7 @@ def _section_config(
             f"{source}: {section}.{name}: unknown {what}; known: {', '.join(registry)}"
         )
     if name not in blocks:
-        raise ConfigError(
+        raise NotConfigured(
             f"{source}: {section}.{name}: not configured (add "
             f"`{group}@{section}.{name}: <file>` to conf/config.yaml's defaults)"
         )

@@ -21,6 +21,7 @@ from genfair.methodologies.lvlm_facet.clip_baseline import (  # noqa: E402
 from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, make_encoder  # noqa: E402
 from genfair.models.base import Request  # noqa: E402
 from genfair.models.images import vlm_message  # noqa: E402
+from tests.support.tiny_vision import tiny_clip  # noqa: E402
 
 CLASSES = ["nurse", "basketball_player", "singer", "gardener", "student"]
 
@@ -28,35 +29,7 @@ CLASSES = ["nurse", "basketball_player", "singer", "gardener", "student"]
 @pytest.fixture(scope="module")
 def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny CLIP (2 layers, width 32, 32x32 images) with a character-level tokenizer."""
-    from transformers import CLIPConfig, CLIPModel, CLIPProcessor, CLIPTokenizer
-
-    try:
-        from transformers import CLIPImageProcessorPil as ImageProcessor  # no torchvision here
-    except ImportError:  # pragma: no cover - older transformers
-        from transformers import CLIPImageProcessor as ImageProcessor
-
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for char in "abcdefghijklmnopqrstuvwxyz_":
-        vocab[char] = len(vocab)
-        vocab[char + "</w>"] = len(vocab)
-    tokenizer = CLIPTokenizer(vocab=vocab, merges=[])
-    text = {"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64,
-            "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1}  # fmt: skip
-    vision = {"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37,
-              "num_hidden_layers": 2, "num_attention_heads": 4}  # fmt: skip
-    torch.manual_seed(0)
-    model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16))
-    processor = CLIPProcessor(
-        image_processor=ImageProcessor(
-            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-        ),
-        tokenizer=tokenizer,
-    )
-    folder = tmp_path_factory.mktemp("tiny_clip")
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return tiny_clip(tmp_path_factory.mktemp("tiny_clip"))
 
 
 def _images(n: int) -> list[Image.Image]:

@@ -167,7 +167,10 @@ def configs(
 def leaves(
     model: BaseModel, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], BaseModel]]:
-    """Every planted policy of a ``simulated`` section, by path (a policy has a rate field)."""
+    """Every planted policy of a ``simulated`` section, by path (a policy has a rate field;
+    an optional plant left out, None, is none)."""
+    if model is None:
+        return
     if {"refusal_rate", "refusal_share"} & set(type(model).model_fields):
         yield path, model
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from genfair.errors import NotConfigured
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import MetricsResult, ModelInfo, StepContext
 from genfair.models import ResponseCache
@@ -23,9 +24,10 @@ def step_context(
     cache_dir: Path | None = None,
     simulated: bool = True,
 ) -> StepContext:
-    """A context for one test model; ``instrument`` (any name) returns the given object."""
+    """A context for one test model; ``instrument``: the face instrument (returned for
+    ``face_demographics``; other instruments are not configured), or a dict name -> object."""
     tmp = tmp or Path(".")
-    extra = {"instrument": (lambda name: instrument)} if instrument is not None else {}
+    extra = {"instrument": _instruments(instrument)} if instrument is not None else {}
     return StepContext(
         model=ModelInfo(
             name="test",
@@ -41,6 +43,17 @@ def step_context(
         cache=cache,
         **extra,
     )
+
+
+def _instruments(given: Any) -> Any:
+    table = given if isinstance(given, dict) else {"face_demographics": given}
+
+    def build(name: str) -> Any:
+        if name not in table:
+            raise NotConfigured(f"instruments.{name}: not configured in this test")
+        return table[name]
+
+    return build
 
 
 def run_steps(

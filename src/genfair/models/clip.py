@@ -32,7 +32,14 @@ from genfair.models.images import image_parts, read_image_part
 if TYPE_CHECKING:
     from genfair.models.config import ClipVLMConfig
 
-__all__ = ["CLIP_TEMPLATE", "ClipZeroShot", "ClipZeroShotBackend", "load_clip", "text_embeddings"]
+__all__ = [
+    "CLIP_TEMPLATE",
+    "ClipZeroShot",
+    "ClipZeroShotBackend",
+    "image_embeddings",
+    "load_clip",
+    "text_embeddings",
+]
 
 CLIP_TEMPLATE = "a photo of a {}"
 
@@ -69,6 +76,19 @@ def text_embeddings(model: Any, tokenizer: Any, texts: Sequence[str]) -> Any:
     return features / features.norm(dim=-1, keepdim=True)
 
 
+def image_embeddings(model: Any, image_processor: Any, images: Sequence[Any]) -> Any:
+    """Projected, L2-normalised image embeddings (as CLIPModel's forward computes them)."""
+    import torch
+
+    pixels = image_processor(images=[i.convert("RGB") for i in images], return_tensors="pt")
+    with torch.inference_mode():
+        pooled = model.vision_model(
+            pixel_values=pixels["pixel_values"].to(model.device)
+        ).pooler_output
+        features = model.visual_projection(pooled)
+    return features / features.norm(dim=-1, keepdim=True)
+
+
 class ClipZeroShot:
     """Zero-shot classifier over ``classes`` with prompts ``template.format(class)``."""
 
@@ -96,13 +116,8 @@ class ClipZeroShot:
         """(n_images, n_classes) softmax over the scaled cosine similarities."""
         import torch
 
-        pixels = self.processor(images=[i.convert("RGB") for i in images], return_tensors="pt")
+        image = image_embeddings(self.model, self.processor, images)
         with torch.inference_mode():
-            pooled = self.model.vision_model(
-                pixel_values=pixels["pixel_values"].to(self.model.device)
-            ).pooler_output
-            image = self.model.visual_projection(pooled)
-            image = image / image.norm(dim=-1, keepdim=True)
             logits = self.model.logit_scale.exp() * image @ self._text.T
         return logits.softmax(dim=-1).float().cpu().numpy()
 

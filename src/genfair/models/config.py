@@ -343,15 +343,25 @@ class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
 T2IAttribute = Literal["gender", "race", "age", "skin_tone"]
 
 
+class SimulatedScores(_Strict):
+    """SIMULATOR: per-image scores an instrument's oracle STAND-IN reads (e.g. ``quality``):
+    each image draws ``score ~ Normal(mean[key], sd)``, recorded in ``true_attributes``."""
+
+    mean: dict[str, float] = Field(min_length=1)
+    sd: float = Field(0.05, ge=0.0)
+
+
 class SimulatedT2IPolicy(_Strict):
     """The planted bias of one prompt kind: for each attribute, the probability of each
     value. Each image draws every attribute independently from these distributions (one
     person per image); with ``refusal_rate`` the call is refused instead, with
-    ``no_person_rate`` the image shows nobody (``true_attributes`` is empty)."""
+    ``no_person_rate`` the image shows nobody (``true_attributes`` is empty). ``scores``:
+    planted per-image scores (None: none; the pixels and other draws never change)."""
 
     attributes: dict[T2IAttribute, dict[str, float]] = Field(min_length=1)
     refusal_rate: Probability = 0.0
     no_person_rate: Probability = 0.0
+    scores: SimulatedScores | None = None
 
     @field_validator("attributes")
     @classmethod

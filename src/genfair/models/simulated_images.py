@@ -31,6 +31,7 @@ from genfair.models.base import Completion, Request, Simulator, T2IBackend, deri
 from genfair.models.config import (
     SimulatedOpenSetBias,
     SimulatedOpenSetPolicy,
+    SimulatedScores,
     SimulatedT2IConfig,
     SimulatedT2IPolicy,
 )
@@ -73,6 +74,14 @@ class SimulatedT2I(Simulator, T2IBackend):
     def settings(self) -> dict[str, Any]:
         return {"size": self.config.size}
 
+    def plant_key(self, plant: Any) -> dict[str, Any]:
+        """As the base class, without ``scores`` when none are planted (so plants written
+        before planted scores existed keep their cache keys)."""
+        key = super().plant_key(plant)
+        if key.get("scores", 0) is None:
+            del key["scores"]
+        return key
+
     def question(self, request: Request) -> ImageQuestion | OpenSetImageQuestion:
         """The request's typed question (open-set when ``meta`` lists biases)."""
         kind = OpenSetImageQuestion if "biases" in request.meta else ImageQuestion
@@ -97,6 +106,8 @@ class SimulatedT2I(Simulator, T2IBackend):
         else:
             truth = draw_attributes(policy, rng)
         png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
+        if policy.scores is not None:
+            truth = {**truth, **draw_scores(policy.scores, request.seed)}
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
 
     def draw_open_set(
@@ -164,6 +175,16 @@ def draw_attributes(policy: SimulatedT2IPolicy, rng: np.random.Generator) -> dic
         p = np.array([policy.attributes[name][v] for v in values], dtype=float)
         truth[name] = values[int(rng.choice(len(values), p=p / p.sum()))]
     return truth
+
+
+def draw_scores(scores: SimulatedScores, seed: int) -> dict[str, str]:
+    """Planted per-image scores (``repr`` of floats), from a generator of their own so the
+    image and its attributes are the same with or without them."""
+    rng = np.random.default_rng([seed, 0x5C0E])
+    return {
+        k: repr(float(m + scores.sd * rng.standard_normal()))
+        for k, m in sorted(scores.mean.items())
+    }
 
 
 def skin_swatch(value: str | None) -> tuple[int, int, int]:

@@ -202,4 +202,53 @@ def validate_instruments(
         len(photos),
         report.per_attribute.round(3).to_string(index=False),
     )
+    _validate_image_instruments(params, layout)
     return write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")
+
+
+#: the image instruments validated beside the face instrument (when the study configures them)
+IMAGE_INSTRUMENTS = ("image_quality", "image_semantics")
+
+
+def _validate_image_instruments(params: StudyFrame, layout: Layout) -> list[Path]:
+    """Each configured image instrument (model mode) on the captioned package photos:
+    ``<name>/checks.parquet`` and ``<name>.json`` (one entry per check, its ``accuracy``);
+    without weights, no checks and a ``status`` saying what to set."""
+    from genfair.instruments.image_validation import (
+        VALIDATED_ON,
+        captioned_photos,
+        validate_image_instrument,
+    )
+
+    written = []
+    photos = None
+    for name in IMAGE_INSTRUMENTS:
+        if name not in params.instruments:
+            continue
+        config = instrument_config(params, name).model_copy(update={"mode": "model"})
+        instrument = instrument_class(name)(config)
+        summary: dict[str, Any] = {"instrument": instrument.name, "validated_on": VALIDATED_ON}
+        if any(instrument.measures.values()):
+            photos = photos if photos is not None else captioned_photos()
+            checks = validate_image_instrument(instrument, photos)
+            summary["images"] = len(photos)
+        else:
+            checks = validate_image_instrument(instrument, [])
+            summary["images"] = 0
+            summary["status"] = (
+                f"not configured: no weights given (instruments.{name}); its scores are not "
+                "computed"
+            )
+        folder = layout.data / "metrics" / "instruments" / name
+        write_parquet(checks, folder / "checks.parquet")
+        for row in checks.to_dict("records"):
+            summary[row["check"]] = {
+                "what": row["what"],
+                "n": int(row["n"]),
+                "accuracy": round(float(row["accuracy"]), 6),
+                "mean_drop": round(float(row["mean_drop"]), 6),
+            }
+        written.append(
+            write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")
+        )
+    return written

@@ -132,11 +132,21 @@ def headline_view(params: StudyParams, layout: Layout) -> dict[str, Any]:
 
 
 def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any]:
-    """The face instrument's validation, what each methodology used, and answer-mapper tiers."""
+    """The instruments' validation (the face instrument's accuracy; the image instruments'
+    checks, or why there are none), what each methodology used, and answer-mapper tiers."""
     validation = []
     folder = layout.data / "metrics" / "instruments"
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         summary = json.loads(path.read_text(encoding="utf-8"))
+        checks = folder / path.stem / "checks.parquet"
+        if checks.exists():  # an image instrument: its checks, or why there are none
+            frame = read_parquet(checks)
+            caption = summary.get("validated_on", "")
+            if frame.empty:
+                frame = pd.DataFrame([{"status": summary.get("status", "no checks")}])
+            table = ReportTable(f"{path.stem}: validation checks", frame, caption)
+            validation.append({"name": path.stem, "tables": [table_view(table, simulated)]})
+            continue
         per_attribute = folder / path.stem / "per_attribute.parquet"
         frame = (
             read_parquet(per_attribute)

@@ -66,6 +66,7 @@ from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
 from genfair.methodologies.iris.simulated import SimulatedPlants
+from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     TournamentConfig,
@@ -532,7 +533,8 @@ class Iris(Methodology):
                     i,
                     max_attempts=config.bis_gen.max_attempts,
                     question=ImageQuestion(
-                        policy=POLICIES["BIS-Gen"], plant=config.simulated.t2i.bis_gen
+                        policy=POLICIES["BIS-Gen"],
+                        plant=config.simulated.t2i.plant(r["prompt_type"]),
                     ),
                 )
                 for r in steer.to_dict("records")
@@ -558,15 +560,18 @@ class Iris(Methodology):
         *,
         store: Any = None,
         image_dir: Path | None = None,
+        boxes: bool = False,
     ) -> pd.DataFrame:
         """``images`` (t2i responses) with the instrument's ``gender``, ``age_group``,
-        ``skin_group`` (None where no image, or no face) and ``face_status``. An oracle-mode
+        ``skin_group`` (None where no image, or no face) and ``face_status``; ``boxes``: also
+        ``face_box``, the primary face's (left, top, width, height). An oracle-mode
         instrument (SIMULATORS) reads the recorded ``true_attributes``."""
         simulated = instrument.config.mode == "oracle"
-        rows = []
+        rows, found_boxes = [], []
         for r in progress(images.to_dict("records"), desc="iris: faces", unit="image"):
             if r["status"] != "ok" or r.get("image") is None:
                 rows.append({"face_status": None, **{c: None for c in ATTRIBUTE_COLUMNS}})
+                found_boxes.append(None)
                 continue
             if simulated:
                 truth = json.loads(r["true_attributes"] or "{}")
@@ -579,6 +584,8 @@ class Iris(Methodology):
                 record = instrument.measure(path, image_id=r["image"])
             row = record.to_row()
             face = row["status"] == "ok"
+            box = record.primary.box if face and record.primary is not None else None
+            found_boxes.append((box.x, box.y, box.w, box.h) if box is not None else None)
             rows.append(
                 {
                     "face_status": row["status"],
@@ -595,6 +602,8 @@ class Iris(Methodology):
                         f"IRIS: the instrument labels {col} as {sorted(set(found.loc[odd, col]))}, "
                         f"not {list(CATEGORIES[attr])}: use the 'iris' presets"
                     )
+        if boxes:
+            found["face_box"] = found_boxes
         return pd.concat(
             [images.drop(columns=[c for c in found.columns if c in images.columns]), found], axis=1
         )
@@ -603,16 +612,19 @@ class Iris(Methodology):
         self, probes: pd.DataFrame, responses: pd.DataFrame, config: IrisConfig, ctx: StepContext
     ) -> pd.DataFrame:
         """The labels of :meth:`label_responses`, the instrument from ``ctx`` (t2i only)."""
-        needs_faces = (
-            responses["sector"].isin(("IFS-Gen", "BIS-Gen")).any() if len(responses) else False
-        )
+        sectors = set(responses["sector"]) if len(responses) else set()
+        steering = "BIS-Gen" in sectors
         return self.label_responses(
             probes,
             responses,
             config,
-            instrument=ctx.instrument(self.instrument) if needs_faces else None,
+            instrument=ctx.instrument(self.instrument)
+            if sectors & {"IFS-Gen", "BIS-Gen"}
+            else None,
             image_dir=ctx.image_dir,
             cache_dir=ctx.cache_dir,
+            quality=_optional_instrument(ctx, "image_quality") if steering else None,
+            semantics=_optional_instrument(ctx, "image_semantics") if steering else None,
         )
 
     def label_responses(
@@ -625,17 +637,32 @@ class Iris(Methodology):
         image_dir: Path | None = None,
         cache_dir: Path | None = None,
         embedder: Any = None,
+        quality: Any = None,
+        semantics: Any = None,
     ) -> pd.DataFrame:
         """One row per image (t2i), tournament round, IFS-Und answer or BIS-Und answer;
         ``modality`` column: the model's. ``cache_dir``: where the answer mapper keeps its
-        embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2)."""
+        embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2).
+        ``quality`` / ``semantics``: the image-quality and image-semantics instruments
+        (None: not configured); BIS-Gen images get their per-image scores
+        (:mod:`.steering_scores`) in the columns ``metrics.penalty_columns`` names."""
         modality = str(responses["modality"].iloc[0]) if len(responses) else "llm"
         parts = []
         images = responses[responses["sector"].isin(("IFS-Gen", "BIS-Gen"))]
         if len(images):
             if instrument is None:
                 raise ValueError("IRIS image labels need the demographic instrument")
-            labelled = self._measure(images, instrument, image_dir=image_dir)
+            cfg = config or IrisConfig()
+            fqp = quality is not None and quality.measures["face"] and not quality.oracle
+            labelled = self._measure(images, instrument, image_dir=image_dir, boxes=fqp)
+            scores = steering_scores(
+                labelled,
+                quality=quality,
+                semantics=semantics,
+                columns=cfg.metrics.penalty_columns,
+                path_of=lambda image: Path(image_dir) / f"{image}.png",
+            )
+            labelled = labelled.join(scores)
             keep = [
                 "sector",
                 "probe_id",
@@ -648,6 +675,7 @@ class Iris(Methodology):
                 "combo_id",
                 "prompt_type",
                 *[f"expected_{c}" for c in ATTRIBUTE_COLUMNS],
+                *scores.columns,
             ]
             parts.append(labelled[[c for c in keep if c in labelled.columns]])
         rounds = responses[responses["sector"] == "RFS-Und"]
@@ -860,6 +888,9 @@ class Iris(Methodology):
                 **{k: int((t["status"] == k).sum()) for k in ("ok", "refused", "error")},
                 "fixture": bool(t["fixture"].fillna(False).astype(bool).any()),
             }
+        used = _instruments_used(tables.get("BIS-Gen"), config, ctx)
+        if used:
+            summary["instruments"] = used
         for row in scores.to_dict("records"):
             value = row["value"]
             summary.setdefault(row["sector"], {})[row["metric"]] = (
@@ -931,6 +962,32 @@ class Iris(Methodology):
         from genfair.methodologies.iris.report import plot_tables
 
         return plot_tables(board)
+
+
+def _instruments_used(
+    steering: pd.DataFrame | None, config: IrisConfig, ctx: StepContext | None
+) -> dict[str, str]:
+    """The image instruments whose scores the BIS-Gen labels hold, by name."""
+    if steering is None or ctx is None:
+        return {}
+    cols = config.metrics.penalty_columns
+    used = {}
+    for name, penalties in (("image_quality", ("QPS", "FQP")), ("image_semantics", ("SIL", "SCL"))):
+        if any(cols.get(p) in steering.columns for p in penalties):
+            instrument = _optional_instrument(ctx, name)
+            if instrument is not None:
+                used[name] = instrument.name
+    return used
+
+
+def _optional_instrument(ctx: StepContext, name: str) -> Any:
+    """The configured instrument ``name``, or None when the study leaves it out."""
+    from genfair.errors import NotConfigured
+
+    try:
+        return ctx.instrument(name)
+    except NotConfigured:
+        return None
 
 
 class _LazyMiniLM:

@@ -55,6 +55,9 @@ def report_section(ctx: ReportContext) -> ReportSection:
             title="Scores per sector",
         )
     )
+    missing = _missing_penalties(ctx.study_table("granular"))
+    if missing:
+        section.notes.append(missing)
     validation = ctx.study_table("validation")
     if validation is not None:
         section.tables.append(
@@ -65,6 +68,28 @@ def report_section(ctx: ReportContext) -> ReportSection:
             )
         )
     return section
+
+
+def _missing_penalties(granular: pd.DataFrame | None) -> str:
+    """Which BIS-Gen quality/semantic penalties were not computed, for which models, and the
+    instruments that would compute them ("" when none is missing)."""
+    if granular is None or granular.empty:
+        return ""
+    rows = granular[
+        (granular["sector"] == "BIS-Gen")
+        & granular["metric"].str.fullmatch(r"Penalty_(QPS|FQP|SIL|SCL)")
+        & granular["value"].isna()
+    ]
+    if rows.empty:
+        return ""
+    per_model = rows.groupby("model")["metric"].apply(lambda m: ", ".join(m))
+    listed = "; ".join(f"{model}: {metrics}" for model, metrics in per_model.items())
+    return (
+        f"BIS-Gen is partial where its quality or semantic penalties are not computed ({listed}). "
+        "QPS and FQP need instruments.image_quality.checkpoint (a CLIP or one-output IQA model), "
+        "SIL instruments.image_semantics.clip and SCL instruments.image_semantics.dino: no "
+        "weights ship with genfair (docs/methodology.md)."
+    )
 
 
 def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -34,12 +34,22 @@ class LLMPlants(_Strict):
 
 
 class T2IPlants(_Strict):
-    """IFS-Gen's and BIS-Gen's planted attribute distributions."""
+    """IFS-Gen's and BIS-Gen's planted attribute distributions; ``bis_gen_counter``: the
+    counter-stereotypical prompts' own (None: ``bis_gen``, the default), e.g. with planted
+    per-image ``scores`` lower than ``bis_gen``'s: a quality or semantic drop that the
+    instruments' oracle STAND-INs read back."""
 
     ifs_gen: SimulatedT2IPolicy = SimulatedT2IPolicy(
         attributes=_GEN_ATTRIBUTES, refusal_rate=0.05, no_person_rate=0.02
     )
     bis_gen: SimulatedT2IPolicy = SimulatedT2IPolicy(attributes=_GEN_ATTRIBUTES, refusal_rate=0.05)
+    bis_gen_counter: SimulatedT2IPolicy | None = None
+
+    def plant(self, prompt_type: str) -> SimulatedT2IPolicy:
+        """The plant of a BIS-Gen prompt (``stereotypical`` or ``counter``)."""
+        if prompt_type == "counter" and self.bis_gen_counter is not None:
+            return self.bis_gen_counter
+        return self.bis_gen
 
 
 class VLMPlants(_Strict):

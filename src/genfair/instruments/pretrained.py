@@ -1,0 +1,41 @@
+"""Hugging Face checkpoints for the instruments, from a user-given local folder or a model id
+already in the local Hugging Face cache: never fetched at run time (``local_files_only``).
+
+A missing folder or an id not in the cache is one :class:`~genfair.errors.ConfigError` line
+naming the config key and the fix (download once with ``huggingface-cli download <id>``, or
+``save_pretrained`` into a folder)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from genfair.errors import ConfigError
+
+__all__ = ["load_pretrained"]
+
+
+def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
+    """``cls.from_pretrained(ref, local_files_only=True)``; ``key`` names the config entry
+    in the error (e.g. ``instruments.image_semantics.clip``)."""
+    looks_local = ref.startswith((".", "/", "~")) or Path(ref).expanduser().exists()
+    source = str(Path(ref).expanduser()) if looks_local else ref
+    if (
+        looks_local
+        and not (Path(source) / "config.json").is_file()
+        and cls.__name__.endswith(("Model", "Classification"))
+    ):
+        raise ConfigError(
+            f"params.yaml: {key}: {source} holds no checkpoint (config.json missing); "
+            "point it at a folder written by save_pretrained"
+        )
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        return cls.from_pretrained(source, local_files_only=True, **kwargs)
+    except OSError as exc:
+        raise ConfigError(
+            f"params.yaml: {key}: {ref!r} is neither a checkpoint folder nor a model id in the "
+            f"local Hugging Face cache ({type(exc).__name__}); download it once "
+            f"(huggingface-cli download {ref}) or give a local folder"
+        ) from None
