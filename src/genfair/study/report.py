@@ -226,6 +226,40 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
     return out
 
 
+def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any] | None:
+    """The tokens and images of each run's answers (the ``usage`` of its metrics summary:
+    :mod:`genfair.models.usage`), with the rule each was counted by; None when no run has it."""
+    rows = []
+    for model in params.models:
+        for name in params.methodologies:
+            path = layout.metrics(model, name) / "summary.json"
+            usage = read_json(path).get("usage") if path.is_file() else None
+            if isinstance(usage, dict):
+                rules = usage.get("rules", [])
+                rows.append(
+                    {"model": model, "methodology": name}
+                    | {
+                        k: usage.get(k)
+                        for k in ("calls", "prompt_tokens", "completion_tokens", "images")
+                    }
+                    | {"counted with": "; ".join(map(str, rules))}
+                )
+    if not rows:
+        return None
+    return table_view(
+        ReportTable(
+            "Usage",
+            pd.DataFrame(rows),
+            "Every answer a run used, re-asks included, whether it came from the response cache "
+            "or was sent (the split is in the generate log): tokens from the endpoint's usage, "
+            "else the model's own tokenizer, else 4 characters a token (a simulator's text); "
+            "images drawn. `genfair plan` estimates them before a run.",
+        ),
+        simulated,
+        max_rows=10_000,
+    )
+
+
 def _find(node: Any, key: str, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     """Every ``key: {...}`` entry in a nested summary, with where it was found."""
     found = []
@@ -285,6 +319,7 @@ def build_report(
         headline=headline_view(params, layout),
         sections=sections,
         instruments=instruments_view(params, layout, simulated),
+        usage=usage_view(params, layout, simulated),
         any_simulated=bool(simulated),
         simulated_names=simulated,
         tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
@@ -332,7 +367,7 @@ figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px
 <h1>genfair study report</h1>
 <nav><a href="#study">Study</a><a href="#headline">Headline numbers</a>{% for s in sections %}
 <a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
-<a href="#instruments">Instruments</a></nav>
+<a href="#instruments">Instruments</a>{% if usage %}<a href="#usage">Usage</a>{% endif %}</nav>
 </header>
 <main>
 <section id="study">
@@ -413,6 +448,12 @@ score it feeds.</p>
 {% if instruments.used %}{{ table(instruments.used) }}{% endif %}
 {% if instruments.tiers %}{{ table(instruments.tiers) }}{% endif %}
 </section>
+{% if usage %}
+<section id="usage">
+<h2>Usage</h2>
+{{ table(usage) }}
+</section>
+{% endif %}
 </main>
 </body>
 </html>

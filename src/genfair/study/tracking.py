@@ -382,7 +382,12 @@ def _log_child(
             model, method_config, rows, summary, studies[name]
         )
         mlflow.log_params(extra_params)
-        mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics})
+        usage = {  # the tokens and images of the run's answers (genfair.models.usage)
+            f"usage.{k}": float(v)
+            for k, v in summary.get("usage", {}).items()
+            if isinstance(v, int | float)
+        }
+        mlflow.log_metrics({**_score_metrics(rows, method.metric_keys), **extra_metrics, **usage})
         for table in sorted(folder.glob("*.parquet")):
             _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
         if len(rows) > len(scores):
