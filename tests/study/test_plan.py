@@ -20,7 +20,7 @@ from genfair.study.layout import Layout
 from genfair.study.plan import plan, totals
 from genfair.study.steps import cache_opener, generate, make_probes
 from tests.study.toy_methodology import Quiz
-from tests.support.conf import with_runs
+from tests.support.conf import ROOT, with_runs
 
 QUESTIONS = 12
 ENDPOINT = {
@@ -200,3 +200,22 @@ def test_a_run_records_its_usage_the_same_with_or_without_a_cache(
         "toy_quiz",
         str(usage["calls"]),
     ]
+
+
+def test_genfair_plan_prints_a_table_and_json(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from genfair.cli import main
+
+    monkeypatch.chdir(ROOT)  # the study's root (params come from --params)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_params(base).model_dump(mode="json", exclude_unset=True)))
+    assert main(["plan", "--params", str(path), "--models", "endpoint"]) == 0
+    out = capsys.readouterr().out
+    assert "endpoint" in out and "to send" in out and ESTIMATE_RULE in out
+    assert main(["plan", "--params", str(path), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["total"]["to_send"] == 2 * QUESTIONS
+    assert {r["model"] for r in planned["runs"]} == {"endpoint", "simulated_llm"}
