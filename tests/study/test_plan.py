@@ -219,3 +219,23 @@ def test_genfair_plan_prints_a_table_and_json(
     planned = json.loads(capsys.readouterr().out)
     assert planned["total"]["to_send"] == 2 * QUESTIONS
     assert {r["model"] for r in planned["runs"]} == {"endpoint", "simulated_llm"}
+
+
+def test_cache_stats_prints_each_runs_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.cli import main
+
+    for marker in ("conf/config.yaml", "dvc.yaml"):  # a study folder
+        (tmp_path / marker).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / marker).write_text("")
+    used = {"calls": 1234, "prompt_tokens": 56789, "completion_tokens": 42, "images": 0}
+    path = Layout(tmp_path).usage("simulated_llm", "toy_quiz")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**used, "rules": [ESTIMATE_RULE]}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "stats", str(tmp_path / "c.sqlite")]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "simulated_llm · toy_quiz" in x)
+    assert line.split()[-4:] == ["1,234", "56,789", "42", "0"]
+    assert f"counted with: {ESTIMATE_RULE}" in out
