@@ -239,15 +239,16 @@ def _plan_run(
             if key not in observed:
                 observed[key] = observe(cache, key, part.backend)
             seen = observed[key]
-            text = part.completion_max and part.images == 0
+            text = part.completion_max > 0 and part.images == 0
             if text and seen.completion_tokens is None:
                 known = False
-            mean = seen.completion_tokens or 0.0
-            expected += mean * part.to_send if text else 0.0
-            # the observed length where known, else the token limit (an upper bound)
-            costs.append(
-                _cost(part, mean * part.to_send if seen.completion_tokens else part.completion_max)
+            answers = (
+                part.completion_max  # unknown length: the token limit, an upper bound
+                if seen.completion_tokens is None
+                else seen.completion_tokens * part.to_send
             )
+            expected += answers if text else 0.0
+            costs.append(_cost(part, answers))
             concurrency = getattr(part.config, "concurrency", 1) or 1
             seconds.append(
                 None if seen.seconds is None else seen.seconds * part.to_send / concurrency
