@@ -1,6 +1,5 @@
 """Paired model comparisons: a difference's bootstrap interval and p-value, and Holm's
-adjustment across a study's comparisons (issue 33.2; the building block, not yet wired
-into a stage).
+adjustment across a study's comparisons (issue 33.2; used by :mod:`genfair.study.compare`).
 
 Two models that answered the same probes are compared on the *same* resampled units: each
 bootstrap replicate draws units (a methodology's resampling unit: a probe, a statistic, a
@@ -21,44 +20,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 
-def paired_difference(
+def paired_differences(
     n_units: int,
-    statistic: Callable[[np.ndarray], float | np.ndarray],
+    statistic: Callable[[np.ndarray], Sequence[float] | np.ndarray],
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
     vectorized: bool = False,
-) -> dict[str, float]:
-    """``{"difference", "ci_low", "ci_high", "p_value", "n"}`` of a paired difference.
+) -> list[dict[str, float]]:
+    """Per value of ``statistic``, ``{"difference", "ci_low", "ci_high", "p_value", "n"}``.
 
-    ``statistic(positions)`` is model A's headline minus model B's, computed on the units at
-    ``positions`` (an int array, repeats allowed; ``np.arange(n_units)``: the data as
-    observed). ``vectorized``: it takes a (..., n_units) array and returns one value per row.
-    Fewer than two units, or a NaN difference, give NaN bounds and p.
+    ``statistic(positions)`` gives model A's headline numbers minus model B's (one or more),
+    computed on the units at ``positions`` (an int array, repeats allowed;
+    ``np.arange(n_units)``: the data as observed); every number of one replicate comes from
+    the same draw. ``vectorized``: it takes a (..., n_units) array and returns values along
+    the last axis. Fewer than two units, or a NaN difference, give NaN bounds and p.
     """
     from scipy import stats
 
-    observed = float(statistic(np.arange(n_units)))
-    out = {
-        "difference": observed,
-        "ci_low": math.nan,
-        "ci_high": math.nan,
-        "p_value": math.nan,
-        "n": n_units,
-    }
-    if n_units < 2 or not math.isfinite(observed) or resamples < 1:
+    observed = np.atleast_1d(np.asarray(statistic(np.arange(n_units)), dtype=float))
+    out = [
+        {"difference": float(d), "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
+        | {"n": n_units}
+        for d in observed
+    ]
+    if n_units < 2 or resamples < 1:
         return out
 
-    def on_positions(positions: np.ndarray, axis: int = -1) -> float | np.ndarray:
-        positions = np.asarray(positions, dtype=int)
-        if vectorized:
-            return statistic(positions)
-        return float(statistic(positions))
+    def on_positions(positions: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(statistic(np.asarray(positions, dtype=int)), dtype=float)
 
     result = stats.bootstrap(
         (np.arange(n_units),),
@@ -69,18 +65,28 @@ def paired_difference(
         method="percentile",
         random_state=np.random.default_rng(seed),
     )
-    replicates = np.asarray(result.bootstrap_distribution, dtype=float)
-    replicates = replicates[np.isfinite(replicates)]
-    if not replicates.size:
-        return out
-    below = (np.count_nonzero(replicates <= 0) + 1) / (replicates.size + 1)
-    above = (np.count_nonzero(replicates >= 0) + 1) / (replicates.size + 1)
-    out.update(
-        ci_low=float(result.confidence_interval.low),
-        ci_high=float(result.confidence_interval.high),
-        p_value=min(1.0, 2.0 * min(below, above)),
+    distributions = np.asarray(result.bootstrap_distribution, dtype=float).reshape(
+        len(observed), -1
     )
+    lows = np.atleast_1d(result.confidence_interval.low)
+    highs = np.atleast_1d(result.confidence_interval.high)
+    for entry, replicates, low, high in zip(out, distributions, lows, highs, strict=True):
+        replicates = replicates[np.isfinite(replicates)]
+        if not math.isfinite(entry["difference"]) or not replicates.size:
+            continue
+        below = (np.count_nonzero(replicates <= 0) + 1) / (replicates.size + 1)
+        above = (np.count_nonzero(replicates >= 0) + 1) / (replicates.size + 1)
+        entry.update(
+            ci_low=float(low), ci_high=float(high), p_value=min(1.0, 2.0 * min(below, above))
+        )
     return out
+
+
+def paired_difference(
+    n_units: int, statistic: Callable[[np.ndarray], float | np.ndarray], **options: Any
+) -> dict[str, float]:
+    """:func:`paired_differences` of a statistic with one value."""
+    return paired_differences(n_units, statistic, **options)[0]
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -82,6 +82,11 @@ class Layout:
         return self.data / "headline.json"
 
     @property
+    def comparisons(self) -> Path:
+        """Paired model comparisons of every headline number (:mod:`genfair.study.compare`)."""
+        return self.data / "comparisons.json"
+
+    @property
     def headline_dir(self) -> Path:
         """One file per headline number (``<methodology>/<name>.<better>.json``: model ->
         value), what ``dvc metrics show`` prints."""

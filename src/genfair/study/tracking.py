@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from genfair.config import StudyParams, methodology_config
-from genfair.io import read_parquet, write_json
+from genfair.io import read_json, read_parquet, write_json
 from genfair.methodologies import get_methodology
 from genfair.params import PARAMS_FILE
 from genfair.study.context import methodologies_for, model_info
@@ -194,6 +194,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
         sorted(children.values()),
         *[layout.scores / f"{n}.parquet" for n in params.methodologies],
         *[layout.study(n) for n in params.methodologies],
+        layout.comparisons,
     )
     existing = _existing(client, experiment)
     stages = locked_stages(layout.root)
@@ -306,6 +307,12 @@ def _log_parent(
                 "methodologies": ",".join(params.methodologies),
             }
         )
+        if layout.comparisons.is_file():  # paired model comparisons (genfair.study.compare)
+            compared = flatten(read_json(layout.comparisons), "compare.")
+            # numbers only (a NaN bound is None); marked as 1 / 0
+            mlflow.log_metrics(
+                {k: float(v) for k, v in compared.items() if isinstance(v, int | float)}
+            )
         for name in params.methodologies:
             method = get_methodology(name)
             board_path = layout.scores / f"{name}.parquet"
