@@ -10,6 +10,8 @@ genfair cache copy SRC DST          copy entries (and their images) between cach
 genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
                                     answer the study's calls into the response cache (on
                                     the study's executor, e.g. a Dask cluster); then `dvc repro`
+genfair plan [-o key=value ...] [--json]
+                                    what the study would send and cost (no call made)
 genfair exp -S key=value [...]      `dvc exp run -S ...`, once genfair has validated the overrides
 """
 
@@ -233,6 +235,29 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
             f"  {'total':<{width}}  {sum(counts.values()):>9,}\n"
             f"  {cache.claims()} calls claimed now"
         )
+    _print_usage()
+
+
+def _print_usage() -> None:
+    """The study's runs' usage (each generate's ``usage.json``), when run in a study."""
+    from genfair.io import read_json
+    from genfair.study.layout import Layout
+
+    found = sorted(Layout().data.glob("responses/*/*/usage.json"))
+    if not found:
+        return
+    names = ("calls", "prompt_tokens", "completion_tokens", "images")
+    print(
+        "\nusage of the study's runs (answers from the cache and sent: "
+        "data/responses/*/*/usage.json)"
+    )
+    print(f"  {'model · methodology':<40}" + "".join(f"{n:>19}" for n in names))
+    for path in found:
+        usage = read_json(path)
+        run = f"{path.parent.parent.name} · {path.parent.name}"
+        print(f"  {run:<40}" + "".join(f"{usage.get(n, 0):>19,}" for n in names))
+    rules = sorted({r for path in found for r in read_json(path).get("rules", [])})
+    print(f"  counted with: {'; '.join(rules)}")
 
 
 def cmd_cache_copy(args: argparse.Namespace) -> None:
@@ -269,6 +294,21 @@ def cmd_fill(args: argparse.Namespace) -> None:
             f"{len(failed)} runs not filled (rerun to resume): "
             + "; ".join(f"{run}: {printable(why)}" for run, why in failed.items())
         )
+
+
+def cmd_plan(args: argparse.Namespace) -> None:
+    import json
+
+    from genfair.logs import setup
+    from genfair.study.plan import plan, table, totals
+
+    setup("plan")
+    params = load_params(args.params) if args.params else _composed(args.override)[1]
+    rows = plan(params, _names(args.models), _names(args.methodologies))
+    if args.json:
+        print(json.dumps({"runs": [r.to_dict() for r in rows], "total": totals(rows)}, indent=2))
+    else:
+        print(table(rows))
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -325,6 +365,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
     p.set_defaults(func=cmd_fill)
+
+    p = sub.add_parser(
+        "plan", help="what the study would send and cost, per model and methodology (no call)"
+    )
+    p.add_argument("-o", "--override", action="append", default=[], help="Hydra override")
+    p.add_argument("--models", default=None, help="comma-separated models (default: all)")
+    p.add_argument(
+        "--methodologies", default=None, help="comma-separated methodologies (default: all)"
+    )
+    p.add_argument("--json", action="store_true", help="the plan as JSON")
+    p.add_argument(
+        "--params", default=None, help="plan this params file instead of composing conf/"
+    )
+    p.set_defaults(func=cmd_plan)
 
     cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
         dest="action", required=True

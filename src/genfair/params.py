@@ -128,11 +128,16 @@ class GenerationConfig(_Strict):
     executor: Literal["local", "dask"] = "local"
     #: the Dask scheduler's address (``tcp://host:8786``); None: ``DASK_SCHEDULER_ADDRESS``
     scheduler: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
+    #: the most calls still to send (``genfair plan``) a ``generate`` stage lets the study
+    #: pay; None: no limit. Checked over the whole study before any call
+    max_calls: int | None = Field(None, ge=0)
+    #: the most estimated cost of the calls still to send (models' ``price``); None: no limit
+    max_cost: float | None = Field(None, ge=0.0)
 
 
-#: the keys of ``generation`` that say where calls run, not what they answer: outside
-#: ``generate``'s DVC params and its recorded ``run_params.json``
-EXECUTION = ("executor", "scheduler")
+#: the keys of ``generation`` that say where calls run or how many may be paid, not what
+#: they answer: outside ``generate``'s DVC params and its recorded ``run_params.json``
+EXECUTION = ("executor", "scheduler", "max_calls", "max_cost")
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:

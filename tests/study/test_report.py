@@ -248,6 +248,8 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(
         if r.data.tags.get(KEY_TAG) == runs["child_runs"]["simulated_llm/fact_or_fair"]
     )
     assert child.data.tags["genfair.simulated"] == "true" and child.data.metrics
+    # the tokens of the run's answers (usage.json, through the metrics summary; issue 33.3)
+    assert child.data.metrics["usage.calls"] > 0 and child.data.metrics["usage.prompt_tokens"] > 0
     # a fresh store gets every run again
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'fresh.db'}"
     try:

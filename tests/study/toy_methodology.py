@@ -97,6 +97,16 @@ class Quiz(Methodology):
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
 
+    #: a question: what a paired comparison of two models resamples
+    paired_unit = "probe_id"
+
+    def headline_function(self, config: QuizConfig, modality: str) -> Any:
+        def accuracy(labels: pd.DataFrame) -> dict[str, float]:
+            valid = labels[labels["status"] == "ok"]
+            return {"accuracy": float(valid["correct"].mean()) if len(valid) else float("nan")}
+
+        return accuracy
+
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]} if len(board) else {}
 

@@ -317,6 +317,9 @@ class Methodology(ABC):
     plots: ClassVar[tuple[Plot, ...]] = ()
     #: the section title of the study report (default: :attr:`name`)
     title: ClassVar[str] = ""
+    #: the labels column whose values a paired model comparison resamples jointly (the
+    #: methodology's resampling unit, e.g. ``probe_id``); None: its models are not compared
+    paired_unit: ClassVar[str | None] = None
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
@@ -413,6 +416,15 @@ class Methodology(ABC):
             f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()
         }
         return params, {}
+
+    def headline_function(
+        self, config: Any, modality: str
+    ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
+        """A cheap function from one model's labels (of ``modality``) to its headline numbers
+        by :attr:`Headline.name` (no intervals): what a paired comparison recomputes on every
+        resample of :attr:`paired_unit` (:mod:`genfair.study.compare`). Default: None (not
+        compared)."""
+        return None
 
     # ---- report
 

@@ -241,6 +241,16 @@ class LLMBackend(ABC):
         request can change (its ``temperature``) override it."""
         return self.deterministic
 
+    def prompt_tokens(self, request: Request) -> int | None:
+        """How many tokens ``request``'s input is for this model, counted with its own
+        tokenizer (chat template included); ``None`` when the backend has no tokenizer here
+        (an HTTP endpoint, a simulator): :func:`estimated_tokens` then stands in."""
+        return None
+
+    def text_tokens(self, text: str) -> int | None:
+        """How many tokens ``text`` is for this model's tokenizer; ``None`` without one."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, GPU memory)."""
 
@@ -368,6 +378,32 @@ def _key_message(message: dict[str, Any]) -> dict[str, Any]:
         for part in content
     ]
     return {**message, "content": parts}
+
+
+#: how :func:`estimated_tokens` counts where no tokenizer is at hand (stated in every output)
+ESTIMATE_RULE = "estimate: characters / 4"
+
+
+def estimated_tokens(text: str) -> int:
+    """A token count without a tokenizer: one token per 4 characters, rounded up (the common
+    rule of thumb for English with BPE tokenizers); labelled :data:`ESTIMATE_RULE`."""
+    return -(-len(text) // 4)
+
+
+def message_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of chat ``messages`` (their text parts; images are counted apart)."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(
+                str(p.get("text", ""))
+                for p in content
+                if isinstance(p, dict) and p.get("type") == "text"
+            )
+    return "\n".join(parts)
 
 
 def stable_hash(payload: Any, length: int = 64) -> str:

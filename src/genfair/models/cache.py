@@ -430,6 +430,19 @@ class ResponseCache:
                 ).all()
             )
 
+    def recent(self, model: str, limit: int = 1000) -> list[Completion]:
+        """Up to ``limit`` of ``model``'s latest stored answers (``genfair plan``'s observed
+        answer length and speed); malformed rows are skipped here, not dropped."""
+        with self._one() as conn:
+            blobs = conn.execute(
+                sa.select(RESPONSES.c.completion)
+                .where(RESPONSES.c.model == model)
+                .order_by(RESPONSES.c.created_at.desc())
+                .limit(limit)
+            ).scalars()
+            loaded = [_load(blob)[0] for blob in blobs]
+        return [c for c in loaded if c is not None]
+
     # --- claims: one process answers each call -------------------------------------------
 
     def claim(self, keys: list[str], ttl_s: float = CLAIM_TTL_S) -> set[str]:

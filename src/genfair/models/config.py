@@ -71,9 +71,19 @@ class DecodingOverride(_Strict):
     top_p: TopP | None = None
 
 
-#: model config keys that say where or how fast a model runs, not what it answers: outside
-#: the hashes and records that decide whether a stage reruns
-PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit"})
+#: model config keys that say where or how fast a model runs, or what it costs, not what it
+#: answers: outside the hashes and records that decide whether a stage reruns
+PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price"})
+
+
+class Price(_Strict):
+    """What a model's calls cost (``genfair plan``'s estimate and ``generation.max_cost``), in
+    one currency of the user's choosing; an absent rate is 0. ``price: {}`` declares a model
+    free (a local one); a model without ``price`` is not priced."""
+
+    input_per_million: float = Field(0.0, ge=0.0)
+    output_per_million: float = Field(0.0, ge=0.0)
+    per_image: float = Field(0.0, ge=0.0)
 
 
 class _UnderTest(_Strict):
@@ -87,6 +97,8 @@ class _UnderTest(_Strict):
     #: ``generation.executor: dask`` its calls run only on workers that declare them
     #: (``dask worker --resources GPU=1``); ignored by the local executor
     worker_resources: dict[str, float] = {}
+    #: what its calls cost (None: not priced); changes no answer, no hash, no cache key
+    price: Price | None = None
 
     @field_validator("worker_resources")
     @classmethod

@@ -170,6 +170,16 @@ class HFChatBackend(LLMBackend):
         """Greedy decoding (the request's effective temperature 0) repeats itself."""
         return request.sampling(self.sampling).temperature == 0
 
+    def prompt_tokens(self, request: Request) -> int:
+        """The prompt's tokens as :meth:`_generate` builds and encodes it."""
+        prompt = self.tokenizer.apply_chat_template(
+            self._messages(request), add_generation_prompt=True, tokenize=False
+        )
+        return self.text_tokens(prompt)
+
+    def text_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _batches(self, requests: Sequence[Request]) -> list[Sequence[Request]]:
         """Batches of requests sharing one decoding (a batch generates with one
         ``max_new_tokens``, temperature, top_p and schema): of at most ``batch_size`` for

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from genfair.logs import progress
+from genfair.models import usage
 from genfair.models.base import Completion, LLMBackend, PerCall, Request, derive_seed
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import active, store_completion
@@ -203,6 +204,8 @@ def _answer(
         hits = cache.get_many([keys[i] for i in todo])
         found = [i for i in todo if keys[i] in hits]
         results.update((i, hits[keys[i]]) for i in found)
+        for i in found:
+            usage.record(backend, requests[i], results[i], "cached")
         stats["cached"] += len(found)
         progress(len(found))
         todo = [i for i in todo if i not in results]
@@ -212,6 +215,8 @@ def _answer(
         send = [i for i in todo if keys[i] in mine]
         if send:
             _send(backend, cache, send, requests, keys, model_key, results, progress)
+            for i in send:
+                usage.record(backend, requests[i], results[i], "sent")
             stats["called"] += len(send)
             todo = [i for i in todo if i not in results]
         elif todo:  # all held by other processes: wait for their answers

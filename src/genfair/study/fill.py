@@ -34,7 +34,7 @@ def select_runs(
     params: StudyParams, models: list[str] | None, methodologies: list[str] | None
 ) -> list[dict]:
     """The study's runs restricted to ``models`` and ``methodologies`` (``None``: all); an
-    unknown name is a :class:`ConfigError` listing the known ones."""
+    unknown name, or no run left, is a :class:`ConfigError` (listing the known names)."""
     runs = list((params.runs or {}).values())
     for given, known, what in (
         (models, params.models, "model"),
@@ -45,12 +45,17 @@ def select_runs(
             raise ConfigError(
                 f"no {what} {', '.join(map(repr, unknown))} in the study; known: {', '.join(known)}"
             )
-    return [
+    chosen = [
         r
         for r in runs
         if (models is None or r["model"] in models)
         and (methodologies is None or r["methodology"] in methodologies)
     ]
+    if not chosen:
+        raise ConfigError(
+            "no run of the study matches --models / --methodologies (params.yaml: runs)"
+        )
+    return chosen
 
 
 def fill(
@@ -62,10 +67,6 @@ def fill(
     """Answer every call of the selected runs into the cache; per run ``model · methodology``,
     ``"ok"`` or the one-line reason it did not fill (the others still fill)."""
     runs = select_runs(params, models, methodologies)
-    if not runs:
-        raise ConfigError(
-            "no run of the study matches --models / --methodologies (params.yaml: runs)"
-        )
     open_cache = cache_opener(params)
     outcome: dict[str, str] = {}
     log.info(

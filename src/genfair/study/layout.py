@@ -47,6 +47,10 @@ class Layout:
         metrics steps read them (:func:`genfair.study.steps.recorded_params`)."""
         return self.responses_dir(model, methodology) / "run_params.json"
 
+    def usage(self, model: str, methodology: str) -> Path:
+        """The tokens and images of the run's answers (:mod:`genfair.models.usage`)."""
+        return self.responses_dir(model, methodology) / "usage.json"
+
     def images(self, model: str, methodology: str) -> Path:
         """A t2i model's images (``<sha256>.png``), indexed by :meth:`responses`."""
         return self.responses_dir(model, methodology) / "images"
@@ -76,6 +80,11 @@ class Layout:
     def headline(self) -> Path:
         """The headline metrics of every model and methodology (``dvc metrics show``)."""
         return self.data / "headline.json"
+
+    @property
+    def comparisons(self) -> Path:
+        """Paired model comparisons of every headline number (:mod:`genfair.study.compare`)."""
+        return self.data / "comparisons.json"
 
     @property
     def headline_dir(self) -> Path:

@@ -236,6 +236,90 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
     return out
 
 
+def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any] | None:
+    """The tokens and images of each run's answers (the ``usage`` of its metrics summary:
+    :mod:`genfair.models.usage`), with the rule each was counted by; None when no run has it."""
+    rows = []
+    for model in params.models:
+        for name in params.methodologies:
+            path = layout.metrics(model, name) / "summary.json"
+            usage = read_json(path).get("usage") if path.is_file() else None
+            if isinstance(usage, dict):
+                rules = usage.get("rules", [])
+                rows.append(
+                    {"model": model, "methodology": name}
+                    | {
+                        k: usage.get(k)
+                        for k in ("calls", "prompt_tokens", "completion_tokens", "images")
+                    }
+                    | {"counted with": "; ".join(map(str, rules))}
+                )
+    if not rows:
+        return None
+    return table_view(
+        ReportTable(
+            "Usage",
+            pd.DataFrame(rows),
+            "Every answer a run used, re-asks included, whether it came from the response cache "
+            "or was sent (the split is in the generate log): tokens from the endpoint's usage, "
+            "else the model's own tokenizer, else 4 characters a token (a simulator's text); "
+            "images drawn. `genfair plan` estimates them before a run.",
+        ),
+        simulated,
+        max_rows=10_000,
+    )
+
+
+def comparisons_view(
+    params: StudyParams, layout: Layout, simulated: set[str]
+) -> list[dict[str, Any]]:
+    """One matrix per compared headline (``data/comparisons.json``): the row model minus the
+    column model, its paired interval, ``*`` where the Holm-adjusted p-value marks it."""
+    found = read_json(layout.comparisons) if layout.comparisons.is_file() else {}
+    views = []
+    for name, headlines in found.items():
+        for headline, pairs in headlines.items():
+            cells: dict[str, dict[str, str]] = {}
+            for key, c in pairs.items():
+                a, b = key.split("_vs_", 1)
+                if c.get("difference") is None:
+                    continue
+                lo, hi = c.get("ci_low"), c.get("ci_high")
+                mark = "*" if c.get("marked") else ""
+                for row, column, sign in ((a, b, 1), (b, a, -1)):
+                    interval = (
+                        ""
+                        if lo is None or hi is None
+                        else f" [{_num(sign * (lo if sign > 0 else hi))}, "
+                        f"{_num(sign * (hi if sign > 0 else lo))}]"
+                    )
+                    cells.setdefault(row, {})[column] = (
+                        f"{_num(sign * c['difference'])}{interval}{mark}"
+                    )
+            models = [m for m in params.models if m in cells]
+            frame = pd.DataFrame(
+                [{"model": m, **{o: cells[m].get(o, "") for o in models}} for m in models]
+            )
+            views.append(
+                table_view(
+                    ReportTable(
+                        f"{name}: {headline}",
+                        frame,
+                        "Row model minus column model, with its paired 95% bootstrap interval "
+                        "(the same probes resampled for both); * where the Holm-adjusted p-value "
+                        "across the study's comparisons is below 0.05. Simulators are compared "
+                        "only with simulators.",
+                    ),
+                    simulated,
+                )
+            )
+    return views
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
+
+
 def _find(node: Any, key: str, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     """Every ``key: {...}`` entry in a nested summary, with where it was found."""
     found = []
@@ -295,6 +379,8 @@ def build_report(
         headline=headline_view(params, layout),
         sections=sections,
         instruments=instruments_view(params, layout, simulated),
+        usage=usage_view(params, layout, simulated),
+        comparisons=comparisons_view(params, layout, simulated),
         any_simulated=bool(simulated),
         simulated_names=simulated,
         tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
@@ -342,7 +428,9 @@ figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px
 <h1>genfair study report</h1>
 <nav><a href="#study">Study</a><a href="#headline">Headline numbers</a>{% for s in sections %}
 <a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
-<a href="#instruments">Instruments</a></nav>
+<a href="#instruments">Instruments</a>
+{% if comparisons %}<a href="#comparisons">Comparisons</a>{% endif %}
+{% if usage %}<a href="#usage">Usage</a>{% endif %}</nav>
 </header>
 <main>
 <section id="study">
@@ -423,6 +511,18 @@ score it feeds.</p>
 {% if instruments.used %}{{ table(instruments.used) }}{% endif %}
 {% if instruments.tiers %}{{ table(instruments.tiers) }}{% endif %}
 </section>
+{% if comparisons %}
+<section id="comparisons">
+<h2>Model comparisons</h2>
+{% for t in comparisons %}{{ table(t) }}{% endfor %}
+</section>
+{% endif %}
+{% if usage %}
+<section id="usage">
+<h2>Usage</h2>
+{{ table(usage) }}
+</section>
+{% endif %}
 </main>
 </body>
 </html>

@@ -20,6 +20,7 @@ from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
+from genfair.study.compare import compare_models, comparison_files, comparison_metrics
 from genfair.study.context import model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.runs import check_runs
@@ -216,7 +217,8 @@ def write_plot(methodology: str, plot: str, layout: Layout = Layout()) -> Path:
 def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
     """``score``: one leaderboard per methodology of the study (``data/scores/``), the
     headline metrics (``data/headline.json``, and one file per number under
-    ``data/headline/`` for ``dvc metrics``)."""
+    ``data/headline/`` for ``dvc metrics``), the paired model comparisons
+    (``data/comparisons.json``, :mod:`genfair.study.compare`)."""
     check_runs(params)
     written, summary = [], {}
     shutil.rmtree(
@@ -235,4 +237,9 @@ def score_study(params: StudyParams, layout: Layout = Layout()) -> list[Path]:
             )
     written.extend(instrument_metric_files(layout))
     written.append(write_json(summary, layout.headline))
+    compared = compare_models(params, layout)
+    log.info("%d paired comparisons, %d marked", len(compared), int(compared["marked"].sum()))
+    written.append(write_json(comparison_metrics(compared), layout.comparisons))
+    for file, values in comparison_files(compared).items():
+        written.append(write_json(values, layout.headline_dir / file))
     return written

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import PLACEMENT_KEYS
 from genfair.models.executor import calls_executor
+from genfair.models.usage import recording
 from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, cache_url, images_url, read_params
 from genfair.study.context import (
     configured,
@@ -94,18 +96,27 @@ def generate(
     when too many calls end in ``error``."""
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
+    if params.generation.max_calls is not None or params.generation.max_cost is not None:
+        from genfair.study.plan import check_budget  # plans the study: only with a limit set
+
+        check_budget(params)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
         probes = probes.head(limit)
     open_cache = cache_opener(params)
-    with calls_executor(params.generation, open_cache):
+    with calls_executor(params.generation, open_cache), recording() as used:
         responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
     _log_status("responses", responses["status"])
+    log.info("usage: %s", used.to_dict())
     check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
     recorded = run_params(params, model, methodology)
     if runtime:
         recorded[RUNTIME] = runtime
     write_json(recorded, layout.run_params(model, methodology))
+    # the answers' totals: the same whether they came from the cache or not (the split is logged)
+    write_json(
+        {**asdict(used.total()), "rules": sorted(used.rules)}, layout.usage(model, methodology)
+    )
     return write_parquet(responses, out)
 
 
@@ -230,8 +241,10 @@ def compute_metrics(
             errors,
             len(status),
         )
+    used = layout.usage(model, methodology)  # absent: generated before usage was recorded
+    usage = {"usage": read_json(used, ConfigError, "generate writes it")} if used.exists() else {}
     return write_json(
-        {**result.summary, "incomplete": {"errors": errors, "calls": int(len(status))}},
+        {**result.summary, "incomplete": {"errors": errors, "calls": int(len(status))}, **usage},
         folder / "summary.json",
     )
 

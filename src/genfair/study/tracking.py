@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from genfair.config import StudyParams, methodology_config
-from genfair.io import read_parquet, spreadsheet_safe, write_json
+from genfair.io import read_json, read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
 from genfair.names import mlflow_key
 from genfair.params import PARAMS_FILE
@@ -195,6 +195,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
         sorted(children.values()),
         *[layout.scores / f"{n}.parquet" for n in params.methodologies],
         *[layout.study(n) for n in params.methodologies],
+        layout.comparisons,
     )
     existing = _existing(client, experiment)
     stages = locked_stages(layout.root)
@@ -308,6 +309,12 @@ def _log_parent(
                 "methodologies": ",".join(params.methodologies),
             },
         )
+        if layout.comparisons.is_file():  # paired model comparisons (genfair.study.compare)
+            compared = flatten(read_json(layout.comparisons), "compare.")
+            # numbers only (a NaN bound is None); marked as 1 / 0
+            _log_metrics(
+                mlflow, {k: float(v) for k, v in compared.items() if isinstance(v, int | float)}
+            )
         for name in params.methodologies:
             method = get_methodology(name)
             board_path = layout.scores / f"{name}.parquet"
@@ -385,7 +392,12 @@ def _log_child(
             model, method_config, rows, summary, studies[name]
         )
         _log_params(mlflow, extra_params)
-        _log_metrics(mlflow, {**_score_metrics(rows, method.metric_keys), **extra_metrics})
+        usage = {  # the tokens and images of the run's answers (genfair.models.usage)
+            f"usage.{k}": float(v)
+            for k, v in summary.get("usage", {}).items()
+            if isinstance(v, int | float)
+        }
+        _log_metrics(mlflow, {**_score_metrics(rows, method.metric_keys), **extra_metrics, **usage})
         for table in sorted(folder.glob("*.parquet")):
             _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
         if len(rows) > len(scores):

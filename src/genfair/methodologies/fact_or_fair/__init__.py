@@ -12,6 +12,7 @@ trade-off curve.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -261,13 +262,41 @@ class FactOrFair(Methodology):
 
         return plot_tables(board)
 
+    #: a query (its samples go together), as the paper's tables are over queries
+    paired_unit = "probe_id"
+
+    def headline_function(
+        self, config: FactOrFairConfig, modality: str
+    ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
+        """An LLM's headline distances from its labels (the scores of
+        :meth:`_llm_metrics` without intervals); text-to-image runs are not compared yet."""
+        if modality != "llm":
+            return None
+        statistics = _statistics(config)
+
+        def distances(labels: pd.DataFrame) -> dict[str, float]:
+            out = {}
+            for h in self.headline:
+                context, attribute = h.where["context"], h.where["attribute"]
+                table = _cells(labels, statistics, config, context, attribute)
+                if not table.empty:
+                    scores = score_cells(
+                        table,
+                        attribute,
+                        formulas=formulas_for(config, context),
+                        resamples=0,
+                        level=config.confidence_level,
+                        seed=0,
+                    )
+                    out[h.name] = float(scores[h.column])
+            return out
+
+        return distances
+
     def _llm_metrics(
         self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int
     ) -> MetricsResult:
-        overrides = (
-            config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
-        )
-        statistics = load_statistics(config.statistics, overrides)
+        statistics = _statistics(config)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
         summary: dict[str, Any] = {}
@@ -278,14 +307,7 @@ class FactOrFair(Methodology):
                 f"n_{s}": int(status.get(s, 0)) for s in ("ok", "refused", "invalid", "error")
             }
             for attribute in ("gender", "race"):
-                table = cell_table(
-                    labels,
-                    statistics,
-                    context,
-                    attribute,
-                    scope=config.subjective_cell_scope,
-                    fact_statistics=config.subjective_fact_statistics,
-                )
+                table = _cells(labels, statistics, config, context, attribute)
                 if table.empty:
                     continue
                 formulas = formulas_for(config, context)
@@ -315,6 +337,26 @@ class FactOrFair(Methodology):
         return MetricsResult(scores=scores, tables=tables, summary=summary)
 
 
+def _cells(
+    labels: pd.DataFrame, statistics: list, config: FactOrFairConfig, context: str, attribute: str
+) -> pd.DataFrame:
+    """:func:`cell_table` under the config's subjective cell scope and fact statistics."""
+    return cell_table(
+        labels,
+        statistics,
+        context,
+        attribute,
+        scope=config.subjective_cell_scope,
+        fact_statistics=config.subjective_fact_statistics,
+    )
+
+
+def _statistics(config: FactOrFairConfig) -> list:
+    """The statistics the scores use (with the ground-truth overrides when configured)."""
+    overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
+    return load_statistics(config.statistics, overrides)
+
+
 def _prime_tables(
     labels: pd.DataFrame,
     statistics: list,
@@ -326,14 +368,7 @@ def _prime_tables(
     per primed group (:mod:`.prime_following`); summary under ``prime_following``."""
 
     def score(subset: pd.DataFrame, context: str, attribute: str) -> dict[str, Any] | None:
-        table = cell_table(
-            subset,
-            statistics,
-            context,
-            attribute,
-            scope=config.subjective_cell_scope,
-            fact_statistics=config.subjective_fact_statistics,
-        )
+        table = _cells(subset, statistics, config, context, attribute)
         if table.empty:
             return None
         return score_cells(

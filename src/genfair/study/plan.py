@@ -1,0 +1,439 @@
+"""``genfair plan``: what the study would send, and what that would cost, before any call.
+
+Each selected run (model x methodology of ``runs``) builds its probes in memory as its
+``probes`` stage would and runs the methodology's own ``generate`` through the study's
+response cache, with two stand-ins: a read-only view of the cache (lookups are the real
+ones, with the runner's own key computation, so "already cached" is exact; no claim is
+taken and nothing is stored) and an executor that sends nothing. Each call the runner would
+send is counted (its prompt tokens with the model's own tokenizer where the backend has one,
+else :func:`~genfair.models.base.estimated_tokens`, its token limit, an image for a
+text-to-image model) and answered with an ``error`` that is never cached. A methodology
+whose later calls depend on earlier answers (proposals, then images, then questions about
+them) plans its first uncached step only: its row is a lower bound and says so.
+
+Completion tokens are the calls' ``max_tokens`` (an upper bound) and, where the cache holds
+answers of that model, their observed mean length (``usage`` where the endpoint reported
+it, else counted like prompts) times the calls to send. Cost comes from each model's
+``price`` (outside every hash and cache key); time from the model's observed seconds per
+call (``latency_s`` of its cached answers; divided by a configured ``concurrency``).
+
+``generation.max_calls`` / ``max_cost`` make every ``generate`` stage check the whole
+study's plan first (:func:`check_budget`), so a ``dvc repro`` that would exceed them stops
+before its first call.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genfair.config import ConfigError, StudyParams
+from genfair.errors import EXPECTED
+from genfair.methodologies.base import Methodology
+from genfair.models.base import Completion, LLMBackend, Request
+from genfair.models.cache import ResponseCache
+from genfair.models.executor import OnResult, executing
+from genfair.models.usage import completion_tokens, prompt_tokens
+from genfair.study.context import configured
+from genfair.study.fill import select_runs
+from genfair.study.layout import Layout
+from genfair.study.steps import answer, cache_opener
+
+log = logging.getLogger(__name__)
+
+#: the error a planned call is answered with (never cached: nothing was sent)
+PLANNED = "planned, not sent (genfair plan)"
+#: how many of a model's latest cached answers give its observed length and speed
+OBSERVED_ANSWERS = 1000
+
+
+@dataclass
+class Observed:
+    """A model's cached answers: mean completion tokens and seconds per call (None: none)."""
+
+    answers: int = 0
+    completion_tokens: float | None = None
+    seconds: float | None = None
+    rule: str = ""
+
+
+@dataclass
+class Part:
+    """The calls one run would send to one model (a run may drive several)."""
+
+    backend: LLMBackend
+    to_send: int = 0
+    images: int = 0
+    prompt_tokens: int = 0
+    completion_max: int = 0
+    rules: set[str] = field(default_factory=set)
+
+    @property
+    def config(self) -> Any:
+        return self.backend.model_config
+
+
+@dataclass
+class PlanRow:
+    """One run's plan (``genfair plan``'s table and ``--json``)."""
+
+    model: str
+    methodology: str
+    simulated: bool
+    calls: int = 0
+    cached: int = 0
+    to_send: int = 0
+    images: int = 0
+    prompt_tokens: int = 0
+    completion_tokens_max: int = 0
+    #: the observed mean answer length times the calls to send (None: no answer observed)
+    completion_tokens_expected: int | None = None
+    token_rule: str = ""
+    #: from the models' ``price`` (None: a model with calls to send has none)
+    cost: float | None = None
+    #: observed seconds per call times the calls to send (None: a model never observed)
+    seconds: float | None = None
+    note: str = ""
+    #: False: the run could not be planned (``note`` says why) and its counts are unknown
+    planned: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _PlanCache:
+    """The response cache, read-only: lookups are real (and counted), claims are granted
+    without being taken, nothing is stored."""
+
+    def __init__(self, cache: ResponseCache) -> None:
+        self._cache = cache
+        self.hits = 0
+
+    key = staticmethod(ResponseCache.key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache, name)
+
+    def get_many(self, keys: list[str]) -> dict[str, Completion]:
+        found = self._cache.get_many(keys)
+        self.hits += len(found)
+        return found
+
+    def claim(self, keys: list[str], ttl_s: float = 0.0) -> set[str]:
+        return set(keys)
+
+    @contextmanager
+    def holding(self, keys: list[str], ttl_s: float = 0.0) -> Iterator[None]:
+        yield
+
+    def put(self, key: str, model: str, completion: Completion) -> bool:
+        raise RuntimeError("genfair plan stores nothing in the response cache")
+
+    def __enter__(self) -> _PlanCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._cache.close()
+
+
+class _Planner:
+    """Opens the read-only cache and stands in for the executor: every call the runner
+    would send is counted per model and answered with :data:`PLANNED`."""
+
+    def __init__(self, open_cache: Callable[[], ResponseCache]) -> None:
+        self._open = open_cache
+        self.cache: _PlanCache | None = None
+        self.parts: dict[str, Part] = {}
+
+    def open(self) -> _PlanCache:
+        self.cache = _PlanCache(self._open())
+        return self.cache
+
+    def send(
+        self,
+        backend: LLMBackend,
+        requests: Sequence[Request],
+        keys: Sequence[str],
+        model_key: str,
+        on_result: OnResult,
+    ) -> bool:
+        part = self.parts.setdefault(model_key, Part(backend))
+        config = backend.model_config
+        image = getattr(config, "modality", backend.modality) == "t2i"
+        limit = getattr(getattr(config, "sampling", None), "max_tokens", None)
+        for i, request in enumerate(requests):
+            part.to_send += 1
+            tokens, rule = prompt_tokens(backend, request)
+            part.prompt_tokens += tokens
+            part.rules.add(rule)
+            if image:
+                part.images += 1
+            elif limit is not None:
+                part.completion_max += request.token_limit(limit)
+            on_result(i, Completion(status="error", error=PLANNED))
+        return True
+
+
+def observe(cache: ResponseCache, model_key: str, backend: LLMBackend) -> Observed:
+    """``model_key``'s latest cached answers: mean completion tokens (``usage`` where the
+    endpoint reported it, else counted from the text) and mean seconds per call."""
+    answers = [c for c in cache.recent(model_key, OBSERVED_ANSWERS) if c.status == "ok"]
+    if not answers:
+        return Observed()
+    counted = [completion_tokens(backend, c) for c in answers if c.text is not None]
+    tokens = [n for n, _ in counted]
+    rules = {rule for _, rule in counted}
+    seconds = [c.latency_s for c in answers if c.latency_s > 0]
+    return Observed(
+        answers=len(answers),
+        completion_tokens=sum(tokens) / len(tokens) if tokens else None,
+        seconds=sum(seconds) / len(seconds) if seconds else None,
+        rule=", ".join(sorted(rules)),
+    )
+
+
+def _cost(part: Part, completion: float) -> float | None:
+    price = getattr(part.config, "price", None)
+    if price is None:
+        return 0.0 if part.backend.simulated else None
+    return (
+        part.prompt_tokens * price.input_per_million / 1e6
+        + completion * price.output_per_million / 1e6
+        + part.images * price.per_image
+    )
+
+
+def _plan_run(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    open_cache: Callable[[], ResponseCache],
+    layout: Layout,
+    observed: dict[str, Observed],
+) -> PlanRow:
+    method, config = configured(params, methodology)
+    row = PlanRow(model, methodology, params.model(model).backend == "simulated")
+    probes = method.build_probes(config, params.seed)
+    planner = _Planner(open_cache)
+    with executing(planner), _quiet("genfair.models"):
+        answer(params, model, methodology, probes, layout, planner.open)
+    assert planner.cache is not None
+    row.cached = planner.cache.hits
+    parts = planner.parts.values()
+    row.to_send = sum(p.to_send for p in parts)
+    row.calls = row.cached + row.to_send
+    row.images = sum(p.images for p in parts)
+    row.prompt_tokens = sum(p.prompt_tokens for p in parts)
+    row.completion_tokens_max = sum(p.completion_max for p in parts)
+    row.token_rule = ", ".join(sorted({r for p in parts for r in p.rules}))
+    expected, costs, seconds = 0.0, [], []
+    known = True
+    with open_cache() as cache:
+        for key, part in planner.parts.items():
+            if key not in observed:
+                observed[key] = observe(cache, key, part.backend)
+            seen = observed[key]
+            text = part.completion_max > 0 and part.images == 0
+            if text and seen.completion_tokens is None:
+                known = False
+            answers = (
+                part.completion_max  # unknown length: the token limit, an upper bound
+                if seen.completion_tokens is None
+                else seen.completion_tokens * part.to_send
+            )
+            expected += answers if text else 0.0
+            costs.append(_cost(part, answers))
+            concurrency = getattr(part.config, "concurrency", 1) or 1
+            seconds.append(
+                None if seen.seconds is None else seen.seconds * part.to_send / concurrency
+            )
+    row.completion_tokens_expected = round(expected) if known else None
+    row.cost = None if None in costs else sum(c for c in costs if c is not None)
+    row.seconds = None if None in seconds else sum(s for s in seconds if s is not None)
+    if row.to_send and type(method).generate is not Methodology.generate:
+        row.note = "lower bound: later calls depend on answers still to send"
+    return row
+
+
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """The runner's logs say calls were "sent" and "failed": not while planning."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def plan(
+    params: StudyParams,
+    models: list[str] | None = None,
+    methodologies: list[str] | None = None,
+) -> list[PlanRow]:
+    """Every selected run's plan (a run that cannot be planned, e.g. its probes need a
+    curation stage not yet run, has its reason in ``note`` and no counts)."""
+    runs = select_runs(params, models, methodologies)
+    open_cache = cache_opener(params)
+    observed: dict[str, Observed] = {}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="genfair-plan-") as scratch:
+        layout = Layout(Path(scratch))  # images a run exports go here, not to data/
+        for run in runs:
+            model, methodology = run["model"], run["methodology"]
+            try:
+                rows.append(_plan_run(params, model, methodology, open_cache, layout, observed))
+            except EXPECTED as exc:
+                log.error("%s · %s: not planned: %s", model, methodology, exc)
+                rows.append(
+                    PlanRow(
+                        model,
+                        methodology,
+                        params.model(model).backend == "simulated",
+                        note=f"not planned: {str(exc).splitlines()[0]}",
+                        planned=False,
+                    )
+                )
+    return rows
+
+
+def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
+    """The plan's sums (cost and time: None when a row's is unknown)."""
+    out: dict[str, Any] = {
+        name: sum(getattr(r, name) for r in rows)
+        for name in ("calls", "cached", "to_send", "images", "prompt_tokens")
+    }
+    for name in ("cost", "seconds"):
+        values = [getattr(r, name) for r in rows if r.to_send]
+        out[name] = None if None in values else sum(values)
+    return out
+
+
+def check_budget(params: StudyParams) -> None:
+    """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``
+    or ``max_cost``, naming the plan's runs; nothing to do when neither is set."""
+    limits = params.generation
+    if limits.max_calls is None and limits.max_cost is None:
+        return
+    rows = plan(params)
+    total = totals(rows)
+    sending = ", ".join(f"{r.model} · {r.methodology} {r.to_send:,}" for r in rows if r.to_send)
+    over = None
+    if limits.max_calls is not None and total["to_send"] > limits.max_calls:
+        over = (
+            f"generation.max_calls is {limits.max_calls:,} and the plan sends "
+            f"{total['to_send']:,} calls"
+        )
+    elif limits.max_cost is not None and total["to_send"]:
+        unpriced = sorted({r.model for r in rows if r.to_send and r.cost is None})
+        if unpriced:
+            over = (
+                f"generation.max_cost is set and {', '.join(unpriced)} has calls to send but no "
+                "`price` (give it one; `price: {}` for a free local model)"
+            )
+        elif total["cost"] > limits.max_cost:
+            over = (
+                f"generation.max_cost is {limits.max_cost:g} and the plan costs {total['cost']:.4g}"
+            )
+    if over:
+        raise ConfigError(
+            f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
+            "in params.yaml's generation block or fill the cache"
+        )
+    log.info(
+        "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
+    )
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "?"
+    return f"{value:,.{digits}f}"
+
+
+def table(rows: Sequence[PlanRow]) -> str:
+    """The plan as a text table (``genfair plan``)."""
+    head = (
+        "model",
+        "methodology",
+        "calls",
+        "cached",
+        "to send",
+        "images",
+        "prompt tok",
+        "compl. tok max",
+        "compl. tok exp.",
+        "cost",
+        "time",
+    )
+    body = [
+        (
+            r.model + (" [SIMULATED]" if r.simulated else ""),
+            r.methodology,
+            _fmt(r.calls),
+            _fmt(r.cached),
+            _fmt(r.to_send),
+            _fmt(r.images),
+            _fmt(r.prompt_tokens),
+            _fmt(r.completion_tokens_max),
+            _fmt(r.completion_tokens_expected),
+            _fmt(r.cost, 4),
+            _duration(r.seconds),
+        )
+        for r in rows
+    ]
+    body = [
+        line if row.planned else (*line[:2], *["-"] * (len(head) - 2))
+        for line, row in zip(body, rows, strict=True)
+    ]
+    total = totals(rows)
+    body.append(
+        (
+            "total",
+            "",
+            _fmt(total["calls"]),
+            _fmt(total["cached"]),
+            _fmt(total["to_send"]),
+            _fmt(total["images"]),
+            _fmt(total["prompt_tokens"]),
+            "",
+            "",
+            _fmt(total["cost"], 4),
+            _duration(total["seconds"]),
+        )
+    )
+    widths = [max(len(str(line[i])) for line in (head, *body)) for i in range(len(head))]
+    lines = [
+        "  ".join(
+            str(c).ljust(w) if i < 2 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in (head, *body)
+    ]
+    notes = [f"{r.model} · {r.methodology}: {r.note}" for r in rows if r.note]
+    if not all(r.planned for r in rows):
+        notes.insert(0, "-: not planned (the total leaves these runs out)")
+    rules = sorted({r.token_rule for r in rows if r.token_rule})
+    return "\n".join(
+        [
+            *lines,
+            "",
+            f"prompt tokens counted with: {'; '.join(rules) or '-'}",
+            "?: not known (no price, or no cached answer of the model to measure)",
+            *notes,
+        ]
+    )
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes = math.ceil(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"

@@ -1,0 +1,78 @@
+"""Usage (issue 33.3): every answer a run uses counts its tokens (the endpoint's ``usage``,
+else the model's tokenizer, else 4 characters a token, said so) and images, answers from the
+cache and sent apart; a run's totals are the same with or without a cache."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from genfair.models.base import ESTIMATE_RULE, Completion, Request
+from genfair.models.cache import ResponseCache
+from genfair.models.runner import run_calls
+from genfair.models.usage import TOKENIZER_RULE, USAGE_RULE, Counts, recording
+from tests.models.test_runner import FakeBackend, call, judge
+
+PROMPTS = ["alpha", "a longer question here", "q"]
+
+
+def _run(backend: Any, cache: ResponseCache) -> Any:
+    with recording() as used:
+        run_calls(backend, cache, [call(p) for p in PROMPTS], judge, seed=1)
+    return used
+
+
+@pytest.fixture
+def cache(tmp_path):
+    with ResponseCache(tmp_path / "c.sqlite") as c:
+        yield c
+
+
+def test_sent_then_cached_count_apart_with_the_estimate_rule(cache) -> None:
+    backend = FakeBackend(lambda content, attempt: "A answer")
+    first, second = _run(backend, cache), _run(backend, cache)
+    prompts = sum(math.ceil(len(p) / 4) for p in PROMPTS)  # the stated rule, computed apart
+    answers = len(PROMPTS) * math.ceil(len("A answer") / 4)
+    assert first.sent == Counts(3, prompts, answers, 0) and first.cached == Counts()
+    assert second.cached == first.sent and second.sent == Counts()
+    assert first.total() == second.total()  # the same totals with or without a cache
+    assert first.rules == {ESTIMATE_RULE}
+
+
+def test_the_endpoints_usage_comes_first(cache) -> None:
+    reply = Completion(status="ok", text="A", usage={"prompt_tokens": 11, "completion_tokens": 7})
+    used = _run(FakeBackend(lambda content, attempt: reply), cache)
+    assert used.sent == Counts(3, 33, 21, 0) and used.rules == {USAGE_RULE}
+
+
+class Tokenized(FakeBackend):
+    """A backend with a tokenizer: one token per word, plus 3 for its chat template."""
+
+    def prompt_tokens(self, request: Request) -> int:
+        return len(request.messages[0]["content"].split()) + 3
+
+    def text_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_a_local_models_tokenizer_counts_without_usage(cache) -> None:
+    used = _run(Tokenized(lambda content, attempt: "A is it"), cache)
+    assert used.sent == Counts(3, (1 + 4 + 1) + 9, 9, 0) and used.rules == {TOKENIZER_RULE}
+
+
+def test_failed_calls_count_nothing_and_nothing_is_counted_without_a_ledger(cache) -> None:
+    failing = FakeBackend(lambda content, attempt: Completion(status="error", error="down"))
+    assert _run(failing, cache).total() == Counts()
+    run_calls(FakeBackend(lambda c, a: "A"), cache, [call("x")], judge, seed=1)  # no ledger: fine
+
+
+def test_images_drawn_are_counted(cache) -> None:
+    from genfair.models.t2i import generate_images
+    from tests.models.test_t2i_images import calls, simulator
+
+    with recording() as used:
+        generate_images(simulator(), cache, calls(4), seed=1)
+    assert used.sent.images == 4 and used.sent.calls == 4
+    assert used.rules == {ESTIMATE_RULE}  # a simulator's prompt: estimated, said so

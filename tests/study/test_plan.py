@@ -1,0 +1,241 @@
+"""``genfair plan`` (issue 33.4): what a study would send and cost, with no call made, no
+stage output written and the cache's own keys, so "already cached" is exact; the
+``generation.max_calls`` / ``max_cost`` guard refuses a ``generate`` before its first call."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from genfair.cli import compose
+from genfair.config import ConfigError, StudyParams, load_params
+from genfair.methodologies import register
+from genfair.models import ResponseCache, build_backend
+from genfair.models.base import ESTIMATE_RULE, Completion
+from genfair.study.layout import Layout
+from genfair.study.plan import plan, totals
+from genfair.study.steps import cache_opener, generate, make_probes
+from tests.study.toy_methodology import Quiz
+from tests.support.conf import ROOT, with_runs
+
+QUESTIONS = 12
+ENDPOINT = {
+    "modality": "llm",
+    "backend": "openai",
+    "model_id": "priced",
+    "base_url": "http://127.0.0.1:9/v1",  # nothing listens: a call would fail
+    "api_key_env": None,
+    "concurrency": 4,
+    "sampling": {"max_tokens": 20},
+}
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The smoke study with the simulated LLM only (composed once: Hydra takes seconds)."""
+    overrides = [
+        "scale=smoke",
+        *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")],
+    ]
+    path = tmp_path_factory.mktemp("plan") / "params.yaml"
+    return load_params(compose(overrides, path)).model_dump(mode="json")
+
+
+def _params(base: dict, generation: dict | None = None, **endpoint) -> StudyParams:
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {"toy_quiz": {"questions": QUESTIONS}}
+    raw["models"]["endpoint"] = {**ENDPOINT, **endpoint}
+    raw["generation"] = generation or {}
+    return StudyParams.model_validate(with_runs(raw))
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GENFAIR_CACHE_DIR", str(tmp_path / "cache"))
+    register(Quiz)
+
+
+def _entries(params: StudyParams) -> int:
+    with cache_opener(params)() as cache:
+        return len(cache)
+
+
+def test_a_fresh_cache_plans_every_call_and_sends_none(base: dict, tmp_path: Path) -> None:
+    params = _params(base, price={"input_per_million": 2.0, "output_per_million": 8.0})
+    rows = {r.model: r for r in plan(params)}
+    prompts = Quiz().build_probes(Quiz.Config(questions=QUESTIONS), params.seed)["prompt"]
+    tokens = sum(math.ceil(len(p) / 4) for p in prompts)  # the stated rule, computed apart
+
+    sim, endpoint = rows["simulated_llm"], rows["endpoint"]
+    assert (sim.calls, sim.cached, sim.to_send) == (QUESTIONS, 0, QUESTIONS)
+    assert sim.simulated and sim.cost == 0.0 and sim.token_rule == ESTIMATE_RULE
+    assert (endpoint.calls, endpoint.to_send, endpoint.prompt_tokens) == (
+        QUESTIONS,
+        QUESTIONS,
+        tokens,
+    )
+    # no answer observed yet: completion tokens at their limit, time unknown
+    assert endpoint.completion_tokens_max == 20 * QUESTIONS
+    assert endpoint.completion_tokens_expected is None and endpoint.seconds is None
+    assert endpoint.cost == pytest.approx(tokens * 2.0 / 1e6 + 20 * QUESTIONS * 8.0 / 1e6)
+    assert _entries(params) == 0  # nothing stored, no claim left
+    assert not list(tmp_path.glob("data/**/*.parquet"))  # no stage output written
+    assert totals(list(rows.values()))["to_send"] == 2 * QUESTIONS
+
+
+def test_after_generate_the_plan_finds_every_call_in_the_cache(base: dict, tmp_path: Path) -> None:
+    params = _params(base)
+    layout = Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    stored = _entries(params)
+    (row,) = plan(params, models=["simulated_llm"])
+    assert (row.calls, row.cached, row.to_send) == (stored, stored, 0)
+    assert row.cost == 0.0 and row.seconds == 0.0
+
+
+def test_observed_answers_give_the_expected_length_and_time(base: dict, tmp_path: Path) -> None:
+    """Answers of the model in the cache (any probe) give its mean answer length and seconds
+    per call; a concurrent endpoint takes that time over its concurrency."""
+    params = _params(base, price={"output_per_million": 1000.0})
+    backend = build_backend(params.model("endpoint"))
+    model_key = f"openai:{backend.fingerprint['model_id']}"
+    with cache_opener(params)() as cache:
+        for i, (tokens, seconds) in enumerate([(4, 1.0), (8, 3.0)]):
+            cache.put(
+                f"k{i}",
+                model_key,
+                Completion(
+                    status="ok", text="x", latency_s=seconds, usage={"completion_tokens": tokens}
+                ),
+            )
+    (row,) = plan(params, models=["endpoint"])
+    assert row.completion_tokens_expected == 6 * QUESTIONS
+    assert row.seconds == pytest.approx(2.0 * QUESTIONS / 4)
+    assert row.cost == pytest.approx(6 * QUESTIONS * 1000.0 / 1e6)
+
+
+def test_max_calls_refuses_generate_before_any_call(base: dict, tmp_path: Path) -> None:
+    params = _params(base, {"max_calls": QUESTIONS}, price={})
+    layout = Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    with pytest.raises(
+        ConfigError,
+        match=r"max_calls is 12 and the plan sends 24 calls.*"
+        r"simulated_llm · toy_quiz 12.*genfair plan",
+    ):
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    assert _entries(params) == 0
+    assert not layout.responses("simulated_llm", "toy_quiz").exists()
+
+
+def test_max_cost_refuses_an_unpriced_model_and_a_plan_over_it(base: dict, tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    unpriced = _params(base, {"max_cost": 100.0})
+    make_probes(unpriced, "toy_quiz", layout)
+    with pytest.raises(ConfigError, match=r"endpoint has calls to send but no `price`"):
+        generate(unpriced, "simulated_llm", "toy_quiz", layout)
+    dear = _params(base, {"max_cost": 0.001}, price={"per_image": 0, "input_per_million": 1e3})
+    with pytest.raises(ConfigError, match=r"max_cost is 0.001 and the plan costs"):
+        generate(dear, "simulated_llm", "toy_quiz", layout)
+    cheap = _params(base, {"max_cost": 100.0}, price={"input_per_million": 1e3})
+    generate(cheap, "simulated_llm", "toy_quiz", layout)  # within budget: it runs
+    assert _entries(cheap) > 0
+
+
+def test_a_price_changes_no_hash_and_no_cache_key(base: dict, tmp_path: Path) -> None:
+    from genfair.study.runs import model_hash
+    from genfair.study.steps import run_params
+
+    plain, priced = _params(base), _params(base, {"max_calls": 5}, price={"per_image": 1})
+    assert model_hash(priced.model("endpoint")) == model_hash(plain.model("endpoint"))
+    assert run_params(priced, "endpoint", "toy_quiz") == run_params(plain, "endpoint", "toy_quiz")
+    assert (
+        build_backend(priced.model("endpoint")).fingerprint
+        == build_backend(plain.model("endpoint")).fingerprint
+    )
+
+
+def test_the_cache_view_of_a_plan_stores_nothing(tmp_path: Path) -> None:
+    from genfair.study.plan import _PlanCache
+
+    with ResponseCache(tmp_path / "c.sqlite") as real:
+        view = _PlanCache(real)
+        assert view.claim(["a"]) == {"a"} and real.claims() == 0
+        with pytest.raises(RuntimeError, match="stores nothing"):
+            view.put("a", "m", Completion(status="ok", text="t"))
+
+
+def test_a_run_records_its_usage_the_same_with_or_without_a_cache(
+    base: dict, tmp_path: Path
+) -> None:
+    """generate writes the answers' totals (usage.json), metrics copies them into its summary
+    (MLflow's usage.* metrics, the report's Usage table); a rebuild from the cache writes the
+    same bytes."""
+    from genfair.study.report import usage_view
+    from genfair.study.steps import compute_metrics, label
+
+    params = _params(base)
+    params = params.model_copy(update={"models": {"simulated_llm": params.models["simulated_llm"]}})
+    first, again = Layout(tmp_path / "a"), Layout(tmp_path / "b")
+    for layout in (first, again):  # the second answers every call from the cache
+        make_probes(params, "toy_quiz", layout)
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    written = first.usage("simulated_llm", "toy_quiz").read_bytes()
+    assert again.usage("simulated_llm", "toy_quiz").read_bytes() == written
+    usage = json.loads(written)
+    assert usage["calls"] == _entries(params) and usage["rules"] == [ESTIMATE_RULE]
+    assert usage["prompt_tokens"] > 0 and usage["images"] == 0
+    label(params, "simulated_llm", "toy_quiz", first)
+    compute_metrics(params, "simulated_llm", "toy_quiz", first, log_scores=False)
+    summary = json.loads((first.metrics("simulated_llm", "toy_quiz") / "summary.json").read_text())
+    assert summary["usage"] == usage
+    view = usage_view(params, first, {"simulated_llm"})
+    assert view is not None and [c["text"] for c in view["rows"][0][:3]] == [
+        "simulated_llm",
+        "toy_quiz",
+        str(usage["calls"]),
+    ]
+
+
+def test_genfair_plan_prints_a_table_and_json(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from genfair.cli import main
+
+    monkeypatch.chdir(ROOT)  # the study's root (params come from --params)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_params(base).model_dump(mode="json", exclude_unset=True)))
+    assert main(["plan", "--params", str(path), "--models", "endpoint"]) == 0
+    out = capsys.readouterr().out
+    assert "endpoint" in out and "to send" in out and ESTIMATE_RULE in out
+    assert main(["plan", "--params", str(path), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["total"]["to_send"] == 2 * QUESTIONS
+    assert {r["model"] for r in planned["runs"]} == {"endpoint", "simulated_llm"}
+
+
+def test_cache_stats_prints_each_runs_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.cli import main
+
+    for marker in ("conf/config.yaml", "dvc.yaml"):  # a study folder
+        (tmp_path / marker).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / marker).write_text("")
+    used = {"calls": 1234, "prompt_tokens": 56789, "completion_tokens": 42, "images": 0}
+    path = Layout(tmp_path).usage("simulated_llm", "toy_quiz")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**used, "rules": [ESTIMATE_RULE]}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "stats", str(tmp_path / "c.sqlite")]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "simulated_llm · toy_quiz" in x)
+    assert line.split()[-4:] == ["1,234", "56,789", "42", "0"]
+    assert f"counted with: {ESTIMATE_RULE}" in out
