@@ -39,7 +39,14 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import TypeAdapter
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Ranking,
+    SampleView,
+    StepContext,
+)
 from genfair.methodologies.open_bias.captions import (
     load_caption_set,
     load_coco_captions,
@@ -188,6 +195,14 @@ class OpenBias(Methodology):
             ("context_free_ci_low", "context_free_ci_high"),
         ),
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
+    )
+    #: the report's samples: every step's rows (proposal, knowledge base, image, VQA), the
+    #: VQA answer's class as the label
+    sample_view = SampleView(
+        groups=("step", "caption_id", "bias_id", "vqa_model"),
+        label=("label",),
+        answer=("answer", "text"),
+        prompt="messages",
     )
 
     def models_read(self, config: OpenBiasConfig) -> tuple[str, ...]:
