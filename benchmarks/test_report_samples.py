@@ -10,7 +10,8 @@ full mode:
 
 - ``index.html`` does not grow with the rows (its samples index is a line per file);
 - the sample file grows linearly (about 0.8 kB a row here: the prompts and answers themselves);
-- the report's build at 50,000 rows takes under 15 s on this 2-core machine;
+- the report's build at 50,000 rows takes under 10 s of CPU (wall time on a shared 2-core
+  machine measures the other jobs; both are printed);
 - in Chromium (when installed), from the click on a section's link to the first page of rows
   of the 50,000-row file: under 3 s; a free-text search over them: under 1 s.
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -124,21 +124,34 @@ def test_report_size_and_time_with_the_rows(
         layout = Layout(tmp / f"n{n}")
         _write_tables(layout, n)
         target = benchmark if n == sizes[-1] else _Once()
-        report, seconds = mode.measure(target, partial(build_report, params, layout))
+        cpu: list[float] = []
+
+        def build(layout: Layout = layout, cpu: list[float] = cpu) -> Path:
+            began = time.process_time()
+            report = build_report(params, layout)
+            cpu.append(time.process_time() - began)
+            return report
+
+        report, seconds = mode.measure(target, build)
         rows = report.parent / "samples/bench_rows/simulated_llm.js"
-        measured.append((n, seconds, report.stat().st_size, rows.stat().st_size))
-    print("\nrows per model and methodology | report build s | index.html kB | samples file kB")
-    for n, seconds, page, file in measured:
-        print(f"{n:>30,} | {seconds:>13.2f} | {page / 1024:>13.1f} | {file / 1024:>15.1f}")
-    pages = [page for _, _, page, _ in measured]
+        measured.append((n, seconds, min(cpu), report.stat().st_size, rows.stat().st_size))
+    print("\nrows per model and methodology | build s | CPU s | index.html kB | samples file kB")
+    for n, seconds, cpu_s, page, file in measured:
+        print(
+            f"{n:>30,} | {seconds:>7.2f} | {cpu_s:>5.2f} | {page / 1024:>13.1f} | "
+            f"{file / 1024:>15.1f}"
+        )
+    pages = [m[3] for m in measured]
     assert max(pages) - min(pages) < 200, pages  # the page does not grow with the rows
-    per_row = [file / n for n, _, _, file in measured]
+    per_row = [m[4] / m[0] for m in measured]
     assert per_row[-1] < 1.3 * per_row[-2], per_row  # linear in the rows
-    n, seconds, _, _ = measured[-1]
+    n, _, cpu_s, _, _ = measured[-1]
+    # CPU time, not wall time: on a 2-core machine shared with other jobs the wall time
+    # measures the others (50,000 rows: 1.4 s CPU for the samples, 15 s wall at a load of 8)
     mode.goal(
-        seconds < 15,
-        f"report with {n:,} rows built in {seconds:.1f} s (goal < 15 s)",
-        "small sizes on a shared machine",
+        cpu_s < 10,
+        f"report with {n:,} rows built in {cpu_s:.1f} CPU s (goal < 10 s)",
+        "small sizes",
     )
     if Path(CHROMIUM).exists():
         _browse(mode, tmp / f"n{n}" / "data/report/index.html", n)

@@ -186,6 +186,10 @@ def _joined(rows: pd.DataFrame, columns: tuple[str, ...]) -> pd.Series:
 
 
 def _texts(values: pd.Series) -> list[str | None]:
+    if pd.api.types.is_string_dtype(values.dtype) and not pd.api.types.is_object_dtype(
+        values.dtype
+    ):  # pandas' string dtype: str or a missing value, no per-cell checks needed
+        return [v if isinstance(v, str) else None for v in values.tolist()]
     return [_as_text(v) for v in values.tolist()]
 
 

@@ -245,8 +245,11 @@
   function show(scroll) {
     const e = entry();
     if (!e) {
+      const asked = state.methodology + "/" + state.model;
       controls(null);
-      $("sb-info").textContent = "No samples in this study.";
+      $("sb-info").textContent = index.length
+        ? "This study has no rows of " + asked + "; choose a methodology and a model."
+        : "No samples in this study.";
       return;
     }
     load(e, () => {

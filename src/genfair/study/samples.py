@@ -80,7 +80,9 @@ def script_json(data: Any) -> str:
     """``data`` as compact JSON that is safe inside a ``<script>`` element or file: ``<``,
     ``>`` and ``&`` (hence ``</script>`` and ``<!--``) and U+2028/U+2029 escaped."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return "".join(_ESCAPES.get(c, c) for c in text) if any(c in text for c in _ESCAPES) else text
+    for char, escaped in _ESCAPES.items():  # str.replace: C speed on a paper-scale file
+        text = text.replace(char, escaped)
+    return text
 
 
 def encode_rows(rows: pd.DataFrame) -> dict[str, Any]:
@@ -89,7 +91,7 @@ def encode_rows(rows: pd.DataFrame) -> dict[str, Any]:
     values as rows. Missing values are null; ``attempts`` stays an integer."""
     columns: dict[str, Any] = {}
     for name in rows.columns:
-        values = [_plain(v) for v in rows[name].tolist()]
+        values = [v if type(v) is str else _plain(v) for v in rows[name].tolist()]
         levels = list(dict.fromkeys(values))
         if len(levels) * 2 <= len(values):
             index = {level: i for i, level in enumerate(levels)}
