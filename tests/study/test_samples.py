@@ -156,3 +156,22 @@ def test_lvlm_facet_links_its_prompt_kind_to_the_question_column() -> None:
         Headline("x", "distance", {"context": "objective", "attribute": "gender"}, "lower")
     )
     assert default == {"context": "objective", "attribute": "gender"}
+
+
+def test_open_bias_vqa_rows_show_the_image_they_asked_about() -> None:
+    responses = pd.DataFrame(
+        {
+            "step": ["image", "vqa", "vqa"],
+            "probe_id": ["img1", "q1", "q2"],
+            "image_probe_id": [None, "img1", "missing"],
+            "file": ["aa.png", None, None],
+            "status": ["ok", "ok", "ok"],
+            "text": [None, "Answer: male", "Answer: female"],
+        }
+    )
+    labels = responses.drop(columns=["image_probe_id", "file"]).assign(
+        label=[None, "male", "female"]
+    )
+    rows = get_methodology("open_bias").sample_rows(pd.DataFrame(), responses, labels, Path("i"))
+    assert rows["image"].tolist() == ["i/aa.png", "i/aa.png", None]
+    assert rows["label"].tolist() == [None, "male", "female"]
