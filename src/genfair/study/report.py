@@ -28,6 +28,7 @@ import io
 import json
 import logging
 import urllib.parse
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -106,7 +107,7 @@ def table_view(table: ReportTable, simulated: set[str], max_rows: int = MAX_ROWS
 
 
 def section_view(
-    section: ReportSection, anchor: str, simulated: set[str], samples: list[SampleFile] = ()
+    section: ReportSection, anchor: str, simulated: set[str], samples: Sequence[SampleFile] = ()
 ) -> dict[str, Any]:
     return {
         "anchor": anchor,
@@ -114,11 +115,7 @@ def section_view(
             {
                 "model": f.model,
                 "href": samples_href(f),
-                "counts": f"{f.rows} rows"
-                + "".join(
-                    f"{': ' if i == 0 else ', '}{n} {status}"
-                    for i, (status, n) in enumerate(f.statuses.items())
-                ),
+                "counts": f.counts(),
             }
             for f in samples
         ],
@@ -142,7 +139,7 @@ def samples_href(file: SampleFile, where: dict[str, str] | None = None) -> str:
 
 
 def headline_view(
-    params: StudyParams, layout: Layout, samples: list[SampleFile] = ()
+    params: StudyParams, layout: Layout, samples: Sequence[SampleFile] = ()
 ) -> dict[str, Any]:
     """Rows (methodology, headline name, better) x columns (models): value, rank and the
     link to the rows behind the number."""
