@@ -173,6 +173,7 @@ def _browse(mode: Any, report: Path, n: int) -> None:
     """Chromium: the click on a section's link to the first page of rows, then a search."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright: make setup")
     from tests.study.test_report import FLAGS
+    from tests.support.browser import wait_until
 
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -186,8 +187,8 @@ def _browse(mode: Any, report: Path, n: int) -> None:
             assert page.locator("#sb-table tbody tr").count() == 50
             began = time.perf_counter()
             page.fill("#sb-search", f"answer {n - 1}:")
-            page.wait_for_function(
-                "document.getElementById('sb-info').textContent.startsWith('Rows 1–1 of 1')"
+            wait_until(
+                page, "() => document.getElementById('sb-info').textContent.startsWith('Rows 1–1')"
             )
             searched = time.perf_counter() - began
         finally:
