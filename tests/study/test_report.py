@@ -145,15 +145,22 @@ def test_a_disk_full_during_the_report_leaves_no_temporary_file(
     monkeypatch.setattr("genfair.io.os.replace", full)
     with pytest.raises(OSError, match="No space left"):
         build_report(params, layout)
-    assert [p.name for p in layout.report.parent.iterdir()] == ["index.html"]
+    assert sorted(p.name for p in layout.report.parent.iterdir()) == ["index.html", "samples"]
     assert layout.report.read_bytes() == good
 
 
 def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout, Path]) -> None:
     params, layout, _ = study
     html = build_report(params, layout).read_text(encoding="utf-8")
-    assert "<script" not in html.lower() and "<img src=x" not in html
+    # two scripts only: the samples' index (JSON, not run) and the sample browser; no model
+    # text is in either (the rows are in samples/, escaped)
+    assert html.lower().count("<script") == 2 and "<img src=x" not in html
+    assert '<script type="application/json" id="samples-index">' in html
+    index = html.split('id="samples-index">')[1].split("</script>")[0]
+    assert "<" not in index and "alert" not in index
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
+    rows = (layout.report.parent / "samples/toy_evil/simulated_llm.js").read_text("utf-8")
+    assert "alert(1)" in rows and "<" not in rows and ">" not in rows  # escaped in the file
     assert "onerror=alert(2)" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
     for section in (
         'id="study"',
@@ -337,6 +344,17 @@ def test_report_renders_offline_in_chromium(
             assert page.locator("#models .sim").count() == 2
             assert IMG in page.locator("#m-toy_evil").inner_text()  # shown as text
             assert SCRIPT in page.locator("#instruments").inner_text()
+            # the model's markup in the sample browser: found by search, shown as text, inert
+            page.locator("#m-toy_evil a.samples-link", has_text="simulated_llm").click()
+            page.wait_for_selector("#sb-table tbody tr")
+            page.fill("#sb-search", "onerror=alert(2)")
+            assert page.locator("#sb-info").inner_text().startswith("Rows 1–3 of 3 matching")
+            assert IMG in page.locator("#sb-table tbody").inner_text()
+            page.locator("#sb-table tbody tr").first.click()
+            assert page.locator("#sb-detail pre.raw").text_content() == IMG + SCRIPT
+            page.locator("#sb-detail summary").click()
+            assert SCRIPT in page.locator("#sb-detail details pre").text_content()
+            assert page.locator("img[src=x]").count() == 0
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

@@ -13,6 +13,7 @@ order of the pipeline's stages::
     plots, plot_tables                  plot@<methodology>-<plot>  (data/plots/, dvc plots)
     figures, run_record                 track (MLflow)
     report_section -> ReportSection     report (data/report/index.html)
+    sample_rows, sample_filter          report (data/report/samples/: the rows behind the numbers)
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
@@ -54,6 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import pandas as pd
 from pydantic import BaseModel
 
+from genfair.methodologies.samples import SampleView, join_samples
 from genfair.models.runner import Call, Verdict
 
 if TYPE_CHECKING:
@@ -321,6 +323,9 @@ class Methodology(ABC):
     #: methodology's resampling unit, e.g. ``probe_id``); None: its models are not compared
     paired_unit: ClassVar[str | None] = None
 
+    #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
+    sample_view: ClassVar[SampleView] = SampleView()
+
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
 
@@ -461,6 +466,23 @@ class Methodology(ABC):
             figures=figures,
             tables=tables if len(ctx.board) else [],
         )
+
+    def sample_rows(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
+    ) -> pd.DataFrame:
+        """The rows behind a model's numbers, for the report's sample browser: one row per
+        label row, with the :data:`SAMPLE_FIELDS` (``image``: a path from the study root, or
+        None) and the grouping columns (every other column, as text). ``images`` is the
+        model's image folder (from the study root). Default: :func:`join_samples` of
+        :attr:`sample_view`; override it to join otherwise."""
+        return join_samples(self.sample_view, probes, responses, labels, images)
+
+    def sample_filter(self, headline: Headline) -> dict[str, str]:
+        """The sample browser's filter that a headline number links to: its ``where`` entries
+        that name a grouping column (values that no row has are dropped by the report).
+        Override it where the leaderboard's columns are named otherwise than the labels'."""
+        groups = self.sample_view.groups
+        return {k: str(v) for k, v in headline.where.items() if not groups or k in groups}
 
 
 def _with_study_rows(

@@ -1,9 +1,11 @@
 """The study report: one self-contained HTML file, ``data/report/index.html``.
 
-It opens offline from disk: CSS is inline, figures are PNGs inside the page (``data:`` URLs),
-there is no script, and a Content-Security-Policy forbids any script or request, so a model's
+It opens offline from disk: CSS is inline, figures are PNGs inside the page (``data:`` URLs).
+Its one inline script is the sample browser (``samples.js``, allowed by its hash); the rows it
+shows are script files beside the page (:mod:`genfair.study.samples`), loaded on demand, and
+the Content-Security-Policy allows no other script and no request off the disk, so a model's
 text can neither run nor call home. Every string that a model wrote or a dataset supplied goes
-through Jinja2's autoescaping. Sections:
+through Jinja2's autoescaping in the page and ``textContent`` in the browser. Sections:
 
 - the study: models (backend, modality, SIMULATED or not), methodologies, scale, seed, git
   commit, date;
@@ -21,10 +23,14 @@ Why matplotlib and static PNGs rather than Vega-Altair or Plotly: docs/report.md
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import logging
+import urllib.parse
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
+from genfair.study.samples import SampleFile, script_json, write_samples
 from genfair.study.scoring import headline_rows
 from genfair.study.steps import read_study
 from genfair.study.store import workspace_root
@@ -46,6 +53,8 @@ log = logging.getLogger(__name__)
 
 #: rows of a table shown in the report (the full tables are in data/)
 MAX_ROWS = 60
+#: the sample browser's script, inlined in the page (allowed by its hash)
+VIEWER = files("genfair.study") / "samples.js"
 SIMULATED = "SIMULATED"
 
 
@@ -97,9 +106,19 @@ def table_view(table: ReportTable, simulated: set[str], max_rows: int = MAX_ROWS
     }
 
 
-def section_view(section: ReportSection, anchor: str, simulated: set[str]) -> dict[str, Any]:
+def section_view(
+    section: ReportSection, anchor: str, simulated: set[str], samples: Sequence[SampleFile] = ()
+) -> dict[str, Any]:
     return {
         "anchor": anchor,
+        "samples": [
+            {
+                "model": f.model,
+                "href": samples_href(f),
+                "counts": f.counts(),
+            }
+            for f in samples
+        ],
         "title": section.title,
         "intro": section.intro,
         "notes": section.notes,
@@ -111,15 +130,32 @@ def section_view(section: ReportSection, anchor: str, simulated: set[str]) -> di
     }
 
 
-def headline_view(params: StudyParams, layout: Layout) -> dict[str, Any]:
-    """Rows (methodology, headline name, better) x columns (models): value and rank."""
+def samples_href(file: SampleFile, where: dict[str, str] | None = None) -> str:
+    """The report address that opens ``file``'s rows in the sample browser, filtered by the
+    entries of ``where`` that name one of its groups and a value that some row has."""
+    query = {k: v for k, v in (where or {}).items() if v in file.groups.get(k, ())}
+    address = f"#samples/{urllib.parse.quote(file.methodology)}/{urllib.parse.quote(file.model)}"
+    return address + (f"?{urllib.parse.urlencode(query)}" if query else "")
+
+
+def headline_view(
+    params: StudyParams, layout: Layout, samples: Sequence[SampleFile] = ()
+) -> dict[str, Any]:
+    """Rows (methodology, headline name, better) x columns (models): value, rank and the
+    link to the rows behind the number."""
     models = list(params.models)
+    files = {(f.methodology, f.model): f for f in samples}
     rows = []
     for name in params.methodologies:
         board_path = layout.scores / f"{name}.parquet"
         board = read_parquet(board_path) if board_path.exists() else pd.DataFrame()
+        method = get_methodology(name)
+        headlines = {h.name: h for h in method.headline}
         by_name: dict[str, dict[str, Any]] = {}
-        for row in headline_rows(get_methodology(name), board):
+        for row in headline_rows(method, board):
+            file = files.get((name, row["model"]))
+            if file is not None:
+                row["samples"] = samples_href(file, method.sample_filter(headlines[row["name"]]))
             entry = by_name.setdefault(
                 row["name"],
                 {"methodology": name, "name": row["name"], "better": row["better"], "cells": {}},
@@ -359,15 +395,20 @@ def build_report(
 ) -> Path:
     """``report``: write ``data/report/index.html`` from the study's outputs."""
     from jinja2 import Environment
+    from markupsafe import Markup
 
     infos: list[ModelInfo] = [model_info(params, m) for m in params.models]
     simulated = {m.name for m in infos if m.simulated}
+    samples = write_samples(params, layout)
     sections = []
     for name in progress(
         list(params.methodologies), desc="report sections", unit="section", every=5
     ):
         section = get_methodology(name).report_section(report_context(params, name, layout))
-        sections.append(section_view(section, f"m-{name}", simulated))
+        mine = [f for f in samples if f.methodology == name]
+        sections.append(section_view(section, f"m-{name}", simulated, mine))
+    viewer = VIEWER.read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(viewer.encode("utf-8")).digest()).decode("ascii")
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
     html = env.from_string(TEMPLATE).render(
         models=infos,
@@ -376,8 +417,11 @@ def build_report(
         seed=params.seed,
         commit=git_commit(workspace_root()),
         date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
-        headline=headline_view(params, layout),
+        headline=headline_view(params, layout, samples),
         sections=sections,
+        samples_index=Markup(script_json([f.index_entry() for f in samples])),
+        viewer=Markup(viewer),
+        viewer_hash=f"sha256-{digest}",
         instruments=instruments_view(params, layout, simulated),
         usage=usage_view(params, layout, simulated),
         comparisons=comparisons_view(params, layout, simulated),
@@ -395,7 +439,8 @@ TEMPLATE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
-content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+content="default-src 'none'; img-src data: 'self'; style-src 'unsafe-inline';
+script-src '{{ viewer_hash }}' 'self'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>genfair study report ({{ scale }})</title>
 <style>
@@ -421,6 +466,19 @@ figure img { max-width: 100%; height: auto; }
 figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px; }
 .tablewrap { overflow-x: auto; }
 .banner { background: #fff4e5; border: 1px solid #f0b37e; padding: 8px 12px; margin: 12px 0; }
+a.samples-link { font-size: 0.85em; }
+#sb-controls label { margin-right: 12px; white-space: nowrap; }
+#sb-groups { display: inline; }
+#sb-table tbody tr { cursor: pointer; }
+#sb-table tbody tr:hover, #sb-table tr.open { background: #eef6ff; }
+#sb-table td.answer { max-width: 420px; overflow-wrap: anywhere; }
+img.thumb { width: 48px; height: 48px; object-fit: cover; }
+img.large { max-width: 256px; max-height: 256px; border: 1px solid #d0d7de; }
+#sb-detail { background: #fff; border: 1px solid #d0d7de; padding: 8px 14px; margin: 10px 0; }
+#sb-detail dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
+#sb-detail dt { font-weight: 600; }
+#sb-detail pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f8fa;
+                 padding: 6px; }
 </style>
 </head>
 <body>
@@ -430,7 +488,7 @@ figcaption { color: #454f5b; font-size: 0.9em; margin-top: 6px; max-width: 960px
 <a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
 <a href="#instruments">Instruments</a>
 {% if comparisons %}<a href="#comparisons">Comparisons</a>{% endif %}
-{% if usage %}<a href="#usage">Usage</a>{% endif %}</nav>
+{% if usage %}<a href="#usage">Usage</a>{% endif %}<a href="#samples">Samples</a></nav>
 </header>
 <main>
 <section id="study">
@@ -479,6 +537,8 @@ simulators are never ranked. Full tables: <code>data/scores/</code>; the same nu
 {{ "%.4g" | format(cell.value) }}{% if cell.low is not none and cell.high is not none %}
  [{{ "%.4g" | format(cell.low) }}, {{ "%.4g" | format(cell.high) }}]{% endif %}
 {% if cell.rank is not none %} (#{{ cell.rank }}){% endif %}{% endif %}
+{% if cell and cell.samples %} <a class="samples-link" href="{{ cell.samples }}"
+title="the rows behind this number">rows</a>{% endif %}
 </td>{% endfor %}
 </tr>
 {% endfor %}
@@ -491,6 +551,10 @@ simulators are never ranked. Full tables: <code>data/scores/</code>; the same nu
 <h2>{{ s.title }}</h2>
 {% if s.intro %}<p>{{ s.intro }}</p>{% endif %}
 {% for n in s.notes %}<p class="note">{{ n }}</p>{% endfor %}
+{% if s.samples %}<p class="note samples-links">The rows behind these numbers:
+{% for f in s.samples %}<a class="samples-link" href="{{ f.href }}">{{ f.model }}</a>
+({{ f.counts }}){{ "; " if not loop.last }}{% endfor %}.</p>
+{% endif %}
 {% for f in s.figures %}
 <figure id="{{ s.anchor }}-{{ f.name }}"><img src="data:image/png;base64,{{ f.png }}"
 alt="{{ f.name }}">
@@ -523,7 +587,32 @@ score it feeds.</p>
 {{ table(usage) }}
 </section>
 {% endif %}
+
+<section id="samples">
+<h2>Samples</h2>
+<p class="caption">The rows behind every number: each answer's probe, prompt, raw answer,
+parsed label, status and attempts, with the methodology's groups, and the image for image
+probes. Filter by methodology, model, status and group, or search the text (probe, prompt,
+answer, label, groups); click a row to open it. A model's rows load when asked for, from
+<code>samples/</code> beside this page; images are the study's own files
+(<code>data/responses/</code>, <code>data/curated/</code>).</p>
+<div id="sb-controls">
+<label>methodology <select id="sb-methodology"></select></label>
+<label>model <select id="sb-model"></select></label>
+<label>status <select id="sb-status"></select></label>
+<span id="sb-groups"></span>
+<label>search <input id="sb-search" type="search" size="24"></label>
+<button id="sb-load" type="button">show rows</button>
+</div>
+<p id="sb-info" class="more"></p>
+<div class="tablewrap"><table id="sb-table"><thead></thead><tbody></tbody></table></div>
+<p><button id="sb-prev" type="button">‹ previous</button> <span id="sb-page"></span>
+<button id="sb-next" type="button">next ›</button></p>
+<div id="sb-detail" hidden></div>
+</section>
 </main>
+<script type="application/json" id="samples-index">{{ samples_index }}</script>
+<script>{{ viewer }}</script>
 </body>
 </html>
 """

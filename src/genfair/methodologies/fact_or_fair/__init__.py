@@ -26,6 +26,7 @@ from genfair.methodologies.base import (
     Ranking,
     ReportContext,
     ReportSection,
+    SampleView,
     StepContext,
 )
 from genfair.methodologies.fact_or_fair import t2i
@@ -98,6 +99,11 @@ class FactOrFair(Methodology):
     # §4.3: the distance to the trade-off curve's best point, lower is better
     ranking = Ranking(("context", "attribute"), "distance", True)
     headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
+    #: the report's samples: the chosen option (LLM) or the face instrument's reading (T2I)
+    sample_view = SampleView(
+        groups=("context", "statistic", "attribute", "direction", "kind"),
+        label=("choice", "chosen_gender", "chosen_race"),
+    )
 
     def footprint(self, config: FactOrFairConfig) -> list[Footprint]:
         """The subjective probes (statistics x 2 directions x scenarios x samples x contexts;

@@ -57,6 +57,7 @@ from genfair.methodologies.base import (
     Plot,
     ReportContext,
     ReportSection,
+    SampleView,
     StepContext,
     StudyContext,
     StudyResult,
@@ -243,6 +244,15 @@ class Iris(Methodology):
         for s in (*SECTORS, OVERALL)
         for part in (False, True)
     )
+    #: the report's samples: the occupation chosen or named (understanding), the face
+    #: instrument's reading (generation); a vision probe's photo, a generated image
+    sample_view = SampleView(
+        groups=("sector", "profile", "gender", "age_group", "skin_group", "occupation",
+                "prompt_type", "face_status"),
+        label=("choice", "mapped_occupation"),
+        answer=("answer", "text"),
+        probe_image="image",
+    )  # fmt: skip
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
 

@@ -28,7 +28,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Ranking,
+    SampleView,
+    StepContext,
+)
 from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
 from genfair.methodologies.lvlm_facet.groups import (
     ATTRIBUTES,
@@ -76,6 +83,25 @@ class LvlmFacet(Methodology):
     metric_keys = ("measure", "prompt", "attribute", "class", "group")
     ranking = Ranking(("measure", "prompt", "attribute", "class", "group"), "abs_disparity", True)
     headline = tuple(_headline(a, p) for p in PROMPT_KINDS for a in ATTRIBUTES)
+    #: the report's samples (the labels' ``prompt``, the kind of question, shown as
+    #: ``question``: ``prompt`` is the prompt's text)
+    sample_view = SampleView(
+        groups=("question", "class", *ATTRIBUTES),
+        label=("label",),
+        answer=("answer",),
+        prompt="text",
+        probe_image="image_path",
+    )
+
+    def sample_rows(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
+    ) -> pd.DataFrame:
+        labels = labels.rename(columns={"prompt": "question"})
+        return super().sample_rows(probes, responses, labels, images)
+
+    def sample_filter(self, headline: Headline) -> dict[str, str]:
+        where = {"question" if k == "prompt" else k: v for k, v in headline.where.items()}
+        return {k: str(v) for k, v in where.items() if k in self.sample_view.groups}
 
     # ---- probes@lvlm_facet
 

@@ -55,6 +55,7 @@ from genfair.methodologies.base import (
     Ranking,
     ReportContext,
     ReportSection,
+    SampleView,
     StepContext,
     StudyContext,
     StudyResult,
@@ -172,6 +173,9 @@ class NewsBias(Methodology):
         *(_headline("word", a, "W") for a in ATTRIBUTES),
         *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")),
     )
+    #: the report's samples: each rewrite (its words, sentences and document are measured
+    #: in the metrics step, not labelled per row)
+    sample_view = SampleView(groups=("prompt_type",), answer=("generated_text",), probe="pair_id")
 
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing

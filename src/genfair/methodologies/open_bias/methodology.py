@@ -39,7 +39,14 @@ from typing import Any, ClassVar
 import pandas as pd
 from pydantic import TypeAdapter
 
-from genfair.methodologies.base import Headline, Methodology, MetricsResult, Ranking, StepContext
+from genfair.methodologies.base import (
+    Headline,
+    Methodology,
+    MetricsResult,
+    Ranking,
+    SampleView,
+    StepContext,
+)
 from genfair.methodologies.open_bias.captions import (
     load_caption_set,
     load_coco_captions,
@@ -189,6 +196,35 @@ class OpenBias(Methodology):
         ),
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
     )
+    #: the report's samples: every step's rows (proposal, knowledge base, image, VQA), the
+    #: VQA answer's class as the label
+    sample_view = SampleView(
+        groups=("step", "caption_id", "bias_id", "vqa_model"),
+        label=("label",),
+        answer=("answer", "text"),
+        prompt="messages",
+    )
+
+    def sample_rows(
+        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
+    ) -> pd.DataFrame:
+        """The default rows, a VQA row showing the generated image it asked about."""
+        rows = super().sample_rows(probes, responses, labels, images)
+        if rows.empty or not {"step", "image_probe_id", "file"} <= set(responses):
+            return rows
+        files = responses.dropna(subset=["file"]).drop_duplicates("probe_id")
+        file_of = dict(zip(files["probe_id"].astype(str), files["file"].astype(str), strict=True))
+        vqa = responses[responses["step"] == "vqa"].dropna(subset=["image_probe_id"])
+        image_of = {
+            str(q): str(images / file_of[str(i)])
+            for q, i in zip(vqa["probe_id"], vqa["image_probe_id"], strict=True)
+            if str(i) in file_of
+        }
+        asked = pd.Series(
+            [image_of.get(str(p)) for p in rows["probe_id"]], index=rows.index, dtype="object"
+        )
+        rows["image"] = rows["image"].where(rows["image"].notna(), asked).astype("object")
+        return rows
 
     def models_read(self, config: OpenBiasConfig) -> tuple[str, ...]:
         """The proposer LLM and the VQA model, where the config names a model of the study."""
