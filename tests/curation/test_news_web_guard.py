@@ -63,9 +63,20 @@ def test_a_feed_link_to_another_port_of_the_machine_is_never_requested(
     source.pages["/rss.xml"] = Page(
         rss(source.url("/news/ok"), secret.url("/secret"), host_by_name, "http://[::1]:9/x")
     )
-    df = collect(tmp_path, source.url("/rss.xml"))
+    index = (
+        f"<sitemapindex><sitemap><loc>{secret.url('/sitemap.xml')}</loc></sitemap></sitemapindex>"
+    )
+    source.pages["/index.xml"] = Page(index.encode())
+    df = collect(tmp_path, source.url("/rss.xml"), source.url("/index.xml"))
     assert secret.paths() == []  # not the page, not even its robots.txt
     assert report(df)["skipped"] == {"private_address": 3}
+    assert report(df)["failed_listings"] == [
+        {
+            "source": source.url("/index.xml"),
+            "listing": secret.url("/sitemap.xml"),
+            "reason": "private_address",
+        }
+    ]
     assert list(df["url"]) == [source.url("/news/ok")]  # the source's own origin is fine
     assert_no_canary(df, tmp_path / "state")
 

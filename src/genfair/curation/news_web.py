@@ -348,6 +348,7 @@ def list_candidates(
     url = url or source
     listing = Listing()
     try:
+        check_link(httpx.URL(url), origin(source))  # before its robots.txt is asked for
         if forbidden := client.forbidden(url, source):
             raise FetchFailed(forbidden)
         response = client.get(url, source)

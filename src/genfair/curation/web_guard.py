@@ -120,10 +120,11 @@ class GuardedBackend(httpcore.SyncBackend):
 
 def guarded_transport(trusted: Iterable[Origin]) -> httpx.HTTPTransport:
     """An httpx transport whose connections go through :class:`GuardedBackend`."""
-    transport = httpx.HTTPTransport(trust_env=False)
-    # httpx takes no network backend; its pool is httpcore's, which does (public API)
+    transport = httpx.HTTPTransport(trust_env=False)  # no proxy (module docstring)
+    # httpx takes no network backend; its pool is httpcore's, which does (public API).
+    # SSL_CERT_FILE / SSL_CERT_DIR still apply: they choose whom to trust, not where to go
     transport._pool = httpcore.ConnectionPool(  # noqa: SLF001
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=httpx.create_ssl_context(),
         network_backend=GuardedBackend(trusted),
     )
     return transport
