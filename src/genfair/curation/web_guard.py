@@ -55,10 +55,11 @@ Origin = tuple[str, str, int]
 
 
 def origin(url: httpx.URL | str) -> Origin:
-    """(scheme, host, port) with the scheme's default port filled in."""
+    """(scheme, host, port) with the scheme's default port filled in; the host as it goes
+    on the wire (IDNA-encoded), as the connection sees it."""
     url = httpx.URL(url)
     port = url.port or {"http": 80, "https": 443}.get(url.scheme, 0)
-    return url.scheme, url.host.lower(), port
+    return url.scheme, url.raw_host.decode("ascii").lower(), port
 
 
 def is_public(address: str) -> bool:
@@ -93,8 +94,8 @@ def check_link(url: httpx.URL, source: Origin) -> None:
     """``Refused`` unless ``url`` is on the ``source`` origin or on public addresses only."""
     if url.scheme not in ("http", "https"):
         raise Refused("bad_url", f"{url.scheme}: is not http(s)")
-    if origin(url) != source:
-        public_addresses(url.host, origin(url)[2])
+    if (target := origin(url)) != source:
+        public_addresses(target[1], target[2])
 
 
 class GuardedBackend(httpcore.SyncBackend):
