@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from genfair.config import load_params
-from genfair.study.store import redact, tracking_uri, workspace_root
+from genfair.study.store import follow_checkout, redact, tracking_uri, workspace_root
 from genfair.study.tracking import flatten
 
 
@@ -53,3 +55,52 @@ def test_flatten_nests_with_dots_and_stringifies_lists() -> None:
         "a.c": "[1, 2]",
         "d": None,
     }
+
+
+def _log_one_run(root: Path, experiment: str = "genfair") -> str:
+    """What ``track`` does in the checkout ``root`` (local store), for one run with a file."""
+    from mlflow.tracking import MlflowClient
+
+    from genfair.study.tracking import _experiment
+
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    follow_checkout(uri, experiment, root)
+    client = MlflowClient(tracking_uri=uri)
+    run = client.create_run(_experiment(client, experiment, root, uri))
+    note = root / "note.txt"
+    note.write_text(f"logged in {root.name}", encoding="utf-8")
+    client.log_artifact(run.info.run_id, str(note))
+    client.set_terminated(run.info.run_id)
+    return run.info.run_id
+
+
+def _paths_in_store(store: Path) -> list[str]:
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT artifact_location FROM experiments").fetchall()
+        rows += db.execute("SELECT artifact_uri FROM runs").fetchall()
+    db.close()
+    return [path for (path,) in rows]
+
+
+def test_a_copied_checkout_logs_into_its_own_artifacts(tmp_path: Path) -> None:
+    """Issue 32: after `cp -a study copy`, the copy's runs went to study/mlartifacts."""
+    study, copy = tmp_path / "study", tmp_path / "copy"
+    study.mkdir()
+    first = _log_one_run(study)
+    shutil.copytree(study, copy, symlinks=True)  # cp -a
+    shutil.rmtree(study)  # moved, not copied: nothing may still point there
+
+    second = _log_one_run(copy)
+    assert not study.exists(), "the copy wrote into the original"
+    for run in (first, second):
+        assert (copy / "mlartifacts" / run / "artifacts" / "note.txt").is_file()
+    paths = _paths_in_store(copy / "mlflow.db")
+    assert len(paths) == 4 and not [p for p in paths if str(study) in p], paths
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{copy / 'mlflow.db'}")
+    assert [f.path for f in client.list_artifacts(first)] == ["note.txt"]
+    # a store outside the checkout is shared: it keeps the artifact root it was given
+    follow_checkout(f"sqlite:///{copy / 'mlflow.db'}", "genfair", tmp_path / "elsewhere")
+    assert _paths_in_store(copy / "mlflow.db") == paths

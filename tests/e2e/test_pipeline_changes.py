@@ -5,6 +5,7 @@ or code, an experiment."""
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -23,9 +24,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
 
 
 def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
+    study: tuple[Path, dict[str, str], str],
     own_study: tuple[Path, dict[str, str], str],
 ) -> None:
     work, env, _ = own_study
+    original = sorted((study[0] / "mlartifacts").rglob("*"))
     # a no-op repro runs only the stages that always run; `track` checks the store and logs
     # nothing new
     again = _run(["dvc", "repro"], work, env)
@@ -61,6 +64,13 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
+    # a copied checkout logs into its own MLflow artifacts, never the original's (issue 32)
+    assert sorted((study[0] / "mlartifacts").rglob("*")) == original
+    with sqlite3.connect(work / "mlflow.db") as db:
+        paths = [p for (p,) in db.execute("SELECT artifact_uri FROM runs")]
+        paths += [p for (p,) in db.execute("SELECT artifact_location FROM experiments")]
+    db.close()
+    assert paths and not [p for p in paths if str(study[0]) in p], paths
 
 
 def test_editing_one_methodology_leaves_the_others_up_to_date(

@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from genfair.models.base import Completion, Request
 from genfair.models.config import OpenAIModelConfig, SamplingParams
@@ -185,6 +187,69 @@ def test_retry_after_parsing() -> None:
     assert _retry_after_s(httpx.Headers({"retry-after-ms": "250", "Retry-After": "9"})) == 0.25
     assert _retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
     assert _retry_after_s(httpx.Headers({})) is None
+
+
+#: JSON nested deeper than Python's parser follows (it raises RecursionError, not ValueError)
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+#: an HTTP-date whose year no datetime holds (OverflowError), and other absurd hints
+ABSURD_HINTS = [
+    ("Retry-After", "Fri, 01 Jan 99999999999 00:00:00 GMT"),
+    ("Retry-After", "Wed, 21 Oct 9999 07:28:00 GMT"),
+    ("Retry-After", "1e999"),
+    ("Retry-After", "nan"),
+    ("retry-after-ms", "inf"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), ABSURD_HINTS)
+def test_an_absurd_retry_after_is_retried_within_backoff_max(
+    mock_openai: MockFactory, name: str, value: str
+) -> None:
+    """Issue 32: a Retry-After in the year 99999999999 ended the call as a final error."""
+    server = mock_openai(prompt_faults={"q": [Fault(status=429, headers=((name, value),))]})
+    began = time.perf_counter()
+    [(_, completion)] = run(make_backend(server.url, backoff_max_s=0.1), ask("q"))
+    assert completion.status == "ok" and completion.tries == 2 == server.calls
+    assert time.perf_counter() - began < 5
+
+
+@given(
+    st.text(st.characters(max_codepoint=255, exclude_categories=["Cc"]), max_size=60),
+    st.sampled_from(["Retry-After", "retry-after-ms"]),
+)
+@example("Fri, 01 Jan 99999999999 00:00:00 GMT", "Retry-After")
+@settings(max_examples=300, deadline=None)
+def test_any_retry_after_is_a_wait_or_none(value: str, name: str) -> None:
+    """Any header value (as HTTP delivers them: Latin-1) is a wait of 0 or more, or none."""
+    hint = _retry_after_s(httpx.Headers({name: value.encode("latin-1")}))
+    assert hint is None or hint >= 0
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault(body=DEEP_JSON),
+        Fault(body='{"choices": ' + DEEP_JSON + "}"),
+        Fault(status=500, body=DEEP_JSON),
+        Fault(status=429, body='{"error": {"message": ' + DEEP_JSON + "}}"),
+    ],
+    ids=["deep-200", "deep-choices", "deep-500", "deep-429"],
+)
+def test_deeply_nested_json_is_a_malformed_answer_and_retried(
+    mock_openai: MockFactory, fault: Fault
+) -> None:
+    """Issue 32: 100k-deep JSON raised RecursionError, an error that was never retried."""
+    server = mock_openai(prompt_faults={"q": [fault]})
+    [(_, completion)] = run(make_backend(server.url), ask("q"))
+    assert completion.status == "ok" and completion.text == "echo: q"
+    assert completion.tries == 2 == server.calls
+
+
+def test_deeply_nested_json_every_time_is_a_one_line_error(mock_openai: MockFactory) -> None:
+    server = mock_openai(prompt_faults={"q": [Fault(body=DEEP_JSON)] * 3})
+    [(_, completion)] = run(make_backend(server.url, max_retries=2), ask("q"))
+    assert completion.status == "error" and completion.tries == 3
+    assert completion.error == "malformed response: ValueError: JSON nested too deeply to read"
 
 
 @pytest.mark.parametrize(

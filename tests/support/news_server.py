@@ -8,6 +8,10 @@ then 200 (``/news/flaky``) and one article served under two URLs (``/news/a2`` a
 ``/mirror/a2-copy``). It records every request's path and ``time.monotonic()`` so tests
 can check robots compliance and rate limiting. It is bounded: at most ``max_recorded``
 requests are kept and it stops itself after ``lifetime_s`` if nobody stopped it.
+
+``Site`` serves fixed pages (any status, headers and bytes: redirects, a gzip bomb) for the
+tests of what the collector refuses (tests/curation/test_news_web_guard.py); ``rss(...)``
+builds a feed listing given links.
 """
 
 from __future__ import annotations
@@ -164,6 +168,15 @@ def _sitemap(base: str) -> str:
 
 
 @dataclass(frozen=True)
+class Page:
+    """One answer: its body, status and headers (Content-Length is added)."""
+
+    body: bytes = b""
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
+
+
+@dataclass(frozen=True)
 class Request:
     path: str
     at: float  #: time.monotonic() when the request arrived
@@ -186,12 +199,16 @@ class NewsServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 server._record(self.path)
-                status, ctype, body = server._answer(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
+                page = server._page(self.path)
+                self.send_response(page.status)
+                for name, value in page.headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(page.body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(page.body)
+                except OSError:  # the client stopped reading (a body cut at its cap)
+                    pass
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -232,6 +249,10 @@ class NewsServer:
             if len(self.requests) < self._max_recorded:
                 self.requests.append(Request(path, time.monotonic()))
 
+    def _page(self, path: str) -> Page:
+        status, ctype, body = self._answer(path)
+        return Page(body, status, (("Content-Type", ctype),))
+
     def _answer(self, path: str) -> tuple[int, str, bytes]:
         path = path.split("#", 1)[0]
         route = path.split("?", 1)[0]
@@ -262,3 +283,28 @@ class NewsServer:
         if route.startswith("/news/") and slug in ARTICLES:
             return 200, html, article_html(slug).encode()
         return 404, "text/plain", b"not found"
+
+
+class Site(NewsServer):
+    """A loopback site serving fixed pages (path -> :class:`Page`; anything else is a 404,
+    robots.txt included), recording requests like :class:`NewsServer`. ``pages`` may be
+    filled after it started (a page can name another site's port)."""
+
+    def __init__(self, lifetime_s: float = 120.0) -> None:
+        super().__init__(lifetime_s)
+        self.pages: dict[str, Page] = {}
+
+    def _page(self, path: str) -> Page:
+        return self.pages.get(path, Page(b"not found", 404, (("Content-Type", "text/plain"),)))
+
+
+def rss(*links: str) -> bytes:
+    """An RSS feed listing ``links`` (titles "Item 0", "Item 1"...)."""
+    items = "".join(
+        f"<item><title>Item {i}</title><link>{u}</link></item>" for i, u in enumerate(links)
+    )
+    return f'<?xml version="1.0"?><rss version="2.0"><channel>{items}</channel></rss>'.encode()
+
+
+def redirect(location: str, status: int = 302) -> Page:
+    return Page(status=status, headers=(("Location", location),))

@@ -10,7 +10,8 @@ overrides, every stage run. Builds dominate the suite's time, so:
 - a test that changes a study (reproduces it with another model, edits a config or the code,
   runs an experiment) works on :func:`study_copy`, a copy of the built workspace made in a
   second or two: files and git history copied, DVC's cache hard-linked (DVC never changes a
-  file in its cache), the MLflow store's paths moved to the copy;
+  file in its cache); the MLflow store in it follows the copy by itself at its first
+  ``dvc repro`` (``genfair.study.store.follow_checkout``), as a user's ``cp -a`` does;
 - every build a test makes, shared or its own, is declared with ``@pytest.mark.builds(name)``
   (a name of :data:`BUILDS`); collecting more distinct builds than :data:`MAX_BUILDS` fails
   the session (tests/conftest.py), so a new end-to-end test reuses a build or says why not.
@@ -21,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -142,17 +142,4 @@ def study_copy(study: Study, dest: Path) -> Study:
     shutil.copytree(study.work, dest, symlinks=True, ignore=not_the_cache)
     if (study.work / cache).exists():
         shutil.copytree(study.work / cache, dest / cache, copy_function=os.link)
-    _move_mlflow_store(dest / "mlflow.db", study.work, dest)
     return Study(dest, study_env(dest), study.output)
-
-
-def _move_mlflow_store(store: Path, old: Path, new: Path) -> None:
-    """The local MLflow store's absolute artifact paths moved from ``old`` to ``new``."""
-    if not store.exists():
-        return
-    with sqlite3.connect(store) as db:
-        old_uri, new_uri = old.as_uri(), new.as_uri()
-        db.execute("UPDATE experiments SET artifact_location = replace(artifact_location, ?, ?)",
-                   (old_uri, new_uri))  # fmt: skip
-        db.execute("UPDATE runs SET artifact_uri = replace(artifact_uri, ?, ?)", (old_uri, new_uri))
-    db.close()

@@ -89,6 +89,9 @@ class NewsCollectionConfig(_Strict):
     max_retries: int = Field(default=3, ge=0, le=MAX_ATTEMPTS)
     #: first backoff between retries; it doubles each time
     retry_backoff_s: float = Field(default=1.0, ge=0)
+    #: every web response (listing, page, robots.txt) is cut at this many MiB once decoded,
+    #: so a gzip bomb costs at most this much memory; the sitemap protocol allows 50 MiB
+    max_download_mb: float = Field(default=50, gt=0, le=1024)
     #: cap on the final table, taken in its deterministic order
     max_articles: int | None = Field(default=None, gt=0, le=MAX_RECORDS)
     #: longer bodies / headlines are rejected (a whole file or page glued into one record)

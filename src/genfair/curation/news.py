@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import nupunkt
 import pandas as pd
 from tqdm import tqdm
@@ -64,6 +65,7 @@ from genfair.curation.news_web import (
     iso_date,
     list_candidates,
 )
+from genfair.curation.web_guard import Refused, check_link, origin
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +96,10 @@ class CollectionReport:
     #: URL listed twice in this one)
     reused: int = 0
     skipped: Counter[str] = field(default_factory=Counter)  #: reason -> count
+    #: web listings that could not be read: the configured source, the listing URL (the
+    #: source or a sitemap it names) and the reason; the other sources go on. ``None`` (left
+    #: out of the report) without web sources
+    failed_listings: list[dict[str, str]] | None = None
     filtered_date: int = 0
     filtered_section: int = 0
     duplicates_url: int = 0
@@ -108,6 +114,8 @@ class CollectionReport:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["skipped"] = dict(sorted(self.skipped.items()))
+        if self.failed_listings is None:
+            del out["failed_listings"]
         return out
 
 
@@ -174,16 +182,22 @@ def _collect_web(
 ) -> list[dict[str, Any]]:
     name = urlsplit(source.url).netloc.lower()
     rows: list[dict[str, Any]] = []
-    candidates = list_candidates(client, source.url)
+    listing = list_candidates(client, source.url)
+    report.failed_listings = (report.failed_listings or []) + [
+        {"source": source.url, "listing": url, "reason": reason}
+        for url, reason in listing.failed.items()
+    ]
+    if listing.bad_links:
+        report.skipped["bad_url"] += listing.bad_links
     used = 0
-    for cand in tqdm(candidates, desc=f"news {name}", unit="article", disable=not progress):
+    for cand in tqdm(listing.candidates, desc=f"news {name}", unit="article", disable=not progress):
         if source.max_articles is not None and used >= source.max_articles:
             break
         key = canonical_url(cand.url)
         if cand.published and not _in_window(cand.published, cfg):
             report.filtered_date += 1  # not fetched at all: the listing's date suffices
             continue
-        article = _fetch_or_reuse(key, cand, client, state, report)
+        article = _fetch_or_reuse(key, cand, source.url, client, state, report)
         if isinstance(article, str):
             report.skipped[article] += 1
             continue
@@ -211,26 +225,35 @@ def _collect_web(
 def _fetch_or_reuse(
     key: str,
     cand: Candidate,
+    source: str,
     client: PoliteClient,
     state: FetchState,
     report: CollectionReport,
 ) -> FetchedArticle | str:
     """The article from the state file, or fetched now and recorded there; or why not.
 
-    Robots-forbidden URLs are not recorded: robots.txt is re-read on every run."""
+    Robots-forbidden and refused URLs are not recorded: robots.txt is re-read and the link
+    checked again on every run. A link is checked before its site's robots.txt is asked for,
+    so a refused site receives no request at all."""
     if (done := state.done.get(key)) is not None:
         report.reused += 1
         return FetchedArticle(**done["article"]) if done["article"] else str(done["reason"])
-    if not client.allowed(cand.url):
-        return "robots"
     try:
-        article = fetch_article(client, cand)
-    except FetchFailed as exc:
-        log.info("skipping %s: %s", cand.url, exc.reason)
+        check_link(httpx.URL(cand.url), origin(source))
+        if forbidden := client.forbidden(cand.url, source):
+            return forbidden
+        article = fetch_article(client, cand, source)
+    except (FetchFailed, Refused) as exc:
+        log.info("skipping %s (listed by %s): %s", cand.url, source, exc)
+        if isinstance(exc, Refused):
+            return exc.reason
         if exc.transient:
             return f"transient_{exc.reason}"
-        state.record(key, None, exc.reason)
+        if exc.recorded:
+            state.record(key, None, exc.reason)
         return exc.reason
+    except httpx.TransportError:  # the name of the link's host does not resolve
+        return "transient_network_error"
     report.fetched += 1
     state.record(key, article, None)
     return article
@@ -503,6 +526,8 @@ def collect_news(
             rate_limit_per_host_s=config.rate_limit_per_host_s,
             max_retries=config.max_retries,
             retry_backoff_s=config.retry_backoff_s,
+            max_download_mb=config.max_download_mb,
+            sources=[s.url for s in web],
         ) as client:
             for source in web:
                 rows += _collect_web(source, config, client, state, report, progress)

@@ -9,10 +9,18 @@ retried a few times with exponential backoff. Article pages that cannot be used
 (HTTP errors, malformed or non-HTML pages, pages trafilatura finds no text in) are counted
 by reason and skipped, never raised.
 
+Safety (:mod:`genfair.curation.web_guard`): a link found in a listing is followed only on
+its source's origin or on public addresses, at every redirect; every body is cut at
+``max_download_mb`` once decoded. A refused link is a skip counted by reason
+(``private_address``, ``too_large``...); an unreadable listing is recorded with its reason
+(``Listing.failed``) and the other sources go on.
+
 Resumability: every fetched article URL is appended to ``fetched.jsonl`` in the state
 directory with either the extracted article or a permanent failure reason. A rerun reads
 that file and does not request those URLs again; only transient failures (network
-errors, 429/5xx after the retries) are left out of the file so that a rerun tries them.
+errors, 429/5xx after the retries) and refusals (links the safety rule or the size cap
+refused, checked again under the next run's settings) are left out of the file so that a
+rerun tries them.
 The extracted article is stored whole (before ``min_body_chars`` is applied) so that
 changing the filter does not require refetching.
 """
@@ -24,7 +32,7 @@ import logging
 import os
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +42,18 @@ from urllib.robotparser import RobotFileParser
 import httpx
 import pandas as pd
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from genfair.curation.web_guard import (
+    ACCEPT_ENCODING,
+    MAX_REDIRECTS,
+    Refused,
+    check_link,
+    decoded,
+    guarded_transport,
+    inflate_gzip_file,
+    origin,
+    read_capped,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +117,15 @@ class FetchedArticle:
 
 
 class FetchFailed(Exception):
-    """An article page that cannot be used; ``transient`` ones are retried on a rerun."""
+    """An article page that cannot be used; ``transient`` ones are retried on a rerun and
+    only ``recorded`` ones are kept in the state file (a refused link is checked again on
+    a rerun: the rule or ``max_download_mb`` may have changed since)."""
 
-    def __init__(self, reason: str, transient: bool = False) -> None:
+    def __init__(self, reason: str, transient: bool = False, recorded: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
         self.transient = transient
+        self.recorded = recorded and not transient
 
 
 class _RetryableStatus(Exception):
@@ -118,8 +141,13 @@ def _is_retryable(exc: BaseException) -> bool:
 
 
 class PoliteClient:
-    """An httpx client that waits between requests to the same host, honours robots.txt
-    and retries 429/5xx and network errors with exponential backoff."""
+    """An httpx client that waits between requests to the same host, honours robots.txt,
+    retries 429/5xx and network errors with exponential backoff, and fetches only what
+    :mod:`genfair.curation.web_guard` allows: links on their source's origin or on public
+    addresses (checked at every redirect), bodies up to ``max_download_mb`` once decoded.
+
+    ``sources`` are the configured listing URLs: the user's choice, so their hosts may be
+    private (a test site, an intranet)."""
 
     def __init__(
         self,
@@ -129,16 +157,23 @@ class PoliteClient:
         rate_limit_per_host_s: float,
         max_retries: int,
         retry_backoff_s: float,
+        max_download_mb: float,
+        sources: list[str],
     ) -> None:
         self._client = httpx.Client(
-            headers={"User-Agent": user_agent}, timeout=timeout_s, follow_redirects=True
+            headers={"User-Agent": user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+            timeout=timeout_s,
+            follow_redirects=False,  # each hop is checked (get)
+            transport=guarded_transport(origin(url) for url in sources),
         )
         self._user_agent = user_agent
+        self._timeout = timeout_s
         self._interval = rate_limit_per_host_s
         self._last_request: dict[str, float] = {}
         self._robots: dict[str, RobotFileParser] = {}
         self._max_retries = max_retries
         self._backoff = retry_backoff_s
+        self.max_bytes = int(max_download_mb * 2**20)
 
     def close(self) -> None:
         self._client.close()
@@ -149,48 +184,66 @@ class PoliteClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _wait_for_host(self, url: str) -> None:
-        host = urlsplit(url).netloc.lower()
+    def _wait_for_host(self, url: httpx.URL) -> None:
+        host = url.netloc.decode("ascii").lower()
         ready = self._last_request.get(host, float("-inf")) + self._interval
         if (delay := ready - time.monotonic()) > 0:
             time.sleep(delay)
         self._last_request[host] = time.monotonic()
 
-    def _get_once(self, url: str) -> httpx.Response:
+    def _get_once(self, url: httpx.URL) -> httpx.Response:
+        """One request; the body is read (within the cap) only from a 2xx answer."""
         self._wait_for_host(url)
-        response = self._client.get(url)
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _RetryableStatus(response.status_code)
-        return response
+        with self._client.stream("GET", url) as response:
+            if response.status_code == 429 or response.status_code >= 500:
+                raise _RetryableStatus(response.status_code)
+            content = b""
+            if response.is_success:
+                deadline = time.monotonic() + self._timeout
+                content = read_capped(response, self.max_bytes, deadline)
+        return decoded(response, content)
 
-    def get(self, url: str) -> httpx.Response:
-        """GET with retries; raises ``_RetryableStatus`` or ``httpx.TransportError`` when
-        the retries are exhausted, returns any other response (4xx included)."""
+    def get(self, url: str, source: str) -> httpx.Response:
+        """GET with retries, following redirects that stay allowed for links of ``source``
+        (the configured listing the URL was found through). Raises ``Refused`` for a URL,
+        redirect or body the collector will not take, ``_RetryableStatus`` or
+        ``httpx.TransportError`` when the retries are exhausted; returns any other response
+        (4xx included)."""
         retrying = Retrying(
             retry=retry_if_exception(_is_retryable),
             stop=stop_after_attempt(self._max_retries + 1),
             wait=wait_exponential(multiplier=self._backoff, max=60 * self._backoff),
             reraise=True,
         )
-        return retrying(self._get_once, url)
+        target, allowed = httpx.URL(url), origin(source)
+        for _ in range(MAX_REDIRECTS + 1):
+            check_link(target, allowed)
+            response = retrying(self._get_once, target)
+            if not response.has_redirect_location:
+                return response
+            target = target.join(response.headers["location"])
+        raise Refused("redirect_loop", f"more than {MAX_REDIRECTS} redirects")
 
-    def allowed(self, url: str) -> bool:
-        """Whether robots.txt of the URL's site lets this user agent fetch it."""
+    def forbidden(self, url: str, source: str) -> str | None:
+        """Why robots.txt of the URL's site does not let this user agent fetch it
+        (``robots``, or ``robots_unavailable`` when it could not be read), or ``None``."""
         parts = urlsplit(url)
         site = f"{parts.scheme}://{parts.netloc}"
         parser = self._robots.get(site)
         if parser is None:
-            parser = self._load_robots(site)
+            parser = self._load_robots(site, source)
             self._robots[site] = parser
-        return parser.can_fetch(self._user_agent, url)
+        if parser.can_fetch(self._user_agent, url):
+            return None
+        return "robots_unavailable" if parser.disallow_all else "robots"
 
-    def _load_robots(self, site: str) -> RobotFileParser:
+    def _load_robots(self, site: str, source: str) -> RobotFileParser:
         parser = RobotFileParser(f"{site}/robots.txt")
         try:
-            response = self.get(f"{site}/robots.txt")
-        except (_RetryableStatus, httpx.TransportError) as exc:
+            response = self.get(f"{site}/robots.txt", source)
+        except (_RetryableStatus, httpx.TransportError, Refused) as exc:
             log.warning("robots.txt of %s unavailable (%s): not fetching from it", site, exc)
-            parser.disallow_all = True
+            parser.disallow_all = True  # set only here: it tells "unavailable" from "forbidden"
             return parser
         if response.status_code >= 400:  # no robots.txt (4xx): everything is allowed
             parser.allow_all = True
@@ -262,35 +315,83 @@ def _entry_link(entry: ET.Element) -> str | None:
     return None
 
 
-def list_candidates(client: PoliteClient, url: str, depth: int = 0) -> list[Candidate]:
-    """All candidates of a feed or sitemap (following sitemap indexes); an unreachable or
-    malformed listing is logged and yields nothing, so one bad source does not stop the
-    others."""
-    if not client.allowed(url):
-        log.warning("robots.txt forbids the listing %s", url)
-        return []
+@dataclass
+class Listing:
+    """What a source's listings gave: article candidates, and what could not be used."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    #: listing URL (the source, or a sitemap it names) -> why it could not be read
+    failed: dict[str, str] = field(default_factory=dict)
+    #: links that are not usable http(s) URLs
+    bad_links: int = 0
+
+
+def _usable_link(base: str, href: str) -> str | None:
+    """``href`` made absolute against the listing, when it is an http(s) URL with a host
+    and a valid port; ``None`` otherwise."""
     try:
-        response = client.get(url)
-        response.raise_for_status()
-        candidates, nested = parse_listing(response.content)
-    except (httpx.HTTPError, _RetryableStatus, ET.ParseError) as exc:
-        log.warning("cannot read the listing %s: %s", url, exc)
-        return []
-    usable = []
-    for cand in candidates:
-        absolute = urljoin(url, cand.url)  # relative links resolve against the listing
+        absolute = urljoin(base, href)
         parts = urlsplit(absolute)
-        if parts.scheme in {"http", "https"} and parts.netloc:
-            usable.append(replace(cand, url=absolute))
+        valid = parts.scheme in {"http", "https"} and bool(parts.hostname) and parts.port != 0
+        httpx.URL(absolute)
+    except (ValueError, httpx.InvalidURL):  # a port out of range, a bad IPv6 literal...
+        return None
+    return absolute if valid else None
+
+
+def list_candidates(
+    client: PoliteClient, source: str, url: str | None = None, depth: int = 0
+) -> Listing:
+    """All candidates of the feed or sitemap ``source`` (following sitemap indexes). An
+    unreadable listing is recorded in ``failed`` with its reason and yields nothing, so one
+    bad source does not stop the others."""
+    url = url or source
+    listing = Listing()
+    try:
+        check_link(httpx.URL(url), origin(source))  # before its robots.txt is asked for
+        if forbidden := client.forbidden(url, source):
+            raise FetchFailed(forbidden)
+        response = client.get(url, source)
+        if response.status_code >= 400:
+            raise FetchFailed(f"http_{response.status_code}")
+        found, nested = parse_listing(inflate_gzip_file(response.content, client.max_bytes))
+    except (FetchFailed, Refused) as exc:
+        listing.failed[url] = exc.reason
+    except _RetryableStatus as exc:
+        listing.failed[url] = f"http_{exc.status}"
+    except httpx.TransportError:
+        listing.failed[url] = "network_error"
+    except (ET.ParseError, ValueError, LookupError):  # LookupError: an unknown encoding
+        listing.failed[url] = "not_xml"
+    if url in listing.failed:
+        log.warning(
+            "news source %s: cannot read the listing %s (%s); skipped: check the URL, or "
+            "remove the source from curation.news.sources",
+            source,
+            url,
+            listing.failed[url],
+        )
+        return listing
+    for cand in found:
+        if absolute := _usable_link(url, cand.url):  # relative links resolve against the listing
+            listing.candidates.append(replace(cand, url=absolute))
         else:
-            log.warning("ignoring the non-http link %r in %s", cand.url, url)
+            listing.bad_links += 1
+            log.info("ignoring the link %r in %s: not an http(s) URL", cand.url[:200], url)
     for sitemap in nested if depth < _MAX_SITEMAP_DEPTH else []:
-        usable.extend(list_candidates(client, urljoin(url, sitemap), depth + 1))
-    return usable
+        if (absolute := _usable_link(url, sitemap)) is None:
+            listing.bad_links += 1
+            continue
+        inner = list_candidates(client, source, absolute, depth + 1)
+        listing.candidates += inner.candidates
+        listing.failed |= inner.failed
+        listing.bad_links += inner.bad_links
+    return listing
 
 
-def fetch_article(client: PoliteClient, candidate: Candidate) -> FetchedArticle:
-    """Fetch and extract one page; raises ``FetchFailed`` with a reason when unusable.
+def fetch_article(client: PoliteClient, candidate: Candidate, source: str) -> FetchedArticle:
+    """Fetch and extract one page found through the listing ``source``; raises
+    ``FetchFailed`` with a reason when unusable.
 
     The listing's title, date and category win over the page's, because the publisher's
     feed states them explicitly while page extraction guesses (``<title>`` often carries
@@ -298,7 +399,9 @@ def fetch_article(client: PoliteClient, candidate: Candidate) -> FetchedArticle:
     import trafilatura
 
     try:
-        response = client.get(candidate.url)
+        response = client.get(candidate.url, source)
+    except Refused as exc:
+        raise FetchFailed(exc.reason, recorded=False) from exc
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
         raise FetchFailed("bad_url") from exc
     except _RetryableStatus as exc:

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import email.utils
 import logging
+import math
 import os
 import ssl
 import time
@@ -219,7 +220,7 @@ class OpenAIChatBackend(LLMBackend):
                 return refused
             raise _Rejected(f"HTTP {status}: {_detail(response)}")
         try:
-            return self._parse(response.json(), latency)
+            return self._parse(response_json(response), latency)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
             raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
 
@@ -369,10 +370,19 @@ def _usage(data: dict[str, Any]) -> dict[str, int]:
     return {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
+def response_json(response: httpx.Response) -> Any:
+    """The body as JSON; ``ValueError`` (a malformed answer, retried) also for nesting deeper
+    than Python's parser follows, where ``json`` raises ``RecursionError``."""
+    try:
+        return response.json()
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
 def _detail(response: httpx.Response) -> str:
     """The server's error message (OpenAI's ``error.message`` when present), truncated."""
     try:
-        message = response.json()["error"]["message"]
+        message = response_json(response)["error"]["message"]
     except (ValueError, LookupError, TypeError):
         message = response.text
     return printable(str(message)[:_DETAIL_CHARS])  # an endpoint's text: one line, no escapes
@@ -380,21 +390,25 @@ def _detail(response: httpx.Response) -> str:
 
 def _retry_after_s(headers: Mapping[str, str]) -> float | None:
     """The server's wait hint in seconds: OpenAI's ``retry-after-ms``, else ``Retry-After``
-    (delta-seconds or HTTP-date)."""
+    (delta-seconds or HTTP-date). Never raises: a hint no clock can hold (the year
+    99999999999) is ``inf`` and one that is no number (``nan``, ``soon``) is ``None``; the
+    caller caps the wait at ``backoff_max_s``."""
     if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
+        with contextlib.suppress(ValueError):
+            return _seconds(float(ms) / 1000)
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    with contextlib.suppress(ValueError):
+        return _seconds(float(value))
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except OverflowError:  # a year past datetime's range: "wait forever", capped by the caller
+        return math.inf
+    except (TypeError, ValueError, IndexError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return _seconds(when.timestamp() - time.time())
+
+
+def _seconds(value: float) -> float | None:
+    return None if math.isnan(value) else max(0.0, value)

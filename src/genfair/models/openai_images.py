@@ -19,7 +19,14 @@ import httpx
 
 from genfair.models.base import Completion, Request, T2IBackend
 from genfair.models.config import OpenAIT2IConfig
-from genfair.models.openai import OpenAIChatBackend, _detail, _field, _Rejected, _usage
+from genfair.models.openai import (
+    OpenAIChatBackend,
+    _detail,
+    _field,
+    _Rejected,
+    _usage,
+    response_json,
+)
 from genfair.models.t2i import prompt_of
 
 
@@ -69,7 +76,7 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
         if response.status_code != 400:
             return None
         try:
-            error = response.json()["error"]
+            error = response_json(response)["error"]
             code = error.get("code") or error.get("type")
         except (ValueError, LookupError, TypeError, AttributeError):
             return None

@@ -13,8 +13,10 @@ import json
 import logging
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from genfair.io import write_json
 from genfair.study.layout import Layout
@@ -64,6 +66,64 @@ def tracking_uri(params: StudyFrame, root: Path | None = None) -> str:
         os.environ.get("MLFLOW_TRACKING_URI")
         or params.tracking.uri
         or (f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}")
+    )
+
+
+#: where a local store keeps paths of artifacts (MLflow 3's schema; a missing table is skipped)
+_ARTIFACT_COLUMNS = (
+    ("experiments", "artifact_location"),
+    ("runs", "artifact_uri"),
+    ("logged_models", "artifact_location"),
+    ("model_versions", "storage_location"),
+)
+_ARTIFACTS = "mlartifacts"
+
+
+def follow_checkout(uri: str, experiment: str, root: Path) -> None:
+    """Point a local store that was copied or moved with its checkout at the checkout's own
+    artifacts.
+
+    MLflow keeps an experiment's artifact root (``<root>/mlartifacts``) and every run's
+    artifact URI as absolute paths, so after ``cp -a study copy`` the copy's runs would be
+    logged into ``study/mlartifacts``. When the SQLite store lies inside ``root`` and
+    ``experiment``'s artifact root is another folder's ``mlartifacts``, every path under that
+    folder is moved to ``root`` (the copy carries ``mlartifacts/`` along). A store outside
+    the checkout is shared, and a tracking server chooses its own artifact root: neither is
+    touched."""
+    if not uri.startswith(_SQLITE):
+        return
+    store = Path(uri[len(_SQLITE) :])
+    if not store.is_file() or not store.resolve().is_relative_to(root.resolve()):
+        return
+    new = root.resolve() / _ARTIFACTS
+    with closing(sqlite3.connect(store, timeout=60)) as db, db:  # one transaction
+        found = db.execute(
+            "SELECT artifact_location FROM experiments WHERE name = ?", (experiment,)
+        ).fetchone()
+        location = found[0] if found else None
+        if (
+            not location
+            or location == new.as_uri()
+            or not location.startswith("file:///")
+            or not location.endswith(f"/{_ARTIFACTS}")  # not genfair's layout: leave it
+        ):
+            return
+        old_uri = location.removesuffix(_ARTIFACTS)
+        old_path = unquote(old_uri.removeprefix("file://"))
+        prefixes = [(old_uri, new.parent.as_uri() + "/"), (old_path, f"{new.parent}/")]
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        for table, column in _ARTIFACT_COLUMNS:
+            for before, after in prefixes if table in tables else []:
+                db.execute(
+                    f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608
+                    f"WHERE substr({column}, 1, ?) = ?",
+                    (after, len(before) + 1, len(before), before),
+                )
+    log.info(
+        "MLflow store %s was moved or copied: its artifact paths now point at %s (were %s)",
+        store,
+        new,
+        location,
     )
 
 
@@ -126,6 +186,7 @@ def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = F
     root = workspace_root()
     uri = tracking_uri(params, root)
     experiment = params.tracking.experiment
+    follow_checkout(uri, experiment, root)
     missing = missing_runs(keys, uri, experiment)
     if missing == []:
         log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)

@@ -7,7 +7,9 @@ fresh clone, a new tracking server or a teammate's machine gets every run on its
 ``dvc repro``; a rerun logs nothing twice.
 
 Tracking URI: ``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri`` from params, else a
-SQLite store ``mlflow.db`` in the repository root, with artifacts in ``mlartifacts/``.
+SQLite store ``mlflow.db`` in the repository root, with artifacts in ``mlartifacts/`` (a
+copied or moved checkout's store is pointed at its own ``mlartifacts/`` first:
+:func:`genfair.study.store.follow_checkout`).
 Inside ``dvc exp run --temp`` (a copy under ``.dvc/tmp/exps``) the root is the main
 workspace, so no run is lost with the temporary copy. Secrets never reach MLflow: model
 configs hold only the *name* of the key's environment variable, and URIs are logged
@@ -38,6 +40,7 @@ from genfair.study.store import (
     KEY_TAG,
     UNFINISHED,
     display_uri,
+    follow_checkout,
     redact,
     tracking_uri,
     workspace_root,
@@ -180,6 +183,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     uri = tracking_uri(params, root)
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(tracking_uri=uri)
+    follow_checkout(uri, params.tracking.experiment, root)
     experiment = _experiment(client, params.tracking.experiment, root, uri)
     commit = git_commit(root)
     studies = {name: read_study(name, layout) for name in params.methodologies}
