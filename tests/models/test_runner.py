@@ -224,8 +224,8 @@ def test_frame_has_response_columns_and_one_row_per_call_in_order(cache):
     assert frame.loc[0, "attempts"] == 3
     assert list(frame["finish_reason"]) == ["stop"] * 6
     assert frame["error"].isna().all()
-    # chunks of 2 (first pass: 3 chunks), then the retries of c0 alone
-    assert backend.batches == [2, 2, 2, 1, 1]
+    # chunks of 2; c0's re-asks go out right after its own chunk, not after the other chunks
+    assert backend.batches == [2, 1, 1, 2, 2]
 
 
 def test_samples_of_one_probe_are_distinct_cache_entries(cache):

@@ -105,8 +105,9 @@ def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: 
 
 
 def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
-    """``generation.executor``/``scheduler`` and a model's ``worker_resources`` change no
-    output: run_params.json and the runs' model hashes ignore them, so switching reruns nothing."""
+    """``generation.executor``/``scheduler``, a model's ``worker_resources`` and a simulator's
+    ``replica`` pacing change no output: run_params.json and the runs' model hashes ignore
+    them, so switching reruns nothing."""
     from genfair.cli import compose
     from genfair.config import StudyParams, load_params
     from genfair.study.runs import model_hash
@@ -122,11 +123,11 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
         "scheduler": "tcp://127.0.0.1:8786",
     }
     raw["models"]["smollm2"]["worker_resources"] = {"GPU": 1}
+    raw["models"]["simulated_llm"]["replica"] = {"service_time_s": 0.2, "batch_size": 8}
     after = StudyParams.model_validate(raw)
-    assert run_params(after, "smollm2", "fact_or_fair") == run_params(
-        before, "smollm2", "fact_or_fair"
-    )
-    assert model_hash(after.model("smollm2")) == model_hash(before.model("smollm2"))
+    for model in ("smollm2", "simulated_llm"):
+        assert run_params(after, model, "fact_or_fair") == run_params(before, model, "fact_or_fair")
+        assert model_hash(after.model(model)) == model_hash(before.model(model))
 
 
 def test_a_rate_limit_is_outside_the_model_hash_and_the_cache_key() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -272,6 +273,30 @@ class VLMBackend(LLMBackend):
     modality = "vlm"
 
 
+class ReplicaDevice:
+    """The one device of a simulated replica (:class:`~genfair.models.config.ReplicaService`)
+    in this process: it serves one batch at a time, whichever simulator and thread sends it."""
+
+    lock = threading.Lock()
+    #: batches served in this process, and their requests (benchmarks read them)
+    batches = 0
+    requests = 0
+
+    @classmethod
+    def serve(
+        cls, batch: Sequence[Request], respond: Callable[[Request], Completion], service_s: float
+    ) -> list[Completion]:
+        """``batch`` answered in ``service_s`` (the answers' own computing included): the
+        device is held for the batch's whole service time, as a GPU's forward pass is."""
+        with cls.lock:
+            began = time.perf_counter()
+            answers = [respond(request) for request in batch]
+            time.sleep(max(0.0, service_s - (time.perf_counter() - began)))
+            cls.batches += 1
+            cls.requests += len(batch)
+        return answers
+
+
 class Simulator(LLMBackend):
     """The skeleton every SIMULATOR shares (planted-bias models, labelled ``simulated`` in
     every output): a config with named policies, a fingerprint built from it, one
@@ -309,8 +334,16 @@ class Simulator(LLMBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:
-            on_done(request, self.respond(request))
+        replica = getattr(self.config, "replica", None)
+        if replica is None:
+            for request in requests:
+                on_done(request, self.respond(request))
+            return
+        # a simulated replica: batches paced as one GPU serves them, one at a time per process
+        for batch in chunks(requests, replica.batch_size):
+            answers = ReplicaDevice.serve(batch, self.respond, replica.service_time_s)
+            for request, completion in zip(batch, answers, strict=True):
+                on_done(request, completion)
 
     @abstractmethod
     def respond(self, request: Request) -> Completion:

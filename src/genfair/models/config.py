@@ -73,7 +73,7 @@ class DecodingOverride(_Strict):
 
 #: model config keys that say where or how fast a model runs, or what it costs, not what it
 #: answers: outside the hashes and records that decide whether a stage reruns
-PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price"})
+PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price", "replica"})
 
 
 class Price(_Strict):
@@ -236,6 +236,23 @@ class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint):
     system_prompt: str | None = None
 
 
+class ReplicaService(_Strict):
+    """SIMULATOR setting: a simulator answering like itself, but as one model replica on one
+    GPU would be paced: each batch of up to ``batch_size`` requests costs ``service_time_s``
+    of waiting (a sleep, no CPU), and a process serves one batch at a time (one GPU per
+    process, as one replica per Dask worker). Where and how fast, not what: outside the cache
+    keys and the run hashes (:data:`PLACEMENT_KEYS`). For scale-out measurements
+    (docs/scale-out.md); the answers are the simulator's."""
+
+    service_time_s: float = Field(gt=0, le=60)
+    batch_size: int = Field(8, gt=0, le=4096)
+
+
+class _Simulator(_Strict):
+    #: SIMULATOR pacing (:class:`ReplicaService`); ``None``: answers at once
+    replica: ReplicaService | None = None
+
+
 class SimulatedPolicy(_Strict):
     """What the planted-bias simulator does with a multiple-choice probe.
 
@@ -286,7 +303,7 @@ SimulatorPolicy = Annotated[
 ]
 
 
-class SimulatedModelConfig(_ModelBase):
+class SimulatedModelConfig(_ModelBase, _Simulator):
     """A planted-bias simulator: labelled ``simulated`` in every output."""
 
     backend: Literal["simulated"]
@@ -433,7 +450,7 @@ class SimulatedOpenSetPolicy(_Strict):
         return {k.strip().lower(): v for k, v in value.items()}
 
 
-class SimulatedT2IConfig(_T2IBase):
+class SimulatedT2IConfig(_T2IBase, _Simulator):
     """SIMULATOR: a planted-bias text-to-image model; labelled ``simulated`` everywhere."""
 
     backend: Literal["simulated"]
@@ -554,7 +571,7 @@ class SimulatedOpenVQAPolicy(_Strict):
         return value
 
 
-class SimulatedVLMConfig(_VLMBase):
+class SimulatedVLMConfig(_VLMBase, _Simulator):
     """SIMULATOR: a planted-bias VLM; labelled ``simulated`` everywhere."""
 
     backend: Literal["simulated"]

@@ -42,13 +42,14 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from genfair.errors import ConfigError
 from genfair.models.base import Completion, LLMBackend, Request, stable_hash
 from genfair.models.cache import ResponseCache
-from genfair.models.executor import OnResult, store_completion
+from genfair.models.executor import FollowUps, OnResult, store_completion
 from genfair.models.rate_limit import endpoint_name, parse_rate, rate_name
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class DaskExecutor:
         keys: Sequence[str],
         model_key: str,
         on_result: OnResult,
+        follow: FollowUps,
     ) -> bool:
         config = getattr(backend, "model_config", None)
         if config is None:  # built in code: nothing to rebuild it from on a worker
@@ -138,36 +140,20 @@ class DaskExecutor:
             )
         threads = max(1, sum(w.get("nthreads", 1) for w in workers))
         limit = _http_limit(config)
-        if (
-            limit
-        ):  # HTTP: a task per worker thread, holding up to its share of the model's concurrency
-            share = math.ceil(limit / threads)
-            size = max(share, math.ceil(len(requests) / threads))
-        else:  # local models: small shards, so a fast worker takes more of them
-            share = 1
-            size = min(MAX_SHARD, math.ceil(len(requests) / (threads * SHARDS_PER_THREAD)))
-        starts = range(0, len(requests), size)
+        # HTTP: a task per worker thread, holding up to its share of the model's concurrency
+        share = math.ceil(limit / threads) if limit else 1
         job = _Job(config, getattr(backend, "store", None), self.open_cache, model_key, share)
-        futures = {
-            self.client.submit(
-                run_shard,
-                job,
-                list(requests[s : s + size]),
-                list(keys[s : s + size]),
-                key=f"genfair-shard-{uuid.uuid4().hex}",
-                resources=resources or None,
-                pure=False,
-            ): s
-            for s in starts
-        }
+        shards = _Shards(self.client, job, list(requests), list(keys), threads, limit, resources)
         from distributed import as_completed
 
-        # each answer is recorded (and counted) as its shard comes back, from whichever worker
+        # each answer is recorded (and counted) as its shard comes back, from whichever worker;
+        # the follow-ups it made go out at once, in shards sized by the calls left and workers
         with self.client.as_current():  # where as_completed finds its client
+            running = as_completed()
+            shards.submit(running, busy=0)
             try:
-                for future in as_completed(futures):
-                    start = futures[future]
-                    count = len(requests[start : start + size])
+                for future in running:
+                    start, count = shards.placed.pop(future)
                     try:
                         done = [Completion.from_dict(d) for d in future.result()]
                     except Exception as exc:  # noqa: BLE001 - a lost task is data: its calls are errors
@@ -176,9 +162,75 @@ class DaskExecutor:
                         done = [Completion(status="error", error=reason)] * count
                     for offset, completion in enumerate(done):
                         on_result(start + offset, completion)
+                    shards.follow(follow())
+                    shards.submit(running, len(shards.placed))
             finally:
-                self.client.cancel([f for f in futures if not f.done()])
+                self.client.cancel([f for f in shards.placed if not f.done()])
         return True
+
+
+class _Shards:
+    """The shards of one ``send``: which requests each task carries, and the follow-ups
+    waiting for a shard. A shard is a whole number of the model's batches (a replica serves a
+    batch at a time: a shard of 3 costs what one of 8 does) and about the calls left divided
+    over the worker threads and :data:`SHARDS_PER_THREAD`, so the tail of a stage is cut
+    finer and keeps every worker busy; follow-ups wait until they fill a shard or a worker
+    thread would otherwise idle."""
+
+    def __init__(
+        self,
+        client: Any,
+        job: _Job,
+        requests: list[Request],
+        keys: list[str],
+        threads: int,
+        limit: int | None,
+        resources: dict[str, float],
+    ):
+        self.client, self.job, self.requests, self.keys = client, job, requests, keys
+        self.threads, self.limit, self.resources = threads, limit, resources
+        self.batch = _batch_size(job.config)
+        self.placed: dict[Any, tuple[int, int]] = {}  # future -> (first request, count)
+        self.sent = 0  # requests[:sent] are in shards
+
+    def follow(self, more: Sequence[tuple[Request, str]]) -> None:
+        self.requests += [request for request, _ in more]
+        self.keys += [key for _, key in more]
+
+    def size(self, left: int) -> int:
+        if self.limit:  # HTTP: one task per worker thread, each holding its share of the bound
+            return max(self.job.share, math.ceil(left / self.threads))
+        size = min(MAX_SHARD, math.ceil(left / (self.threads * SHARDS_PER_THREAD)))
+        return max(1, math.ceil(size / self.batch)) * self.batch
+
+    def submit(self, running: Any, busy: int) -> None:
+        """Put waiting requests in shards: all of them when fewer shards than worker threads
+        are at work (``busy``), else only the shards they fill."""
+        left = len(self.requests) - self.sent
+        size = self.size(left + sum(count for _, count in self.placed.values()))
+        while left and (left >= size or busy < self.threads):
+            count = min(size, left)
+            start, self.sent = self.sent, self.sent + count
+            future = self.client.submit(
+                run_shard,
+                self.job,
+                self.requests[start : self.sent],
+                self.keys[start : self.sent],
+                key=f"genfair-shard-{uuid.uuid4().hex}",
+                resources=self.resources or None,
+                pure=False,
+            )
+            self.placed[future] = (start, count)
+            running.add(future)
+            left, busy = left - count, busy + 1
+
+
+def _batch_size(config: Any) -> int:
+    """How many requests the model answers at once (a local model's ``batch_size``, a
+    simulated replica's): shards are whole batches of it."""
+    replica = getattr(config, "replica", None)
+    size = getattr(replica, "batch_size", None) or getattr(config, "batch_size", None)
+    return size if isinstance(size, int) and size > 0 else 1
 
 
 class _Job:
@@ -215,17 +267,25 @@ def run_shard(job: _Job, requests: list[Request], keys: list[str]) -> list[dict[
             backend = worker_model(config)
             if getattr(job.config, "rate_limit", None):
                 backend.window = ClusterWindow(job.config)
-            if job.store is not None:
-                from genfair.models.t2i import Storing
-
-                backend = Storing(backend, job.store)
             position = {id(requests[n]): n for n in todo}
 
-            def on_done(request: Request, completion: Completion) -> None:
+            def store(request: Request, completion: Completion) -> None:
                 n = position[id(request)]
+                if job.store is not None:  # a t2i model's image first, then its answer
+                    from genfair.models.t2i import stored
+
+                    completion = stored(job.store, request, completion)
                 results[n] = store_completion(cache, keys[n], job.model_key, completion)
 
-            backend.complete([requests[n] for n in todo], on_done)
+            # answers are written behind the model, so its next batch does not wait for them
+            with ThreadPoolExecutor(1, thread_name_prefix="genfair-store") as writer:
+                written: list[Future[None]] = []
+                backend.complete(
+                    [requests[n] for n in todo],
+                    lambda r, c: written.append(writer.submit(store, r, c)),
+                )
+            for future in written:
+                future.result()  # a write that failed fails the task: its calls are errors
     missing = Completion(status="error", error="backend returned no completion")
     return [results.get(n, missing).to_dict() for n in range(len(keys))]
 

@@ -26,8 +26,12 @@ from genfair.models.redaction import redact_completion
 
 log = logging.getLogger(__name__)
 
-#: called once per request with its index in the batch and its completion (already cached)
+#: called once per request with its index and its completion (already cached): the
+#: requests handed to ``send`` first, then its follow-ups in the order they were returned
 OnResult = Callable[[int, Completion], None]
+#: the follow-up requests (with their cache keys) that the answers recorded since the last
+#: call made (a re-ask of an invalid answer), to send at once; empty when there are none
+FollowUps = Callable[[], Sequence[tuple[Request, str]]]
 
 
 class Executor(Protocol):
@@ -38,9 +42,12 @@ class Executor(Protocol):
         keys: Sequence[str],
         model_key: str,
         on_result: OnResult,
+        follow: FollowUps,
     ) -> bool:
         """Answer ``requests`` (cache ``keys``) and store each answer; ``on_result`` once per
-        request. ``False`` (nothing sent) when this executor cannot run ``backend``."""
+        request. After each group of answers, ``follow()``: the follow-ups they made, sent at
+        once (not after the other requests), until it returns none. ``False`` (nothing sent)
+        when this executor cannot run ``backend``."""
         ...
 
 

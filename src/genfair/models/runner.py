@@ -98,27 +98,41 @@ def ask(
     attempt = {i: 0 for i in range(len(calls))}
     pending = list(range(len(calls)))
     stats = {"cached": 0, "called": 0}
+    if active() is not None:  # a cluster: one stream, whose shards follow the calls left (a
+        chunk_size = max(chunk_size, EXECUTOR_CHUNK)  # chunk's end would idle its workers)
 
     # the bar counts answers as they arrive; re-asks extend its total
     with progress(total=len(calls), desc=desc or "generate", unit=unit) as bar:
-        while pending:
+
+        def settle(i: int, completion: Completion) -> bool:
+            """Judge call ``i``'s answer: ``True`` when it is to be asked again (its attempt
+            moved on), else its final answer is recorded."""
+            status = verdict(i, completion)
+            again = status in ("refused", "invalid") and not backend.repeats(
+                _request(calls[i], attempt[i], seed)
+            )
+            if again and attempt[i] + 1 < calls[i].max_attempts:
+                attempt[i] += 1
+                bar.total += 1
+                return True
+            final[i] = (completion, status, attempt[i] + 1)
+            return False
+
+        while pending:  # one round unless another process holds some re-asks
             retry: list[int] = []
             for start in range(0, len(pending), chunk_size):
-                chunk = pending[start : start + chunk_size]
-                results = _answer(
-                    backend, cache, calls, chunk, attempt, seed, model_key, stats, bar.update
+                retry += _answer(
+                    backend,
+                    cache,
+                    calls,
+                    pending[start : start + chunk_size],
+                    attempt,
+                    seed,
+                    model_key,
+                    stats,
+                    bar.update,
+                    settle,
                 )
-                for i in chunk:
-                    status = verdict(i, results[i])
-                    again = status in ("refused", "invalid") and not backend.repeats(
-                        _request(calls[i], attempt[i], seed)
-                    )
-                    if again and attempt[i] + 1 < calls[i].max_attempts:
-                        attempt[i] += 1
-                        retry.append(i)
-                        continue
-                    final[i] = (results[i], status, attempt[i] + 1)
-            bar.total += len(retry)
             pending = retry
 
     log.info(
@@ -185,46 +199,48 @@ def _answer(
     model_key: str,
     stats: dict[str, int],
     progress: Callable[[int], object],
-) -> dict[int, Completion]:
-    """Completions for ``indices`` at their current attempt: cache first, then the model.
+    settle: Callable[[int, Completion], bool],
+) -> list[int]:
+    """Answer ``indices`` at their current attempts, cache first, then the model, settling
+    each answer (:func:`ask`'s ``settle``) the moment it exists: a re-ask is looked up or
+    sent at once, not after the others. The calls whose re-ask another process held when it
+    was made, for the caller to ask in a later round.
 
     Keys another process is answering (its claims, :meth:`ResponseCache.claim`) are not
     sent: their answers are awaited and read from the cache, so concurrent runs on one
     cache never pay twice. A claim whose owner dies or fails is taken over and sent.
     """
-    requests: dict[int, Request] = {}
-    keys: dict[int, str] = {}
-    for i in indices:
-        requests[i] = _request(calls[i], attempt[i], seed)
-        keys[i] = cache.key(backend.request_fingerprint(requests[i]), requests[i])
-    results: dict[int, Completion] = {}
+    later: list[int] = []
     todo = list(indices)
     waited = False
     while todo:
-        hits = cache.get_many([keys[i] for i in todo])
+        requests = {i: _request(calls[i], attempt[i], seed) for i in todo}
+        keys = {i: cache.key(backend.request_fingerprint(r), r) for i, r in requests.items()}
+        hits = cache.get_many(list(keys.values()))
         found = [i for i in todo if keys[i] in hits]
-        results.update((i, hits[keys[i]]) for i in found)
-        for i in found:
-            usage.record(backend, requests[i], results[i], "cached")
         stats["cached"] += len(found)
+        for i in found:
+            usage.record(backend, requests[i], hits[keys[i]], "cached")
         progress(len(found))
-        todo = [i for i in todo if i not in results]
+        again = [i for i in found if settle(i, hits[keys[i]])]
+        todo = [i for i in todo if keys[i] not in hits]
         if not todo:
-            break
+            todo = again
+            continue
         mine = cache.claim([keys[i] for i in todo])
         send = [i for i in todo if keys[i] in mine]
         if send:
-            _send(backend, cache, send, requests, keys, model_key, results, progress)
-            for i in send:
-                usage.record(backend, requests[i], results[i], "sent")
-            stats["called"] += len(send)
-            todo = [i for i in todo if i not in results]
-        elif todo:  # all held by other processes: wait for their answers
+            held = _send(
+                backend, cache, calls, send, attempt, seed, model_key, stats, progress, settle
+            )
+            later += held
+        elif not again:  # all held by other processes: wait for their answers
             if not waited:
                 log.info("waiting for %d calls that another process is answering", len(todo))
                 waited = True
             time.sleep(_CLAIM_POLL_S)
-    return results
+        todo = [i for i in todo if i not in send] + again
+    return later
 
 
 def _request(call: Call, attempt: int, seed: int) -> Request:
@@ -238,6 +254,10 @@ def _request(call: Call, attempt: int, seed: int) -> Request:
     )
 
 
+#: calls handed to an executor at once: a stage's calls, up to a bound on the claims and
+#: requests held together (a chunk of this process's own is a batch of its backend's)
+EXECUTOR_CHUNK = 16_384
+
 #: how often a process waiting for another's answers looks for them in the cache
 _CLAIM_POLL_S = 0.2
 
@@ -245,38 +265,78 @@ _CLAIM_POLL_S = 0.2
 def _send(
     backend: LLMBackend,
     cache: ResponseCache,
+    calls: Sequence[Call],
     indices: list[int],
-    requests: dict[int, Request],
-    keys: dict[int, str],
+    attempt: dict[int, int],
+    seed: int,
     model_key: str,
-    results: dict[int, Completion],
+    stats: dict[str, int],
     progress: Callable[[int], object],
-) -> None:
+    settle: Callable[[int, Completion], bool],
+) -> list[int]:
     """Ask the backend for ``indices`` (claimed by this process), in this process or on the
     active executor (:mod:`genfair.models.executor`); each answer is stored the moment it
-    exists, after checking it (:func:`store_completion`)."""
-    batch = [requests[i] for i in indices]
+    exists, after checking it (:func:`store_completion`), and settled. A re-ask it makes is
+    claimed and sent at once, as a follow-up of the same send (its answer settled in turn);
+    the calls whose re-ask another process holds are returned, to be awaited later."""
+    sent = list(indices)  # the call of each request sent, by position
+    batch = [_request(calls[i], attempt[i], seed) for i in indices]
+    asked_of = list(batch)  # the request of each position (follow-ups appended)
+    keys = [cache.key(backend.request_fingerprint(r), r) for r in batch]
+    again: list[int] = []
+    later: list[int] = []
 
     def record(position: int, completion: Completion) -> None:
-        results[indices[position]] = completion
+        recorded.add(position)
+        usage.record(backend, asked_of[position], completion, "sent")
         progress(1)
+        if settle(sent[position], completion):
+            again.append(sent[position])
 
-    with cache.holding([keys[i] for i in indices]):
+    def follow() -> list[tuple[Request, str]]:
+        """The re-asks the answers recorded since the last call made, claimed: to send now."""
+        if not again:
+            return []
+        asked = {i: _request(calls[i], attempt[i], seed) for i in again}
+        wanted = {i: cache.key(backend.request_fingerprint(r), r) for i, r in asked.items()}
+        again.clear()
+        mine = cache.claim(list(wanted.values()))
+        now = [i for i in wanted if wanted[i] in mine]
+        later.extend(i for i in wanted if wanted[i] not in mine)  # cached, or another's
+        sent.extend(now)
+        asked_of.extend(asked[i] for i in now)
+        keys.extend(wanted[i] for i in now)
+        stats["called"] += len(now)
+        return [(asked[i], wanted[i]) for i in now]
+
+    recorded: set[int] = set()
+    position: dict[int, int] = {}  # id of a request in the local backend's hands -> position
+
+    def on_done(request: Request, completion: Completion) -> None:
+        n = position[id(request)]
+        record(n, store_completion(cache, keys[n], model_key, completion))
+
+    stats["called"] += len(indices)
+    with cache.holding(keys):  # released at the end, follow-ups' keys too
         executor = active()
         if executor is None or not executor.send(
-            backend, batch, [keys[i] for i in indices], model_key, record
+            backend, batch, list(keys), model_key, record, follow
         ):
-            position = {id(request): n for n, request in enumerate(batch)}
-
-            def on_done(request: Request, completion: Completion) -> None:
-                n = position[id(request)]
-                record(n, store_completion(cache, keys[indices[n]], model_key, completion))
-
-            backend.complete(batch, on_done)
-    lost = [i for i in indices if i not in results]
-    if lost:  # a backend broke its contract; record rather than crash
-        for i in lost:
-            results[i] = Completion(status="error", error="backend returned no completion")
+            todo = list(zip(batch, keys, strict=True))
+            while todo:
+                first = len(sent) - len(todo)
+                position.clear()
+                position.update((id(r), first + n) for n, (r, _) in enumerate(todo))
+                backend.complete([request for request, _ in todo], on_done)
+                todo = follow()
+        if again:  # an executor sends follow-ups until there are none
+            raise RuntimeError(
+                f"{type(executor).__name__} left {len(again)} follow-up calls unsent"
+            )
+    for n in range(len(sent)):  # a backend that broke its contract: recorded, not a crash
+        if n not in recorded:
+            record(n, Completion(status="error", error="backend returned no completion"))
+    return later
 
 
 def _verdict(completion: Completion, judge: Judge, meta: dict[str, Any]) -> str:

@@ -71,21 +71,22 @@ class Storing(LLMBackend):
         return self.inner.repeats(request)
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        def store_then_report(request: Request, completion: Completion) -> None:
-            if completion.png is not None:
-                try:
-                    check_png(completion.png, f"image for seed {request.seed}")
-                    completion.image = self.store.put(completion.png)
-                except ValueError as exc:  # a broken image is a failed call, not a crash
-                    completion = Completion(status="error", error=str(exc))
-                completion.png = None
-            elif completion.status == "ok":
-                completion = Completion(
-                    status="error", error="backend reported an image without bytes"
-                )
-            on_done(request, completion)
+        self.inner.complete(requests, lambda r, c: on_done(r, stored(self.store, r, c)))
 
-        self.inner.complete(requests, store_then_report)
+
+def stored(store: ImageStore, request: Request, completion: Completion) -> Completion:
+    """``completion`` with its PNG bytes moved into ``store`` (``image``: their hash); a
+    broken image, or an ``ok`` without bytes, is a failed call, not a crash."""
+    if completion.png is not None:
+        try:
+            check_png(completion.png, f"image for seed {request.seed}")
+            completion.image = store.put(completion.png)
+        except ValueError as exc:
+            completion = Completion(status="error", error=str(exc))
+        completion.png = None
+    elif completion.status == "ok":
+        completion = Completion(status="error", error="backend reported an image without bytes")
+    return completion
 
 
 def generate_images(

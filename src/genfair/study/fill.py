@@ -2,11 +2,12 @@
 executor (a Dask cluster: ``generation.executor: dask``), so that a later ``dvc repro``
 anywhere only replays from the cache.
 
-Each selected run (model x methodology of ``runs``) builds its probes in memory as its
-``probes`` stage would and runs the methodology's ``generate`` through the cache. A
-methodology whose calls depend on earlier answers (proposals, then images, then questions
-about them) fills stage by stage, as its ``generate`` does; runs fill side by side (``jobs``
-at once), so the cluster gets the calls of many runs together. Nothing is written outside
+Each selected run (model x methodology of ``runs``) takes its methodology's probes, built in
+memory as its ``probes`` stage would (once for all the methodology's models), and runs the
+methodology's ``generate`` through the cache. A methodology whose calls depend on earlier
+answers (proposals, then images, then questions about them) fills stage by stage, as its
+``generate`` does; runs fill side by side (``jobs`` at once), so the cluster gets the calls
+of many runs together. Nothing is written outside
 the cache and image store (images a run exports go to a scratch folder). Resumable: a rerun
 finds what is cached and asks only the rest. A run that cannot start (its probes need a
 curation stage not yet run, a model that fails to load) is reported and the others go on.
@@ -16,9 +17,12 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextvars import copy_context
 from pathlib import Path
+
+import pandas as pd
 
 from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
@@ -80,10 +84,19 @@ def fill(
         tempfile.TemporaryDirectory(prefix="genfair-fill-") as scratch,
     ):
         layout = Layout(Path(scratch))
+        built: dict[str, pd.DataFrame] = {}
+        building = {name: threading.Lock() for name in {r["methodology"] for r in runs}}
+
+        def probes_of(methodology: str) -> pd.DataFrame:
+            # built once for all its models (in this process, beside the calls already out)
+            with building[methodology]:
+                if methodology not in built:
+                    method, config = configured(params, methodology)
+                    built[methodology] = method.build_probes(config, params.seed)
+            return built[methodology].copy()
 
         def one(model: str, methodology: str) -> str:
-            method, config = configured(params, methodology)
-            probes = method.build_probes(config, params.seed)
+            probes = probes_of(methodology)
             responses, _ = answer(params, model, methodology, probes, layout, open_cache)
             check_errors(
                 responses, 0.0, f"{model} · {methodology}"

@@ -38,7 +38,7 @@ from genfair.errors import EXPECTED
 from genfair.methodologies.base import Methodology
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
-from genfair.models.executor import OnResult, executing
+from genfair.models.executor import FollowUps, OnResult, executing
 from genfair.models.usage import completion_tokens, prompt_tokens
 from genfair.study.context import configured
 from genfair.study.fill import select_runs
@@ -162,21 +162,26 @@ class _Planner:
         keys: Sequence[str],
         model_key: str,
         on_result: OnResult,
+        follow: FollowUps,
     ) -> bool:
         part = self.parts.setdefault(model_key, Part(backend))
         config = backend.model_config
         image = getattr(config, "modality", backend.modality) == "t2i"
         limit = getattr(getattr(config, "sampling", None), "max_tokens", None)
-        for i, request in enumerate(requests):
-            part.to_send += 1
-            tokens, rule = prompt_tokens(backend, request)
-            part.prompt_tokens += tokens
-            part.rules.add(rule)
-            if image:
-                part.images += 1
-            elif limit is not None:
-                part.completion_max += request.token_limit(limit)
-            on_result(i, Completion(status="error", error=PLANNED))
+        position, batch = 0, list(requests)
+        while batch:  # an error answer makes no re-ask, so follow() has none: kept for the contract
+            for request in batch:
+                part.to_send += 1
+                tokens, rule = prompt_tokens(backend, request)
+                part.prompt_tokens += tokens
+                part.rules.add(rule)
+                if image:
+                    part.images += 1
+                elif limit is not None:
+                    part.completion_max += request.token_limit(limit)
+                on_result(position, Completion(status="error", error=PLANNED))
+                position += 1
+            batch = [request for request, _ in follow()]
         return True
 
 
