@@ -298,8 +298,6 @@ def format_errors(
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 
-
-
 def read_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
     """The parsed YAML of ``path``; :class:`ConfigError` when it is missing, not YAML or holds
     an alias (:mod:`genfair.yaml_guard`)."""
