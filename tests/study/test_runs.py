@@ -113,7 +113,7 @@ def test_composing_with_an_added_model_adds_its_runs(
 
 def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
-    data["models"]["extra"] = data["models"]["simulated_llm"]
+    data["models"]["extra"] = dict(data["models"]["simulated_llm"])  # a copy: no YAML alias
     # its digests made again: this test is about runs
     data["digests"] = digests_for(data["models"], data["methodologies"], data["instruments"])
     path = tmp_path / "params.yaml"
@@ -130,7 +130,7 @@ def test_a_block_edited_by_hand_names_its_stale_digest_and_the_fix(tmp_path: Pat
     digest left as it was would leave its stages up to date, so every loader refuses it."""
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
     data["methodologies"]["fact_or_fair"]["objective_rounds"] += 1
-    data["models"]["extra"] = data["models"]["simulated_llm"]
+    data["models"]["extra"] = dict(data["models"]["simulated_llm"])
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     stale = r"digests\.models\.extra, digests\.methodologies\.fact_or_fair do not follow"

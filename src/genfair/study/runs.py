@@ -93,7 +93,7 @@ def runs_for(
         run_key(model, name): {
             "model": model,
             "methodology": name,
-            "reads": reads[name],
+            "reads": dict(reads[name]),  # its own: a YAML dump of shared dicts has aliases
             "code": code[name],
         }
         for model, model_config in models.items()
