@@ -88,8 +88,11 @@ def test_a_curated_table_caps_the_estimate(tmp_path: Path) -> None:
     assert [f.rows for f in get_methodology("open_bias").footprint(project)][0] == (
         captions * 10_000
     )
-    # without the corpus and a bound, its probes are not estimated (building them fails)
-    absent = committed("news_bias", articles=None, corpus=str(tmp_path / "absent.parquet"))
-    assert [f.key for f in get_methodology("news_bias").footprint(absent)] == [
-        "documents.num_topics_grid"
-    ]
+    # without a readable corpus and a bound, its probes are not estimated (building them
+    # fails, in one line)
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    for corpus in ("absent.parquet", "broken.parquet"):
+        config = committed("news_bias", articles=None, corpus=str(tmp_path / corpus))
+        assert [f.key for f in get_methodology("news_bias").footprint(config)] == [
+            "documents.num_topics_grid"
+        ]
