@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -239,3 +240,58 @@ def test_an_interpolation_bomb_in_conf_is_refused_before_hydra_expands_it(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "conf/model/ibomb.yaml: its interpolations (${...}) expand to" in err
     check_yaml("a: 1\nb: ['${a}', '${.a}', 'x ${a}']\nc: '${b}'\n", "fine.yaml")
+
+
+def _config_models() -> list[type]:
+    """Every pydantic model a study's config is validated with: the frame, each model kind,
+    each methodology's, curation step's and instrument's config, and all they nest."""
+    import importlib
+    import typing
+
+    from pydantic import BaseModel
+
+    from genfair.config import StudyParams
+    from genfair.methodologies import get_methodology, names
+    from genfair.params import CURATION, INSTRUMENTS
+
+    roots: list[Any] = [StudyParams]
+    roots += [get_methodology(name).Config for name in names()]
+    for spec in [*CURATION.values(), *INSTRUMENTS.values()]:
+        module, cls = spec.split(":")
+        roots.append(getattr(importlib.import_module(module), cls))
+    seen: list[type] = []
+
+    def walk(tp: Any) -> None:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if tp in seen:
+                return
+            seen.append(tp)
+            for field in tp.model_fields.values():
+                walk(field.annotation)
+        for arg in typing.get_args(tp):
+            walk(arg)
+
+    for root in roots:
+        walk(root)
+    return seen
+
+
+def test_every_integer_count_of_every_config_has_an_upper_bound() -> None:
+    """docs/security.md, "Counts are bounded": every integer field of every config model
+    (a count, a size, a number of attempts...) carries ``le=``; seeds are any integer."""
+    import typing
+
+    import annotated_types
+
+    unbounded = []
+    for model in _config_models():
+        for name, field in model.model_fields.items():
+            # an int, or an optional one (a tuple of ints is a range of values, not a count)
+            if field.annotation not in (int, int | None, typing.Optional[int]):  # noqa: UP045
+                continue
+            if "seed" in name or field.annotation is bool:
+                continue
+            bounds = (annotated_types.Le, annotated_types.Lt)
+            if not any(isinstance(m, bounds) for m in field.metadata):
+                unbounded.append(f"{model.__module__}.{model.__qualname__}.{name}")
+    assert not unbounded, unbounded

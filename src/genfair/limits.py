@@ -13,6 +13,8 @@ MAX_SMALL = 1_000
 MAX_RECORDS = 10_000_000
 #: bootstrap or simulation replicates of one interval (papers: 1,000-2,000)
 MAX_RESAMPLES = 1_000_000
+#: calls a study may be allowed to make (``generation.max_calls``, a budget)
+MAX_CALLS = 10**12
 #: tokens one answer may have (the largest context windows: 128k)
 MAX_TOKENS = 131_072
 #: attempts of one call, retries of one request

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError, NotConfigured
+from genfair.limits import MAX_CALLS
 from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
 from genfair.urls import checked_url, strip_in_text
@@ -130,7 +131,7 @@ class GenerationConfig(_Strict):
     scheduler: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
     #: the most calls still to send (``genfair plan``) a ``generate`` stage lets the study
     #: pay; None: no limit. Checked over the whole study before any call
-    max_calls: int | None = Field(None, ge=0)
+    max_calls: int | None = Field(None, ge=0, le=MAX_CALLS)
     #: the most estimated cost of the calls still to send (models' ``price``); None: no limit
     max_cost: float | None = Field(None, ge=0.0)
 

@@ -38,6 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from genfair.instruments import skin_tone
+from genfair.limits import MAX_SIDE
 
 __all__ = [
     "DETECTORS",
@@ -464,7 +465,7 @@ class SkinMaskConfig(_Strict):
     #: inner region of the box as fractions (left, top, right, bottom): cheeks, nose,
     #: forehead; leaves out hair, ears and background at the box's edges
     region: tuple[float, float, float, float] = (0.2, 0.2, 0.8, 0.9)
-    min_pixels: int = Field(30, ge=1)
+    min_pixels: int = Field(30, ge=1, le=MAX_SIDE * MAX_SIDE)
 
 
 def _check_cover(bands: Mapping[str, Sequence[int]], lo: int, hi: int, what: str) -> Bands:

@@ -301,6 +301,29 @@ class Footprint:
     bytes_per_row: int
 
 
+def table_rows(path: str | Path) -> int | None:
+    """Rows of the Parquet (read from its footer) or CSV table at ``path``, None when it is
+    absent or unreadable (building the probes then says why, in one line): what a
+    :meth:`Methodology.footprint` reads of curated data, cheaply."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_metadata(path).num_rows
+        return len(pd.read_csv(path))
+    except (OSError, ValueError):  # pyarrow's and pandas's read errors derive from these
+        return None
+
+
+def bounded(count: int | None, rows: int | None) -> int | None:
+    """``count`` capped by a table's ``rows`` (either None: the other)."""
+    known = [n for n in (count, rows) if n is not None]
+    return min(known) if known else None
+
+
 class Methodology(ABC):
     """Base class of every methodology (see the module docstring for the lifecycle)."""
 

@@ -44,6 +44,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genfair.limits import MAX_SAMPLES
 from genfair.models.config import (
     SimulatedOpenSetPolicy,
     SimulatedOpenVQAPolicy,
@@ -160,7 +161,7 @@ class OpenSetImageQuestion(_Question):
 
     caption_id: str
     biases: list[AskedBias] = Field(min_length=1)
-    n_images: int = Field(1, ge=1)
+    n_images: int = Field(1, ge=1, le=MAX_SAMPLES)
     #: the methodology's planted open-set biases
     plant: SimulatedOpenSetPolicy | None = Field(None, alias="t2i_plant")
 

@@ -49,8 +49,10 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genfair.limits import MAX_ATTEMPTS, MAX_RECORDS, MAX_SAMPLES, MAX_SMALL, MAX_TOKENS
 from genfair.logs import progress
 from genfair.methodologies.base import (
+    Footprint,
     Headline,
     Methodology,
     MetricsResult,
@@ -72,6 +74,7 @@ from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     TournamentConfig,
     parse_tournament_answer,
+    profiles,
     tournament_counts,
     tournament_probes,
 )
@@ -105,28 +108,28 @@ class _Strict(BaseModel):
 
 class IfsGenConfig(_Strict):
     #: images per occupation (paper: 160)
-    images_per_occupation: int = Field(160, ge=1)
+    images_per_occupation: int = Field(160, ge=1, le=MAX_SAMPLES)
     #: a refused image is asked again up to this many times (paper 000 §4.1's re-asking)
-    max_attempts: int = Field(3, ge=1)
+    max_attempts: int = Field(3, ge=1, le=MAX_ATTEMPTS)
     #: prefix ``Please generate`` (unified models that chat); plain t2i models: false
     please: bool = False
 
 
 class BisGenConfig(_Strict):
     #: stereotypes steered (paper: the 10 most frequent combinations)
-    top: int = Field(10, ge=1)
+    top: int = Field(10, ge=1, le=MAX_SMALL)
     #: paper: ~60,000 images / 10 models / (10 stereotypes x 6 prompts) = 100 (App. C.2)
-    images_per_prompt: int = Field(100, ge=1)
-    max_attempts: int = Field(3, ge=1)
+    images_per_prompt: int = Field(100, ge=1, le=MAX_SAMPLES)
+    max_attempts: int = Field(3, ge=1, le=MAX_ATTEMPTS)
 
 
 class IfsUndConfig(_Strict):
     #: ``persons.parquet`` of the curate_facet stage (None = IFS-Und not computed)
     persons: str | None = None
     #: answers per crop (paper: 1; more only makes a SIMULATOR's plant measurable on few crops)
-    samples_per_crop: int = Field(1, ge=1)
-    max_crops: int | None = Field(None, ge=1)
-    max_tokens: int = Field(32, ge=1)
+    samples_per_crop: int = Field(1, ge=1, le=MAX_SAMPLES)
+    max_crops: int | None = Field(None, ge=1, le=MAX_RECORDS)
+    max_tokens: int = Field(32, ge=1, le=MAX_TOKENS)
     #: answer mapper: cosine similarity accepted in tier 2 (paper: 0.6)
     threshold: float = Field(0.6, ge=0.0, le=1.0)
 
@@ -135,13 +138,13 @@ class BisUndConfig(_Strict):
     #: counterfactual dataset (Parquet/CSV, format of prompts.bis_und_probes); ``fixture``:
     #: the FIXTURE built from the IFS-Und crops; None = BIS-Und not computed
     dataset: str | None = None
-    max_sets: int | None = Field(None, ge=1)
-    max_tokens: int = Field(16, ge=1)
+    max_sets: int | None = Field(None, ge=1, le=MAX_RECORDS)
+    max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
 
 
 class IrisTournamentConfig(TournamentConfig):
     #: answer length: the answer is one occupation name
-    max_tokens: int = Field(16, ge=1)
+    max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
 
 
 class IrisConfig(_Strict):
@@ -152,7 +155,7 @@ class IrisConfig(_Strict):
     #: occupations used (None = every row of the table, the 52 FACET classes)
     occupations: list[str] | None = None
     #: keep only the first N occupations (sorted; smaller scales)
-    max_occupations: int | None = Field(None, ge=5)
+    max_occupations: int | None = Field(None, ge=5, le=MAX_RECORDS)
     ifs_gen: IfsGenConfig = IfsGenConfig()
     bis_gen: BisGenConfig = BisGenConfig()
     tournament: IrisTournamentConfig = IrisTournamentConfig()
@@ -257,6 +260,13 @@ class Iris(Methodology):
     instrument: ClassVar[str] = "face_demographics"
 
     # ---- probes
+
+    def footprint(self, config: IrisConfig) -> list[Footprint]:
+        """The tournament's probes (rounds x the 18 profiles), about 1,000 bytes a row at the
+        peak of building them (measured with tracemalloc: 890-910 bytes at 200 and 2,000
+        rounds over the 52 FACET occupations)."""
+        rows = config.tournament.rounds * len(profiles())
+        return [Footprint("tournament.rounds", "the tournament's probe table", rows, 1_000)]
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)

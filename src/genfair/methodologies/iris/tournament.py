@@ -50,6 +50,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from genfair.instruments.refusal import is_refusal
+from genfair.limits import MAX_RECORDS, MAX_SMALL
 from genfair.metrics import js_divergence, normalize_counts
 from genfair.metrics.iris import bayes_invert
 
@@ -81,8 +82,8 @@ class TournamentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rounds: int = Field(2000, ge=1)
-    competitors: int = Field(5, ge=2)
+    rounds: int = Field(2000, ge=1, le=MAX_RECORDS)
+    competitors: int = Field(5, ge=2, le=MAX_SMALL)
     shared_subsets: bool = True
     prompt: str = TOURNAMENT_PROMPT
     demographic_template: str = DEMOGRAPHIC_TEMPLATE
