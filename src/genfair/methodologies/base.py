@@ -454,6 +454,12 @@ class Methodology(ABC):
         compared)."""
         return None
 
+    def comparison_resamples(self, config: Any) -> int:
+        """Bootstrap replicates of each paired comparison (:mod:`genfair.study.compare`): the
+        config's own ``bootstrap_resamples`` where it has one (a smoke study stays quick, a
+        paper-scale one gets the paper's replicates), else 1,000."""
+        return int(getattr(config, "bootstrap_resamples", 1000))
+
     # ---- report
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -29,8 +29,8 @@ from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
 
-#: bootstrap replicates and confidence level of every comparison
-RESAMPLES = 1000
+#: confidence level of every comparison (the replicates are the methodology's:
+#: :meth:`~genfair.methodologies.base.Methodology.comparison_resamples`)
 CONFIDENCE = 0.95
 COLUMNS = [
     "methodology",
@@ -79,9 +79,11 @@ def _statistic(
 
 
 def compare_models(
-    params: StudyParams, layout: Layout = Layout(), resamples: int = RESAMPLES
+    params: StudyParams, layout: Layout = Layout(), resamples: int | None = None
 ) -> pd.DataFrame:
-    """Every comparison of the study (:data:`COLUMNS`), Holm-adjusted across all of them."""
+    """Every comparison of the study (:data:`COLUMNS`), Holm-adjusted across all of them;
+    ``resamples`` replicates each (default: the methodology's own, its
+    :meth:`~genfair.methodologies.base.Methodology.comparison_resamples`)."""
     found: list[dict[str, Any]] = []
     for name in params.methodologies:
         method, config = configured(params, name)
@@ -106,7 +108,7 @@ def compare_models(
             results = paired_differences(
                 len(pair[0]),
                 _statistic(headlines, (la, lb), pair, names),
-                resamples=resamples,
+                resamples=resamples or method.comparison_resamples(config),
                 confidence=CONFIDENCE,
                 seed=derive_seed(params.seed, "compare", name, a.name, b.name),
             )
