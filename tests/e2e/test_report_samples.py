@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from genfair.methodologies import get_methodology
-from tests.study.test_report import CHROMIUM, FLAGS
-from tests.support.browser import wait_until
+from tests.support.browser import sync_api, wait_until, watched_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
 #: thumbnails in the sample table drawn from their files, none broken (they load lazily: those
@@ -60,78 +59,64 @@ def test_a_sample_file_per_methodology_and_model(study: tuple[Path, dict[str, st
 def test_sample_browser_filters_searches_opens_and_shows_images(
     study: tuple[Path, dict[str, str], str], tmp_path: Path
 ) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright: make setup")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root")
+    sync_api()
     work, _, _ = study
     labels = pd.read_parquet(work / "data/labels/smollm2/fact_or_fair.parquet")
     responses = pd.read_parquet(work / "data/responses/smollm2/fact_or_fair/responses.parquet")
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet").set_index("probe_id")
     behind = labels[(labels["context"] == "objective") & (labels["attribute"] == "gender")]
     ok = behind[behind["status"] == "ok"]
-    requests, errors, dialogs = [], [], []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto((work / "data/report/index.html").as_uri(), wait_until="load")
-            assert not any("/samples/" in u for u in requests)  # nothing loaded until asked
-            # one click from a headline number to the rows behind it
-            row = page.locator("#headline-table tr", has_text="objective.gender.distance")
-            column = page.locator("#headline-table th").all_inner_texts().index("smollm2")
-            row.locator("td").nth(column).locator("a.samples-link").click()
-            page.wait_for_selector("#sb-table tbody tr")
-            assert "#samples/fact_or_fair/smollm2?" in page.url
-            info = page.locator("#sb-info").inner_text()
-            assert f"of {len(behind)} matching ({len(labels)} in all)" in info, info
-            shown = page.locator("#sb-table tbody tr")
-            assert 0 < shown.count() <= 50  # a page at a time
-            header = page.locator("#sb-table thead th").all_inner_texts()
-            contexts = shown.evaluate_all(
-                f"rows => rows.map(r => r.cells[{header.index('context')}].textContent)"
-            )
-            assert set(contexts) == {"objective"}
-            # filter by status
-            page.select_option("#sb-status", "ok")
-            assert f"of {len(ok)} matching" in page.locator("#sb-info").inner_text()
-            # free-text search, case-insensitive, over the probe id (among others)
-            page.select_option("#sb-status", "")
-            probe = str(ok["probe_id"].iloc[0])
-            page.fill("#sb-search", probe.upper())
-            assert page.locator("#sb-info").inner_text().startswith("Rows 1–1 of 1 matching")
-            # open the row: its raw answer and its prompt (collapsed)
-            shown.first.click()
-            detail = page.locator("#sb-detail")
-            raw = responses.set_index("probe_id").loc[probe, "text"]
-            assert detail.locator("pre.raw").text_content() == raw
-            assert detail.locator("details").get_attribute("open") is None
-            detail.locator("summary").click()
-            assert detail.locator("details pre").is_visible()
-            assert detail.locator("details pre").text_content() == probes.loc[probe, "prompt"]
-            # a section's link: the T2I model's images, thumbnails and the opened row's image
-            page.locator("#m-fact_or_fair a.samples-link", has_text="simulated_t2i").click()
-            page.wait_for_selector("#sb-table img.thumb")
-            assert page.locator("#sb-search").input_value() == ""
-            wait_until(page, f"() => {THUMBS_LOADED}")
-            page.locator("#sb-table tbody tr").first.click()
-            wait_until(
-                page, "() => document.querySelector('#sb-detail img.large')?.naturalWidth > 0"
-            )
-            # a vision probe's photo (IRIS understanding, on the simulated VLM)
-            page.select_option("#sb-methodology", "iris")
-            page.select_option("#sb-model", "simulated_vlm")
-            page.select_option("#sb-groups select[data-group=sector]", "IFS-Und")
-            wait_until(page, f"() => {THUMBS_LOADED}")
-            page.screenshot(path=str(tmp_path / "samples.png"))
-        finally:
-            browser.close()
-    assert not dialogs and not errors, (dialogs, errors)
-    assert all(u.startswith("file://") for u in requests), requests
-    loaded = {re.sub(r".*/report/", "", u) for u in requests if "/samples/" in u}
+    with watched_page() as (page, seen):
+        page.goto((work / "data/report/index.html").as_uri(), wait_until="load")
+        assert not any("/samples/" in u for u in seen.requests)  # nothing loaded until asked
+        # one click from a headline number to the rows behind it
+        row = page.locator("#headline-table tr", has_text="objective.gender.distance")
+        column = page.locator("#headline-table th").all_inner_texts().index("smollm2")
+        row.locator("td").nth(column).locator("a.samples-link").click()
+        page.wait_for_selector("#sb-table tbody tr")
+        assert "#samples/fact_or_fair/smollm2?" in page.url
+        info = page.locator("#sb-info").inner_text()
+        assert f"of {len(behind)} matching ({len(labels)} in all)" in info, info
+        shown = page.locator("#sb-table tbody tr")
+        assert 0 < shown.count() <= 50  # a page at a time
+        header = page.locator("#sb-table thead th").all_inner_texts()
+        contexts = shown.evaluate_all(
+            f"rows => rows.map(r => r.cells[{header.index('context')}].textContent)"
+        )
+        assert set(contexts) == {"objective"}
+        # filter by status
+        page.select_option("#sb-status", "ok")
+        assert f"of {len(ok)} matching" in page.locator("#sb-info").inner_text()
+        # free-text search, case-insensitive, over the probe id (among others)
+        page.select_option("#sb-status", "")
+        probe = str(ok["probe_id"].iloc[0])
+        page.fill("#sb-search", probe.upper())
+        assert page.locator("#sb-info").inner_text().startswith("Rows 1–1 of 1 matching")
+        # open the row: its raw answer and its prompt (collapsed)
+        shown.first.click()
+        detail = page.locator("#sb-detail")
+        raw = responses.set_index("probe_id").loc[probe, "text"]
+        assert detail.locator("pre.raw").text_content() == raw
+        assert detail.locator("details").get_attribute("open") is None
+        detail.locator("summary").click()
+        assert detail.locator("details pre").is_visible()
+        assert detail.locator("details pre").text_content() == probes.loc[probe, "prompt"]
+        # a section's link: the T2I model's images, thumbnails and the opened row's image
+        page.locator("#m-fact_or_fair a.samples-link", has_text="simulated_t2i").click()
+        page.wait_for_selector("#sb-table img.thumb")
+        assert page.locator("#sb-search").input_value() == ""
+        wait_until(page, f"() => {THUMBS_LOADED}")
+        page.locator("#sb-table tbody tr").first.click()
+        wait_until(page, "() => document.querySelector('#sb-detail img.large')?.naturalWidth > 0")
+        # a vision probe's photo (IRIS understanding, on the simulated VLM)
+        page.select_option("#sb-methodology", "iris")
+        page.select_option("#sb-model", "simulated_vlm")
+        page.select_option("#sb-groups select[data-group=sector]", "IFS-Und")
+        wait_until(page, f"() => {THUMBS_LOADED}")
+        page.screenshot(path=str(tmp_path / "samples.png"))
+    assert not seen.dialogs and not seen.errors, (seen.dialogs, seen.errors)
+    assert all(u.startswith("file://") for u in seen.requests), seen.requests
+    loaded = {re.sub(r".*/report/", "", u) for u in seen.requests if "/samples/" in u}
     # each file loaded when the reader chose it (IRIS kept the T2I model, then the VLM), no other
     assert loaded == {
         "samples/fact_or_fair/smollm2.js",

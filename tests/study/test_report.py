@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import urllib.parse
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from genfair.study.steps import compute_metrics, generate, label, make_probes, s
 from genfair.study.store import listed_keys, missing_runs, sync_store
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from tests.study.toy_methodology import Quiz, QuizConfig
+from tests.support.browser import browser, sync_api, watched_page
 from tests.support.conf import with_runs
 from tests.support.mlflow_server import mlflow_server
 
@@ -39,16 +39,6 @@ IMG = '"><img src=x onerror=alert(2)>'
 #: a forged log line; it names a score row, so it reaches a figure, a table, a CSV, MLflow
 #: metric keys and the log
 MODEL_TEXT = "=cmd|' /C calc'!A0 gender $x^{$ \x1b[2J\n12:00:00 INFO forged"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-]
 
 
 class EvilQuiz(Quiz):
@@ -308,58 +298,41 @@ def test_mlflow_sync_asks_the_store_without_mlflow_and_logs_what_it_lacks(
 def test_report_renders_offline_in_chromium(
     study: tuple[StudyParams, Layout, Path], tmp_path: Path
 ) -> None:
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is a dev dependency (make setup)"
-    )
-    if not Path(CHROMIUM).exists():
-        pytest.skip(
-            "no Chromium: `make setup` installs Debian's chromium when run as root "
-            "(apt-get install chromium chromium-driver)"
-        )
+    sync_api()
     params, layout, _ = study
     report = build_report(params, layout)
-    requests, errors, dialogs = [], [], []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(report.as_uri(), wait_until="load")
-            for section in (
-                "#study",
-                "#headline",
-                "#m-fact_or_fair",
-                "#m-iris",
-                "#m-toy_evil",
-                "#instruments",
-            ):
-                assert page.locator(section).is_visible(), section
-            figures = page.locator("section.methodology figure img")
-            assert figures.count() >= 4  # LLM and T2I trade-off plots, IRIS sectors
-            sizes = figures.evaluate_all("imgs => imgs.map(i => [i.complete, i.naturalWidth])")
-            assert all(done and width > 100 for done, width in sizes), sizes
-            assert page.locator("#models .sim").count() == 2
-            assert IMG in page.locator("#m-toy_evil").inner_text()  # shown as text
-            assert SCRIPT in page.locator("#instruments").inner_text()
-            # the model's markup in the sample browser: found by search, shown as text, inert
-            page.locator("#m-toy_evil a.samples-link", has_text="simulated_llm").click()
-            page.wait_for_selector("#sb-table tbody tr")
-            page.fill("#sb-search", "onerror=alert(2)")
-            assert page.locator("#sb-info").inner_text().startswith("Rows 1–3 of 3 matching")
-            assert IMG in page.locator("#sb-table tbody").inner_text()
-            page.locator("#sb-table tbody tr").first.click()
-            assert page.locator("#sb-detail pre.raw").text_content() == IMG + SCRIPT
-            page.locator("#sb-detail summary").click()
-            assert SCRIPT in page.locator("#sb-detail details pre").text_content()
-            assert page.locator("img[src=x]").count() == 0
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
-    assert not dialogs and not errors, (dialogs, errors)
-    assert all(u.startswith(("file://", "data:")) for u in requests), requests
+    with watched_page() as (page, seen):
+        page.goto(report.as_uri(), wait_until="load")
+        for section in (
+            "#study",
+            "#headline",
+            "#m-fact_or_fair",
+            "#m-iris",
+            "#m-toy_evil",
+            "#instruments",
+        ):
+            assert page.locator(section).is_visible(), section
+        figures = page.locator("section.methodology figure img")
+        assert figures.count() >= 4  # LLM and T2I trade-off plots, IRIS sectors
+        sizes = figures.evaluate_all("imgs => imgs.map(i => [i.complete, i.naturalWidth])")
+        assert all(done and width > 100 for done, width in sizes), sizes
+        assert page.locator("#models .sim").count() == 2
+        assert IMG in page.locator("#m-toy_evil").inner_text()  # shown as text
+        assert SCRIPT in page.locator("#instruments").inner_text()
+        # the model's markup in the sample browser: found by search, shown as text, inert
+        page.locator("#m-toy_evil a.samples-link", has_text="simulated_llm").click()
+        page.wait_for_selector("#sb-table tbody tr")
+        page.fill("#sb-search", "onerror=alert(2)")
+        assert page.locator("#sb-info").inner_text().startswith("Rows 1–3 of 3 matching")
+        assert IMG in page.locator("#sb-table tbody").inner_text()
+        page.locator("#sb-table tbody tr").first.click()
+        assert page.locator("#sb-detail pre.raw").text_content() == IMG + SCRIPT
+        page.locator("#sb-detail summary").click()
+        assert SCRIPT in page.locator("#sb-detail details pre").text_content()
+        assert page.locator("img[src=x]").count() == 0
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert not seen.dialogs and not seen.errors, (seen.dialogs, seen.errors)
+    assert all(u.startswith(("file://", "data:")) for u in seen.requests), seen.requests
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
@@ -368,11 +341,7 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(
     study: tuple[StudyParams, Layout, Path],
 ) -> None:
     """The real MLflow server on the study's store, checked through Chromium."""
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is a dev dependency (make setup)"
-    )
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium: `make setup` installs Debian's chromium when run as root")
+    sync_api()
     params, layout, tmp = study
     runs = json.loads(track_study(params, layout).read_text())
     store = f"sqlite:///{tmp / 'mlflow.db'}"
@@ -382,42 +351,38 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(
     iris_t2i = by_key[runs["child_runs"]["simulated_t2i/iris"]].info.run_id
     fof_llm = by_key[runs["child_runs"]["simulated_llm/fact_or_fair"]].info.run_id
     with mlflow_server(store, tmp) as base:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            try:
-                page = browser.new_page(viewport={"width": 1500, "height": 1000})
-                # the link `make ui` prints: the experiment's runs table (classic ML view)
-                page.goto(f"{base}/#/experiments/{experiment}?workflowType=machine_learning")
-                page.wait_for_url(re.compile(r".*/runs.*"), timeout=60_000)
-                page.get_by_text("study-smoke").first.wait_for(timeout=60_000)
-                # every model x methodology run: expand the study run's children
-                page.wait_for_timeout(1000)
-                toggles = page.locator(
-                    '[role="gridcell"] button[data-component-id*="runnamecellrenderer"]'
-                )
-                for i in range(toggles.count()):
-                    toggles.nth(i).click()
-                for name in runs["child_runs"]:
-                    page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
-                # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
-                page.goto(
-                    f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning"
-                )
-                page.get_by_text("iris.S.IFS-Gen").first.wait_for(timeout=60_000)
-                text = page.locator("body").inner_text()
-                assert "iris.K.IFS-Gen" in text and "iris.score.IFS-Gen" in text
-                assert "genfair.simulated" in text or "SIMULATED" in text
-                page.goto(
-                    f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning"
-                )
-                page.get_by_text("tradeoff_objective.png").first.wait_for(timeout=60_000)
-                # comparing two runs
-                page.goto(
-                    f"{base}/#/compare-runs?runs="
-                    + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
-                    + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}"
-                )
-                page.get_by_text("simulated_t2i/iris").first.wait_for(timeout=60_000)
-                assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
-            finally:
-                browser.close()
+        with browser() as chromium:
+            page = chromium.new_page(viewport={"width": 1500, "height": 1000})
+            # the link `make ui` prints: the experiment's runs table (classic ML view)
+            page.goto(f"{base}/#/experiments/{experiment}?workflowType=machine_learning")
+            page.wait_for_url(re.compile(r".*/runs.*"), timeout=60_000)
+            page.get_by_text("study-smoke").first.wait_for(timeout=60_000)
+            # every model x methodology run: expand the study run's children
+            page.wait_for_timeout(1000)
+            toggles = page.locator(
+                '[role="gridcell"] button[data-component-id*="runnamecellrenderer"]'
+            )
+            for i in range(toggles.count()):
+                toggles.nth(i).click()
+            for name in runs["child_runs"]:
+                page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+            # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
+            page.goto(
+                f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning"
+            )
+            page.get_by_text("iris.S.IFS-Gen").first.wait_for(timeout=60_000)
+            text = page.locator("body").inner_text()
+            assert "iris.K.IFS-Gen" in text and "iris.score.IFS-Gen" in text
+            assert "genfair.simulated" in text or "SIMULATED" in text
+            page.goto(
+                f"{base}/#/experiments/{experiment}/runs/{fof_llm}/artifacts?workflowType=machine_learning"
+            )
+            page.get_by_text("tradeoff_objective.png").first.wait_for(timeout=60_000)
+            # comparing two runs
+            page.goto(
+                f"{base}/#/compare-runs?runs="
+                + urllib.parse.quote(json.dumps([iris_t2i, fof_llm]))
+                + f"&experiments={urllib.parse.quote(json.dumps([experiment]))}"
+            )
+            page.get_by_text("simulated_t2i/iris").first.wait_for(timeout=60_000)
+            assert "simulated_llm/fact_or_fair" in page.locator("body").inner_text()
