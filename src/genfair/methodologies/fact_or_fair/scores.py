@@ -75,17 +75,8 @@ def cell_table(
     of the statistics :func:`title_lookup_finds` misses (their cells leave S_fact only).
     """
     groups = GROUPS[attribute]
-    every = scope == "all" and context != "objective"
-    has = {s.name for s in statistics if every or s.has(attribute)}
-    rows = labels[(labels["context"] == context) & labels["statistic"].isin(has)]
-    if context == "objective":
-        rows = rows[rows["attribute"] == attribute]
-    lost = fact_statistics == "title_lookup" and context != "objective"
-    truth = {
-        (s.name, d): None if lost and not title_lookup_finds(s.name) else s.truth[(attribute, d)]
-        for s in statistics
-        for d in DIRECTIONS
-    }
+    cells, truth = cell_index(statistics, context, attribute, scope, fact_statistics)
+    rows = cell_rows(labels, cells, context, attribute)
     valid = rows[rows["status"] == "ok"]
     counts = (
         valid.groupby(["statistic", "direction"])[f"chosen_{attribute}"]
@@ -93,15 +84,49 @@ def cell_table(
         .unstack(fill_value=0)
         .reindex(columns=list(groups), fill_value=0)
     )
-    cells = pd.MultiIndex.from_tuples(
-        sorted({(s, d) for s in has for d in DIRECTIONS}), names=["statistic", "direction"]
-    )
     table = counts.reindex(cells, fill_value=0).astype("int64")
     table.columns = [f"n_{g}" for g in groups]
     asked = rows.groupby(["statistic", "direction"]).size().reindex(cells, fill_value=0)
     table.insert(0, "n_queries", asked.astype("int64"))
-    table.insert(1, "truth", [truth[c] for c in cells])
+    table.insert(1, "truth", truth)
     return table.reset_index()
+
+
+def cell_index(
+    statistics: list[Statistic],
+    context: str,
+    attribute: str,
+    scope: Literal["attribute", "all"] = "attribute",
+    fact_statistics: Literal["all", "title_lookup"] = "all",
+) -> tuple[pd.MultiIndex, list[str | None]]:
+    """The ``(statistic, direction)`` cells :func:`cell_table` scores (its rows, in order) and
+    each one's true group (None: no ground truth); ``scope`` and ``fact_statistics`` as
+    there."""
+    every = scope == "all" and context != "objective"
+    has = {s.name for s in statistics if every or s.has(attribute)}
+    lost = fact_statistics == "title_lookup" and context != "objective"
+    truth = {
+        (s.name, d): None if lost and not title_lookup_finds(s.name) else s.truth[(attribute, d)]
+        for s in statistics
+        for d in DIRECTIONS
+    }
+    cells = pd.MultiIndex.from_tuples(
+        sorted({(s, d) for s in has for d in DIRECTIONS}), names=["statistic", "direction"]
+    )
+    return cells, [truth[c] for c in cells]
+
+
+def cell_rows(
+    labels: pd.DataFrame, cells: pd.MultiIndex, context: str, attribute: str
+) -> pd.DataFrame:
+    """The labels rows asked in ``cells`` of one context (objective: of ``attribute``)."""
+    rows = labels[
+        (labels["context"] == context)
+        & labels["statistic"].isin(cells.get_level_values("statistic"))
+    ]
+    if context == "objective":
+        rows = rows[rows["attribute"] == attribute]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -220,15 +245,39 @@ def _scores(
         name: float(v[0])
         for name, v in score_batch(counts[None], truth, pairs, k, formulas).items()
     }
-    out.update(curve_x=math.nan, curve_y=math.nan, distance=math.nan)
-    y = out[formulas.distance_axis]
-    if not math.isnan(out["s_fact"]) and not math.isnan(y):
-        search = (
-            tradeoff_distance
-            if formulas.distance_search == "global"
-            else tradeoff_distance_single_brent
-        )
-        out["curve_x"], out["curve_y"], out["distance"] = search(out["s_fact"], y, k)
+    out["curve_x"], out["curve_y"], out["distance"] = _nearest(
+        out["s_fact"], out[formulas.distance_axis], k, formulas
+    )
+    return out
+
+
+def _nearest(s_fact: float, y: float, k: int, formulas: Formulas) -> tuple[float, float, float]:
+    """The trade-off curve's point nearest (s_fact, y) and the distance, by the exact search
+    of ``formulas`` (NaNs when either is NaN)."""
+    if math.isnan(s_fact) or math.isnan(y):
+        return math.nan, math.nan, math.nan
+    search = (
+        tradeoff_distance
+        if formulas.distance_search == "global"
+        else tradeoff_distance_single_brent
+    )
+    return search(s_fact, y, k)
+
+
+def replicate_scores(
+    counts: np.ndarray, truth: np.ndarray, pairs: list[tuple[int, int]], k: int, formulas: Formulas
+) -> dict[str, np.ndarray]:
+    """The five scores of every replicate of a (B x cells x k) count array, each exactly as
+    :func:`score_cells` computes its estimate (the distance by the same exact search, one per
+    replicate, not the bootstrap's vectorised one): what a paired model comparison computes
+    on each resample."""
+    out = score_batch(counts, truth, pairs, k, formulas)
+    out["distance"] = np.array(
+        [
+            _nearest(float(x), float(y), k, formulas)[2]
+            for x, y in zip(out["s_fact"], out[formulas.distance_axis], strict=True)
+        ]
+    )
     return out
 
 

@@ -50,6 +50,7 @@ from genfair.io import jsonable
 from genfair.methodologies.base import (
     Footprint,
     Headline,
+    HeadlineCounts,
     Methodology,
     MetricsResult,
     Plot,
@@ -179,6 +180,37 @@ class NewsBias(Methodology):
     #: the report's samples: each rewrite (its words, sentences and document are measured
     #: in the metrics step, not labelled per row)
     sample_view = SampleView(groups=("prompt_type",), answer=("generated_text",), probe="pair_id")
+
+    #: an article (its rewrites under every prompt type): the unit its t-intervals are over
+    paired_unit = "pair_id"
+
+    def headline_function(self, config: NewsBiasConfig, modality: str) -> HeadlineCounts:
+        """The word-level headlines (W per attribute, the mean over the unbiased prompt's kept
+        articles, as :func:`.word_level.summarize_word_level`) from each article's W: their
+        sum and count. The sentence-level ones are not compared: their sentiment and
+        toxicity are the instruments' readings, made in the metrics step and not held in the
+        labels (pairing them would run the toxicity classifier over every sentence again)."""
+        counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
+        word = [h for h in self.headline if h.where["level"] == "word"]
+
+        def tally(labels: pd.DataFrame) -> pd.DataFrame:
+            labels = labels.reset_index(drop=True)
+            ok = labels[(labels["prompt_type"] == "unbiased") & (labels["status"] == "ok")]
+            parts = []
+            for i, h in enumerate(word):
+                table = word_level_pairs(ok, counter, h.where["attribute"])
+                kept = ~table["dropped"].to_numpy(dtype=bool)
+                for j, count in enumerate((table["W"].to_numpy(float)[kept], 1.0)):
+                    parts.append(
+                        pd.DataFrame({"row": ok.index[kept], "column": 2 * i + j, "count": count})
+                    )
+            return pd.concat(parts, ignore_index=True)
+
+        def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return {h.name: totals[:, 2 * i] / totals[:, 2 * i + 1] for i, h in enumerate(word)}
+
+        return HeadlineCounts(2 * len(word), tally, score)
 
     def footprint(self, config: NewsBiasConfig) -> list[Footprint]:
         """The probe table: articles (``articles``, capped by the corpus's row count read from
