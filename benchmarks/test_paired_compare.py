@@ -25,34 +25,14 @@ import os
 import time
 
 import numpy as np
-import pandas as pd
 
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
-from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS
-from genfair.methodologies.fact_or_fair.scores import CONTEXT_ORDER
 from genfair.study.compare import compare_pair
 from tests.support.conf import ROOT
+from tests.support.synthetic_labels import fact_or_fair_labels
 
 METHODOLOGY = get_methodology("fact_or_fair")
-
-
-def synthetic_labels(n: int, statistics: list, seed: int) -> pd.DataFrame:
-    """``n`` FACT-OR-FAIR LLM label rows with random answers (SYNTHETIC, for timing only)."""
-    rng = np.random.default_rng(seed)
-    names = np.array([s.name for s in statistics])
-    return pd.DataFrame(
-        {
-            "probe_id": [f"p{i}" for i in range(n)],
-            "context": rng.choice(CONTEXT_ORDER, n),
-            "statistic": rng.choice(names, n),
-            "direction": rng.choice(DIRECTIONS, n),
-            "attribute": rng.choice(["gender", "race"], n),
-            "status": np.where(rng.uniform(size=n) < 0.9, "ok", "refused"),
-            "chosen_gender": rng.choice(GROUPS["gender"], n),
-            "chosen_race": rng.choice(GROUPS["race"], n),
-        }
-    )
 
 
 def test_a_pair_of_llms_compared_at_paper_scale(benchmark, mode) -> None:
@@ -62,7 +42,7 @@ def test_a_pair_of_llms_compared_at_paper_scale(benchmark, mode) -> None:
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
     counted = METHODOLOGY.headline_function(config, "llm")
     statistics = _statistics(config)
-    a, b = (synthetic_labels(rows, statistics, seed) for seed in (1, 2))
+    a, b = (fact_or_fair_labels(rows, statistics, seed) for seed in (1, 2))
 
     def compare(function, replicates: int) -> list:
         return compare_pair(function, a, b, "probe_id", resamples=replicates, seed=0)

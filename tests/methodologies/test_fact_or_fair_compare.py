@@ -20,6 +20,7 @@ from genfair.models.simulated import SimulatedLLM
 from genfair.study.compare import compare_pair
 from tests.support.conf import ROOT
 from tests.support.contexts import step_context
+from tests.support.synthetic_labels import fact_or_fair_labels
 
 METHODOLOGY = get_methodology("fact_or_fair")
 
@@ -123,3 +124,24 @@ def test_text_to_image_headlines_are_its_metrics_distances() -> None:
     values = METHODOLOGY.headline_function(config, "t2i")(labels)
     expected = _distances(t2i.metrics(labels, config, seed=0))
     assert expected and {k: values[k] for k in expected} == pytest.approx(expected)
+
+
+def test_with_no_difference_the_paired_intervals_cover_zero() -> None:
+    """15 simulated pairs of models answering 400 shared probes at random (SYNTHETIC labels,
+    one answer distribution for both, so every headline differs by 0 in expectation): the
+    95% interval covers 0 in at least 88% of the 60 comparisons (the binomial 1st percentile
+    at 95% over 60 is ~0.88). A planted difference: ``tests/study/test_compare.py`` (through
+    the study) and LVLM-FACET's in ``test_paired_headlines.py``."""
+    from genfair.methodologies.fact_or_fair import _statistics
+
+    config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
+    counted = METHODOLOGY.headline_function(config, "llm")
+    statistics = _statistics(config)
+    covered = compared = 0
+    for s in range(15):
+        a, b = (fact_or_fair_labels(400, statistics, seed=2 * s + i) for i in (0, 1))
+        for _, result in compare_pair(counted, a, b, "probe_id", resamples=100, seed=s):
+            compared += 1
+            covered += result["ci_low"] <= 0 <= result["ci_high"]
+    assert compared == 15 * len(METHODOLOGY.headline)
+    assert covered / compared >= 0.88
