@@ -46,7 +46,7 @@ import pandas as pd
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
-from genfair.io import jsonable
+from genfair.io import jsonable, read_parquet
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -237,7 +237,7 @@ class NewsBias(Methodology):
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
         is sampled)."""
-        corpus = pd.read_parquet(config.corpus)
+        corpus = read_parquet(config.corpus)
         warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
         if warning:
             log.warning("%s", warning)
