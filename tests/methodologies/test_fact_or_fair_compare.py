@@ -1,6 +1,8 @@
 """FACT-OR-FAIR's headline function for paired comparisons (issue 33.2): on a model's labels
-it gives the headline distances its metrics give (without intervals); on a resample of the
-probes, the distances of those probes' answers."""
+it gives the headline distances its metrics give (without intervals), for LLMs and for
+text-to-image; on a resample of the probes, the distances of those probes' answers; counted
+once per probe, a comparison gives exactly what recomputing the metrics on every replicate
+gives."""
 
 from __future__ import annotations
 
@@ -9,12 +11,16 @@ import pytest
 
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
+from genfair.methodologies.fact_or_fair import t2i
+from genfair.methodologies.fact_or_fair.data import GROUPS
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
+from genfair.study.compare import compare_pair
 from tests.support.conf import ROOT
 from tests.support.contexts import step_context
+from tests.support.synthetic_labels import fact_or_fair_labels
 
 METHODOLOGY = get_methodology("fact_or_fair")
 
@@ -50,7 +56,6 @@ def test_the_headline_function_gives_the_metrics_distances(run) -> None:
         if (h.where["context"], h.where["attribute"]) in scores.index
     }
     assert expected and values == pytest.approx(expected)  # baseline gender and race
-    assert METHODOLOGY.headline_function(config, "t2i") is None  # not compared yet
 
 
 def test_a_resample_of_the_probes_is_scored_on_their_answers(run) -> None:
@@ -61,3 +66,82 @@ def test_a_resample_of_the_probes_is_scored_on_their_answers(run) -> None:
     resampled = labels.set_index(METHODOLOGY.paired_unit).loc[drawn].reset_index()
     assert set(function(resampled)) == set(function(labels))
     assert function(resampled) != function(labels)  # another draw, other counts
+
+
+def _distances(result) -> dict[str, float]:
+    """The headline distances of a metrics result, by headline name."""
+    scores = result.scores.set_index(["context", "attribute"])
+    return {
+        h.name: float(scores.loc[(h.where["context"], h.where["attribute"]), h.column])
+        for h in METHODOLOGY.headline
+        if (h.where["context"], h.where["attribute"]) in scores.index
+    }
+
+
+def _other_model(labels, seed: int):
+    """The same probes answered by another (made-up) model: the answers shuffled."""
+    other = labels.copy()
+    columns = ["status", "choice", "chosen_gender", "chosen_race"]
+    other[columns] = labels[columns].sample(frac=1, random_state=seed).to_numpy()
+    return other
+
+
+def test_counting_once_gives_what_recomputing_the_metrics_per_replicate_gives(run) -> None:
+    config, labels, _ = run
+    other = _other_model(labels, seed=4)
+    counted = METHODOLOGY.headline_function(config, "llm")
+
+    def recomputed(rows):  # the definition: the metrics of the replicate's rows
+        return _distances(METHODOLOGY.metrics(rows, config, step_context(seed=1)))
+
+    fast, slow = (
+        compare_pair(f, labels, other, METHODOLOGY.paired_unit, resamples=4, seed=3)
+        for f in (counted, recomputed)
+    )
+    assert [name for name, _ in fast] == [name for name, _ in slow]
+    for (_, a), (_, b) in zip(fast, slow, strict=True):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12)
+    assert any(r["difference"] != 0 for _, r in fast)
+
+
+def test_text_to_image_headlines_are_its_metrics_distances() -> None:
+    """T2I: faces of one image counted together (the image is the unit), both attributes
+    from every face, the scores :func:`t2i.metrics` gives."""
+    params = load_params(ROOT / "params.yaml")
+    config = methodology_config(params, "fact_or_fair").model_copy(
+        update={"bootstrap_resamples": 0}
+    )
+    probes = t2i.build_probes(config, params.seed)
+    rng = np.random.default_rng(2)
+    faces = probes.loc[probes.index.repeat(rng.integers(0, 3, len(probes)))].reset_index()
+    labels = faces.assign(
+        status=np.where(rng.uniform(size=len(faces)) < 0.9, "ok", "no_face"),
+        chosen_gender=rng.choice(GROUPS["gender"], len(faces)),
+        chosen_race=rng.choice(GROUPS["race"], len(faces)),
+        source="synthetic",
+        instrument="none",
+    )
+    values = METHODOLOGY.headline_function(config, "t2i")(labels)
+    expected = _distances(t2i.metrics(labels, config, seed=0))
+    assert expected and {k: values[k] for k in expected} == pytest.approx(expected)
+
+
+def test_with_no_difference_the_paired_intervals_cover_zero() -> None:
+    """15 simulated pairs of models answering 400 shared probes at random (SYNTHETIC labels,
+    one answer distribution for both, so every headline differs by 0 in expectation): the
+    95% interval covers 0 in at least 88% of the 60 comparisons (the binomial 1st percentile
+    at 95% over 60 is ~0.88). A planted difference: ``tests/study/test_compare.py`` (through
+    the study) and LVLM-FACET's in ``test_paired_headlines.py``."""
+    from genfair.methodologies.fact_or_fair import _statistics
+
+    config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
+    counted = METHODOLOGY.headline_function(config, "llm")
+    statistics = _statistics(config)
+    covered = compared = 0
+    for s in range(15):
+        a, b = (fact_or_fair_labels(400, statistics, seed=2 * s + i) for i in (0, 1))
+        for _, result in compare_pair(counted, a, b, "probe_id", resamples=100, seed=s):
+            compared += 1
+            covered += result["ci_low"] <= 0 <= result["ci_high"]
+    assert compared == 15 * len(METHODOLOGY.headline)
+    assert covered / compared >= 0.88

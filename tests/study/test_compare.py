@@ -17,7 +17,9 @@ from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.study.compare import compare_models, comparison_files, comparison_metrics
 from genfair.study.layout import Layout
-from genfair.study.report import comparisons_view
+from genfair.study.report import build_report, comparisons_view
+from genfair.study.steps import compute_metrics
+from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 
@@ -107,3 +109,42 @@ def test_models_without_common_units_or_labels_are_not_compared(
     layout = Layout(tmp_path)
     _labels(layout, "real_a", np.ones(N, dtype=bool))  # real_b has no labels
     assert compare_models(params, layout, resamples=50).empty
+
+
+def test_track_logs_the_comparisons_on_the_study_run_and_the_report_shows_them(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``score`` writes reaches the study's MLflow run (a local store) and the report's
+    matrix, end to end from the labels."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    raw = params.model_dump(mode="json")
+    raw["models"] = {m: raw["models"][m] for m in ("real_a", "real_b")}
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(tmp_path)
+    _labels(layout, "real_a", np.ones(N, dtype=bool))
+    _labels(layout, "real_b", np.arange(N) % 2 == 0)
+    for model in ("real_a", "real_b"):  # the models' own runs, beside the study's
+        answers = pd.DataFrame({"probe_id": [f"q{i}" for i in range(N)], "status": "ok"})
+        write_parquet(answers, layout.responses(model, "toy_quiz"))
+        compute_metrics(params, model, "toy_quiz", layout)
+    compared = compare_models(params, layout, resamples=100)
+    layout.comparisons.parent.mkdir(parents=True, exist_ok=True)
+    layout.comparisons.write_text(json.dumps(comparison_metrics(compared)))
+
+    runs = json.loads(track_study(params, layout).read_text())
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    (run,) = client.search_runs(
+        [experiment], filter_string=f"tags.`genfair.key` = '{runs['parent_run']}'"
+    )
+    logged = run.data.metrics
+    key = "compare.toy_quiz.accuracy.real_a_vs_real_b"
+    assert logged[f"{key}.difference"] == pytest.approx(0.5)
+    assert logged[f"{key}.marked"] == 1.0 and logged[f"{key}.n_units"] == N
+    assert logged[f"{key}.ci_low"] > 0
+
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    assert 'id="comparisons"' in html and "real_a" in html and "0.5 [" in html

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
@@ -117,6 +118,29 @@ class Headline:
     where: Mapping[str, Any]
     better: Literal["lower", "higher", "closer to 0"]
     interval: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class HeadlineCounts:
+    """Headline numbers that are functions of counts summed over a model's labels rows, so a
+    paired comparison (:mod:`genfair.study.compare`) tallies each unit's counts once and
+    scores every replicate from their weighted sum instead of recomputing from its rows.
+
+    ``tally(labels)``: each row's counts, long: columns ``row`` (position in ``labels``),
+    ``column`` (``0`` to ``width - 1``) and ``count`` (a row may add to several columns).
+    ``score(totals)``: from a (replicates x ``width``) array of summed counts, each headline's
+    value per replicate by :attr:`Headline.name`. Called on labels, it gives their numbers.
+    """
+
+    width: int
+    tally: Callable[[pd.DataFrame], pd.DataFrame]
+    score: Callable[[np.ndarray], dict[str, np.ndarray]]
+
+    def __call__(self, labels: pd.DataFrame) -> dict[str, float]:
+        long = self.tally(labels)
+        totals = np.zeros((1, self.width))
+        np.add.at(totals[0], long["column"].to_numpy(dtype=int), long["count"].to_numpy(float))
+        return {name: float(values[0]) for name, values in self.score(totals).items()}
 
 
 @dataclass(frozen=True)
@@ -450,8 +474,10 @@ class Methodology(ABC):
     ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
         """A cheap function from one model's labels (of ``modality``) to its headline numbers
         by :attr:`Headline.name` (no intervals): what a paired comparison recomputes on every
-        resample of :attr:`paired_unit` (:mod:`genfair.study.compare`). Default: None (not
-        compared)."""
+        resample of :attr:`paired_unit` (:mod:`genfair.study.compare`). A
+        :class:`HeadlineCounts` is fast at any scale (each unit tallied once); any other
+        callable is called on every replicate's rows. Only numbers of one model's own labels
+        can be paired (not one computed across models). Default: None (not compared)."""
         return None
 
     def comparison_resamples(self, config: Any) -> int:

@@ -33,6 +33,7 @@ def paired_differences(
     confidence: float = 0.95,
     seed: int = 0,
     vectorized: bool = False,
+    batch: int | None = None,
 ) -> list[dict[str, float]]:
     """Per value of ``statistic``, ``{"difference", "ci_low", "ci_high", "p_value", "n"}``.
 
@@ -40,7 +41,9 @@ def paired_differences(
     computed on the units at ``positions`` (an int array, repeats allowed;
     ``np.arange(n_units)``: the data as observed); every number of one replicate comes from
     the same draw. ``vectorized``: it takes a (..., n_units) array and returns values along
-    the last axis. Fewer than two units, or a NaN difference, give NaN bounds and p.
+    the last axis; ``batch``: at most this many replicates drawn at once (a draw holds
+    ``batch x n_units`` positions; None: all). Fewer than two units, or a NaN difference,
+    give NaN bounds and p.
     """
     from scipy import stats
 
@@ -61,6 +64,7 @@ def paired_differences(
         on_positions,
         vectorized=vectorized,
         n_resamples=resamples,
+        batch=batch,
         confidence_level=confidence,
         method="percentile",
         random_state=np.random.default_rng(seed),

@@ -64,12 +64,21 @@ def recall_estimate(
     """
     if n < 0 or not 0 <= hits <= n:
         raise ValueError(f"need 0 <= hits <= n, got {hits} hits of {n}")
+    value = float(recall_values(hits, n, empty_value))
     if n == 0:
-        value = math.nan if empty_value is None else float(empty_value)
         return {"recall": value, "ci_low": math.nan, "ci_high": math.nan, "hits": 0, "n": 0}
     ci = proportion_ci(int(hits), int(n), confidence)
-    return {"recall": hits / n, "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
+    return {"recall": value, "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
             "hits": int(hits), "n": int(n)}  # fmt: skip
+
+
+def recall_values(hits: np.ndarray, n: np.ndarray, empty_value: float | None = None) -> np.ndarray:
+    """``hits / n`` elementwise, ``empty_value`` (NaN when None) where ``n = 0``: the recall
+    of :func:`recall_estimate`, for arrays (a paired comparison's replicates)."""
+    hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
+    empty = math.nan if empty_value is None else float(empty_value)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, hits / np.where(n > 0, n, 1.0), empty)
 
 
 def newcombe_interval(

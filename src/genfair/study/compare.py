@@ -3,7 +3,11 @@ answered the same probes, each headline number's difference A - B with a paired 
 interval (the methodology's :attr:`~genfair.methodologies.base.Methodology.paired_unit`
 resampled jointly, :mod:`genfair.metrics.paired`), and a mark where the Holm-adjusted
 p-value across the whole study's comparisons is below ``1 - CONFIDENCE``. Simulators are
-compared only with simulators, real models only with real models.
+compared only with simulators, real models only with real models. A methodology's
+:class:`~genfair.methodologies.base.HeadlineCounts` is tallied once per unit and every
+replicate scored from the units' counts weighted by how often it drew them (fast at paper
+scale, ``benchmarks/test_paired_compare.py``); any other headline function is called on each
+replicate's rows.
 
 Written by ``score`` as ``data/comparisons.json`` (each difference also a ``dvc metrics``
 file under ``data/headline/<methodology>/compare/``), logged to the study's MLflow run by
@@ -22,6 +26,7 @@ import pandas as pd
 
 from genfair.config import StudyParams
 from genfair.io import read_parquet
+from genfair.methodologies.base import HeadlineCounts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
 from genfair.study.context import configured, model_info, models_for
@@ -32,6 +37,9 @@ log = logging.getLogger(__name__)
 #: confidence level of every comparison (the replicates are the methodology's:
 #: :meth:`~genfair.methodologies.base.Methodology.comparison_resamples`)
 CONFIDENCE = 0.95
+#: unit positions drawn at once (bounds a comparison's memory: 8 bytes each, and the
+#: replicates' weights as many floats)
+DRAWN = 2_000_000
 COLUMNS = [
     "methodology",
     "headline",
@@ -78,6 +86,82 @@ def _statistic(
     return difference
 
 
+def _unit_counts(headlines: HeadlineCounts, labels: pd.DataFrame, rows: list) -> Any:
+    """A sparse (units x width) matrix: each unit's summed counts (``rows``: its positions)."""
+    from scipy import sparse
+
+    unit = np.full(len(labels), -1)
+    for i, positions in enumerate(rows):
+        unit[positions] = i
+    long = headlines.tally(labels)
+    of = unit[long["row"].to_numpy(dtype=int)]
+    keep = of >= 0
+    return sparse.csr_matrix(
+        (long["count"].to_numpy(float)[keep], (of[keep], long["column"].to_numpy(int)[keep])),
+        shape=(len(rows), headlines.width),
+    )
+
+
+def _counted_statistic(
+    headlines: HeadlineCounts,
+    labels: tuple[pd.DataFrame, pd.DataFrame],
+    pair: tuple[list, list],
+    names: list[str],
+) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`_statistic` of a :class:`HeadlineCounts`, vectorized: each unit's counts are
+    tallied once, a replicate's totals are their sum weighted by how often it drew each unit
+    (the same numbers as :func:`_statistic`'s on the same draws)."""
+    units = [
+        _unit_counts(headlines, frame, rows).T.tocsr()
+        for frame, rows in zip(labels, pair, strict=True)
+    ]
+    n = len(pair[0])
+
+    def difference(positions: np.ndarray) -> np.ndarray:
+        draws = np.atleast_2d(positions)
+        offsets = (np.arange(len(draws)) * n)[:, None]
+        weights = np.bincount((draws + offsets).ravel(), minlength=len(draws) * n)
+        weights = weights.reshape(len(draws), n).T.astype(float)
+        a, b = (headlines.score(np.asarray(u @ weights).T) for u in units)
+        out = np.array([a[name] - b[name] for name in names])
+        return out[:, 0] if np.ndim(positions) == 1 else out
+
+    return difference
+
+
+def compare_pair(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    unit: str,
+    *,
+    resamples: int,
+    seed: int,
+) -> list[tuple[str, dict[str, float]]]:
+    """Each headline both models have a number for, with
+    :func:`~genfair.metrics.paired.paired_differences` of A minus B over the ``unit`` values
+    both answered (empty: fewer than two)."""
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    pair = _pair(a, b, unit)
+    if pair is None:
+        return []
+    ha, hb = headlines(a), headlines(b)
+    names = sorted(n for n in set(ha) & set(hb) if np.isfinite(ha[n]) and np.isfinite(hb[n]))
+    if not names:
+        return []
+    counted = isinstance(headlines, HeadlineCounts)
+    results = paired_differences(
+        len(pair[0]),
+        (_counted_statistic if counted else _statistic)(headlines, (a, b), pair, names),
+        resamples=resamples,
+        confidence=CONFIDENCE,
+        seed=seed,
+        vectorized=counted,
+        batch=max(1, DRAWN // len(pair[0])),
+    )
+    return list(zip(names, results, strict=True))
+
+
 def compare_models(
     params: StudyParams, layout: Layout = Layout(), resamples: int | None = None
 ) -> pd.DataFrame:
@@ -97,22 +181,18 @@ def compare_models(
             paths = [layout.labels(m.name, name) for m in (a, b)]
             if headlines is None or not all(p.exists() for p in paths):
                 continue
-            la, lb = (read_parquet(p).reset_index(drop=True) for p in paths)
-            pair = _pair(la, lb, method.paired_unit)
-            if pair is None:
-                continue
-            names = sorted(set(headlines(la)) & set(headlines(lb)))
-            if not names:
-                continue
-
-            results = paired_differences(
-                len(pair[0]),
-                _statistic(headlines, (la, lb), pair, names),
+            la, lb = (read_parquet(p) for p in paths)
+            results = compare_pair(
+                headlines,
+                la,
+                lb,
+                method.paired_unit,
                 resamples=resamples or method.comparison_resamples(config),
-                confidence=CONFIDENCE,
                 seed=derive_seed(params.seed, "compare", name, a.name, b.name),
             )
-            log.info("%s: %s vs %s over %d units", name, a.name, b.name, len(pair[0]))
+            if not results:
+                continue
+            log.info("%s: %s vs %s over %d units", name, a.name, b.name, results[0][1]["n"])
             found.extend(
                 {
                     "methodology": name,
@@ -123,7 +203,7 @@ def compare_models(
                     "n_units": result["n"],
                     **{k: result[k] for k in ("difference", "ci_low", "ci_high", "p_value")},
                 }
-                for headline, result in zip(names, results, strict=True)
+                for headline, result in results
             )
     frame = pd.DataFrame(found, columns=COLUMNS[:-2])
     frame["p_holm"] = holm(frame["p_value"].tolist()) if len(frame) else []

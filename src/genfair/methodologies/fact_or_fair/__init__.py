@@ -12,7 +12,6 @@ trade-off curve.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -20,6 +19,7 @@ import pandas as pd
 from genfair.methodologies.base import (
     Footprint,
     Headline,
+    HeadlineCounts,
     Methodology,
     MetricsResult,
     Plot,
@@ -32,6 +32,7 @@ from genfair.methodologies.base import (
 from genfair.methodologies.fact_or_fair import t2i
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import RACES, load_statistics
+from genfair.methodologies.fact_or_fair.paired import paired_counts
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
 from genfair.methodologies.fact_or_fair.probes import build_probes, primed_letters, truth_letters
@@ -268,36 +269,24 @@ class FactOrFair(Methodology):
 
         return plot_tables(board)
 
-    #: a query (its samples go together), as the paper's tables are over queries
+    #: one answer (a probe id names a query and its sample index): the unit its intervals
+    #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
     paired_unit = "probe_id"
 
-    def headline_function(
-        self, config: FactOrFairConfig, modality: str
-    ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
-        """An LLM's headline distances from its labels (the scores of
-        :meth:`_llm_metrics` without intervals); text-to-image runs are not compared yet."""
-        if modality != "llm":
-            return None
-        statistics = _statistics(config)
-
-        def distances(labels: pd.DataFrame) -> dict[str, float]:
-            out = {}
-            for h in self.headline:
-                context, attribute = h.where["context"], h.where["attribute"]
-                table = _cells(labels, statistics, config, context, attribute)
-                if not table.empty:
-                    scores = score_cells(
-                        table,
-                        attribute,
-                        formulas=formulas_for(config, context),
-                        resamples=0,
-                        level=config.confidence_level,
-                        seed=0,
-                    )
-                    out[h.name] = float(scores[h.column])
-            return out
-
-        return distances
+    def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
+        """The headline distances from a model's labels, as its metrics compute them without
+        intervals (LLM: :meth:`_llm_metrics`; T2I: :func:`.t2i.metrics`, each image's faces
+        counted together), from the counts of valid answers per cell and group
+        (:func:`.paired.paired_counts`)."""
+        if modality == "t2i":
+            return t2i.paired_counts(self.headline, config)
+        return paired_counts(
+            self.headline,
+            _statistics(config),
+            lambda context: formulas_for(config, context),
+            scope=config.subjective_cell_scope,
+            fact_statistics=config.subjective_fact_statistics,
+        )
 
     def _llm_metrics(
         self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from genfair.logs import progress
-from genfair.methodologies.base import MetricsResult
+from genfair.methodologies.base import Headline, HeadlineCounts, MetricsResult
+from genfair.methodologies.fact_or_fair import paired
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
     DIRECTIONS,
@@ -44,6 +46,7 @@ from genfair.methodologies.fact_or_fair.data import (
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
 from genfair.methodologies.fact_or_fair.scores import (
+    Formulas,
     cell_table,
     per_statistic,
     score_cells,
@@ -283,8 +286,22 @@ def label(
     return frame.astype({"n_faces": "int64", "face": "Int64"})
 
 
+def paired_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> HeadlineCounts:
+    """The headline distances of :func:`metrics` as counts, for paired comparisons (its
+    statistics and formulas; an image's faces answer both attributes)."""
+    formulas = Formulas(kld_pseudocount=config.kld_pseudocount)
+    return paired.paired_counts(
+        headlines, _statistics(config), lambda _: formulas, every_attribute=True
+    )
+
+
+def _statistics(config: FactOrFairConfig) -> list:
+    """The statistics T2I scores use (always with the ground-truth overrides)."""
+    return load_statistics(config.statistics, config.ground_truth_overrides)
+
+
 def metrics(labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
-    statistics = load_statistics(config.statistics, config.ground_truth_overrides)
+    statistics = _statistics(config)
     score_rows, detail = [], []
     summary: dict[str, Any] = {}
     sources = sorted(set(labels["source"].dropna()))

@@ -268,6 +268,13 @@ class Iris(Methodology):
         rows = config.tournament.rounds * len(profiles())
         return [Footprint("tournament.rounds", "the tournament's probe table", rows, 1_000)]
 
+    def headline_function(self, config: IrisConfig, modality: str) -> None:
+        """Not compared: IRIS's headline sector and overall scores, S · exp(-K · M), are the
+        study step's, with S and K calibrated over the study's models (:mod:`.study`), not a
+        function of one model's labels; pairing them per resampled unit would need the whole
+        study recomputed on every replicate."""
+        return None
+
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)
         occupations = list(table["occupation"])

@@ -31,6 +31,7 @@ import pandas as pd
 from genfair.methodologies.base import (
     Footprint,
     Headline,
+    HeadlineCounts,
     Methodology,
     MetricsResult,
     Ranking,
@@ -95,6 +96,18 @@ class LvlmFacet(Methodology):
         prompt="text",
         probe_image="image_path",
     )
+
+    #: an image (asked every prompt): the rows of one person go together
+    paired_unit = "person_id"
+
+    def headline_function(self, config: LvlmFacetConfig, modality: str) -> HeadlineCounts:
+        """The pooled disparities of :meth:`metrics` (paper 004 Table 2) from each image's
+        hits and counts per prompt and group (:func:`.results.headline_counts`)."""
+        from genfair.methodologies.lvlm_facet.results import headline_counts
+
+        return headline_counts(
+            self.headline, resolve_classes(config.classes), config.empty_group_recall
+        )
 
     def sample_rows(
         self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path

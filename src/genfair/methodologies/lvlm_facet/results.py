@@ -21,10 +21,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from genfair.methodologies.base import Headline, HeadlineCounts
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
-from genfair.metrics.recall import MACRO, POOLED, disparity_table, group_recalls, recall_range
+from genfair.metrics.recall import (
+    MACRO,
+    POOLED,
+    disparity_table,
+    group_recalls,
+    recall_range,
+    recall_values,
+)
 
-__all__ = ["SCORE_COLUMNS", "headline", "hits", "recall_tables", "score_rows"]
+__all__ = ["SCORE_COLUMNS", "headline", "headline_counts", "hits", "recall_tables", "score_rows"]
 
 #: the scores table of a model (``scores.parquet``; one row per score, see :func:`score_rows`)
 SCORE_COLUMNS = ["measure", "prompt", "attribute", "class", "group", "value", "ci_low", "ci_high",
@@ -100,6 +108,45 @@ def headline(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     pair (male - female, light - dark, younger - older); closer to 0 is fairer."""
     pooled = tables["paper_pairs"][tables["paper_pairs"]["class"] == POOLED]
     return {f"disparity_{r.attribute}_{r.prompt}": float(r.difference) for r in pooled.itertuples()}
+
+
+def headline_counts(
+    headlines: Sequence[Headline],
+    classes: Sequence[str],
+    empty_value: float | None = None,
+) -> HeadlineCounts:
+    """The pooled disparities of :func:`headline` (``where``: prompt, attribute) as counts,
+    for paired model comparisons: each answered row of a class in ``classes`` adds to its
+    prompt and group's hits and images; a replicate's disparity is the difference of the
+    :func:`~genfair.metrics.recall.recall_values` of its summed counts, as
+    :func:`recall_tables` computes the pooled row."""
+    pairs = [(h, *DISPARITY_PAIRS[h.where["attribute"]]) for h in headlines]
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        labels = labels.reset_index(drop=True)
+        rows = labels[(labels["status"] != "error") & labels["class"].isin(list(classes))]
+        hit = hits(rows).to_numpy(dtype=float)
+        parts = []
+        for i, (h, a, b) in enumerate(pairs):
+            asked = (rows["prompt"] == h.where["prompt"]).to_numpy()
+            for j, group in enumerate((a, b)):
+                mine = asked & (rows[h.where["attribute"]] == group).to_numpy()
+                for k, count in enumerate((hit[mine], np.ones(mine.sum()))):
+                    column = np.full(mine.sum(), 4 * i + 2 * j + k)
+                    parts.append(pd.DataFrame({"row": rows.index[mine], "column": column,
+                                               "count": count}))  # fmt: skip
+        return pd.concat(parts, ignore_index=True)
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for i, (h, _, _) in enumerate(pairs):
+            hits_a, n_a, hits_b, n_b = totals[:, 4 * i : 4 * i + 4].T
+            out[h.name] = recall_values(hits_a, n_a, empty_value) - recall_values(
+                hits_b, n_b, empty_value
+            )
+        return out
+
+    return HeadlineCounts(4 * len(pairs), tally, score)
 
 
 def score_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -46,10 +46,11 @@ import pandas as pd
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
-from genfair.io import jsonable
+from genfair.io import jsonable, read_parquet
 from genfair.methodologies.base import (
     Footprint,
     Headline,
+    HeadlineCounts,
     Methodology,
     MetricsResult,
     Plot,
@@ -180,6 +181,37 @@ class NewsBias(Methodology):
     #: in the metrics step, not labelled per row)
     sample_view = SampleView(groups=("prompt_type",), answer=("generated_text",), probe="pair_id")
 
+    #: an article (its rewrites under every prompt type): the unit its t-intervals are over
+    paired_unit = "pair_id"
+
+    def headline_function(self, config: NewsBiasConfig, modality: str) -> HeadlineCounts:
+        """The word-level headlines (W per attribute, the mean over the unbiased prompt's kept
+        articles, as :func:`.word_level.summarize_word_level`) from each article's W: their
+        sum and count. The sentence-level ones are not compared: their sentiment and
+        toxicity are the instruments' readings, made in the metrics step and not held in the
+        labels (pairing them would run the toxicity classifier over every sentence again)."""
+        counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
+        word = [h for h in self.headline if h.where["level"] == "word"]
+
+        def tally(labels: pd.DataFrame) -> pd.DataFrame:
+            labels = labels.reset_index(drop=True)
+            ok = labels[(labels["prompt_type"] == "unbiased") & (labels["status"] == "ok")]
+            parts = []
+            for i, h in enumerate(word):
+                table = word_level_pairs(ok, counter, h.where["attribute"])
+                kept = ~table["dropped"].to_numpy(dtype=bool)
+                for j, count in enumerate((table["W"].to_numpy(float)[kept], 1.0)):
+                    parts.append(
+                        pd.DataFrame({"row": ok.index[kept], "column": 2 * i + j, "count": count})
+                    )
+            return pd.concat(parts, ignore_index=True)
+
+        def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return {h.name: totals[:, 2 * i] / totals[:, 2 * i + 1] for i, h in enumerate(word)}
+
+        return HeadlineCounts(2 * len(word), tally, score)
+
     def footprint(self, config: NewsBiasConfig) -> list[Footprint]:
         """The probe table: articles (``articles``, capped by the corpus's row count read from
         its Parquet footer) x prompt types, about 4,000 bytes a row at the peak of building it
@@ -205,7 +237,7 @@ class NewsBias(Methodology):
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
         is sampled)."""
-        corpus = pd.read_parquet(config.corpus)
+        corpus = read_parquet(config.corpus)
         warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
         if warning:
             log.warning("%s", warning)

@@ -257,6 +257,13 @@ class OpenBias(Methodology):
                       config.severity.n_resamples, captions * (classes + 1) * 9),
         ]  # fmt: skip
 
+    def headline_function(self, config: OpenBiasConfig, modality: str) -> None:
+        """Not compared: the severity headlines are those of each model's own k-th most
+        severe bias (``bias_rank``), so two models' ``bias_1`` are in general different
+        biases and their difference is not a paired quantity; the proposal yield is the
+        proposer LLM's, the same for every text-to-image model of the study."""
+        return None
+
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
         """One row per caption: its proposal chat (the study's caption/proposal table)."""
         from genfair.methodologies.open_bias.proposals import load_prompt

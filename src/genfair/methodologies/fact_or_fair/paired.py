@@ -1,0 +1,109 @@
+"""FACT-OR-FAIR's headline distances as counts, for paired model comparisons (issue 33.2,
+:class:`~genfair.methodologies.base.HeadlineCounts`): each valid answer adds one to its
+headline's (cell, group) count, the cells of :func:`.scores.cell_table`; a replicate's
+summed counts give the scores by :func:`.scores.replicate_scores`, as
+:func:`.scores.score_cells` computes its estimate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from genfair.methodologies.base import Headline, HeadlineCounts
+from genfair.methodologies.fact_or_fair.data import GROUPS, Statistic
+from genfair.methodologies.fact_or_fair.scores import (
+    Formulas,
+    _layout,
+    cell_index,
+    cell_rows,
+    replicate_scores,
+)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One headline's columns: its cells x groups, from ``offset``."""
+
+    headline: Headline
+    cells: pd.MultiIndex
+    groups: list[str]
+    offset: int
+    truth: np.ndarray
+    pairs: list[tuple[int, int]]
+    formulas: Formulas
+
+    @property
+    def width(self) -> int:
+        return len(self.cells) * len(self.groups)
+
+
+def paired_counts(
+    headlines: Sequence[Headline],
+    statistics: list[Statistic],
+    formulas: Callable[[str], Formulas],
+    *,
+    scope: Literal["attribute", "all"] = "attribute",
+    fact_statistics: Literal["all", "title_lookup"] = "all",
+    every_attribute: bool = False,
+) -> HeadlineCounts:
+    """The :class:`HeadlineCounts` of ``headlines`` (``where``: context and attribute), with
+    :func:`.scores.cell_table`'s ``scope`` and ``fact_statistics`` and each context's
+    ``formulas``; ``every_attribute``: each row answers both attributes (a t2i image's faces,
+    as :func:`.t2i.metrics` counts them)."""
+    blocks: list[_Block] = []
+    offset = 0
+    for headline in headlines:
+        context, attribute = headline.where["context"], headline.where["attribute"]
+        cells, truth = cell_index(statistics, context, attribute, scope, fact_statistics)
+        if not len(cells):
+            continue
+        groups = list(GROUPS[attribute])
+        empty = pd.DataFrame(
+            {
+                "statistic": cells.get_level_values("statistic"),
+                "direction": cells.get_level_values("direction"),
+                "truth": truth,
+                **{f"n_{g}": 0 for g in groups},
+            }
+        )
+        _, _, truth_index, pairs = _layout(empty, attribute)
+        block = _Block(headline, cells, groups, offset, truth_index, pairs, formulas(context))
+        blocks.append(block)
+        offset += block.width
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        labels = labels.reset_index(drop=True)
+        parts = []
+        for b in blocks:
+            where = b.headline.where
+            asked = labels.assign(attribute=where["attribute"]) if every_attribute else labels
+            rows = cell_rows(asked, b.cells, where["context"], where["attribute"])
+            rows = rows[rows["status"] == "ok"]
+            cell = b.cells.get_indexer(pd.MultiIndex.from_frame(rows[["statistic", "direction"]]))
+            group = pd.Index(b.groups).get_indexer(rows[f"chosen_{where['attribute']}"])
+            keep = (cell >= 0) & (group >= 0)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "row": rows.index[keep],
+                        "column": b.offset + cell[keep] * len(b.groups) + group[keep],
+                        "count": 1.0,
+                    }
+                )
+            )
+        return pd.concat(parts, ignore_index=True)
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for b in blocks:
+            counts = totals[:, b.offset : b.offset + b.width]
+            counts = counts.reshape(len(totals), len(b.cells), len(b.groups))
+            scores = replicate_scores(counts, b.truth, b.pairs, len(b.groups), b.formulas)
+            out[b.headline.name] = scores[b.headline.column]
+        return out
+
+    return HeadlineCounts(offset, tally, score)
