@@ -18,7 +18,8 @@ Goals (asserted in full mode): throughput at N workers at least ``SCALE_GOAL`` x
 worker, and one worker at least ``LOCAL_GOAL`` of the local executor (one process, one
 device: the same service model). Where the time goes is printed per configuration: the
 replicas' busy share (served batches x service time over workers x wall time), batches and
-their mean fill, shards (Dask tasks) and the client's own seconds.
+their mean fill, shards (Dask tasks), the CPU seconds of the client, the
+scheduler and all workers (on 2 shared cores, what limits at 8 workers), and the load average.
 
 Quick mode (benchmarks/conftest.py): the smoke scale's FACT-OR-FAIR on the simulated LLM, 20 ms
 batches, 1 and 2 workers; the goals are printed, not asserted.
