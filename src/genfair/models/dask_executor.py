@@ -153,17 +153,16 @@ class DaskExecutor:
         # each answer is recorded (and counted) as its shard comes back, from whichever worker;
         # the follow-ups it made go out at once, in shards sized by the calls left and workers
         with self.client.as_current():  # where as_completed finds its client
-            # results fetched on the client's event loop as each shard ends, not one blocking
-            # round trip at a time in this thread
-            running = as_completed(with_results=True, raise_errors=False)
+            # not as_completed(with_results=True): a result lost with its worker before the
+            # fetch, then failing, would never come out of it (a hang); result() raises it
+            running = as_completed()
             shards.submit(running, busy=0)
             try:
-                for future, result in running:
+                for future in running:
                     start, count = shards.placed.pop(future)
-                    if future.status == "finished":
-                        done = [Completion.from_dict(d) for d in result]
-                    else:  # a lost task is data: its calls are errors
-                        exc = result[1] if isinstance(result, tuple) else result
+                    try:
+                        done = [Completion.from_dict(d) for d in future.result()]
+                    except Exception as exc:  # noqa: BLE001 - a lost task is data: its calls are errors
                         reason = f"Dask task failed: {type(exc).__name__}: {_first_line(exc)}"
                         log.warning("%d calls of %s not answered: %s", count, model_key, reason)
                         done = [Completion(status="error", error=reason)] * count
