@@ -18,7 +18,8 @@ Goals (asserted in full mode): throughput at N workers at least ``SCALE_GOAL`` x
 worker, and one worker at least ``LOCAL_GOAL`` of the local executor (one process, one
 device: the same service model). Where the time goes is printed per configuration: the
 replicas' busy share (served batches x service time over workers x wall time), batches and
-their mean fill, shards (Dask tasks) and the client's own seconds.
+their mean fill, shards (Dask tasks), the CPU seconds of the client, the
+scheduler and all workers (on 2 shared cores, what limits at 8 workers), and the load average.
 
 Quick mode (benchmarks/conftest.py): the smoke scale's FACT-OR-FAIR on the simulated LLM, 20 ms
 batches, 1 and 2 workers; the goals are printed, not asserted.
@@ -27,6 +28,7 @@ batches, 1 and 2 workers; the goals are printed, not asserted.
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -117,10 +119,11 @@ def _fill(params: StudyParams, cluster: Cluster | None) -> dict[str, Any]:
     """Fill the study's cache; seconds, calls answered (cache entries) and where the time went."""
     from genfair.models.cache import ResponseCache
 
-    before = _counters(cluster)
+    before, cluster_cpu = _counters(cluster), _cluster_cpu(cluster)
     began, cpu = time.perf_counter(), time.process_time()
     outcome = fill(params, jobs=len(params.runs))
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    cluster_cpu = {k: v - cluster_cpu[k] for k, v in _cluster_cpu(cluster).items()}
     assert set(outcome.values()) == {"ok"}, outcome
     after = _counters(cluster)
     keys: set[str] = set()
@@ -141,7 +144,26 @@ def _fill(params: StudyParams, cluster: Cluster | None) -> dict[str, Any]:
         "busy": batches * service / (devices * seconds),
         "ideal_s": math.ceil(requests / BATCH) * service / devices,
         "client_cpu_s": cpu,
+        "scheduler_cpu_s": cluster_cpu["scheduler"],
+        "workers_cpu_s": cluster_cpu["workers"],
         "shards": after["tasks"] - before["tasks"],
+        "load": os.getloadavg()[0],
+    }
+
+
+def _cluster_cpu(cluster: Cluster | None) -> dict[str, float]:
+    """CPU seconds (user + system) the scheduler and all workers have used so far."""
+    import psutil
+
+    def used(process: Any) -> float:
+        times = psutil.Process(process.pid).cpu_times()
+        return times.user + times.system
+
+    if cluster is None:
+        return {"scheduler": 0.0, "workers": 0.0}
+    return {
+        "scheduler": used(cluster.scheduler),
+        "workers": sum(used(w) for w in cluster.workers),
     }
 
 
@@ -171,7 +193,11 @@ def test_throughput_scales_with_simulated_replicas(benchmark, mode, tmp_path: Pa
     figures: dict[str, dict[str, Any]] = {}
     figures["local"] = _fill(_study(raw, tmp_path / "cache-local", None), None)
     (tmp_path / "dask").mkdir()
-    cluster = Cluster(tmp_path / "dask", workers=counts[0], env={"OMP_NUM_THREADS": "1"})
+    # workers without Dask's statistical profiler (docs/scale-out.md recommends it off for
+    # workers that wait on a device or an endpoint): it sampled every task thread, sleeping
+    # ones included, every 10 ms, about a third of the workers' CPU here
+    env = {"OMP_NUM_THREADS": "1", "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+    cluster = Cluster(tmp_path / "dask", workers=counts[0], env=env)
     try:
         for n in counts:
             while len(cluster.workers) < n:
@@ -196,13 +222,14 @@ def test_throughput_scales_with_simulated_replicas(benchmark, mode, tmp_path: Pa
     print(f"\n{local['calls']} calls ({scale} scale), {service_s * 1000:g} ms a batch of {BATCH}")
     print(
         "executor | s | calls/s | x one worker | ideal s | replicas busy | fill | shards"
-        " | client CPU s"
+        " | CPU s: client, scheduler, workers | load"
     )
     for name, f in figures.items():
         print(
             f"{name} | {f['seconds']:.2f} | {rate[name]:.1f} | {rate[name] / rate['1']:.2f} | "
             f"{f['ideal_s']:.2f} | {f['busy']:.2f} | {f['fill']:.2f} | {f['shards']} | "
-            f"{f['client_cpu_s']:.2f}"
+            f"{f['client_cpu_s']:.2f}, {f['scheduler_cpu_s']:.2f}, {f['workers_cpu_s']:.2f} | "
+            f"{f['load']:.1f}"
         )
     benchmark.extra_info.update({f"{name}_calls_per_s": round(r, 2) for name, r in rate.items()})
     for n in counts[1:]:

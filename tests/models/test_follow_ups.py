@@ -118,3 +118,89 @@ def test_a_shard_is_whole_batches_of_the_calls_left_over_the_workers(
     config: Any = type("Config", (), {"batch_size": batch})()
     job: Any = type("Job", (), {"config": config, "share": 1})()
     assert _Shards(None, job, [], [], threads, None, {}).size(left) == size
+
+
+class MapClient:
+    """Records ``client.map`` calls: one per submission, each with its shards and priority."""
+
+    def __init__(self) -> None:
+        self.maps: list[tuple[list[int], int]] = []
+
+    def map(self, func: Any, jobs: list, requests: list, keys: list, **options: Any) -> list:
+        self.maps.append(([len(r) for r in requests], options["priority"]))
+        return [object() for _ in requests]
+
+
+class Running:
+    def update(self, futures: list) -> None:
+        pass
+
+
+def _shards(batch: int, calls: int, threads: int) -> Any:
+    from genfair.models.dask_executor import _Shards
+
+    config: Any = type("Config", (), {"batch_size": batch})()
+    job: Any = type("Job", (), {"config": config, "share": 1})()
+    return _Shards(MapClient(), job, [None] * calls, ["k"] * calls, threads, None, {})
+
+
+def test_shards_go_out_in_one_message_and_reasks_jump_the_queue_by_whole_batches() -> None:
+    shards = _shards(batch=8, calls=100, threads=2)
+    shards.submit(Running(), busy=0)
+    # 100 / (2 x 4) = 13, two batches: six shards of 16 in one map, 4 calls wait for a shard
+    assert shards.client.maps == [([16] * 6, 0)]
+    shards.follow([(None, "r")] * 11)  # re-asks while six shards are busy: one whole batch
+    shards.submit(Running(), busy=6)
+    assert shards.client.maps[-1] == ([8], 1)
+    shards.submit(Running(), busy=6)  # 7 left, less than a batch: they wait
+    assert len(shards.client.maps) == 2
+    shards.submit(Running(), busy=1)  # a worker thread would idle: the rest goes now
+    assert shards.client.maps[-1] == ([7], 1)
+    assert shards.sent == 111
+
+
+def test_a_worker_stores_the_answers_that_arrived_together_in_one_write() -> None:
+    import threading
+
+    from genfair.models.dask_executor import _Writer
+
+    writes: list[list[int]] = []
+    go = threading.Event()
+
+    def store(answers: list[tuple[Any, Any]]) -> None:
+        go.wait(5)
+        writes.append([a for a, _ in answers])
+
+    with _Writer(store) as writer:
+        writer.add(0, None)  # taken at once; the next three queue behind its write
+        for n in (1, 2, 3):
+            writer.add(n, None)
+        go.set()
+    assert sorted(n for w in writes for n in w) == [0, 1, 2, 3]
+    assert len(writes) <= 3 and any(len(w) > 1 for w in writes)
+
+
+def test_a_failed_write_fails_the_task() -> None:
+    from genfair.models.dask_executor import _Writer
+
+    def store(answers: list[tuple[Any, Any]]) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"), _Writer(store) as writer:
+        writer.add(0, None)
+
+
+def test_put_many_stores_answers_in_one_transaction_and_releases_their_claims(tmp_path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.claim(["a", "b", "c"]) == {"a", "b", "c"}
+    stored = cache.put_many(
+        [
+            ("a", "m", Completion(status="ok", text="A")),
+            ("b", "m", Completion(status="error", error="timeout")),  # never stored
+            ("c", "m", Completion(status="ok", text="C")),
+        ]
+    )
+    assert stored == 2
+    assert {k: c.text for k, c in cache.get_many(["a", "b", "c"]).items()} == {"a": "A", "c": "C"}
+    assert cache.claims() == 0
+    assert cache.put_many([]) == 0

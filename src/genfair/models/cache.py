@@ -42,7 +42,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -377,6 +377,31 @@ class ResponseCache:
                     conn.execute(store)
                 conn.execute(release)
         return blob is not None
+
+    def put_many(self, entries: Sequence[tuple[str, str, Completion]]) -> int:
+        """Store ``(key, model, completion)`` entries in one transaction and drop this
+        process's claims on their keys (:meth:`put`, for many answers: a worker stores a
+        batch's answers in one commit, not one each); returns how many were stored."""
+        if not entries:
+            return 0
+        now = _utc_now()
+        rows = [
+            {"key": k, "model": m, "completion": blob, "created_at": now}
+            for k, m, c in entries
+            if (blob := storable(c, k)) is not None
+        ]
+        keys = [k for k, _, _ in entries]
+        with self._tx() as conn:
+            if rows:
+                conn.execute(self._insert(RESPONSES), rows)
+            for start in range(0, len(keys), _CHUNK):
+                conn.execute(
+                    CLAIMS.delete().where(
+                        CLAIMS.c.key.in_(keys[start : start + _CHUNK]),
+                        CLAIMS.c.owner == self.owner,
+                    )
+                )
+        return len(rows)
 
     def put_rows(self, rows: list[tuple[str, str, str, str]]) -> int:
         """Store already-checked rows ``(key, model, completion JSON, created_at)`` in one

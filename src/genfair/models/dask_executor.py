@@ -38,18 +38,19 @@ import asyncio
 import logging
 import math
 import os
+import queue
 import threading
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from genfair.errors import ConfigError
 from genfair.models.base import Completion, LLMBackend, Request, stable_hash
 from genfair.models.cache import ResponseCache
-from genfair.models.executor import FollowUps, OnResult, store_completion
+from genfair.models.executor import FollowUps, OnResult, checked
 from genfair.models.rate_limit import endpoint_name, parse_rate, rate_name
 
 log = logging.getLogger(__name__)
@@ -127,9 +128,12 @@ class DaskExecutor:
                 )
             return False
         resources = dict(getattr(config, "worker_resources", {}) or {})
+        # asked of the scheduler, not scheduler_info(): the client's own refresh (every 2 s)
+        # replaces that shared copy with one that lists no workers, so a send beside it saw none
+        info = self.client.sync(self.client.scheduler.identity, n_workers=-1)
         workers = [
             w
-            for w in self.client.scheduler_info()["workers"].values()
+            for w in info["workers"].values()
             if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items())
         ]
         if not workers:  # its tasks would wait forever
@@ -149,6 +153,8 @@ class DaskExecutor:
         # each answer is recorded (and counted) as its shard comes back, from whichever worker;
         # the follow-ups it made go out at once, in shards sized by the calls left and workers
         with self.client.as_current():  # where as_completed finds its client
+            # not as_completed(with_results=True): a result lost with its worker before the
+            # fetch, then failing, would never come out of it (a hang); result() raises it
             running = as_completed()
             shards.submit(running, busy=0)
             try:
@@ -205,24 +211,39 @@ class _Shards:
 
     def submit(self, running: Any, busy: int) -> None:
         """Put waiting requests in shards: all of them when fewer shards than worker threads
-        are at work (``busy``), else only the shards they fill."""
+        are at work (``busy``), else only the shards they fill. After the first shards, a
+        local model's waiting requests (its re-asks, the stream's last calls) go out as soon
+        as they fill one of its batches, ahead of the shards already queued (Dask priority):
+        each is the critical path of its call, and a stage that waits for its re-asks (IRIS's
+        IFS-Gen before BIS-Gen) would otherwise wait for every other run's queued shards."""
         left = len(self.requests) - self.sent
         size = self.size(left + sum(count for _, count in self.placed.values()))
-        while left and (left >= size or busy < self.threads):
+        later = bool(self.sent)
+        spans: list[tuple[int, int]] = []
+        while left and (left >= size or busy < self.threads or (later and left >= self.batch)):
             count = min(size, left)
-            start, self.sent = self.sent, self.sent + count
-            future = self.client.submit(
-                run_shard,
-                self.job,
-                self.requests[start : self.sent],
-                self.keys[start : self.sent],
-                key=f"genfair-shard-{uuid.uuid4().hex}",
-                resources=self.resources or None,
-                pure=False,
-            )
-            self.placed[future] = (start, count)
-            running.add(future)
+            if busy >= self.threads:  # whole batches only; the rest waits for more
+                count -= count % self.batch
+            if self.limit and later and count < size and busy >= self.threads:
+                break  # HTTP: a shard costs its leases' round trips, so only full ones
+            spans.append((self.sent, count))
+            self.sent += count
             left, busy = left - count, busy + 1
+        if not spans:
+            return
+        # one message to the scheduler for all of them (a submit each cost it one graph update)
+        futures = self.client.map(
+            run_shard,
+            [self.job] * len(spans),
+            [self.requests[s : s + n] for s, n in spans],
+            [self.keys[s : s + n] for s, n in spans],
+            key=[f"genfair-shard-{uuid.uuid4().hex}" for _ in spans],
+            resources=self.resources or None,
+            priority=1 if later else 0,
+            pure=False,
+        )
+        self.placed.update(zip(futures, spans, strict=True))
+        running.update(futures)
 
 
 def _batch_size(config: Any) -> int:
@@ -269,25 +290,63 @@ def run_shard(job: _Job, requests: list[Request], keys: list[str]) -> list[dict[
                 backend.window = ClusterWindow(job.config)
             position = {id(requests[n]): n for n in todo}
 
-            def store(request: Request, completion: Completion) -> None:
-                n = position[id(request)]
-                if job.store is not None:  # a t2i model's image first, then its answer
-                    from genfair.models.t2i import stored
+            def store(answers: list[tuple[Request, Completion]]) -> None:
+                """The answers that arrived since the last write, in one transaction."""
+                entries = []
+                for request, completion in answers:
+                    n = position[id(request)]
+                    if job.store is not None:  # a t2i model's image first, then its answer
+                        from genfair.models.t2i import stored
 
-                    completion = stored(job.store, request, completion)
-                results[n] = store_completion(cache, keys[n], job.model_key, completion)
+                        completion = stored(job.store, request, completion)
+                    results[n] = checked(completion, job.model_key)
+                    entries.append((keys[n], job.model_key, results[n]))
+                cache.put_many(entries)
 
             # answers are written behind the model, so its next batch does not wait for them
-            with ThreadPoolExecutor(1, thread_name_prefix="genfair-store") as writer:
-                written: list[Future[None]] = []
-                backend.complete(
-                    [requests[n] for n in todo],
-                    lambda r, c: written.append(writer.submit(store, r, c)),
-                )
-            for future in written:
-                future.result()  # a write that failed fails the task: its calls are errors
+            with _Writer(store) as writer:
+                backend.complete([requests[n] for n in todo], writer.add)
     missing = Completion(status="error", error="backend returned no completion")
     return [results.get(n, missing).to_dict() for n in range(len(keys))]
+
+
+class _Writer:
+    """A thread that stores a task's answers behind the model: each write takes every answer
+    that arrived since the last one (a batch's answers: one commit, not one each). A write
+    that failed fails the task (its calls are errors) when the block ends."""
+
+    def __init__(self, store: Callable[[list[tuple[Request, Completion]]], None]):
+        self.store = store
+        self.queue: queue.SimpleQueue[tuple[Request, Completion] | None] = queue.SimpleQueue()
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="genfair-store")
+
+    def add(self, request: Request, completion: Completion) -> None:
+        self.queue.put((request, completion))
+
+    def _run(self) -> None:
+        end = False
+        while not end:
+            answers, item = [], self.queue.get()
+            while item is not None:  # everything queued now, up to the end marker
+                answers.append(item)
+                try:
+                    item = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+            end = item is None
+            if answers:
+                self.store(answers)
+
+    def __enter__(self) -> _Writer:
+        self.done = self.pool.submit(self._run)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.queue.put(None)
+        try:
+            self.done.result()
+        finally:
+            self.pool.shutdown()
 
 
 # --- worker-side state: loaded models and open caches, per worker process ---------------------

@@ -90,8 +90,15 @@ def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> 
 def store_completion(
     cache: ResponseCache, key: str, model_key: str, completion: Completion
 ) -> Completion:
-    """``completion`` masked and checked, then cached under ``key``: a malformed one becomes an
-    ``error`` (not cached, asked again on the next run), never a cached success."""
+    """``completion`` masked and checked (:func:`checked`), then cached under ``key``."""
+    completion = checked(completion, model_key)
+    cache.put(key, model_key, completion)
+    return completion
+
+
+def checked(completion: Completion, model_key: str) -> Completion:
+    """``completion`` masked and checked: a malformed one becomes an ``error`` (not cached,
+    asked again on the next run), never a cached success."""
     completion = redact_completion(completion)
     problem = completion.problem()
     if problem is not None:
@@ -102,7 +109,6 @@ def store_completion(
             latency_s=_number(completion.latency_s),
             tries=_count(completion.tries),
         )
-    cache.put(key, model_key, completion)
     return completion
 
 

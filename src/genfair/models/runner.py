@@ -231,7 +231,16 @@ def _answer(
         send = [i for i in todo if keys[i] in mine]
         if send:
             held = _send(
-                backend, cache, calls, send, attempt, seed, model_key, stats, progress, settle
+                backend,
+                cache,
+                calls,
+                {i: (requests[i], keys[i]) for i in send},
+                attempt,
+                seed,
+                model_key,
+                stats,
+                progress,
+                settle,
             )
             later += held
         elif not again:  # all held by other processes: wait for their answers
@@ -266,7 +275,7 @@ def _send(
     backend: LLMBackend,
     cache: ResponseCache,
     calls: Sequence[Call],
-    indices: list[int],
+    asked: dict[int, tuple[Request, str]],
     attempt: dict[int, int],
     seed: int,
     model_key: str,
@@ -274,15 +283,16 @@ def _send(
     progress: Callable[[int], object],
     settle: Callable[[int, Completion], bool],
 ) -> list[int]:
-    """Ask the backend for ``indices`` (claimed by this process), in this process or on the
+    """Ask the backend for the calls of ``asked`` (their requests and cache keys, as
+    :func:`_answer` made them; claimed by this process), in this process or on the
     active executor (:mod:`genfair.models.executor`); each answer is stored the moment it
     exists, after checking it (:func:`store_completion`), and settled. A re-ask it makes is
     claimed and sent at once, as a follow-up of the same send (its answer settled in turn);
     the calls whose re-ask another process holds are returned, to be awaited later."""
-    sent = list(indices)  # the call of each request sent, by position
-    batch = [_request(calls[i], attempt[i], seed) for i in indices]
+    sent = list(asked)  # the call of each request sent, by position
+    batch = [request for request, _ in asked.values()]
     asked_of = list(batch)  # the request of each position (follow-ups appended)
-    keys = [cache.key(backend.request_fingerprint(r), r) for r in batch]
+    keys = [key for _, key in asked.values()]
     again: list[int] = []
     later: list[int] = []
 
@@ -316,7 +326,7 @@ def _send(
         n = position[id(request)]
         record(n, store_completion(cache, keys[n], model_key, completion))
 
-    stats["called"] += len(indices)
+    stats["called"] += len(asked)
     with cache.holding(keys):  # released at the end, follow-ups' keys too
         executor = active()
         if executor is None or not executor.send(
