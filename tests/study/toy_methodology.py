@@ -13,7 +13,7 @@ import json
 from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from genfair.methodologies.base import (
     Headline,
@@ -27,10 +27,10 @@ from genfair.metrics.intervals import proportion_ci
 from genfair.models.config import SimulatedPolicy
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
+from genfair.strict import Strict
 
 
-class QuizConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class QuizConfig(Strict):
     questions: int = Field(40, ge=1)
     #: what the simulated LLM plants when it answers the quiz (a real model never reads it)
     simulated: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)

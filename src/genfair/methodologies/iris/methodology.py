@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from genfair.limits import MAX_ATTEMPTS, MAX_RECORDS, MAX_SAMPLES, MAX_SMALL, MAX_TOKENS
 from genfair.logs import progress
@@ -80,6 +80,7 @@ from genfair.methodologies.iris.tournament import (
 )
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict
+from genfair.strict import Strict
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +103,7 @@ ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
 _ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IfsGenConfig(_Strict):
+class IfsGenConfig(Strict):
     #: images per occupation (paper: 160)
     images_per_occupation: int = Field(160, ge=1, le=MAX_SAMPLES)
     #: a refused image is asked again up to this many times (paper 000 §4.1's re-asking)
@@ -115,7 +112,7 @@ class IfsGenConfig(_Strict):
     please: bool = False
 
 
-class BisGenConfig(_Strict):
+class BisGenConfig(Strict):
     #: stereotypes steered (paper: the 10 most frequent combinations)
     top: int = Field(10, ge=1, le=MAX_SMALL)
     #: paper: ~60,000 images / 10 models / (10 stereotypes x 6 prompts) = 100 (App. C.2)
@@ -123,7 +120,7 @@ class BisGenConfig(_Strict):
     max_attempts: int = Field(3, ge=1, le=MAX_ATTEMPTS)
 
 
-class IfsUndConfig(_Strict):
+class IfsUndConfig(Strict):
     #: ``persons.parquet`` of the curate_facet stage (None = IFS-Und not computed)
     persons: str | None = None
     #: answers per crop (paper: 1; more only makes a SIMULATOR's plant measurable on few crops)
@@ -134,7 +131,7 @@ class IfsUndConfig(_Strict):
     threshold: float = Field(0.6, ge=0.0, le=1.0)
 
 
-class BisUndConfig(_Strict):
+class BisUndConfig(Strict):
     #: counterfactual dataset (Parquet/CSV, format of prompts.bis_und_probes); ``fixture``:
     #: the FIXTURE built from the IFS-Und crops; None = BIS-Und not computed
     dataset: str | None = None
@@ -147,7 +144,7 @@ class IrisTournamentConfig(TournamentConfig):
     max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
 
 
-class IrisConfig(_Strict):
+class IrisConfig(Strict):
     """``methodologies.iris`` (conf/methodology/iris.yaml)."""
 
     #: the versioned table of the ``map_occupations`` stage
