@@ -159,6 +159,11 @@ def write_text(text: str, path: str | Path, *, if_changed: bool = False) -> Path
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def write_bytes(data: bytes, path: str | Path) -> Path:
+    """``data`` into ``path``, atomically."""
+    return _atomic(path, lambda tmp: tmp.write_bytes(data))
+
+
 def _holds(path: Path, text: str) -> bool:
     """Whether ``path`` already holds ``text`` (a missing or unreadable file does not)."""
     try:

@@ -60,7 +60,7 @@ from PIL import Image, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 
 from genfair.curation.config import DetectorConfig, FacetConfig
-from genfair.io import _atomic, file_sha256, write_json, write_parquet
+from genfair.io import file_sha256, write_bytes, write_json, write_parquet
 from genfair.logs import progress as show_progress
 
 log = logging.getLogger(__name__)
@@ -657,7 +657,7 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
                             {"row": person.row, "person_id": person.person_id, "reason": str(exc)}
                         )
                         continue
-                    _atomic(crop_path, lambda tmp, data=data: tmp.write_bytes(data))
+                    write_bytes(data, crop_path)
                 table.append(_person_record(person, hashlib.sha256(data).hexdigest(), config))
         except _IMAGE_ERRORS as exc:
             # the image cannot be decoded (or is too large to): every person in it not yet

@@ -506,7 +506,7 @@ class FaceDemographicsConfig(Strict):
     @classmethod
     def _cuts(cls, v):
         if not isinstance(v, str):
-            skin_tone._check_cuts(v)
+            skin_tone.checked_cuts(v)
         return v
 
     @model_validator(mode="after")
