@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError, NotConfigured
+from genfair.io import stable_hash
 from genfair.limits import MAX_CALLS
 from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
@@ -214,7 +215,6 @@ def digests_for(
     DVC rewrites the whole ``dvc.lock`` after each stage, and the blocks copied into it for
     every stage that reads them made up more than half of its lines (and of DVC's time per
     stage, docs/architecture.md)."""
-    from genfair.models.base import stable_hash
 
     def digest(block: Any) -> str:
         return stable_hash(block, 16)
