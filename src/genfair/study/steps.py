@@ -25,7 +25,7 @@ from genfair.logs import printable
 from genfair.methodologies.base import StudyResult
 from genfair.models import ResponseCache, build_backend
 from genfair.models.config import PLACEMENT_KEYS
-from genfair.models.executor import calls_executor
+from genfair.models.dask_executor import calls_executor
 from genfair.models.usage import recording
 from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, cache_url, images_url, read_params
 from genfair.study.context import (
