@@ -52,6 +52,14 @@ def _atomic(path: str | Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
+def stable_hash(payload: Any, length: int = 64) -> str:
+    """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no whitespace)."""
+    blob = json.dumps(
+        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
 def file_sha256(path: str | Path) -> str:
     """sha256 hex digest of a file, read in 1 MiB blocks (never whole into memory)."""
     digest = hashlib.sha256()
@@ -157,6 +165,11 @@ def write_text(text: str, path: str | Path, *, if_changed: bool = False) -> Path
     if if_changed and _holds(path, text):
         return path
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_bytes(data: bytes, path: str | Path) -> Path:
+    """``data`` into ``path``, atomically."""
+    return _atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
 def _holds(path: Path, text: str) -> bool:

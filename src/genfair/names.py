@@ -21,10 +21,12 @@ import os
 import posixpath
 import re
 from pathlib import Path
+from typing import Any
 
 from genfair.errors import ConfigError
+from genfair.urls import strip_in_text
 
-__all__ = ["MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name", "inside",
+__all__ = ["MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name", "flatten", "inside",
            "mlflow_key", "name_problem"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
@@ -97,3 +99,20 @@ def mlflow_key(key: str) -> str:
     safe = re.sub(r"[^\w. -]", "_", key)
     safe = "_" + safe if safe.startswith(".") else safe
     return f"{safe[:241]}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as MLflow params: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists become
+    strings, and a URL's credentials are stripped from every string."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    if isinstance(data, str):  # a URL's credentials never become an MLflow param
+        return {prefix.rstrip("."): strip_in_text(data)}
+    return {
+        prefix.rstrip("."): data
+        if isinstance(data, (int, float, bool)) or data is None
+        else str(data)
+    }

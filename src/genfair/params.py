@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from genfair.errors import ConfigError, NotConfigured
+from genfair.io import stable_hash
 from genfair.limits import MAX_CALLS
 from genfair.logs import printable
 from genfair.names import PARAMS_FILE, name_problem
+from genfair.strict import Strict
 from genfair.urls import checked_url, strip_in_text
 from genfair.yaml_guard import read_yaml
 
@@ -35,11 +37,7 @@ __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CL
 EXP_RESTORE = f"git checkout {PARAMS_FILE} && dvc checkout"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CacheConfig(_Strict):
+class CacheConfig(Strict):
     """``cache``: where call results live. ``url`` names the response store (None: the SQLite
     file ``<dir>/responses.sqlite``), ``images`` the blob store of generated images (None:
     ``<dir>/images``; any fsspec URL, e.g. ``s3://bucket/images``); ``dir`` holds local caches
@@ -104,7 +102,7 @@ def images_url(cache: CacheConfig) -> str:
     )
 
 
-class TrackingConfig(_Strict):
+class TrackingConfig(Strict):
     experiment: str = "genfair"
     #: MLFLOW_TRACKING_URI overrides; None = SQLite store in the repository root
     uri: str | None = None
@@ -117,7 +115,7 @@ class TrackingConfig(_Strict):
         return value if value is None else checked_url(value, schemes=None)
 
 
-class GenerationConfig(_Strict):
+class GenerationConfig(Strict):
     """``generation``: when a ``generate`` stage counts as done, and where its calls run."""
 
     #: the share of calls that may end in ``error`` (transport failures after retries) before
@@ -146,12 +144,12 @@ def cache_dir(configured: str | os.PathLike[str]) -> Path:
     return Path(os.environ.get("GENFAIR_CACHE_DIR") or configured)
 
 
-class StudyFrame(_Strict):
+class StudyFrame(Strict):
     """The study's blocks; ``models`` as written (:class:`genfair.config.StudyParams` validates
     each model config)."""
 
     # a key pasted where a variable name belongs must never be echoed in an error
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     seed: int
     scale: str
@@ -217,7 +215,6 @@ def digests_for(
     DVC rewrites the whole ``dvc.lock`` after each stage, and the blocks copied into it for
     every stage that reads them made up more than half of its lines (and of DVC's time per
     stage, docs/architecture.md)."""
-    from genfair.models.base import stable_hash
 
     def digest(block: Any) -> str:
         return stable_hash(block, 16)

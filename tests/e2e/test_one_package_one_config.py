@@ -1,7 +1,7 @@
 """A methodology is one package and one config, proven through ``dvc repro``.
 
 The script of docs/architecture.md's "Adding a methodology": in a temporary copy of the project,
-the toy quiz (tests/study/toy_methodology.py) becomes a package of its own (its
+the toy quiz (tests/study/toy_methodology/) becomes a package of its own (its
 ``pyproject.toml`` declares the entry point), is installed, gets its ``conf/methodology`` file
 (and sizes), and a study of only it on the simulated LLM runs under DVC; no generic file is
 edited. Then a study of each single built-in methodology runs in the same copy (sharing the
@@ -11,6 +11,7 @@ curated data and the response cache), so none depends on another being in the st
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,9 +80,10 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     copy_project(work)
     package = tmp_path_factory.mktemp("toy_quiz_package")
     (package / "pyproject.toml").write_text(PYPROJECT)
-    (package / "genfair_toy_quiz").mkdir()
-    (package / "genfair_toy_quiz/__init__.py").write_text(
-        (ROOT / "tests/study/toy_methodology.py").read_text()
+    shutil.copytree(  # __init__.py, config.py, methodology.py: the layout of every methodology
+        ROOT / "tests/study/toy_methodology",
+        package / "genfair_toy_quiz",
+        ignore=shutil.ignore_patterns("__pycache__"),
     )
     site = tmp_path_factory.mktemp(
         "site"

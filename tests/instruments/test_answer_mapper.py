@@ -237,3 +237,28 @@ def test_real_minilm_on_the_real_table() -> None:
     direct = 1 - cosine(*embedder.encode(["medical doctor", "doctor"]))
     # recorded at SIMILARITY_DECIMALS (3): within half a unit of its last decimal
     assert result.at["medical doctor", "similarity"] == pytest.approx(direct, abs=5e-4 + 1e-6)
+
+
+def test_lazy_embedder_loads_once_and_only_to_embed() -> None:
+    from genfair.instruments.answer_mapper import LazyEmbedder
+
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            return [[float(len(t))] for t in texts]
+
+    loads: list[str] = []
+
+    def load(name: str = "toy") -> Named:
+        loads.append(name)
+        return Named(name)
+
+    lazy = LazyEmbedder(load, "toy")
+    assert lazy.name == "toy" and loads == []  # named without loading
+    assert lazy.encode(["ab", "c"]).tolist() == [[2.0], [1.0]]
+    lazy.encode(["d"])
+    assert loads == ["toy"]
+    with pytest.raises(RuntimeError, match="'toy' calls itself 'other'"):
+        LazyEmbedder(lambda: Named("other"), "toy").encode(["x"])

@@ -33,6 +33,7 @@ BASE = {
     "config",
     "limits",
     "yaml_guard",
+    "strict",
 }  # shared utilities (config validates every layer's config lazily)
 
 

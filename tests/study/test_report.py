@@ -20,13 +20,14 @@ from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.study.always import sync_store
 from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
 from genfair.study.scoring import score_study, write_plot
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
-from genfair.study.store import listed_keys, missing_runs, sync_store
+from genfair.study.store import listed_keys, missing_runs
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.browser import browser, sync_api, watched_page

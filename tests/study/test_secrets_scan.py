@@ -19,11 +19,11 @@ import pytest
 from genfair.cli import compose
 from genfair.config import StudyParams, load_params
 from genfair.methodologies import register
+from genfair.study.always import sync_store
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
-from genfair.study.store import sync_store
 from genfair.study.tracking import track_study
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs

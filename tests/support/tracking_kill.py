@@ -26,8 +26,8 @@ from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.params import StudyFrame
 from genfair.study import tracking
+from genfair.study.always import sync_store
 from genfair.study.layout import Layout
-from genfair.study.store import sync_store
 from tests.study.toy_methodology import Quiz
 
 POINTS = (

@@ -10,9 +10,10 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from genfair.limits import MAX_ATTEMPTS, MAX_CHARS, MAX_RECORDS, MAX_SIDE, MAX_SMALL
+from genfair.strict import Strict
 from genfair.urls import checked_url
 
 __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS",
@@ -21,16 +22,12 @@ __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPON
            "WebSource"]  # fmt: skip
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 # ---- news (collect_news)
 
 _FILE_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".parquet"}
 
 
-class WebSource(_Strict):
+class WebSource(Strict):
     """A news site's RSS/Atom feed or XML sitemap (sitemap indexes are followed)."""
 
     kind: Literal["feed", "sitemap"]
@@ -46,7 +43,7 @@ class WebSource(_Strict):
         return checked_url(value)
 
 
-class FileSource(_Strict):
+class FileSource(Strict):
     """A JSONL/CSV/parquet file with ``headline`` and ``body`` columns (``source``,
     ``published`` or ``date``, ``section``, ``url`` optional). Errors name the 1-based
     record (data row; CSV header and blank JSONL lines not counted)."""
@@ -62,7 +59,7 @@ class FileSource(_Strict):
         return value
 
 
-class EmbeddedSource(_Strict):
+class EmbeddedSource(Strict):
     """A corpus shipped with an installed package; works offline."""
 
     kind: Literal["embedded"]
@@ -72,7 +69,7 @@ class EmbeddedSource(_Strict):
 NewsSource = Annotated[WebSource | FileSource | EmbeddedSource, Field(discriminator="kind")]
 
 
-class NewsCollectionConfig(_Strict):
+class NewsCollectionConfig(Strict):
     """What to collect and how politely; dates are inclusive publication-date bounds."""
 
     sources: list[NewsSource] = Field(min_length=1)
@@ -123,7 +120,7 @@ FACET_CLASSES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-class DetectorConfig(_Strict):
+class DetectorConfig(Strict):
     """OpenCV's HOG + linear SVM pedestrian detector (Dalal & Triggs), for unannotated images.
 
     HOG looks for upright people about 64x128 px, so the image is searched at a few working
@@ -151,7 +148,7 @@ class DetectorConfig(_Strict):
         return value
 
 
-class FacetConfig(_Strict):
+class FacetConfig(Strict):
     """Where the FACET release is and how to turn its annotations into person crops."""
 
     release_dir: Path
@@ -250,7 +247,7 @@ DEFAULT_DROP_ALIASES: tuple[str, ...] = (
 )
 
 
-class OccupationsConfig(_Strict):
+class OccupationsConfig(Strict):
     """``conf/curation/occupations.yaml``."""
 
     occupations: Path = Path("data/reference/facet_occupations.csv")

@@ -50,6 +50,7 @@ import math
 import re
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from PIL import Image, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 
 from genfair.curation.config import DetectorConfig, FacetConfig
-from genfair.io import _atomic, file_sha256, write_json, write_parquet
+from genfair.io import file_sha256, write_bytes, write_json, write_parquet
 from genfair.logs import progress as show_progress
 
 log = logging.getLogger(__name__)
@@ -568,8 +569,34 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
     report = CurationReport()
     _, rows = _read_annotations(config.annotations_path())
     report.rows = len(rows)
-    images_dir = config.images_path()
+    persons, rows_per_image = _parse_persons(rows, config, report)
+    # a release whose every row says fixture=True is a fixture; its detections are too
+    fixture = bool(rows) and all(
+        not isinstance(r, str) and _truthy(r.get("fixture")) for _, r in rows
+    )
+    work = _images_to_crop(persons, rows_per_image, config, report)
+    table: list[dict[str, Any]] = []
+    reused = 0
+    for name, group in show_progress(work, desc="facet crops", unit="image") if progress else work:
+        records, reused_here = _crop_image(name, group, config, crops_dir, fixture, report)
+        table += records
+        reused += reused_here
+    _remove_stale(crops_dir, {r["person_id"] for r in table})
+    _write_table(table, report, out_dir)
+    log.info(
+        "FACET curation: %d rows -> %d crops (%d reused; %d bad rows, %d missing images, "
+        "filtered %s)", report.rows, report.persons_written, reused, len(report.bad_rows),
+        len(report.missing_images), dict(report.filtered),
+    )  # fmt: skip
+    report.reused = reused
+    return report
 
+
+def _parse_persons(
+    rows: list[tuple[int, dict[str, str] | str]], cfg: FacetConfig, report: CurationReport
+) -> tuple[list[_Person], Counter[str]]:
+    """The annotated persons (a row that cannot be read, or repeats a ``person_id``, is a bad
+    row) and how many rows name each image."""
     persons: list[_Person] = []
     seen_ids: set[str] = set()
     rows_per_image: Counter[str] = Counter()
@@ -581,7 +608,7 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
         if name:
             rows_per_image[name] += 1
         try:
-            person = _parse_row(record, number, config)
+            person = _parse_row(record, number, cfg)
             if person.person_id in seen_ids:
                 raise _BadRow(f"duplicate person_id {person.person_id!r}")
         except _BadRow as exc:
@@ -592,94 +619,119 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
         persons.append(person)
     for person in persons:
         person.n_persons_in_image = rows_per_image[person.filename]
-    # a release whose every row says fixture=True is a fixture; its detections are too
-    release_fixture = bool(rows) and all(
-        not isinstance(r, str) and _truthy(r.get("fixture")) for _, r in rows
-    )
+    return persons, rows_per_image
 
+
+def _images_to_crop(
+    persons: list[_Person], rows_per_image: Counter[str], cfg: FacetConfig, report: CurationReport
+) -> list[tuple[str, list[_Person] | None]]:
+    """Each image with its annotated persons (an image not on disk is reported missing), then,
+    with the detector on, each image of the folder no row names (``None``: detect its persons)."""
+    images_dir = cfg.images_path()
     by_image: dict[str, list[_Person]] = defaultdict(list)
     for person in persons:
         if not (images_dir / person.filename).is_file():
             report.missing_images.setdefault(person.filename, []).append(person.row or 0)
             continue
         by_image[person.filename].append(person)
-
     detect_files: list[str] = []
-    if config.detector.enabled and images_dir.is_dir():
+    if cfg.detector.enabled and images_dir.is_dir():
         detect_files = sorted(
             p.name
             for p in images_dir.iterdir()
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and p.name not in rows_per_image
         )
         report.detector_images = len(detect_files)
+    return [(name, by_image[name]) for name in sorted(by_image)] + [(n, None) for n in detect_files]
 
-    table: list[dict[str, Any]] = []
-    work = [(name, by_image[name]) for name in sorted(by_image)] + [(n, None) for n in detect_files]
+
+def _crop_image(
+    name: str,
+    group: list[_Person] | None,
+    cfg: FacetConfig,
+    crops_dir: Path,
+    fixture: bool,
+    report: CurationReport,
+) -> tuple[list[dict[str, Any]], int]:
+    """The table rows of one image's persons (``group``; ``None``: the detector's), their crops
+    written, and how many crops were reused. A person that cannot be cropped is a bad row; an
+    image that cannot be decoded (or is too large to) makes a bad row of every person in it not
+    yet cropped, and the run goes on."""
+    path = cfg.images_path() / name
+    loaded: list[np.ndarray] = []
+
+    def image() -> np.ndarray:
+        if not loaded:  # decode once, and only if some crop must be made
+            loaded.append(load_rgb(path, cfg.max_image_pixels))
+        return loaded[0]
+
+    records: list[dict[str, Any]] = []
     reused = 0
-    for name, group in show_progress(work, desc="facet crops", unit="image") if progress else work:
-        path = images_dir / name
-        loaded: list[np.ndarray] = []
+    try:
+        image_sha = file_sha256(path)
+        size = image_size(path, cfg.max_image_pixels)  # header only: nothing decoded
+        if group is None:
+            group = _detected_persons(name, image(), cfg, fixture)
+            if not group:
+                report.images_without_person.append(name)
+        for person in group:
+            reason = _filter_reason(person, cfg)
+            if reason is not None:
+                report.filtered[reason] += 1
+                continue
+            try:
+                data, stored = _crop(person, image, image_sha, size, cfg, crops_dir)
+            except _BadRow as exc:
+                report.bad_rows.append(_bad_row(person, str(exc)))
+                continue
+            reused += stored
+            records.append(_person_record(person, hashlib.sha256(data).hexdigest(), cfg))
+    except _IMAGE_ERRORS as exc:
+        reason, short = _image_error(name, exc)
+        done = {r["person_id"] for r in records} | {b["person_id"] for b in report.bad_rows}
+        for person in group or []:
+            if person.person_id not in done:
+                report.bad_rows.append(_bad_row(person, reason))
+        if group is None:
+            report.images_without_person.append(f"{name} ({short})")
+    return records, reused
 
-        def image(path: Path = path, loaded: list[np.ndarray] = loaded) -> np.ndarray:
-            if not loaded:  # decode once, and only if some crop must be made
-                loaded.append(load_rgb(path, config.max_image_pixels))
-            return loaded[0]
 
-        try:
-            image_sha = file_sha256(path)
-            size = image_size(path, config.max_image_pixels)  # header only: nothing decoded
-            if group is None:
-                group = _detected_persons(name, image(), config, release_fixture)
-                if not group:
-                    report.images_without_person.append(name)
-            for person in group:
-                reason = _filter_reason(person, config)
-                if reason is not None:
-                    report.filtered[reason] += 1
-                    continue
-                key = _crop_key(image_sha, person.box, config)
-                crop_path = crops_dir / f"{person.person_id}.png"
-                try:
-                    check_box_area(person.box, size, config.max_box_area_ratio)
-                except _BadRow as exc:
-                    report.bad_rows.append(
-                        {"row": person.row, "person_id": person.person_id, "reason": str(exc)}
-                    )
-                    continue
-                if _stored_key(crop_path) == key:
-                    reused += 1
-                    data = crop_path.read_bytes()
-                else:
-                    try:
-                        data = png_bytes(crop_person(image(), person.box, config), key)
-                    except _BadRow as exc:
-                        report.bad_rows.append(
-                            {"row": person.row, "person_id": person.person_id, "reason": str(exc)}
-                        )
-                        continue
-                    _atomic(crop_path, lambda tmp, data=data: tmp.write_bytes(data))
-                table.append(_person_record(person, hashlib.sha256(data).hexdigest(), config))
-        except _IMAGE_ERRORS as exc:
-            # the image cannot be decoded (or is too large to): every person in it not yet
-            # cropped is a bad row, the run goes on
-            if isinstance(exc, _ImageTooLarge):
-                reason, short = str(exc), "too large"
-            elif isinstance(exc, MemoryError):
-                reason = f"out of memory on image {name}; lower max_image_pixels"
-                short = "out of memory"
-            else:
-                reason, short = f"unreadable image {name}: {exc}", "unreadable"
-            done = {r["person_id"] for r in table} | {b["person_id"] for b in report.bad_rows}
-            for person in group or []:
-                if person.person_id not in done:
-                    report.bad_rows.append(
-                        {"row": person.row, "person_id": person.person_id, "reason": reason}
-                    )
-            if group is None:
-                report.images_without_person.append(f"{name} ({short})")
-            continue
+def _crop(
+    person: _Person,
+    image: Callable[[], np.ndarray],
+    image_sha: str,
+    size: tuple[int, int],
+    cfg: FacetConfig,
+    crops_dir: Path,
+) -> tuple[bytes, bool]:
+    """The PNG of ``person``'s crop, and whether it was already stored with the same key (not
+    decoded nor rewritten then); :class:`_BadRow` if the box cannot be cropped."""
+    check_box_area(person.box, size, cfg.max_box_area_ratio)
+    key = _crop_key(image_sha, person.box, cfg)
+    crop_path = crops_dir / f"{person.person_id}.png"
+    if _stored_key(crop_path) == key:
+        return crop_path.read_bytes(), True
+    data = png_bytes(crop_person(image(), person.box, cfg), key)
+    write_bytes(data, crop_path)
+    return data, False
 
-    _remove_stale(crops_dir, {r["person_id"] for r in table})
+
+def _bad_row(person: _Person, reason: str) -> dict[str, Any]:
+    return {"row": person.row, "person_id": person.person_id, "reason": reason}
+
+
+def _image_error(name: str, exc: BaseException) -> tuple[str, str]:
+    """A bad row's reason for the persons of an image that cannot be read, and its short form."""
+    if isinstance(exc, _ImageTooLarge):
+        return str(exc), "too large"
+    if isinstance(exc, MemoryError):
+        return f"out of memory on image {name}; lower max_image_pixels", "out of memory"
+    return f"unreadable image {name}: {exc}", "unreadable"
+
+
+def _write_table(table: list[dict[str, Any]], report: CurationReport, out_dir: Path) -> None:
+    """``persons.parquet`` (sorted by ``person_id``) and ``report.json``, the report counted."""
     frame = pd.DataFrame(table, columns=PERSON_COLUMNS)
     frame = frame.astype(
         {"monk_level": "Int64", "n_persons_in_image": "int64", "fixture": bool}
@@ -692,13 +744,6 @@ def curate_facet(config: FacetConfig, out_dir: Path, progress: bool = True) -> C
     report.fixture = bool(len(frame)) and bool(frame["fixture"].all())
     write_parquet(frame, out_dir / "persons.parquet")
     write_json(report.as_dict(), out_dir / "report.json")
-    log.info(
-        "FACET curation: %d rows -> %d crops (%d reused; %d bad rows, %d missing images, "
-        "filtered %s)", report.rows, report.persons_written, reused, len(report.bad_rows),
-        len(report.missing_images), dict(report.filtered),
-    )  # fmt: skip
-    report.reused = reused
-    return report
 
 
 def _detected_persons(

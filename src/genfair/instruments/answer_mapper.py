@@ -31,7 +31,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -45,6 +45,7 @@ __all__ = [
     "AnswerMapper",
     "Embedder",
     "EmbeddingCache",
+    "LazyEmbedder",
     "MiniLMEmbedder",
     "clean_answer",
     "nearest_labels",
@@ -183,6 +184,25 @@ class MiniLMEmbedder:
         return self.model.encode(
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
+
+
+class LazyEmbedder:
+    """The embedder ``load()`` builds, built only when a text must be embedded (a rerun whose
+    embeddings are all cached never loads the model). ``name`` is what the embeddings record,
+    known without loading; a loaded embedder that calls itself otherwise is refused."""
+
+    def __init__(self, load: Callable[[], Embedder], name: str) -> None:
+        self.name = name
+        self._load = load
+        self._embedder: Embedder | None = None
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._embedder is None:
+            self._embedder = self._load()
+            loaded = getattr(self._embedder, "name", self.name)
+            if loaded != self.name:
+                raise RuntimeError(f"embedder {self.name!r} calls itself {loaded!r}")
+        return np.asarray(self._embedder.encode(texts))
 
 
 class EmbeddingCache:

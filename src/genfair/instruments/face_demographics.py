@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from genfair.instruments import skin_tone
 from genfair.limits import MAX_SIDE
+from genfair.strict import Strict
 
 __all__ = [
     "DETECTORS",
@@ -423,18 +424,14 @@ def _clip_box(x: float, y: float, w: float, h: float, width: int, height: int) -
 Bands = dict[str, tuple[int, int]]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ComponentConfig(_Strict):
+class ComponentConfig(Strict):
     """A registered component by name, with its constructor's keyword arguments."""
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class RaceConfig(_Strict):
+class RaceConfig(Strict):
     """A race classifier whose weights the user provides."""
 
     name: str = "fairface"
@@ -457,7 +454,7 @@ class RaceConfig(_Strict):
         return value
 
 
-class SkinMaskConfig(_Strict):
+class SkinMaskConfig(Strict):
     """YCrCb skin rule (Chai & Ngan 1999) and the part of the face box that is sampled."""
 
     cr: tuple[int, int] = skin_tone.YCRCB_SKIN["cr"]
@@ -479,7 +476,7 @@ def _check_cover(bands: Mapping[str, Sequence[int]], lo: int, hi: int, what: str
     return out
 
 
-class FaceDemographicsConfig(_Strict):
+class FaceDemographicsConfig(Strict):
     """``conf/instrument/face_demographics.yaml``. Presets: ``iris`` (paper 002) and
     ``lvlm_facet`` (paper 004) for the skin and age bands, or explicit bands."""
 
@@ -509,7 +506,7 @@ class FaceDemographicsConfig(_Strict):
     @classmethod
     def _cuts(cls, v):
         if not isinstance(v, str):
-            skin_tone._check_cuts(v)
+            skin_tone.checked_cuts(v)
         return v
 
     @model_validator(mode="after")

@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from genfair.strict import Strict
 
 __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
 
@@ -33,10 +35,8 @@ __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
 ORACLE_KEYS = {"image": "quality", "face": "face_quality"}
 
 
-class ImageQualityConfig(BaseModel):
+class ImageQualityConfig(Strict):
     """``instruments.image_quality`` (conf/instrument/image_quality.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: model | oracle (simulators: a stand-in that reads the planted scores)
     mode: Literal["model", "oracle"] = "model"

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from genfair.strict import Strict
 
 __all__ = [
     "ORACLE_KEYS",
@@ -36,10 +38,8 @@ __all__ = [
 ORACLE_KEYS = {"prompt_similarity": "prompt_similarity", "reference": "reference_similarity"}
 
 
-class ImageSemanticsConfig(BaseModel):
+class ImageSemanticsConfig(Strict):
     """``instruments.image_semantics`` (conf/instrument/image_semantics.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: model | oracle (simulators: a stand-in that reads the planted scores)
     mode: Literal["model", "oracle"] = "model"

@@ -32,6 +32,7 @@ __all__ = [
     "SKIN_GROUP_PRESETS",
     "YCRCB_SKIN",
     "age_group",
+    "checked_cuts",
     "ita",
     "ita_to_monk",
     "monk_swatch_ita",
@@ -112,7 +113,8 @@ MONK_SWATCH_CUTS: tuple[float, ...] = tuple(
 )
 
 
-def _check_cuts(cuts: Sequence[float]) -> np.ndarray:
+def checked_cuts(cuts: Sequence[float]) -> np.ndarray:
+    """``cuts`` as an array if they are 9 strictly decreasing ITA angles, else ``ValueError``."""
     c = np.asarray(cuts, dtype=np.float64)
     if c.shape != (9,) or not np.all(np.diff(c) < 0):
         raise ValueError(
@@ -127,7 +129,7 @@ def ita_to_monk(value: float, cuts: Sequence[float] = MONK_SWATCH_CUTS) -> int |
 
     ``None`` for NaN (no measurable skin).
     """
-    c = _check_cuts(cuts)
+    c = checked_cuts(cuts)
     if value is None or not np.isfinite(value):
         return None
     # number of cut points strictly above the value = levels passed on the way down

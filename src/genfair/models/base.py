@@ -9,8 +9,6 @@ cached as JSON and stored in parquet.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
@@ -19,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from genfair.io import stable_hash
 from genfair.models.config import DecodingOverride, SamplingParams
 
 #: What a single call produced. ``refused`` is a refusal reported by the endpoint itself
@@ -437,14 +436,6 @@ def message_text(messages: Sequence[Mapping[str, Any]]) -> str:
                 if isinstance(p, dict) and p.get("type") == "text"
             )
     return "\n".join(parts)
-
-
-def stable_hash(payload: Any, length: int = 64) -> str:
-    """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no whitespace)."""
-    blob = json.dumps(
-        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
 
 
 def derive_seed(*parts: Any) -> int:

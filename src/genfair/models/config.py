@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Discriminator,
     Field,
@@ -24,6 +23,7 @@ from pydantic import (
 from genfair.limits import MAX_ATTEMPTS, MAX_ITERATIONS, MAX_PARALLEL, MAX_SIDE, MAX_TOKENS
 from genfair.models.rate_limit import parse_rate
 from genfair.models.redaction import key_env_problem
+from genfair.strict import Strict
 from genfair.urls import checked_url
 
 #: a model's architecture family for IRIS's impartiality test (paper 002 §4.1, Fig. 4(d): Welch's
@@ -34,10 +34,6 @@ Architecture = Annotated[str | None, Field(min_length=1, pattern=r"^\S(.*\S)?$")
 
 #: a probability or a rate: a float in [0, 1]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _in_unit_interval(values: dict[str, float], what: str) -> dict[str, float]:
@@ -54,7 +50,7 @@ Temperature = Annotated[float, Field(ge=0.0)]
 TopP = Annotated[float, Field(gt=0.0, le=1.0)]
 
 
-class SamplingParams(_Strict):
+class SamplingParams(Strict):
     """Decoding settings; part of every cache key. ``temperature = 0`` means greedy."""
 
     temperature: Temperature = 0.0
@@ -62,7 +58,7 @@ class SamplingParams(_Strict):
     max_tokens: int = Field(64, gt=0, le=MAX_TOKENS)
 
 
-class DecodingOverride(_Strict):
+class DecodingOverride(Strict):
     """Decoding that replaces the model's own ``sampling`` for some requests (a
     methodology's setting, :class:`genfair.models.base.Request`); ``None`` keeps the
     model's value."""
@@ -76,7 +72,7 @@ class DecodingOverride(_Strict):
 PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price", "replica"})
 
 
-class Price(_Strict):
+class Price(Strict):
     """What a model's calls cost (``genfair plan``'s estimate and ``generation.max_cost``), in
     one currency of the user's choosing; an absent rate is 0. ``price: {}`` declares a model
     free (a local one); a model without ``price`` is not priced."""
@@ -86,7 +82,7 @@ class Price(_Strict):
     per_image: float = Field(0.0, ge=0.0)
 
 
-class _UnderTest(_Strict):
+class _UnderTest(Strict):
     """What every model under test has, whatever its modality."""
 
     #: free-text description shown in `genfair models` and the MLflow run
@@ -116,7 +112,7 @@ class _ModelBase(_UnderTest):
     sampling: SamplingParams = SamplingParams()
 
 
-class _Local(_Strict):
+class _Local(Strict):
     """A model run in this process (torch)."""
 
     device: str = "cpu"
@@ -170,7 +166,7 @@ class EmbeddedModelConfig(_ModelBase, _Local):
         return {k: v for k, v in data.items() if not (k in ("dtype", "engine") and v == "auto")}
 
 
-class _OpenAIEndpoint(_Strict):
+class _OpenAIEndpoint(Strict):
     """How any OpenAI-compatible endpoint is reached (chat, images, vision): one set of
     transport settings for every modality."""
 
@@ -236,7 +232,7 @@ class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint):
     system_prompt: str | None = None
 
 
-class ReplicaService(_Strict):
+class ReplicaService(Strict):
     """SIMULATOR setting: a simulator answering like itself, but as one model replica on one
     GPU would be paced: each batch of up to ``batch_size`` requests costs ``service_time_s``
     of waiting (a sleep, no CPU), and a process serves one batch at a time (one GPU per
@@ -248,12 +244,12 @@ class ReplicaService(_Strict):
     batch_size: int = Field(8, gt=0, le=4096)
 
 
-class _Simulator(_Strict):
+class _Simulator(Strict):
     #: SIMULATOR pacing (:class:`ReplicaService`); ``None``: answers at once
     replica: ReplicaService | None = None
 
 
-class SimulatedPolicy(_Strict):
+class SimulatedPolicy(Strict):
     """What the planted-bias simulator does with a multiple-choice probe.
 
     With probability ``accuracy`` it picks the option holding the real-world group of
@@ -273,7 +269,7 @@ class SimulatedPolicy(_Strict):
     prime_attribute: Literal["race", "gender"] = "race"
 
 
-class SimulatedRewritePolicy(_Strict):
+class SimulatedRewritePolicy(Strict):
     """What the planted-bias simulator does with a news probe (paper 001): it returns the
     original article with each female gender word turned into its male counterpart with
     probability ``female_to_male``, independently per occurrence, or refuses with
@@ -372,7 +368,7 @@ class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
 T2IAttribute = Literal["gender", "race", "age", "skin_tone"]
 
 
-class SimulatedScores(_Strict):
+class SimulatedScores(Strict):
     """SIMULATOR: per-image scores an instrument's oracle STAND-IN reads (e.g. ``quality``):
     each image draws ``score ~ Normal(mean[key], sd)``, recorded in ``true_attributes``."""
 
@@ -380,7 +376,7 @@ class SimulatedScores(_Strict):
     sd: float = Field(0.05, ge=0.0)
 
 
-class SimulatedT2IPolicy(_Strict):
+class SimulatedT2IPolicy(Strict):
     """The planted bias of one prompt kind: for each attribute, the probability of each
     value. Each image draws every attribute independently from these distributions (one
     person per image); with ``refusal_rate`` the call is refused instead, with
@@ -405,7 +401,7 @@ class SimulatedT2IPolicy(_Strict):
         return value
 
 
-class SimulatedOpenSetBias(_Strict):
+class SimulatedOpenSetBias(Strict):
     """SIMULATOR: the planted class distribution of one open-set bias (OpenBias, paper 003),
     for any class list the bias proposer gives it.
 
@@ -431,7 +427,7 @@ class SimulatedOpenSetBias(_Strict):
         return {k.strip().lower(): w for k, w in value.items()}
 
 
-class SimulatedOpenSetPolicy(_Strict):
+class SimulatedOpenSetPolicy(Strict):
     """SIMULATOR: open-set biases planted per bias name (matched case-folded against the
     bias's id, name or label; ``default`` for any other bias). Each image records the class
     drawn for every bias it is asked about as ``true_attributes`` (``{bias_id: class}``).
@@ -493,7 +489,7 @@ class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
     image_detail: Literal["auto", "low", "high"] = "auto"
 
 
-class SimulatedVLMPolicy(_Strict):
+class SimulatedVLMPolicy(Strict):
     """What the planted-bias VLM does with one probe kind: it answers the true option with
     the probability set for the request's demographic group, otherwise another option
     uniformly; or refuses with ``refusal_rate``. A group not listed uses
@@ -509,7 +505,7 @@ class SimulatedVLMPolicy(_Strict):
         return _in_unit_interval(value, "accuracies")
 
 
-class SimulatedVLMRecallPolicy(_Strict):
+class SimulatedVLMRecallPolicy(Strict):
     """A planted recall per class, group and prompt kind (paper 004's questions about FACET
     person images; :class:`genfair.models.planted_recall.PlantedRecall`, whose docstring
     gives the formula): the probability of answering with the image's class (direct
@@ -549,7 +545,7 @@ SimulatedVLMPolicies = Annotated[
 ]
 
 
-class SimulatedOpenVQAPolicy(_Strict):
+class SimulatedOpenVQAPolicy(Strict):
     """SIMULATOR: answers an open-set VQA question (OpenBias) from the image's planted class
     (``meta["truth"]``, recorded by the simulated t2i model): with ``unknown_rate`` it says
     ``unknown_text``, else with ``confusion`` another of ``meta["options"]`` uniformly, else

@@ -48,10 +48,12 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from genfair.errors import ConfigError
+from genfair.models import build_backend
 from genfair.models.base import Completion, LLMBackend, Request, stable_hash
 from genfair.models.cache import ResponseCache
-from genfair.models.executor import FollowUps, OnResult, checked
+from genfair.models.executor import FollowUps, OnResult, checked, executing
 from genfair.models.rate_limit import endpoint_name, parse_rate, rate_name
+from genfair.models.t2i import stored
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,22 @@ class DaskExecutor:
         return True
 
 
+@contextmanager
+def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> Iterator[None]:
+    """Run the block's calls where ``generation`` (the study's
+    :class:`~genfair.params.GenerationConfig`) says: in this process, or on the Dask cluster of
+    ``generation.scheduler`` (whose workers open the response cache with ``open_cache``)."""
+    if generation.executor == "local":
+        yield
+        return
+    client = connect(generation.scheduler)
+    try:
+        with executing(DaskExecutor(client, open_cache)):
+            yield
+    finally:
+        client.close()
+
+
 class _Shards:
     """The shards of one ``send``: which requests each task carries, and the follow-ups
     waiting for a shard. A shard is a whole number of the model's batches (a replica serves a
@@ -296,8 +314,6 @@ def run_shard(job: _Job, requests: list[Request], keys: list[str]) -> list[dict[
                 for request, completion in answers:
                     n = position[id(request)]
                     if job.store is not None:  # a t2i model's image first, then its answer
-                        from genfair.models.t2i import stored
-
                         completion = stored(job.store, request, completion)
                     results[n] = checked(completion, job.model_key)
                     entries.append((keys[n], job.model_key, results[n]))
@@ -362,8 +378,6 @@ tasks: Counter[str] = Counter()
 def worker_model(config: Any) -> LLMBackend:
     """The backend of ``config``, built once per worker process and kept for every later task
     (keyed by the whole config: device and threads decide how it is loaded)."""
-    from genfair.models import build_backend
-
     name = config_hash(config)
     with _lock:  # a worker with several threads loads a model once
         if name not in _models:

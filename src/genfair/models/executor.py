@@ -69,24 +69,6 @@ def executing(executor: Executor | None) -> Iterator[None]:
         _active.reset(token)
 
 
-@contextmanager
-def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> Iterator[None]:
-    """Run the block's calls where ``generation`` (the study's
-    :class:`~genfair.params.GenerationConfig`) says: in this process, or on the Dask cluster of
-    ``generation.scheduler`` (whose workers open the response cache with ``open_cache``)."""
-    if generation.executor == "local":
-        yield
-        return
-    from genfair.models.dask_executor import DaskExecutor, connect
-
-    client = connect(generation.scheduler)
-    try:
-        with executing(DaskExecutor(client, open_cache)):
-            yield
-    finally:
-        client.close()
-
-
 def store_completion(
     cache: ResponseCache, key: str, model_key: str, completion: Completion
 ) -> Completion:

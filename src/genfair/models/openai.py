@@ -68,7 +68,7 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-class _Rejected(Exception):
+class Rejected(Exception):
     """A failed attempt that retrying cannot fix (a 4xx such as 400, 401, 404)."""
 
 
@@ -165,7 +165,7 @@ class OpenAIChatBackend(LLMBackend):
         try:
             completion = await retrying(self._attempt, client, self._body(request))
         except Exception as exc:  # a failed call is data, not a crash
-            error = str(exc) if isinstance(exc, _Transient | _Rejected) else _describe(exc)
+            error = str(exc) if isinstance(exc, _Transient | Rejected) else _describe(exc)
             completion = Completion(status="error", error=self._redact(error))
         # 0 when the request could not even be built (e.g. an unreadable input image)
         completion.tries = retrying.statistics.get("attempt_number", 0)
@@ -212,13 +212,13 @@ class OpenAIChatBackend(LLMBackend):
         status = response.status_code
         if status in _RETRY_STATUS or status >= 500:
             hint = _retry_after_s(response.headers)
-            raise _Transient(f"HTTP {status}: {_detail(response)}", hint)
+            raise _Transient(f"HTTP {status}: {error_detail(response)}", hint)
         if status != 200:
             refused = self._refusal(response)
             if refused is not None:
                 refused.latency_s = latency
                 return refused
-            raise _Rejected(f"HTTP {status}: {_detail(response)}")
+            raise Rejected(f"HTTP {status}: {error_detail(response)}")
         try:
             return self._parse(response_json(response), latency)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
@@ -228,7 +228,7 @@ class OpenAIChatBackend(LLMBackend):
         """POST ``body`` and read the answer, refusing one larger than ``max_response_mb``
         before it fills memory."""
         limit = int(self.config.max_response_mb * 2**20)
-        too_big = _Rejected(
+        too_big = Rejected(
             f"response larger than max_response_mb = {self.config.max_response_mb:g} MiB, not "
             "read; raise max_response_mb in the model config if answers this large are expected"
         )
@@ -266,22 +266,22 @@ class OpenAIChatBackend(LLMBackend):
     def _parse(self, data: Any, latency: float) -> Completion:
         """The completion in a 200 body; a lookup, type or value error means a malformed
         body (retried, never cached)."""
-        choices = _field(data, "choices", list)
+        choices = json_field(data, "choices", list)
         if not choices:
             raise ValueError("the answer has an empty choices list")
-        choice = _field(choices, 0, dict)
-        message = _field(choice, "message", dict)
-        refusal = _field(message, "refusal", str, optional=True)
+        choice = json_field(choices, 0, dict)
+        message = json_field(choice, "message", dict)
+        refusal = json_field(message, "refusal", str, optional=True)
         # a refusal may come without content; an answer must have a string content
-        text = _field(message, "content", str, optional=bool(refusal))
-        finish_reason = _field(choice, "finish_reason", str, optional=True)
+        text = json_field(message, "content", str, optional=bool(refusal))
+        finish_reason = json_field(choice, "finish_reason", str, optional=True)
         refused = bool(refusal) or finish_reason == "content_filter"
         return Completion(
             status="refused" if refused else "ok",
             text=self._redact(refusal or text),
             finish_reason=finish_reason,
             latency_s=latency,
-            usage=_usage(data),
+            usage=token_usage(data),
         )
 
     def _wait(self, state: RetryCallState) -> float:
@@ -333,7 +333,7 @@ def _describe(exc: BaseException) -> str:
 _KINDS = {str: "a string", list: "a list", dict: "an object"}
 
 
-def _field(container: Any, key: str | int, kind: type, optional: bool = False) -> Any:
+def json_field(container: Any, key: str | int, kind: type, optional: bool = False) -> Any:
     """``container[key]`` checked to be a ``kind`` (``None`` allowed when ``optional``);
     ``ValueError`` naming the field and what it held otherwise."""
     if isinstance(key, int):
@@ -362,7 +362,7 @@ def _kind(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _usage(data: dict[str, Any]) -> dict[str, int]:
+def token_usage(data: dict[str, Any]) -> dict[str, int]:
     """Token counts only: nested details such as ``completion_tokens_details`` dropped."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
@@ -379,7 +379,7 @@ def response_json(response: httpx.Response) -> Any:
         raise ValueError("JSON nested too deeply to read") from None
 
 
-def _detail(response: httpx.Response) -> str:
+def error_detail(response: httpx.Response) -> str:
     """The server's error message (OpenAI's ``error.message`` when present), truncated."""
     try:
         message = response_json(response)["error"]["message"]

@@ -21,11 +21,11 @@ from genfair.models.base import Completion, Request, T2IBackend
 from genfair.models.config import OpenAIT2IConfig
 from genfair.models.openai import (
     OpenAIChatBackend,
-    _detail,
-    _field,
-    _Rejected,
-    _usage,
+    Rejected,
+    error_detail,
+    json_field,
     response_json,
+    token_usage,
 )
 from genfair.models.t2i import prompt_of
 
@@ -84,23 +84,23 @@ class OpenAIImageBackend(OpenAIChatBackend, T2IBackend):
             return None
         return Completion(
             status="refused",
-            text=self._redact(_detail(response)),
+            text=self._redact(error_detail(response)),
             finish_reason=str(code),
         )
 
     def _parse(self, data: Any, latency: float) -> Completion:
-        items = _field(data, "data", list)
+        items = json_field(data, "data", list)
         if not items:
             raise ValueError("the answer has an empty data list")
-        item = _field(items, 0, dict)
-        encoded = _field(item, "b64_json", str, optional=True)
-        revised = self._redact(_field(item, "revised_prompt", str, optional=True))
-        usage = _usage(data)
+        item = json_field(items, 0, dict)
+        encoded = json_field(item, "b64_json", str, optional=True)
+        revised = self._redact(json_field(item, "revised_prompt", str, optional=True))
+        usage = token_usage(data)
         if not encoded:
             # a URL instead of bytes means the server ignored response_format; no data at
             # all is how some servers report a filtered image
             if item.get("url"):
-                raise _Rejected(
+                raise Rejected(
                     "the endpoint sent an image URL, not b64_json bytes: set "
                     "send_response_format: true in the model config (dall-e-* models)"
                 )

@@ -54,6 +54,7 @@ from genfair.models.config import (
     SimulatedVLMPolicy,
     SimulatedVLMRecallPolicy,
 )
+from genfair.strict import Strict
 
 #: each plant's meta form by identity (with the plant, so that the id stays its own)
 _DUMPS: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
@@ -73,10 +74,8 @@ def _shared_dump(plant: BaseModel) -> dict[str, Any]:
     return hit[1]
 
 
-class _Question(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True
-    )
+class _Question(Strict):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
     #: the simulated model's policy for this kind of probe (``meta["policy"]``)
     policy: str
@@ -142,11 +141,9 @@ class ImageQuestion(_Question):
     plant: SimulatedT2IPolicy | None = Field(None, alias="t2i_plant")
 
 
-class AskedBias(BaseModel):
+class AskedBias(Strict):
     """An open-set bias asked about an image: its id, the names the simulator's plants are
     matched against, and its classes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     bias_id: str
     name: str = ""
@@ -188,10 +185,6 @@ class RecallQuestion(_Question):
     """A FACET person's class (``class``) asked with prompt kind ``prompt``: the SIMULATOR
     recalls it with the probability its policy plants for the class, the prompt and the
     person's ``gender``, ``skin_tone`` and ``age`` groups."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True
-    )
 
     cls: str = Field(alias="class")
     prompt: str

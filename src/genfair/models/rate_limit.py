@@ -23,6 +23,8 @@ from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
+from genfair.io import stable_hash
+
 #: the windows a limit may name (``N/second``, ``N/minute``)
 UNITS = ("second", "minute")
 _HINT = "write 'N/second' or 'N/minute' (N a whole number of requests, e.g. '500/minute')"
@@ -45,8 +47,6 @@ def endpoint_name(kind: str, config: Any, bound: object) -> str:
     """The name of a limit shared by every request to one endpoint and model: ``kind``, a
     hash of the endpoint and model (a URL never appears in a Dask dashboard or log) and the
     bound, which a cluster-wide semaphore cannot change."""
-    from genfair.models.base import stable_hash  # base imports config, which imports this module
-
     return f"genfair-{kind}-{stable_hash([config.base_url, config.model_id], 16)}-{bound}"
 
 

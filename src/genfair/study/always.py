@@ -4,7 +4,7 @@ again when it has not changed.
 ``curation_inputs`` and ``mlflow_sync`` run on every repro, so their start-up is most of a no-op
 repro's cost beyond ``dvc status`` (issue 25 point 4). Their checks are cheap; building the
 validated study frame is not (pydantic). Their full paths
-(:func:`genfair.study.curation.curation_inputs`, :func:`genfair.study.store.sync_store`) record what
+(:func:`genfair.study.curation.curation_inputs`, :func:`sync_store` below) record what
 they derived from the params in a stamp (:mod:`genfair.stamps`); :func:`quick` runs the same check
 with that record when the stamp's key (the bytes of ``params.yaml``, the environment variables the
 stage reads, the working directory) still matches, and reports ``False`` (take the full path)
@@ -16,14 +16,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genfair.curation.inputs import write_paths_fingerprint
 from genfair.logs import setup
 from genfair.names import PARAMS_FILE
-from genfair.stamps import read_stamp, stamp_key
+from genfair.stamps import read_stamp, stamp_key, write_stamp
 from genfair.study.layout import Layout
-from genfair.study.store import listed_keys, missing_runs, redact, workspace_root, write_store
+from genfair.study.store import (
+    SQLITE,
+    follow_checkout,
+    listed_keys,
+    missing_runs,
+    redact,
+    tracking_uri,
+    workspace_root,
+    write_store,
+)
+
+if TYPE_CHECKING:  # not at run time: the fast paths have no pydantic
+    from genfair.params import StudyFrame
 
 log = logging.getLogger(__name__)
 
@@ -86,3 +98,36 @@ def quick(stage: str, check: Callable[[], bool]) -> bool:
     except Exception:  # a damaged stamp or a moved file: the full path knows what to say
         log.debug("%s: fast path failed, taking the full one", stage, exc_info=True)
         return False
+
+
+def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> Path:
+    """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
+    log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
+    the runs are (``data/tracking/store.json``, shown in the report), changed only when that
+    changes. ``stamp``: record the store it checked for the next run's fast path
+    (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
+    key = store_key()
+    keys = listed_keys(layout.tracking)
+    root = workspace_root()
+    uri = tracking_uri(params, root)
+    experiment = params.tracking.experiment
+    follow_checkout(uri, experiment, root)
+    missing = missing_runs(keys, uri, experiment)
+    if missing == []:
+        log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
+    else:
+        # here, not at the top: the model layer and MLflow only when the store lacks a run
+        from genfair.config import study_params
+        from genfair.study.tracking import track_study
+
+        log.info(
+            "MLflow %s: %s; logging what it lacks",
+            redact(uri),
+            f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow",
+        )
+        track_study(study_params(params), layout)
+    if (
+        stamp and uri.startswith(SQLITE) and redact(uri) == uri
+    ):  # a server's check goes through MLflow anyway; never a secret in a stamp
+        write_stamp(STORE_STAGE, key, {"uri": uri, "experiment": experiment})
+    return write_store(uri, experiment, keys, layout, root)

@@ -26,10 +26,10 @@ import pandas as pd
 
 from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
-from genfair.models.executor import calls_executor
+from genfair.models.dask_executor import calls_executor
+from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import configured
 from genfair.study.layout import Layout
-from genfair.study.steps import answer, cache_opener, check_errors
 
 log = logging.getLogger(__name__)
 

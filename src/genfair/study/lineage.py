@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from mlflow.data.dataset_source import DatasetSource
 
-from genfair.names import mlflow_key
+from genfair.names import flatten, mlflow_key
 from genfair.yaml_guard import check_yaml, read_yaml
 
 #: libyaml's loader where PyYAML has it (a study's dvc.lock has thousands of lines)
@@ -134,8 +134,6 @@ def committed_params(root: Path, rev: str) -> dict[str, Any] | None:
 def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) -> dict[str, str]:
     """``key -> "new (was old)"`` for each param that differs from the committed study (the
     ``runs`` list is derived from the others and left out)."""
-    from genfair.study.tracking import flatten
-
     if committed is None:
         return {}
     now = {k: v for k, v in flatten(current).items() if not k.startswith("runs.")}

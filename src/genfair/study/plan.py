@@ -40,10 +40,10 @@ from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
 from genfair.models.usage import completion_tokens, prompt_tokens
+from genfair.study.answers import answer, cache_opener
 from genfair.study.context import configured
 from genfair.study.fill import select_runs
 from genfair.study.layout import Layout
-from genfair.study.steps import answer, cache_opener
 
 log = logging.getLogger(__name__)
 

@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from genfair.config import ConfigError, StudyParams, params_from
-from genfair.errors import IncompleteGeneration
 from genfair.io import read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
 from genfair.methodologies.base import StudyResult
-from genfair.models import ResponseCache, build_backend
 from genfair.models.config import PLACEMENT_KEYS
-from genfair.models.executor import calls_executor
+from genfair.models.dask_executor import calls_executor
 from genfair.models.usage import recording
-from genfair.params import EXECUTION, PARAMS_FILE, cache_dir, cache_url, images_url, read_params
+from genfair.params import EXECUTION, PARAMS_FILE, read_params
+from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import (
     configured,
     run_models,
@@ -36,6 +33,7 @@ from genfair.study.context import (
     study_context,
 )
 from genfair.study.layout import Layout
+from genfair.study.plan import check_budget
 from genfair.study.runs import run_key
 
 log = logging.getLogger(__name__)
@@ -63,27 +61,6 @@ def _check_run(params: StudyParams, model: str, methodology: str) -> None:
         )
 
 
-def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> int:
-    """The number of ``error`` rows; raise :class:`IncompleteGeneration` (naming ``what``,
-    the count and the first error) when their share passes ``max_error_rate``. Nothing is
-    lost: answered calls are in the response cache, errors are not, so a rerun asks only
-    them."""
-    errors = responses[responses["status"] == "error"] if len(responses) else responses
-    if len(errors) and len(errors) / len(responses) > max_error_rate:
-        first = (
-            errors["error"].dropna().iloc[0]
-            if "error" in errors and errors["error"].notna().any()
-            else "?"
-        )
-        raise IncompleteGeneration(
-            f"{what}: {len(errors)} of {len(responses)} calls failed after retries "
-            f"(first: {first}); answered calls are cached, so rerun `dvc repro` "
-            "when the endpoint is back and only the failed calls are asked again "
-            f"(generation.max_error_rate: {max_error_rate} allows a share)"
-        )
-    return len(errors)
-
-
 def generate(
     params: StudyParams,
     model: str,
@@ -97,8 +74,6 @@ def generate(
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
     if params.generation.max_calls is not None or params.generation.max_cost is not None:
-        from genfair.study.plan import check_budget  # plans the study: only with a limit set
-
         check_budget(params)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
@@ -118,41 +93,6 @@ def generate(
         {**asdict(used.total()), "rules": sorted(used.rules)}, layout.usage(model, methodology)
     )
     return write_parquet(responses, out)
-
-
-def cache_opener(params: StudyParams) -> Callable[[], ResponseCache]:
-    """Opens the study's response cache and image store: picklable, so a Dask worker opens
-    the same ones (their locations resolved here: a worker has its own working directory)."""
-    config = params.cache
-    resolved = config.model_copy(
-        update={
-            "url": cache_url(config),
-            "images": images_url(config),
-            "dir": str(cache_dir(config.dir).resolve()),
-        }
-    )
-    return partial(ResponseCache.configured, resolved)
-
-
-def answer(
-    params: StudyParams,
-    model: str,
-    methodology: str,
-    probes: pd.DataFrame,
-    layout: Layout,
-    open_cache: Callable[[], ResponseCache],
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The methodology's ``generate`` of ``probes`` on the model, through the cache (its
-    images exported under ``layout``): every call answered or recorded as failed; and how
-    the model ran here (a local backend's engine and dtype, :attr:`LLMBackend.runtime`)."""
-    method, config = configured(params, methodology)
-    backend = build_backend(params.model(model))
-    try:
-        with open_cache() as cache:
-            ctx = step_context(params, model, methodology, layout, backend=backend, cache=cache)
-            return method.generate(probes, config, ctx), backend.runtime
-    finally:
-        backend.close()
 
 
 #: the blocks of params.yaml besides the run's models and methodology that its steps read;

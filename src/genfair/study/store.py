@@ -4,7 +4,8 @@
 its common case must cost almost nothing: it reads the run keys of ``data/tracking/runs.json``
 and asks a SQLite store for them with ``sqlite3`` (importing MLflow alone takes seconds). Only
 when the store lacks a run, or cannot be read this way (a tracking server, an unknown schema),
-does it hand over to :func:`genfair.study.tracking.track_study`, which logs what is missing.
+does ``mlflow_sync`` (:func:`genfair.study.always.sync_store`) hand over to
+:func:`genfair.study.tracking.track_study`, which logs what is missing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ KEY_TAG = "genfair.key"
 #: MLflow run statuses of a run still being logged, or left so by a kill
 UNFINISHED = ("RUNNING", "SCHEDULED")
 
-_SQLITE = "sqlite:///"
+#: the prefix of a local SQLite store's URI
+SQLITE = "sqlite:///"
 # MLflow's SQLite schema (stable since MLflow 1.x: experiments, runs, tags)
 _FINISHED_KEYS = """
     SELECT t.value FROM tags t
@@ -65,7 +67,7 @@ def tracking_uri(params: StudyFrame, root: Path | None = None) -> str:
     return (
         os.environ.get("MLFLOW_TRACKING_URI")
         or params.tracking.uri
-        or (f"{_SQLITE}{(root or workspace_root()) / 'mlflow.db'}")
+        or (f"{SQLITE}{(root or workspace_root()) / 'mlflow.db'}")
     )
 
 
@@ -90,9 +92,9 @@ def follow_checkout(uri: str, experiment: str, root: Path) -> None:
     folder is moved to ``root`` (the copy carries ``mlartifacts/`` along). A store outside
     the checkout is shared, and a tracking server chooses its own artifact root: neither is
     touched."""
-    if not uri.startswith(_SQLITE):
+    if not uri.startswith(SQLITE):
         return
-    store = Path(uri[len(_SQLITE) :])
+    store = Path(uri[len(SQLITE) :])
     if not store.is_file() or not store.resolve().is_relative_to(root.resolve()):
         return
     new = root.resolve() / _ARTIFACTS
@@ -135,12 +137,12 @@ def redact(uri: str) -> str:
 def display_uri(uri: str, root: Path) -> str:
     """The tracking URI without credentials nor this machine's paths (for committed files)."""
     uri = redact(uri)
-    if uri.startswith(_SQLITE):
-        path = Path(uri[len(_SQLITE) :])
+    if uri.startswith(SQLITE):
+        path = Path(uri[len(SQLITE) :])
         try:
-            return f"{_SQLITE}{path.resolve().relative_to(root.resolve())}"
+            return f"{SQLITE}{path.resolve().relative_to(root.resolve())}"
         except ValueError:
-            return f"{_SQLITE}<outside the repository>/{path.name}"
+            return f"{SQLITE}<outside the repository>/{path.name}"
     return uri
 
 
@@ -156,9 +158,9 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     """The keys without a finished run in ``experiment`` of the store at ``uri``; ``None``
     when only MLflow can tell (not a SQLite store, or a schema this query does not know) or
     must act (a run of genfair's left unfinished by a kill, which ``track`` ends)."""
-    if not uri.startswith(_SQLITE):
+    if not uri.startswith(SQLITE):
         return None
-    path = Path(uri[len(_SQLITE) :])
+    path = Path(uri[len(SQLITE) :])
     if not path.is_file():
         return list(keys)  # no store yet: every run is missing
     try:
@@ -170,41 +172,6 @@ def missing_runs(keys: list[str], uri: str, experiment: str) -> list[str] | None
     if unfinished:
         return None
     return [key for key in keys if key not in found]
-
-
-def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = False) -> Path:
-    """``mlflow_sync``: nothing to do when the store holds every run ``track`` listed; else
-    log what it lacks (a fresh clone's store, another ``MLFLOW_TRACKING_URI``). Writes where
-    the runs are (``data/tracking/store.json``, shown in the report), changed only when that
-    changes. ``stamp``: record the store it checked for the next run's fast path
-    (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
-    from genfair.stamps import write_stamp
-    from genfair.study.always import STORE_STAGE, store_key
-
-    key = store_key()
-    keys = listed_keys(layout.tracking)
-    root = workspace_root()
-    uri = tracking_uri(params, root)
-    experiment = params.tracking.experiment
-    follow_checkout(uri, experiment, root)
-    missing = missing_runs(keys, uri, experiment)
-    if missing == []:
-        log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
-    else:
-        from genfair.config import study_params
-        from genfair.study.tracking import track_study
-
-        log.info(
-            "MLflow %s: %s; logging what it lacks",
-            redact(uri),
-            f"{len(missing)} of {len(keys)} runs missing" if missing else "checking through MLflow",
-        )
-        track_study(study_params(params), layout)
-    if (
-        stamp and uri.startswith(_SQLITE) and redact(uri) == uri
-    ):  # a server's check goes through MLflow anyway; never a secret in a stamp
-        write_stamp(STORE_STAGE, key, {"uri": uri, "experiment": experiment})
-    return write_store(uri, experiment, keys, layout, root)
 
 
 def write_store(uri: str, experiment: str, keys: list[str], layout: Layout, root: Path) -> Path:

@@ -31,7 +31,7 @@ import pandas as pd
 from genfair.config import StudyParams, methodology_config
 from genfair.io import read_json, read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
-from genfair.names import mlflow_key
+from genfair.names import flatten, mlflow_key
 from genfair.params import PARAMS_FILE
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
@@ -45,7 +45,6 @@ from genfair.study.store import (
     tracking_uri,
     workspace_root,
 )
-from genfair.urls import strip_in_text
 
 if TYPE_CHECKING:
     from genfair.study.lineage import DataFile, Experiment
@@ -68,22 +67,6 @@ def git_commit(root: Path) -> str:
         return f"{commit}{'-dirty' if dirty else ''}"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists become strings."""
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-        return out
-    if isinstance(data, str):  # a URL's credentials never become an MLflow param
-        return {prefix.rstrip("."): strip_in_text(data)}
-    return {
-        prefix.rstrip("."): data
-        if isinstance(data, (int, float, bool)) or data is None
-        else str(data)
-    }
 
 
 #: the experiment kind MLflow's UI reads (``mlflow.experimentKind``): a classic ML
@@ -177,6 +160,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    # here, not at the top: lineage imports mlflow, and the report imports this module
     from genfair.study.lineage import current_experiment, locked_stages, stage_data
 
     root = workspace_root()
@@ -300,7 +284,7 @@ def _log_parent(
         tags=tags,
         description=exp.description(),
     ) as parent:
-        from genfair.study.lineage import log_data
+        from genfair.study.lineage import log_data  # mlflow: see track_study
 
         log_data(mlflow, data, commit)
         _log_params(
@@ -369,7 +353,7 @@ def _log_child(
     with mlflow.start_run(
         experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags
     ):
-        from genfair.study.lineage import log_data
+        from genfair.study.lineage import log_data  # mlflow: see track_study
 
         log_data(mlflow, data, commit)
         method_config = methodology_config(params, name)

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from genfair.limits import MAX_ATTEMPTS, MAX_RESAMPLES, MAX_SAMPLES, MAX_SMALL
 from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy
+from genfair.strict import Strict
 
 Context = Literal["baseline", "representativeness", "attribution", "ingroup"]
 
 
-class LogBase(BaseModel):
+class LogBase(Strict):
     """Log base of KL per test: ``e`` (nats, Def. 4) or ``2`` (bits)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     objective: Literal["e", "2"] = "e"
     subjective: Literal["e", "2"] = "e"
 
 
-class ZeroKL(BaseModel):
+class ZeroKL(Strict):
     """S_KLD when the mean KL is exactly 0, per test: ``one`` (exp(-0)) or ``zero``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     objective: Literal["one", "zero"] = "one"
     subjective: Literal["one", "zero"] = "one"
 
@@ -57,16 +56,13 @@ FORMULA_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-class MaxAttempts(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class MaxAttempts(Strict):
     objective: int = Field(5, ge=1, le=MAX_ATTEMPTS)
     subjective: int = Field(1, ge=1, le=MAX_ATTEMPTS)
 
 
-class T2IConfig(BaseModel):
+class T2IConfig(Strict):
     """``methodologies.fact_or_fair.t2i``: the text-to-image test (§3.3-3.4, §4.1)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: §4.1: 20 images per query (statistic x direction)
     images_per_query: int = Field(20, ge=1, le=MAX_SAMPLES)
@@ -82,11 +78,10 @@ class T2IConfig(BaseModel):
     count_all_faces: bool = True
 
 
-class LLMPlants(BaseModel):
+class LLMPlants(Strict):
     """The SIMULATED LLM's planted rates per probe kind (objective S_fact ~= ``objective.accuracy``;
     the race prime-following rate of attribution and in-group probes is ``q + (1 - q) / 4``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     objective: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
     subjective: SimulatedPolicy = SimulatedPolicy(
         accuracy=0.6,
@@ -97,10 +92,9 @@ class LLMPlants(BaseModel):
     )
 
 
-class T2IPlants(BaseModel):
+class T2IPlants(Strict):
     """The SIMULATED t2i model's planted attribute distributions per prompt kind."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     objective: SimulatedT2IPolicy = SimulatedT2IPolicy(
         attributes={
             "gender": {"male": 0.7, "female": 0.3},
@@ -120,21 +114,18 @@ class T2IPlants(BaseModel):
     )
 
 
-class SimulatedPlants(BaseModel):
+class SimulatedPlants(Strict):
     """``methodologies.fact_or_fair.simulated``: what the SIMULATORS plant when they answer
     FACT-OR-FAIR's probes (each call carries its kind's policy; a real model never reads it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     llm: LLMPlants = LLMPlants()
     t2i: T2IPlants = T2IPlants()
 
 
-class FactOrFairConfig(BaseModel):
+class FactOrFairConfig(Strict):
     """``methodologies.fact_or_fair`` (``conf/methodology/fact_or_fair.yaml``): LLM probes,
     and the ``t2i`` block for text-to-image models; statistics, scenarios and score settings
     are shared."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     statistics: str
     #: the scenario table; its ``t2i_prompt`` column holds the subjective T2I prompts

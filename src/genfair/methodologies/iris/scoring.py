@@ -40,9 +40,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from genfair.metrics.distributions import as_vector
+from genfair.strict import Strict
 
 log = logging.getLogger(__name__)
 
@@ -236,17 +237,16 @@ def mbti_code(ifs: float, rfs: float, bis: float, tau: float = 60.0) -> str:
 # ---------------------------------------------------------------------------- configuration
 
 
-class SectorParams(BaseModel):
+class SectorParams(Strict):
     """Decay K and scaling factor S of one sector (Table 9)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     K: float = Field(gt=0)
     #: used in ``table9`` mode; ignored (recalibrated) in ``calibrate`` mode. None = genfair's
     #: default for the sector (Table 9; RFS-Und: :data:`RFS_UND_GENFAIR_S_BY_BASE` of ``jsd_base``)
     S: float | None = Field(default=None, gt=0)
 
 
-class IrisScoringConfig(BaseModel):
+class IrisScoringConfig(Strict):
     """How magnitudes become scores (§A.2.4) and codes (§A.3).
 
     ``mode``: ``table9`` uses each sector's S as given (default: Table 9's, except RFS-Und's
@@ -256,7 +256,6 @@ class IrisScoringConfig(BaseModel):
     (S_tot); neither is published, so S_tot is calibrated over the cohort unless set.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["table9", "calibrate"] = "table9"
     sectors: dict[str, SectorParams] = Field(  # RFS-Und's S: from jsd_base (the validator below)
         default_factory=lambda: {

@@ -7,9 +7,8 @@ must recover them (``tests/methodologies/test_iris_understanding.py``).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy, SimulatedVLMPolicy
+from genfair.strict import Strict
 
 # IFS-Gen and BIS-Gen: the same distribution for every occupation; the simulator ignores the
 # steering words of BIS-Gen prompts (a model with no steerability)
@@ -20,11 +19,7 @@ _GEN_ATTRIBUTES = {
 }
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LLMPlants(_Strict):
+class LLMPlants(Strict):
     """RFS-Und's tournament: the gender-stereotyped competitor (highest real-world female
     share for a female profile, lowest for a male one) with ``accuracy``, else another."""
 
@@ -33,7 +28,7 @@ class LLMPlants(_Strict):
     )
 
 
-class T2IPlants(_Strict):
+class T2IPlants(Strict):
     """IFS-Gen's and BIS-Gen's planted attribute distributions; ``bis_gen_counter``: the
     counter-stereotypical prompts' own (None: ``bis_gen``, the default), e.g. with planted
     per-image ``scores`` lower than ``bis_gen``'s: a quality or semantic drop that the
@@ -52,7 +47,7 @@ class T2IPlants(_Strict):
         return self.bis_gen
 
 
-class VLMPlants(_Strict):
+class VLMPlants(Strict):
     """The understanding sectors: the right answer with the accuracy of the person's gender
     (IFS-Und: the crop's occupation among the 52; BIS-Und: objective questions right and
     subjective ones rated 7, the unbiased rating; RFS-Und on a blank image: the stereotyped
@@ -69,7 +64,7 @@ class VLMPlants(_Strict):
     )
 
 
-class SimulatedPlants(_Strict):
+class SimulatedPlants(Strict):
     """Per simulated modality, the plant of each sector it answers."""
 
     llm: LLMPlants = LLMPlants()

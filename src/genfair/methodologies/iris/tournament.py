@@ -47,12 +47,13 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from genfair.instruments.refusal import is_refusal
 from genfair.limits import MAX_RECORDS, MAX_SMALL
 from genfair.metrics import js_divergence, normalize_counts
 from genfair.metrics.iris import bayes_invert
+from genfair.strict import Strict
 
 #: the paper's prompt (§D.2.5 Step 2)
 TOURNAMENT_PROMPT = (
@@ -77,10 +78,8 @@ STATUSES = ("ok", "refused", "invalid", "error")
 Attribute = Literal["gender", "age", "skin"]
 
 
-class TournamentConfig(BaseModel):
+class TournamentConfig(Strict):
     """Probe design and analysis settings of the tournament."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rounds: int = Field(2000, ge=1, le=MAX_RECORDS)
     competitors: int = Field(5, ge=2, le=MAX_SMALL)

@@ -9,10 +9,11 @@ are matched to the labels (:mod:`.matching`), and recall per class and demograph
 The methodology (:class:`.methodology.LvlmFacet`, registered as ``lvlm_facet``; config
 :class:`.config.LvlmFacetConfig`) wires the core modules: :mod:`.groups` (selection and
 groups), :mod:`.prompts` (paper Table 3), :mod:`.probes` (probe rows), :mod:`.matching`
-(answer -> label), :mod:`.results` (labelled responses -> recall and disparity tables,
-scores), :mod:`.figures`, :mod:`.synthetic` (a SIMULATED FACET-schema table and
-planted-recall answers) and :mod:`.clip_baseline` (CLIP, the paper's CLIP row; the model
-kind is ``backend: clip``, :mod:`genfair.models.clip`).
+(answer -> label), :mod:`.labels` (responses -> the labelled table), :mod:`.results`
+(labelled responses -> recall and disparity tables, scores), :mod:`.figures`,
+:mod:`.synthetic` (a SIMULATED FACET-schema table and planted-recall answers) and
+:mod:`.clip_baseline` (CLIP, the paper's CLIP row; the model kind is ``backend: clip``,
+:mod:`genfair.models.clip`).
 """
 
 from genfair.methodologies.lvlm_facet.methodology import LvlmFacet

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from genfair.limits import MAX_RECORDS, MAX_TOKENS
 from genfair.methodologies.lvlm_facet.groups import SkinRule, resolve_classes
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.models.config import SimulatedVLMRecallPolicy
+from genfair.strict import Strict
 
 __all__ = ["LvlmFacetConfig"]
 
 PromptKind = Literal["direct", "is_there", "person_is"]
 
 
-class LvlmFacetConfig(BaseModel):
+class LvlmFacetConfig(Strict):
     """What paper 004's study asks, of which images, and how answers become recalls."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: ``persons.parquet`` of the curate_facet stage (one row per annotated FACET person)
     persons: str = "data/curated/facet/persons.parquet"

@@ -45,6 +45,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -56,6 +57,7 @@ from genfair.curation.occupations import normalize_term
 from genfair.instruments.answer_mapper import (
     Embedder,
     EmbeddingCache,
+    LazyEmbedder,
     MiniLMEmbedder,
     clean_answer,
     nearest_labels,
@@ -69,8 +71,8 @@ __all__ = [
     "MATCH_COLUMNS",
     "TIERS",
     "AnswerMatcher",
-    "LazyEncoder",
     "encoder_name",
+    "lazy_encoder",
     "make_encoder",
 ]
 
@@ -134,23 +136,9 @@ def encoder_name(spec: str) -> str:
     return f"{kind}:{Path(path).name}"
 
 
-class LazyEncoder:
-    """:func:`make_encoder` ``(spec)``, loaded only when a text must be embedded (a rerun
-    whose embeddings are all cached never loads the model)."""
-
-    def __init__(self, spec: str = "minilm", device: str = "cpu") -> None:
-        self.spec, self.device = spec, device
-        self.name = encoder_name(spec)
-        self._encoder: Embedder | None = None
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        if self._encoder is None:
-            self._encoder = make_encoder(self.spec, self.device)
-            if getattr(self._encoder, "name", self.name) != self.name:
-                raise RuntimeError(
-                    f"encoder {self.spec!r} calls itself {self._encoder.name!r}, not {self.name!r}"
-                )
-        return np.asarray(self._encoder.encode(texts))
+def lazy_encoder(spec: str = "minilm", device: str = "cpu") -> LazyEmbedder:
+    """:func:`make_encoder` ``(spec)``, loaded only when a text must be embedded."""
+    return LazyEmbedder(partial(make_encoder, spec, device), encoder_name(spec))
 
 
 class _SentenceTransformerEncoder:

@@ -47,17 +47,16 @@ from genfair.methodologies.lvlm_facet.groups import (
     lvlm_persons,
     resolve_classes,
 )
+from genfair.methodologies.lvlm_facet.labels import label_answers
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.metrics.recall import POOLED
 from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
 
-__all__ = ["LABEL_COLUMNS", "LvlmFacet"]
+__all__ = ["LvlmFacet"]
 
 #: ``meta["policy"]`` of every request (the simulated vlm's policy name)
 POLICY = "lvlm_facet"
-LABEL_COLUMNS = ["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture",
-                 "status", "answer", "label", "tier", "similarity", "encoder"]  # fmt: skip
 #: backends that answer the direct question only (CLIP zero-shot classifies the image)
 DIRECT_ONLY_BACKENDS = ("clip",)
 
@@ -318,50 +317,3 @@ class LvlmFacet(Methodology):
                     )
                 )
         return out
-
-
-def label_answers(
-    probes: pd.DataFrame,
-    responses: pd.DataFrame,
-    config: LvlmFacetConfig,
-    cache_dir: Path | None = None,
-    encoder: Any = None,
-) -> pd.DataFrame:
-    """:meth:`LvlmFacet.label` (``cache_dir``: where the embeddings are kept, None = in
-    memory; ``encoder``: instead of ``config.encoder``, e.g. a test's)."""
-    from genfair.curation.config import FACET_CLASSES
-    from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, LazyEncoder
-
-    rows = probes[["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture"]]
-    merged = responses[["probe_id", "status", "text"]].merge(
-        rows, on="probe_id", how="left", validate="one_to_one"
-    )
-    if merged["prompt"].isna().any():
-        unknown = merged.loc[merged["prompt"].isna(), "probe_id"].iloc[0]
-        raise ValueError(
-            f"response probe_id {unknown!r} is not in the lvlm_facet probes: rebuild the probes "
-            "and rerun generate"
-        )
-    merged = merged.rename(columns={"text": "answer"})
-    encoder = encoder if encoder is not None else LazyEncoder(config.encoder)
-    for column in ("label", "tier", "encoder"):
-        merged[column] = None
-    merged["similarity"] = np.nan
-    answered = merged["status"] != "error"
-    for kind, labels, rows_of in (
-        ("class", FACET_CLASSES, merged["prompt"] == "direct"),
-        ("choice", None, merged["prompt"] != "direct"),
-    ):
-        chosen = answered & rows_of
-        if not chosen.any():
-            continue
-        cache = Path(cache_dir) / f"{kind}_embeddings.npz" if cache_dir is not None else None
-        matcher = AnswerMatcher(
-            kind, encoder, labels=labels, min_similarity=config.min_similarity, cache_path=cache
-        )
-        found = matcher.match(merged.loc[chosen, "answer"].tolist())
-        for column in ("label", "similarity", "encoder"):
-            merged.loc[chosen, column] = found[column].to_numpy()
-        merged.loc[chosen, "tier"] = found["tier"].astype(str).to_numpy()
-    merged["similarity"] = merged["similarity"].astype(float)
-    return merged[LABEL_COLUMNS]

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from genfair.limits import MAX_ITERATIONS, MAX_RECORDS, MAX_SMALL, MAX_TOKENS
 from genfair.models.config import DecodingOverride, SimulatedRewritePolicy
+from genfair.strict import Strict
 
 PromptType = Literal["unbiased", "biased"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DocumentLevelConfig(_Strict):
+class DocumentLevelConfig(Strict):
     """The LDA topic model of the document level (paper 001, Methods, Eq. 7-9; Appendix B)."""
 
     #: numbers of topics tried; the one with the lowest held-out perplexity is used
@@ -57,7 +54,7 @@ class DocumentLevelConfig(_Strict):
     lda_fit: Literal["real_unbiased", "all"] = "real_unbiased"
 
 
-class SimulatedPlants(_Strict):
+class SimulatedPlants(Strict):
     """``methodologies.news_bias.simulated``: what the SIMULATED LLM plants in its rewrite of
     an article, per prompt type (each call carries its prompt type's policy; a real model never
     reads it): female words turned male and "Black <occupation>" turned "White" per occurrence."""
@@ -70,7 +67,7 @@ class SimulatedPlants(_Strict):
     )
 
 
-class NewsBiasConfig(_Strict):
+class NewsBiasConfig(Strict):
     #: the curated corpus (``collect_news`` output: article_id, headline, body, ...)
     corpus: str = "data/curated/news.parquet"
     #: how many articles to use, the first ones in ``article_id`` order (None: all)

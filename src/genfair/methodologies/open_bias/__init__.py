@@ -4,6 +4,7 @@ text-to-image models.
 The methodology (:class:`.methodology.OpenBias`, registered as ``open_bias``) wires these modules:
 
 - :mod:`.captions` -- the project's caption set and loaders for COCO and Flickr30k captions;
+- :mod:`.inputs` -- the captions a study runs on, and the authors' proposals of them;
 - :mod:`.proposals` -- the authors' bias-proposal prompt, the typed proposal record, the parser
   of LLM output and a JSON schema for constrained decoding;
 - :mod:`.knowledge_base` -- the authors' post-processing of proposals into the knowledge base;

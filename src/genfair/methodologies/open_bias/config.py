@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from genfair.limits import MAX_ATTEMPTS, MAX_RECORDS, MAX_SAMPLES, MAX_SMALL, MAX_TOKENS
 from genfair.methodologies.open_bias.captions import CAPTIONS_PER_IMAGE, DEFAULT_CAPTION_SET
@@ -16,6 +16,7 @@ from genfair.models.config import (
     SimulatedOpenSetPolicy,
     SimulatedOpenVQAPolicy,
 )
+from genfair.strict import Strict
 
 __all__ = ["OpenBiasConfig"]
 
@@ -29,12 +30,11 @@ _OWN_AGE = SimulatedOpenSetBias(pattern="within_caption", share=0.9)
 _UNBIASED = SimulatedOpenSetBias(pattern="unbiased")
 
 
-class SimulatedPlants(BaseModel):
+class SimulatedPlants(Strict):
     """``methodologies.open_bias.simulated``: what the SIMULATORS plant when they answer
     OpenBias (each call carries its policy; a real model never reads it): the open-set biases
     of the simulated t2i model's images, and how the simulated VLM answers about them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     t2i: SimulatedOpenSetPolicy = SimulatedOpenSetPolicy(
         sampling="random",
         refusal_rate=0.0,
@@ -64,9 +64,7 @@ class SimulatedPlants(BaseModel):
     )
 
 
-class OpenBiasConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class OpenBiasConfig(Strict):
     modality: Literal["t2i"] = "t2i"
     #: where captions (and, for "published", the proposals) come from
     captions: Literal["project", "coco", "flickr30k", "published"] = "project"

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genfair.limits import MAX_RECORDS, MAX_SMALL
 from genfair.methodologies.open_bias.proposals import BiasProposal
+from genfair.strict import Strict
 
 __all__ = [
     "DEFAULT_SYNONYMS",
@@ -74,10 +75,8 @@ DEFAULT_SYNONYMS = (
 )
 
 
-class KnowledgeBaseConfig(BaseModel):
+class KnowledgeBaseConfig(Strict):
     """Every knob of the post-processing (defaults: the authors' ``utils/config.py``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: drop proposals the LLM marks as already answered by the caption (paper §3.1, stage 1)
     drop_present_in_caption: bool = True

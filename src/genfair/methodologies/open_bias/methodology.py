@@ -50,12 +50,8 @@ from genfair.methodologies.base import (
     bounded,
     table_rows,
 )
-from genfair.methodologies.open_bias.captions import (
-    load_caption_set,
-    load_coco_captions,
-    load_flickr30k_captions,
-)
 from genfair.methodologies.open_bias.config import OpenBiasConfig
+from genfair.methodologies.open_bias.inputs import load_captions
 from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
 from genfair.methodologies.open_bias.probes import (
     collect_proposals,
@@ -75,7 +71,7 @@ from genfair.models.base import derive_seed, stable_hash
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, Verdict
 
-__all__ = ["OpenBias", "load_captions"]
+__all__ = ["OpenBias"]
 
 #: ``meta["policy"]`` of the requests, for simulators
 PROPOSAL_POLICY = "open_bias_proposal"
@@ -107,33 +103,6 @@ SCORE_COLUMNS = [
     "proposal_yield",
     "distribution",
 ]
-
-
-def load_captions(
-    config: OpenBiasConfig,
-) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]] | None]:
-    """The caption table (first ``max_captions``) and, for ``captions: published``, the
-    authors' proposals of those captions (stage 1 is then skipped)."""
-    published = None
-    if config.captions == "project":
-        captions = load_caption_set(config.caption_set)
-    elif config.captions == "coco":
-        captions = load_coco_captions(
-            config.coco_captions, config.coco_instances, config.captions_per_image
-        )
-    elif config.captions == "flickr30k":
-        captions = load_flickr30k_captions(config.flickr30k, config.captions_per_image)
-    else:
-        from genfair.methodologies.open_bias.published import load_published_proposals
-
-        captions, published, _ = load_published_proposals(config.published_proposals)
-    if config.max_captions is not None:
-        captions = captions.head(config.max_captions)
-    captions = captions.reset_index(drop=True)
-    if published is not None:
-        kept = set(captions["caption_id"])
-        published = [(c, p) for c, p in published if c in kept]
-    return captions, published
 
 
 def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, modality: str) -> Any:

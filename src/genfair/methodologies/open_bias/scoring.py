@@ -21,20 +21,19 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from genfair.limits import MAX_RESAMPLES
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBase
 from genfair.methodologies.open_bias.vqa import UNKNOWN
 from genfair.metrics.severity import Bootstrap, rank_biases, severity_summary
+from genfair.strict import Strict
 
 __all__ = ["SeverityConfig", "bias_counts", "severity_table"]
 
 
-class SeverityConfig(BaseModel):
+class SeverityConfig(Strict):
     """How severities, intervals and the ranking are computed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: "mean": paper Eq. 5 (mean of per-caption distributions); "pooled": authors' code
     context_free_pooling: Literal["mean", "pooled"] = "mean"

@@ -1,11 +1,4 @@
-"""A toy methodology written against the contract, outside ``src/``: a two-option quiz.
-
-Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
-is the score. The simulated LLM answers correctly with the planted accuracy of the quiz's own
-config (``simulated``: 0.8), which keys its cached answers alone.
-``tests/e2e/test_one_package_one_config.py`` installs this file as a package of its own
-(``docs/architecture.md``, "Adding a methodology").
-"""
+"""The toy quiz's methodology class (the package's docstring says what it is)."""
 
 from __future__ import annotations
 
@@ -13,7 +6,6 @@ import json
 from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from genfair.methodologies.base import (
     Headline,
@@ -24,16 +16,10 @@ from genfair.methodologies.base import (
     StepContext,
 )
 from genfair.metrics.intervals import proportion_ci
-from genfair.models.config import SimulatedPolicy
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
-
-class QuizConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    questions: int = Field(40, ge=1)
-    #: what the simulated LLM plants when it answers the quiz (a real model never reads it)
-    simulated: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
+from .config import QuizConfig
 
 
 class Quiz(Methodology):

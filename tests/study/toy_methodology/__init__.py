@@ -1,0 +1,17 @@
+"""A toy methodology written against the contract, outside ``src/``: a two-option quiz.
+
+Each probe asks which of two numbers is larger; the model's accuracy, with a Wilson interval,
+is the score. The simulated LLM answers correctly with the planted accuracy of the quiz's own
+config (``simulated``: 0.8), which keys its cached answers alone.
+``tests/e2e/test_one_package_one_config.py`` installs this folder as a package of its own
+(``docs/architecture.md``, "Adding a methodology").
+
+The layout of every methodology package: ``__init__.py`` re-exports, ``config.py`` the
+pydantic config, ``methodology.py`` the class (imports inside the package are relative, so it
+also works installed under another name).
+"""
+
+from .config import QuizConfig
+from .methodology import Quiz
+
+__all__ = ["Quiz", "QuizConfig"]
