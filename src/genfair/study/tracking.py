@@ -296,7 +296,7 @@ def _log_parent(
     }
     with mlflow.start_run(
         experiment_id=experiment,
-        run_name=exp.run_name(f"study-{params.scale}"),
+        run_name=exp.run_name(f"study-{params.scale}", key),
         tags=tags,
         description=exp.description(),
     ) as parent:
@@ -311,6 +311,8 @@ def _log_parent(
                 "git_commit": commit,
                 "models": ",".join(params.models),
                 "methodologies": ",".join(params.methodologies),
+                # the sizes each methodology ran at (conf/study.yaml may pick others than the scale)
+                **{f"{name}.sizes": params.sizes_of(name) for name in params.methodologies},
             },
         )
         if layout.comparisons.is_file():  # paired model comparisons (genfair.study.compare)
@@ -367,7 +369,10 @@ def _log_child(
         ),
     }
     with mlflow.start_run(
-        experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags
+        experiment_id=experiment,
+        run_name=f"{model}/{name} {key[:8]}",
+        parent_run_id=parent_id,
+        tags=tags,
     ):
         from genfair.study.lineage import log_data
 
@@ -381,6 +386,7 @@ def _log_child(
                 **model_params,
                 **method_params,
                 "scale": params.scale,
+                "sizes": params.sizes_of(name),
                 "seed": params.seed,
                 "git_commit": commit,
             },
