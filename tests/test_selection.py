@@ -33,6 +33,14 @@ def _select(study: Path, *lines: str) -> None:
     path.write_text(path.read_text() + "".join(f"  - {line}\n" for line in lines))
 
 
+def _deselect(study: Path, name: str) -> None:
+    """Methodology ``name``'s line taken out of the study file."""
+    path = study / "conf/study.yaml"
+    line = f"  - /methodology@methodologies.{name}: {name}\n"
+    assert line in path.read_text()
+    path.write_text(path.read_text().replace(line, ""))
+
+
 def test_a_selection_in_the_study_file_lasts_and_one_by_override_is_said_dropped(
     study: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,8 +93,7 @@ def test_sizes_name_the_file_a_block_holds(tmp_path: Path) -> None:
 def test_a_field_override_of_an_unselected_methodology_gives_the_fix_that_works(
     study: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = study / "conf/study.yaml"
-    path.write_text(path.read_text().replace("  - /methodology@methodologies.iris: iris\n", ""))
+    _deselect(study, "iris")
     assert main(["config", "-o", "methodologies.iris.max_occupations=5"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "To append" not in err  # Hydra's hint replaced the config
@@ -112,6 +119,20 @@ def test_a_field_override_of_a_selected_methodology_names_its_fields(
     err = capsys.readouterr().err
     assert "'+methodologies.fact_or_fair.kld_aggregation=exp_of_mean' adds it" in err
     assert main(["config", "-o", "+methodologies.fact_or_fair.kld_aggregation=exp_of_mean"]) == 0
+
+
+def test_a_methodology_added_by_override_without_its_sizes_gets_the_fix(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deselect(study, "iris")
+    assert main(["config", "-o", "+methodology@methodologies.iris=iris"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "its file picks its sizes by the scale" in err
+    assert "`- /methodology@methodologies.iris: iris` in conf/study.yaml" in err
+    # the fix works: the study file's line picks its sizes by the scale (and records them)
+    _select(study, "/methodology@methodologies.iris: iris")
+    assert main(["compose", "-o", "scale=smoke"]) == 0
+    assert _params(study)["sizes"]["iris"] == "smoke"
 
 
 def test_a_partial_methodology_config_is_refused(

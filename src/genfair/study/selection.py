@@ -9,8 +9,8 @@ The lasting selection is ``conf/study.yaml``; an override selects for one comman
   ``conf/methodology/<name>.yaml``: such a block was made by an override of one field
   (``+methodologies.<name>.<field>=V``, Hydra's hint when the methodology is not selected),
   and every key it lacks would fall back to the code's default without a word;
-- :func:`override_problem` turns Hydra's "Could not override" for a methodology's field into
-  the fix that works.
+- :func:`override_problem` turns Hydra's "Could not override" for a methodology's field, and
+  its unresolved ``${scale}`` for a methodology added by override, into the fix that works.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def override_problem(
     Hydra's hint, ``+methodologies.<name>.<field>=V``, would replace a methodology the study
     does not select by a config of that one field. ``None`` for any other message.
     ``selected``: the methodologies the study selects (called only for such a message)."""
+    if "interpolation '${scale}'" in message:
+        return _added_sizes(overrides)
     found = re.search(r"Could not override '([^']+)'", message)
     if not found or not found.group(1).startswith("methodologies."):
         return None
@@ -109,6 +111,20 @@ def override_problem(
     return (
         f"override {key}={value}: {name}'s config has no field {field.partition('.')[0]!r}; "
         f"its fields: {_listed(fields)}"
+    )
+
+
+def _added_sizes(overrides: Iterable[str]) -> str | None:
+    """The fix for a methodology added by override whose file picks its sizes by the scale:
+    Hydra does not resolve ``${scale}`` in the defaults of a config the command line adds."""
+    added = [o for o in overrides if o.startswith("+methodology@methodologies.")]
+    if not added:
+        return None
+    name, _, file = added[0].removeprefix("+methodology@methodologies.").partition("=")
+    return (
+        f"override {added[0]}: its file picks its sizes by the scale, which Hydra resolves only "
+        f"in conf/, not for a config the command line adds: select it with a line "
+        f"`- /methodology@methodologies.{name}: {file}` in {STUDY_FILE}"
     )
 
 
