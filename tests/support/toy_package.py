@@ -30,8 +30,8 @@ toy_quiz = "genfair_toy_quiz:Quiz"
 def install_toy_quiz(package: Path, site: Path, env: dict[str, str]) -> None:
     """Write the package in ``package``, install it into ``site`` (an install target; the
     shared venv stays as it is) and put ``site`` on ``env``'s ``PYTHONPATH``."""
+    (package / "genfair_toy_quiz").mkdir(parents=True)
     (package / "pyproject.toml").write_text(PYPROJECT)
-    (package / "genfair_toy_quiz").mkdir()
     (package / "genfair_toy_quiz/__init__.py").write_text(
         (ROOT / "tests/study/toy_methodology.py").read_text()
     )
