@@ -5,7 +5,6 @@ ends in one line naming the file or key, before anything hangs, grows or is over
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -17,6 +16,7 @@ from genfair.cli import exp_overrides, main
 from genfair.config import ConfigError, methodology_config, params_from
 from genfair.params import read_params
 from genfair.yaml_guard import MAX_DEPTH, check_yaml
+from tests.support.conf import copy_conf
 from tests.test_names import ROOT
 
 #: the 9 x 9 "billion laughs": 342 bytes, 387 million strings once expanded
@@ -28,10 +28,7 @@ BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 @pytest.fixture
 def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the study's conf/, dvc.yaml and params.yaml; the working directory."""
-    shutil.copytree(ROOT / "conf", tmp_path / "conf")
-    for name in ("dvc.yaml", "params.yaml"):
-        shutil.copy2(ROOT / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(copy_conf(tmp_path))
     return tmp_path
 
 

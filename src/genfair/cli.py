@@ -56,6 +56,9 @@ def compose(overrides: list[str], output: Path, conf: Path = Path("conf")) -> Pa
 def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
     """The composed config's text and validated params. The temporary folder it is composed
     in is removed at once, whatever happens (it may hold a key pasted into a config)."""
+    from genfair.params import read_params
+    from genfair.study.selection import override_problem, partial_blocks
+
     with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
         tmp = Path(folder) / PARAMS_FILE
         try:
@@ -63,16 +66,32 @@ def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
         except Exception as exc:  # Hydra's errors: a bad override or a missing config group
             if type(exc).__module__.split(".")[0] not in ("hydra", "omegaconf"):
                 raise
+            message = _one_line(exc)
+            fix = override_problem(message, overrides, lambda: _selected(overrides))
             raise ConfigError(
-                f"overrides {' '.join(overrides)!r}: {_one_line(exc)} (conf/ holds the groups "
-                "and keys)"
+                fix
+                or f"overrides {' '.join(overrides)!r}: {message} (conf/ holds the groups and keys)"
             ) from None
+        partial = partial_blocks(read_params(tmp).get("methodologies") or {}, Path("conf"))
+        if partial:
+            raise ConfigError(f"composed config (conf/ + overrides): {partial}")
         try:
             return tmp.read_text(encoding="utf-8"), load_params(tmp)
         except ConfigError as exc:  # name what the user composed, not a folder that is gone
             raise ConfigError(
                 str(exc).replace(str(tmp), "composed config (conf/ + overrides)")
             ) from None
+
+
+def _selected(overrides: list[str]) -> list[str]:
+    """The methodologies ``conf/`` selects with ``overrides`` but those that set a
+    methodology's field (the ones Hydra refused)."""
+    from genfair.params import read_params
+
+    kept = [o for o in overrides if not o.lstrip("+~").startswith("methodologies.")]
+    with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
+        composed = compose(kept, Path(folder) / PARAMS_FILE)
+        return list(read_params(composed).get("methodologies") or {})
 
 
 def _one_line(exc: BaseException) -> str:
@@ -128,9 +147,27 @@ def cmd_config(args: argparse.Namespace) -> None:
 
 
 def cmd_compose(args: argparse.Namespace) -> None:
-    _composed(args.override)  # validate before overwriting anything
-    compose(args.override, Path(PARAMS_FILE))
+    from genfair.io import write_text
+
+    text, params = _composed(args.override)  # validated before anything is overwritten
+    _say_dropped(params)
+    write_text(text, PARAMS_FILE)  # what compose wrote: composing again would give the same
     print(f"wrote {PARAMS_FILE}; `dvc repro` now uses it (commit it to share the study)")
+
+
+def _say_dropped(params: StudyParams) -> None:
+    """One line when the new composition drops a methodology or model ``params.yaml`` has
+    (a selection made by an override lasts one command; conf/study.yaml's last)."""
+    from genfair.params import read_params
+    from genfair.study.selection import dropped
+
+    try:
+        before = read_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else {}
+    except ConfigError:
+        return  # a broken params.yaml is being replaced: nothing in it to keep
+    line = dropped(before, {"methodologies": params.methodologies, "models": params.models})
+    if line:
+        print(f"genfair: note: {line}", file=sys.stderr)
 
 
 def exp_overrides(dvc_args: list[str]) -> list[str]:
@@ -167,7 +204,7 @@ def cmd_exp(args: argparse.Namespace) -> int:
     `dvc exp run`: a bad value fails here, before DVC writes params.yaml or removes an output."""
     import subprocess
 
-    _composed(exp_overrides(args.dvc_args))
+    _say_dropped(_composed(exp_overrides(args.dvc_args))[1])
     done = subprocess.run(["dvc", "exp", "run", *args.dvc_args], check=False)
     if done.returncode:
         print(

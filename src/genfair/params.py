@@ -171,6 +171,9 @@ class StudyFrame(Strict):
     methodology_code: dict[str, str | None] | None = None
     #: ``<methodology>-<plot>`` -> a ``dvc plots`` figure the methodologies declare, composed
     plots: dict[str, dict[str, Any]] | None = None
+    #: methodology -> the sizes it runs at (``conf/sizes/<methodology>/<sizes>.yaml``: the
+    #: scale's unless picked apart; ``custom``: set by override), composed
+    sizes: dict[str, str | None] | None = None
     #: ``<section>-<name>`` -> a curation input outside the repository (``section``, ``path``),
     #: composed (:func:`genfair.curation.inputs.external_inputs`): a DVC dependency each
     external_inputs: dict[str, dict[str, str]] | None = None
@@ -178,6 +181,14 @@ class StudyFrame(Strict):
     #: (:func:`digests_for`), composed: the stages' params dependencies (not the blocks
     #: themselves, which DVC would copy into ``dvc.lock`` for every stage that reads them)
     digests: dict[str, Any] | None = None
+
+    def sizes_of(self, methodology: str) -> str:
+        """The sizes ``methodology`` runs at: its entry of ``sizes`` (``none`` for a
+        methodology without sizes files), else the study's scale (a ``params.yaml`` composed
+        before ``sizes`` was)."""
+        if self.sizes is None or methodology not in self.sizes:
+            return self.scale
+        return self.sizes[methodology] or "none"
 
     @field_validator("scale", mode="before")
     @classmethod
@@ -191,6 +202,7 @@ class StudyFrame(Strict):
         "instruments",
         "runs",
         "external_inputs",
+        "sizes",
         mode="before",
     )
     @classmethod

@@ -11,9 +11,6 @@ curated data and the response cache), so none depends on another being in the st
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +26,7 @@ from tests.support.project import (
     status_stages,
     study_env,
 )
+from tests.support.toy_package import install_toy_quiz
 
 BUILTIN = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
 #: one copy, six studies built in it in turn (curated data and response cache shared)
@@ -38,20 +36,6 @@ pytestmark = [
 ]
 #: the simulators; SmolLM2 stays out (its answers cost time and prove nothing here)
 MODELS = ("smollm2",)
-
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=77"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "genfair-toy-quiz"
-version = "0.1.0"
-dependencies = ["genfair"]
-
-[project.entry-points."genfair.methodologies"]
-toy_quiz = "genfair_toy_quiz:Quiz"
-"""
 
 
 def _only(methodology: str, *extra: str) -> list[str]:
@@ -78,34 +62,9 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     work = tmp_path_factory.mktemp("contract")
     env = study_env(work)
     copy_project(work)
-    package = tmp_path_factory.mktemp("toy_quiz_package")
-    (package / "pyproject.toml").write_text(PYPROJECT)
-    shutil.copytree(  # __init__.py, config.py, methodology.py: the layout of every methodology
-        ROOT / "tests/study/toy_methodology",
-        package / "genfair_toy_quiz",
-        ignore=shutil.ignore_patterns("__pycache__"),
+    install_toy_quiz(
+        tmp_path_factory.mktemp("toy_quiz_package"), tmp_path_factory.mktemp("site"), env
     )
-    site = tmp_path_factory.mktemp(
-        "site"
-    )  # an install target on the path: the shared venv stays as it is
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(site),
-            str(package),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    env["PYTHONPATH"] = f"{site}:{env.get('PYTHONPATH', '')}".rstrip(":")
     # its one config (the methodology's fields) and its sizes per scale
     # its planted rate is its own: editing it reruns only the quiz's simulated calls
     (work / "conf/methodology/toy_quiz.yaml").write_text(

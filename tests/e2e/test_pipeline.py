@@ -87,6 +87,9 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
     parent = _mlflow_run(client, runs["parent_run"])
     assert runs["tracking_uri"] == "sqlite:///mlflow.db"  # no machine path in the committed file
     assert parent.data.tags["genfair.scale"] == "smoke"
+    # each methodology's sizes, and a bounded name that ends with the run's key (issue 34.5)
+    assert parent.data.params["fact_or_fair.sizes"] == "smoke"
+    assert parent.info.run_name == f"study-smoke {runs['parent_run'][:8]}"
     assert set(runs["child_runs"]) == {
         "smollm2/fact_or_fair",
         "simulated_llm/fact_or_fair",
@@ -101,6 +104,7 @@ def test_mlflow_parent_and_child_runs(study: tuple[Path, dict[str, str], str]) -
         "simulated_t2i/open_bias",
     }
     sim = _mlflow_run(client, runs["child_runs"]["simulated_llm/fact_or_fair"])
+    assert sim.data.params["sizes"] == "smoke" and sim.data.params["scale"] == "smoke"
     assert sim.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert (
         sim.data.tags["genfair.simulated"] == "true"

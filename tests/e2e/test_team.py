@@ -84,7 +84,8 @@ def test_runs_params_metrics_and_figures_through_the_server(team: Team) -> None:
         r.info.status == "FINISHED" for r in logged.values()
     )
     parent = logged[runs["parent_run"]]
-    assert parent.info.run_name == "study-smoke" and parent.data.params["scale"] == "smoke"
+    assert parent.info.run_name == f"study-smoke {runs['parent_run'][:8]}"
+    assert parent.data.params["scale"] == "smoke"
     child = logged[runs["child_runs"]["simulated_llm/fact_or_fair"]]
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert child.data.params["model.backend"] == "simulated"

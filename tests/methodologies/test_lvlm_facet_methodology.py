@@ -69,8 +69,8 @@ def test_registered_and_configured() -> None:
     assert isinstance(method, LvlmFacet) and method.modalities == ("vlm",)
     assert not method.applies_to("llm") and not method.applies_to("t2i")
     assert (
-        "methodology@methodologies.lvlm_facet: lvlm_facet"
-        in (ROOT / "conf/config.yaml").read_text()
+        "/methodology@methodologies.lvlm_facet: lvlm_facet"
+        in (ROOT / "conf/study.yaml").read_text()
     )
     base = {
         **read_conf("methodology/lvlm_facet.yaml"),

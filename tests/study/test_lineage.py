@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from genfair.study.lineage import (
+    MAX_RUN_NAME,
     DataFile,
     DvcDatasetSource,
     Experiment,
@@ -20,6 +21,9 @@ from genfair.study.lineage import (
     log_data,
     stage_data,
 )
+
+#: a run's content key (genfair.study.tracking.content_key)
+KEY = "0123abcd" + "e" * 56
 
 LOCK = {
     "schema": "2.0",
@@ -116,13 +120,14 @@ def test_a_dvc_experiment_names_the_study_run(
     monkeypatch.delenv("DVC_EXP_NAME", raising=False)
     monkeypatch.delenv("DVC_EXP_BASELINE_REV", raising=False)
     committed = current_experiment(tmp_path, tmp_path / "params.yaml")
-    assert committed == Experiment("", {}) and committed.run_name("study-smoke") == "study-smoke"
+    assert committed == Experiment("", {})
+    assert committed.run_name("study-smoke", KEY) == "study-smoke 0123abcd"
 
     (tmp_path / "params.yaml").write_text("seed: 1\nmethodologies:\n  m:\n    k: 0\n")
     monkeypatch.setenv("DVC_EXP_NAME", "lumpy-kits")
     monkeypatch.setenv("DVC_EXP_BASELINE_REV", "HEAD")
     exp = current_experiment(tmp_path, tmp_path / "params.yaml")
-    assert exp.run_name("study-smoke") == "study-smoke lumpy-kits"
+    assert exp.run_name("study-smoke", KEY) == "study-smoke lumpy-kits 0123abcd"
     assert exp.tags() == {
         "genfair.experiment": "lumpy-kits",
         "genfair.changed.methodologies.m.k": "0 (was 0.5)",
@@ -130,6 +135,22 @@ def test_a_dvc_experiment_names_the_study_run(
     assert exp.description() == "DVC experiment lumpy-kits\n- methodologies.m.k: 0 (was 0.5)"
     monkeypatch.delenv("DVC_EXP_NAME")
     assert (
-        current_experiment(tmp_path, tmp_path / "params.yaml").run_name("study-smoke")
-        == "study-smoke (methodologies.m.k)"
+        current_experiment(tmp_path, tmp_path / "params.yaml").run_name("study-smoke", KEY)
+        == "study-smoke (methodologies.m.k) 0123abcd"
     )
+
+
+def test_run_names_are_bounded_and_distinct() -> None:
+    """An uncommitted edit of many keys once named its study run with 597 characters, and two
+    committed studies were both ``study-default``: a name is cut to ``MAX_RUN_NAME`` and ends
+    with the run's content key."""
+    edit = Experiment("", {f"methodologies.news_bias.key_{i}": "1 (was 0)" for i in range(40)})
+    name = edit.run_name("study-default", "f" * 64)
+    assert len(name) == MAX_RUN_NAME and name.startswith("study-default (methodologies.")
+    assert name.endswith("… ffffffff")
+    first, second = Experiment("", {}), Experiment("", {})
+    assert first.run_name("study-default", "1" * 64) != second.run_name("study-default", KEY)
+    long_name = Experiment("x" * 200, {}).run_name("study-default", KEY)
+    assert len(long_name) == MAX_RUN_NAME and long_name.endswith(" 0123abcd")
+    longest_scale = Experiment("lumpy-kits", {}).run_name(f"study-{'s' * 64}", KEY)
+    assert len(longest_scale) <= MAX_RUN_NAME and longest_scale.endswith(" 0123abcd")

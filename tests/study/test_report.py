@@ -365,8 +365,8 @@ def test_mlflow_ui_shows_runs_params_figures_and_compares(
             )
             for i in range(toggles.count()):
                 toggles.nth(i).click()
-            for name in runs["child_runs"]:
-                page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+            for name, key in runs["child_runs"].items():  # named with their key's start
+                page.get_by_text(f"{name} {key[:8]}", exact=True).first.wait_for(timeout=60_000)
             # a run page: metrics, params (IRIS's S and K), tags (SIMULATED), figure artifacts
             page.goto(
                 f"{base}/#/experiments/{experiment}/runs/{iris_t2i}?workflowType=machine_learning"

@@ -10,6 +10,17 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def copy_conf(folder: Path) -> Path:
+    """The study's ``conf/``, ``dvc.yaml`` and ``params.yaml`` copied into ``folder``: a study
+    to compose in (``genfair compose`` writes its ``params.yaml``, not the repository's)."""
+    import shutil
+
+    shutil.copytree(ROOT / "conf", folder / "conf")
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy2(ROOT / name, folder / name)
+    return folder
+
+
 def read_conf(relative: str) -> dict[str, Any]:
     """``conf/<relative>`` as a dict, its ``defaults`` list (e.g. the per-scale sizes) dropped."""
     data = yaml.safe_load((ROOT / "conf" / relative).read_text(encoding="utf-8")) or {}

@@ -119,6 +119,18 @@ class Headline:
     better: Literal["lower", "higher", "closer to 0"]
     interval: tuple[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        if self.better not in BETTER_VALUES:  # a dataclass checks no Literal: this does
+            raise ValueError(
+                f"Headline {self.name!r}: better={self.better!r}; use one of "
+                f'{", ".join(map(repr, BETTER_VALUES))} (docs/architecture.md, "Ranking and '
+                'headline numbers")'
+            )
+
+
+#: the directions a headline number may be better in (:attr:`Headline.better`)
+BETTER_VALUES = ("lower", "higher", "closer to 0")
+
 
 @dataclass(frozen=True)
 class HeadlineCounts:

@@ -145,6 +145,10 @@ def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) ->
     }
 
 
+#: the longest name a study run gets (MLflow's limit is 500; a run table shows about 60)
+MAX_RUN_NAME = 80
+
+
 @dataclass(frozen=True)
 class Experiment:
     """The DVC experiment a study run belongs to (``name`` empty outside ``dvc exp run``) and
@@ -164,11 +168,18 @@ class Experiment:
             tags["genfair.experiment"] = self.name
         return tags
 
-    def run_name(self, base: str) -> str:
-        """``base``, then the experiment's name, or the changed keys when it has none."""
-        if self.name:
-            return f"{base} {self.name}"
-        return f"{base} ({', '.join(self.changes)})" if self.changes else base
+    def run_name(self, base: str, key: str) -> str:
+        """``base``, then the experiment's name (or the changed keys when it has none, cut to
+        fit), then the first 8 characters of the run's content ``key``: at most
+        :data:`MAX_RUN_NAME` characters, and two runs of different content never share a name
+        (an uncommitted edit's keys alone once made a 597-character name, and two committed
+        studies were both ``study-default``)."""
+        tail = f" {key[:8]}"
+        room = MAX_RUN_NAME - len(base) - len(tail)
+        label = self.name or (f"({', '.join(self.changes)})" if self.changes else "")
+        if len(label) > room - 1:  # the space before the label
+            label = label[: room - 2] + "…" if room > 2 else ""
+        return f"{base} {label}{tail}" if label else f"{base}{tail}"
 
     def description(self) -> str:
         lines = [f"DVC experiment {self.name}" if self.name else "the committed study"]

@@ -7,7 +7,8 @@ the Content-Security-Policy allows no other script and no request off the disk, 
 text can neither run nor call home. Every string that a model wrote or a dataset supplied goes
 through Jinja2's autoescaping in the page and ``textContent`` in the browser. Sections:
 
-- the study: models (backend, modality, SIMULATED or not), methodologies, scale, seed, git
+- the study: models (backend, modality, SIMULATED or not), methodologies (each with the sizes
+  it ran at), scale, seed, git
   commit, date;
 - headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
   model, with the model's rank among real models (simulators are never ranked);
@@ -412,7 +413,7 @@ def build_report(
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
     html = env.from_string(TEMPLATE).render(
         models=infos,
-        methodologies=list(params.methodologies),
+        methodologies=[f"{n} ({params.sizes_of(n)} sizes)" for n in params.methodologies],
         scale=params.scale,
         seed=params.seed,
         commit=git_commit(workspace_root()),

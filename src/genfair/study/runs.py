@@ -19,12 +19,14 @@ config and the instruments: the stages' params dependencies, :func:`genfair.para
 tree or installed: :func:`~genfair.methodologies.registry.code_path`), which each run's
 ``code`` repeats, and ``plots`` (each ``dvc plots`` figure the study's methodologies
 declare): a methodology's stages depend on its own code and no other's, and ``dvc.yaml``
-names no methodology.
+names no methodology. ``sizes`` names the sizes each methodology ran at (:func:`sizes_for`):
+the study's scale, unless its sizes were picked apart from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -44,12 +46,20 @@ __all__ = [
     "compose_digests",
     "compose_plots",
     "compose_runs",
+    "compose_sizes",
     "measures",
     "model_hash",
     "plots_for",
     "run_key",
     "runs_for",
+    "sizes_for",
 ]
+
+#: where each methodology's sizes per scale are (``conf/sizes/<methodology>/<scale>.yaml``),
+#: from the repository root, where DVC and ``genfair compose`` compose
+SIZES = Path("conf/sizes")
+#: the sizes of a methodology whose block holds none of its sizes files' values
+CUSTOM = "custom"
 
 
 def measures(methodology: str, modality: str) -> bool:
@@ -149,6 +159,42 @@ def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[s
     """The ``genfair_digests`` resolver: ``digests`` (:func:`genfair.params.digests_for`) from
     the composed ``models``, ``methodologies`` and ``instruments``."""
     return digests_for(_plain(models), _plain(methodologies), _plain(instruments))
+
+
+def compose_sizes(methodologies: Any, scale: str) -> dict[str, str | None]:
+    """The ``genfair_sizes`` resolver: ``sizes`` (:func:`sizes_for`) of the composed
+    ``methodologies`` at the study's ``scale``."""
+    return sizes_for(_plain(methodologies), scale)
+
+
+def sizes_for(
+    methodologies: Mapping[str, Any], scale: str, folder: Path = SIZES
+) -> dict[str, str | None]:
+    """Methodology -> the sizes it runs at: the name of the sizes file
+    (``<folder>/<methodology>/<name>.yaml``) whose every value its block holds, the study's
+    ``scale`` first; :data:`CUSTOM` when it holds none (a size set by override); ``None`` for a
+    methodology without sizes files. A methodology may run at other sizes than the study's scale
+    (``conf/study.yaml``), so the report and MLflow record each one's."""
+    from genfair.yaml_guard import read_yaml
+
+    out: dict[str, str | None] = {}
+    for name, block in methodologies.items():
+        files = sorted((folder / str(name)).glob("*.yaml"), key=lambda f: (f.stem != scale, f.stem))
+        if not files:
+            out[name] = None
+            continue
+        held = (f.stem for f in files if _holds(block, read_yaml(f) or {}))
+        out[name] = next(held, CUSTOM)
+    return out
+
+
+def _holds(block: Any, sizes: Any) -> bool:
+    """Whether ``block`` has every value of ``sizes`` (nested mappings compared key by key)."""
+    if isinstance(sizes, Mapping):
+        return isinstance(block, Mapping) and all(
+            key in block and _holds(block[key], value) for key, value in sizes.items()
+        )
+    return block == sizes
 
 
 def compose_runs(

@@ -280,7 +280,7 @@ def _log_parent(
     }
     with mlflow.start_run(
         experiment_id=experiment,
-        run_name=exp.run_name(f"study-{params.scale}"),
+        run_name=exp.run_name(f"study-{params.scale}", key),
         tags=tags,
         description=exp.description(),
     ) as parent:
@@ -295,6 +295,8 @@ def _log_parent(
                 "git_commit": commit,
                 "models": ",".join(params.models),
                 "methodologies": ",".join(params.methodologies),
+                # the sizes each methodology ran at (conf/study.yaml may pick others than the scale)
+                **{f"{name}.sizes": params.sizes_of(name) for name in params.methodologies},
             },
         )
         if layout.comparisons.is_file():  # paired model comparisons (genfair.study.compare)
@@ -351,7 +353,10 @@ def _log_child(
         ),
     }
     with mlflow.start_run(
-        experiment_id=experiment, run_name=f"{model}/{name}", parent_run_id=parent_id, tags=tags
+        experiment_id=experiment,
+        run_name=f"{model}/{name} {key[:8]}",
+        parent_run_id=parent_id,
+        tags=tags,
     ):
         from genfair.study.lineage import log_data  # mlflow: see track_study
 
@@ -365,6 +370,7 @@ def _log_child(
                 **model_params,
                 **method_params,
                 "scale": params.scale,
+                "sizes": params.sizes_of(name),
                 "seed": params.seed,
                 "git_commit": commit,
             },

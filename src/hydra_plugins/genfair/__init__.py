@@ -3,7 +3,7 @@
 DVC (``dvc exp run``) and ``genfair compose`` both compose ``conf/`` with Hydra, which first
 imports every module of the ``hydra_plugins`` namespace: registering here makes
 ``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_plots``,
-``genfair_inputs``, ``genfair_digests``) in
+``genfair_inputs``, ``genfair_digests``, ``genfair_sizes``) in
 ``conf/config.yaml`` resolve in either.
 Only the registration happens at import; genfair itself is imported when the resolver runs.
 
@@ -45,6 +45,12 @@ def _digests(models: Any, methodologies: Any, instruments: Any) -> Any:
     return OmegaConf.create(compose_digests(models, methodologies, instruments))
 
 
+def _sizes(methodologies: Any, scale: Any) -> Any:
+    from genfair.study.runs import compose_sizes
+
+    return OmegaConf.create(compose_sizes(methodologies, scale))
+
+
 def _inputs(curation: Any) -> Any:
     from genfair.curation.inputs import external_inputs
 
@@ -61,6 +67,7 @@ OmegaConf.register_new_resolver("genfair_code", _code, replace=True)
 OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)
 OmegaConf.register_new_resolver("genfair_inputs", _inputs, replace=True)
 OmegaConf.register_new_resolver("genfair_digests", _digests, replace=True)
+OmegaConf.register_new_resolver("genfair_sizes", _sizes, replace=True)
 
 
 class CheckedConfigFiles(SearchPathPlugin):

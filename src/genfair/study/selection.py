@@ -1,0 +1,144 @@
+"""What a study selects, checked where ``conf/`` is composed (``genfair compose``, ``config``,
+``exp``, ``plan``, ``try``).
+
+The lasting selection is ``conf/study.yaml``; an override selects for one command. So:
+
+- :func:`dropped` names what the current ``params.yaml`` has and a new composition lacks (a
+  methodology added by override once, then a plain ``genfair compose``), for one line;
+- :func:`partial_blocks` refuses a methodology block that lacks keys of the methodology's own
+  ``conf/methodology/<name>.yaml``: such a block was made by an override of one field
+  (``+methodologies.<name>.<field>=V``, Hydra's hint when the methodology is not selected),
+  and every key it lacks would fall back to the code's default without a word;
+- :func:`override_problem` turns Hydra's "Could not override" for a methodology's field, and
+  its unresolved ``${scale}`` for a methodology added by override, into the fix that works.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STUDY_FILE", "dropped", "override_problem", "partial_blocks", "select_line"]
+
+#: the user's study: which methodologies run on which models, at which scale
+STUDY_FILE = "conf/study.yaml"
+#: the sections a study selects by name
+SECTIONS = ("methodologies", "models")
+#: the most missing keys a message lists
+SHOWN = 6
+
+
+def select_line(name: str) -> str:
+    """The line of :data:`STUDY_FILE` that selects methodology ``name``."""
+    return f"`- /methodology@methodologies.{name}: {name}`"
+
+
+def dropped(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """One line naming the methodologies and models ``before`` (the current ``params.yaml``)
+    has and ``after`` (the new composition) lacks, with where a lasting selection goes; ``None``
+    when nothing is dropped."""
+    parts = []
+    for section in SECTIONS:
+        old, new = before.get(section), after.get(section)
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            gone = [str(key) for key in old if key not in new]
+            if gone:
+                parts.append(f"{section} {', '.join(gone)}")
+    if not parts:
+        return None
+    return (
+        f"params.yaml's {'; '.join(parts)} are not in the composed study and are dropped "
+        f"(selected by an override earlier?); to keep one, add its line to {STUDY_FILE}"
+    )
+
+
+def partial_blocks(methodologies: Mapping[str, Any], conf: Path) -> str | None:
+    """One line naming the first methodology block that lacks keys of its own
+    ``conf/methodology/<name>.yaml`` (``None`` when every block is whole). A methodology
+    without such a file has nothing to lack."""
+    from genfair.yaml_guard import read_yaml
+
+    for name, block in methodologies.items():
+        path = conf / "methodology" / f"{name}.yaml"
+        if not path.is_file() or not isinstance(block, Mapping):
+            continue
+        keys = [key for key in (read_yaml(path) or {}) if key != "defaults"]
+        missing = [str(key) for key in keys if key not in block]
+        if missing:
+            return (
+                f"methodologies.{name}: a partial config, without {_listed(missing)} of "
+                f"conf/methodology/{name}.yaml (they would fall back to code defaults): select "
+                f"the methodology whole, a line {select_line(name)} in {STUDY_FILE} (or "
+                f"'+methodology@methodologies.{name}={name}' first), then set a field with "
+                f"'methodologies.{name}.<field>=<value>'"
+            )
+    return None
+
+
+def override_problem(
+    message: str, overrides: Iterable[str], selected: Callable[[], Iterable[str]]
+) -> str | None:
+    """The fix for Hydra's "Could not override 'methodologies.<name>.<field>'" (``message``):
+    Hydra's hint, ``+methodologies.<name>.<field>=V``, would replace a methodology the study
+    does not select by a config of that one field. ``None`` for any other message.
+    ``selected``: the methodologies the study selects (called only for such a message)."""
+    if "interpolation '${scale}'" in message:
+        return _added_sizes(overrides)
+    found = re.search(r"Could not override '([^']+)'", message)
+    if not found or not found.group(1).startswith("methodologies."):
+        return None
+    key = found.group(1)
+    name, _, field = key.removeprefix("methodologies.").partition(".")
+    value = next(
+        (o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == key), "V"
+    )
+    if name not in set(selected()):
+        return (
+            f"override {key}={value}: methodology {name!r} is not in the study: select it, a line "
+            f"{select_line(name)} in {STUDY_FILE} (lasting) or the override "
+            f"'+methodology@methodologies.{name}={name}' before this one; then {key}={value} "
+            f"sets the field ('+{key}=...' alone would make a config of that one field)"
+        )
+    fields = _fields(name)
+    if field.partition(".")[0] in fields:
+        return (
+            f"override {key}={value}: {field!r} is a field of {name}'s config that "
+            f"conf/methodology/{name}.yaml leaves out: '+{key}={value}' adds it (the rest of "
+            "the config stays)"
+        )
+    return (
+        f"override {key}={value}: {name}'s config has no field {field.partition('.')[0]!r}; "
+        f"its fields: {_listed(fields)}"
+    )
+
+
+def _added_sizes(overrides: Iterable[str]) -> str | None:
+    """The fix for a methodology added by override whose file picks its sizes by the scale:
+    Hydra does not resolve ``${scale}`` in the defaults of a config the command line adds."""
+    added = [o for o in overrides if o.startswith("+methodology@methodologies.")]
+    if not added:
+        return None
+    name, _, file = added[0].removeprefix("+methodology@methodologies.").partition("=")
+    return (
+        f"override {added[0]}: its file picks its sizes by the scale, which Hydra resolves only "
+        f"in conf/, not for a config the command line adds: select it with a line "
+        f"`- /methodology@methodologies.{name}: {file}` in {STUDY_FILE}"
+    )
+
+
+def _fields(name: str) -> list[str]:
+    """The fields of methodology ``name``'s config (none for an unknown methodology)."""
+    from genfair.methodologies import get_methodology
+
+    try:
+        return list(get_methodology(name).Config.model_fields)
+    except (KeyError, TypeError, ValueError):  # not a methodology genfair can load
+        return []
+
+
+def _listed(names: list[str]) -> str:
+    """``names``, the first :data:`SHOWN` of them and how many more."""
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    return ", ".join(names[:SHOWN]) + more

@@ -1,0 +1,170 @@
+"""What a study selects (issue 34.1, 34.2, 34.5): conf/study.yaml lasts, a composition that
+drops a selection says so, a methodology field set by override gets the fix that works, a
+partial methodology config is refused, and each methodology's sizes are recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from genfair.cli import main
+from genfair.methodologies.base import Headline
+from genfair.study.runs import CUSTOM, sizes_for
+from genfair.study.selection import dropped, partial_blocks
+from tests.support.conf import copy_conf, read_conf
+
+
+@pytest.fixture
+def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the study's conf/, dvc.yaml and params.yaml; the working directory."""
+    monkeypatch.chdir(copy_conf(tmp_path))
+    return tmp_path
+
+
+def _params(study: Path) -> dict:
+    return yaml.safe_load((study / "params.yaml").read_text())
+
+
+def _select(study: Path, *lines: str) -> None:
+    """``lines`` appended to the study file's defaults list."""
+    path = study / "conf/study.yaml"
+    path.write_text(path.read_text() + "".join(f"  - {line}\n" for line in lines))
+
+
+def _deselect(study: Path, name: str) -> None:
+    """Methodology ``name``'s line taken out of the study file."""
+    path = study / "conf/study.yaml"
+    line = f"  - /methodology@methodologies.{name}: {name}\n"
+    assert line in path.read_text()
+    path.write_text(path.read_text().replace(line, ""))
+
+
+def test_a_selection_in_the_study_file_lasts_and_one_by_override_is_said_dropped(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compose", "-o", "+model@models.extra=simulated_llm"]) == 0
+    assert "extra" in _params(study)["models"]
+    capsys.readouterr()
+    assert main(["compose"]) == 0  # before: extra silently left params.yaml
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "params.yaml's models extra are not in the composed" in err
+    assert "add its line to conf/study.yaml" in err and "extra" not in _params(study)["models"]
+
+    _select(study, "/model@models.extra: simulated_llm")
+    assert main(["compose", "-o", "scale=smoke"]) == 0
+    assert "extra" in _params(study)["models"] and "note" not in capsys.readouterr().err
+
+
+def test_a_methodology_runs_at_its_own_sizes_and_they_are_recorded(study: Path) -> None:
+    _select(study, "override /sizes/fact_or_fair@methodologies.fact_or_fair: smoke")
+    assert main(["compose"]) == 0
+    params = _params(study)
+    assert params["scale"] == "default"
+    assert params["sizes"] == {
+        "fact_or_fair": "smoke",
+        "news_bias": "default",
+        "iris": "default",
+        "lvlm_facet": "default",
+        "open_bias": "default",
+    }
+    smoke = read_conf("sizes/fact_or_fair/smoke.yaml")
+    block = params["methodologies"]["fact_or_fair"]
+    assert {key: block[key] for key in smoke if key != "t2i"} == {
+        k: v for k, v in smoke.items() if k != "t2i"
+    }
+    from genfair.config import load_params
+
+    loaded = load_params(study / "params.yaml")
+    assert loaded.sizes_of("fact_or_fair") == "smoke" and loaded.sizes_of("iris") == "default"
+
+
+def test_sizes_name_the_file_a_block_holds(tmp_path: Path) -> None:
+    folder = tmp_path / "sizes"
+    (folder / "m").mkdir(parents=True)
+    (folder / "m/smoke.yaml").write_text("{n: 1, t2i: {k: 2}}")
+    (folder / "m/default.yaml").write_text("{n: 5, t2i: {k: 2}}")
+    blocks = {"m": {"n": 1, "t2i": {"k": 2, "other": 0}, "x": 3}, "bare": {"n": 1}}
+    assert sizes_for(blocks, "default", folder) == {"m": "smoke", "bare": None}
+    assert sizes_for({"m": {"n": 2, "t2i": {"k": 2}}}, "default", folder) == {"m": CUSTOM}
+
+
+def test_a_field_override_of_an_unselected_methodology_gives_the_fix_that_works(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deselect(study, "iris")
+    assert main(["config", "-o", "methodologies.iris.max_occupations=5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "To append" not in err  # Hydra's hint replaced the config
+    assert "methodologies.iris.max_occupations=5: methodology 'iris' is not in the study" in err
+    assert "`- /methodology@methodologies.iris: iris` in conf/study.yaml" in err
+
+    # the fix works: selected in the study file (its last line), the override sets one field
+    _select(study, "/methodology@methodologies.iris: iris")
+    assert main(["compose", "-o", "methodologies.iris.max_occupations=5"]) == 0
+    iris = _params(study)["methodologies"]["iris"]
+    assert iris["max_occupations"] == 5 and set(read_conf("methodology/iris.yaml")) <= set(iris)
+
+
+def test_a_field_override_of_a_selected_methodology_names_its_fields(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["config", "-o", "methodologies.fact_or_fair.nope=1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "fact_or_fair's config has no field 'nope'; its fields: statistics, " in err
+    # a real field the file leaves out: Hydra's `+` is right there, and said so
+    assert main(["config", "-o", "methodologies.fact_or_fair.kld_aggregation=exp_of_mean"]) == 2
+    err = capsys.readouterr().err
+    assert "'+methodologies.fact_or_fair.kld_aggregation=exp_of_mean' adds it" in err
+    assert main(["config", "-o", "+methodologies.fact_or_fair.kld_aggregation=exp_of_mean"]) == 0
+
+
+def test_a_methodology_added_by_override_without_its_sizes_gets_the_fix(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deselect(study, "iris")
+    assert main(["config", "-o", "+methodology@methodologies.iris=iris"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "its file picks its sizes by the scale" in err
+    assert "`- /methodology@methodologies.iris: iris` in conf/study.yaml" in err
+    # the fix works: the study file's line picks its sizes by the scale (and records them)
+    _select(study, "/methodology@methodologies.iris: iris")
+    assert main(["compose", "-o", "scale=smoke"]) == 0
+    assert _params(study)["sizes"]["iris"] == "smoke"
+
+
+def test_a_partial_methodology_config_is_refused(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (study / "params.yaml").read_bytes()
+    args = ["-o", "~methodology@methodologies.iris", "-o", "+methodologies.iris.max_occupations=5"]
+    assert main(["compose", *args]) == 2  # before: iris ran with every other field defaulted
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "methodologies.iris: a partial config, without occupations_table, " in err
+    assert "(they would fall back to code defaults)" in err and "conf/study.yaml" in err
+    assert (study / "params.yaml").read_bytes() == before
+
+
+def test_partial_blocks_compare_with_the_methodology_file(tmp_path: Path) -> None:
+    (tmp_path / "methodology").mkdir()
+    (tmp_path / "methodology/m.yaml").write_text("defaults: [_self_]\na: 1\nb: 2\n")
+    assert partial_blocks({"m": {"a": 1, "b": 3, "c": 0}, "other": {"z": 1}}, tmp_path) is None
+    line = partial_blocks({"m": {"b": 3}}, tmp_path)
+    assert line and line.startswith("methodologies.m: a partial config, without a of ")
+
+
+def test_dropped_names_methodologies_and_models() -> None:
+    before = {"methodologies": {"a": {}, "b": {}}, "models": {"x": {}, "y": {}}}
+    assert dropped(before, before) is None and dropped({}, before) is None
+    line = dropped(before, {"methodologies": {"a": {}}, "models": {"y": {}}})
+    assert line and "methodologies b; models x are not in the composed study" in line
+
+
+def test_headline_better_is_one_of_three() -> None:
+    for better in ("lower", "higher", "closer to 0"):
+        assert Headline("n", "c", {}, better).better == better  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Headline 'n': better='up'; use one of 'lower', "):
+        Headline("n", "c", {}, "up")  # type: ignore[arg-type]
