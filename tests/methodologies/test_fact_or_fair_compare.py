@@ -132,7 +132,7 @@ def test_with_no_difference_the_paired_intervals_cover_zero() -> None:
     95% interval covers 0 in at least 88% of the 60 comparisons (the binomial 1st percentile
     at 95% over 60 is ~0.88). A planted difference: ``tests/study/test_compare.py`` (through
     the study) and LVLM-FACET's in ``test_paired_headlines.py``."""
-    from genfair.methodologies.fact_or_fair import _statistics
+    from genfair.methodologies.fact_or_fair.methodology import _statistics
 
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
     counted = METHODOLOGY.headline_function(config, "llm")
