@@ -302,3 +302,23 @@ def test_an_unwritable_ledger_costs_a_warning(
     make_probes(params, "toy_quiz", layout)
     assert generate(params, "simulated_llm", "toy_quiz", layout).is_file()
     assert "a-file/usage.jsonl: the usage ledger was not written" in caplog.text
+
+
+def test_an_interrupted_generate_still_records_what_it_sent(
+    base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.models import usage
+    from genfair.params import usage_ledger
+    from genfair.study import steps
+
+    def interrupted(*args: object) -> None:
+        usage._ledger.get().sent.add(usage.Counts(1, 5, 2, 0))  # one answer sent, then ^C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(steps, "answer", interrupted)
+    params, layout = _params(base), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    with pytest.raises(KeyboardInterrupt):
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    (entry,) = usage.read_ledger(usage_ledger(params.cache))
+    assert entry["sent"] == usage.Counts(1, 5, 2, 0) and entry["responses"] is None

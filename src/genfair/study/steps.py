@@ -112,12 +112,13 @@ def generate(
     if limit is not None:
         probes = probes.head(limit)
     open_cache = cache_opener(params)
-    with calls_executor(params.generation, open_cache), recording() as used:
-        responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
-    _log_status("responses", responses["status"])
-    log.info("usage: %s", used.to_dict())
-    written = None
+    used: Usage | None = None
+    written: Path | None = None
     try:
+        with calls_executor(params.generation, open_cache), recording() as used:
+            responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
+        _log_status("responses", responses["status"])
+        log.info("usage: %s", used.to_dict())
         check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
         recorded = run_params(params, model, methodology)
         if runtime:
@@ -130,8 +131,9 @@ def generate(
         )
         written = write_parquet(responses, out)
         return written
-    finally:  # paid calls are recorded even when too many failed
-        _append_split(params, model, methodology, used, written)
+    finally:  # paid calls are recorded even when interrupted or too many failed
+        if used is not None:
+            _append_split(params, model, methodology, used, written)
 
 
 def _append_split(
