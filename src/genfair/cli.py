@@ -5,7 +5,8 @@ genfair methodologies               the methodologies genfair implements
 genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
 genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
 genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
-genfair cache stats [URL]           the response cache's entries per model
+genfair cache stats [URL]           the response cache's entries per model (and, for the
+                                    study's cache, calls sent and answered from it)
 genfair cache copy SRC DST          copy entries (and their images) between caches
 genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
                                     answer the study's calls into the response cache (on
@@ -273,6 +274,8 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
             f"  {cache.claims()} calls claimed now"
         )
     _print_usage()
+    if args.url is None:  # the ledger is the study's cache folder's, not a named cache's
+        _print_ledger()
 
 
 def _print_usage() -> None:
@@ -295,6 +298,28 @@ def _print_usage() -> None:
         print(f"  {run:<40}" + "".join(f"{usage.get(n, 0):>19,}" for n in names))
     rules = sorted({r for path in found for r in read_json(path).get("rules", [])})
     print(f"  counted with: {'; '.join(rules)}")
+
+
+def _print_ledger() -> None:
+    """Per model and methodology, the sent and cached counts of every generate in the
+    cache folder's ledger (:func:`genfair.params.usage_ledger`)."""
+    from genfair.models.usage import ledger_totals, read_ledger
+    from genfair.params import CacheConfig, usage_ledger
+
+    params = load_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else None
+    ledger = usage_ledger(params.cache if params else CacheConfig())
+    totals = ledger_totals(read_ledger(ledger))
+    if not totals:
+        return
+    names = ("calls", "prompt_tokens", "completion_tokens", "images")
+    print(f"\nsent and answered from the cache, every generate here ({ledger})")
+    print(f"  {'model · methodology':<40}{'':<8}" + "".join(f"{n:>19}" for n in names))
+    for (model, methodology), usage in sorted(totals.items()):
+        run = printable(f"{model} · {methodology}")
+        for source in ("sent", "cached"):
+            counts = getattr(usage, source)
+            print(f"  {run:<40}{source:<8}" + "".join(f"{getattr(counts, n):>19,}" for n in names))
+            run = ""
 
 
 def cmd_cache_copy(args: argparse.Namespace) -> None:
@@ -420,7 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
         dest="action", required=True
     )
-    p = cache.add_parser("stats", help="entries per model")
+    p = cache.add_parser(
+        "stats", help="entries per model; for the study's cache, calls sent and cached"
+    )
     p.add_argument(
         "url",
         nargs="?",

@@ -30,7 +30,7 @@ __all__ = ["CURATION", "EXECUTION", "EXP_RESTORE", "INSTRUMENTS", "INSTRUMENT_CL
            "PARAMS_FILE", "CacheConfig", "ConfigError", "GenerationConfig", "StudyFrame",
            "TrackingConfig", "cache_dir", "cache_url", "images_url", "curation_config",
            "format_errors", "instrument_class", "instrument_config", "load_frame", "read_params",
-           "section_class", "validate"]  # fmt: skip
+           "section_class", "usage_ledger", "validate"]  # fmt: skip
 
 #: what puts the workspace back after a failed `dvc exp run -S` (DVC writes params.yaml and
 #: removes the outputs of the stages it reruns before the first stage fails)
@@ -142,6 +142,12 @@ EXECUTION = ("executor", "scheduler", "max_calls", "max_cost")
 def cache_dir(configured: str | os.PathLike[str]) -> Path:
     """The cache folder: ``GENFAIR_CACHE_DIR`` if set, else the configured one."""
     return Path(os.environ.get("GENFAIR_CACHE_DIR") or configured)
+
+
+def usage_ledger(cache: CacheConfig) -> Path:
+    """The ledger of each generate's cache/sent split (:mod:`genfair.models.usage`): in the
+    cache folder, whatever the response store (a PostgreSQL store's ledger stays local)."""
+    return cache_dir(cache.dir) / "usage.jsonl"
 
 
 class StudyFrame(Strict):

@@ -76,3 +76,53 @@ def test_images_drawn_are_counted(cache) -> None:
         generate_images(simulator(), cache, calls(4), seed=1)
     assert used.sent.images == 4 and used.sent.calls == 4
     assert used.rules == {ESTIMATE_RULE}  # a simulator's prompt: estimated, said so
+
+
+def _entry(model: str, sent: int, cached: int, responses: str | None = "r") -> dict[str, Any]:
+    from genfair.models.usage import Usage, ledger_entry
+
+    usage = Usage(
+        cached=Counts(cached, 10 * cached, cached, 0), sent=Counts(sent, 10 * sent, sent, 0)
+    )
+    return ledger_entry(model, "m", f"{model}-m", usage, responses)
+
+
+def test_the_ledger_sums_per_run_and_finds_the_latest_split(tmp_path) -> None:
+    from genfair.models.usage import append_entry, latest_split, ledger_totals, read_ledger
+
+    path = tmp_path / "cache" / "usage.jsonl"
+    for entry in (_entry("a", 3, 0), _entry("a", 0, 3), _entry("b", 1, 1, None)):
+        append_entry(path, entry)
+    entries = read_ledger(path)
+    assert [e["model"] for e in entries] == ["a", "a", "b"] and entries[0]["time"].endswith(
+        "+00:00"
+    )
+    totals = ledger_totals(entries)
+    assert totals[("a", "m")].sent == totals[("a", "m")].cached == Counts(3, 30, 3, 0)
+    assert totals[("b", "m")].sent == Counts(1, 10, 1, 0)
+    assert latest_split(entries, "r") == {"sent": Counts(), "cached": Counts(3, 30, 3, 0)}
+    assert latest_split(entries, "other") is None
+
+
+def test_a_damaged_ledger_line_is_skipped_and_named(tmp_path, caplog) -> None:
+    from genfair.models.usage import append_entry, read_ledger
+
+    path = tmp_path / "usage.jsonl"
+    append_entry(path, _entry("a", 1, 0))
+    with path.open("a") as fh:
+        fh.write('{"model": "x", "sent": [1]}\n{"cut sho\n')  # not an entry; a torn line
+    append_entry(path, _entry("b", 2, 0))
+    assert [e["model"] for e in read_ledger(path)] == ["a", "b"]
+    assert "usage.jsonl: line 2 is not a usage entry" in caplog.text
+    assert "line 3" in caplog.text
+
+
+def test_only_the_ledgers_tail_is_read(tmp_path, monkeypatch) -> None:
+    from genfair.models import usage as module
+
+    path = tmp_path / "usage.jsonl"
+    for i in range(20):
+        module.append_entry(path, _entry(f"m{i}", 1, 0))
+    line = len(path.read_bytes()) // 20
+    monkeypatch.setattr(module, "LEDGER_READ_BYTES", 5 * line + line // 2)
+    assert [e["model"] for e in module.read_ledger(path)] == [f"m{i}" for i in range(15, 20)]

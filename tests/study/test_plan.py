@@ -239,3 +239,86 @@ def test_cache_stats_prints_each_runs_usage(
     line = next(x for x in out.splitlines() if "simulated_llm · toy_quiz" in x)
     assert line.split()[-4:] == ["1,234", "56,789", "42", "0"]
     assert f"counted with: {ESTIMATE_RULE}" in out
+
+
+def test_each_generate_appends_its_split_to_the_cache_folders_ledger(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33.3: the sent/cached split goes to ``usage.jsonl`` beside the cache, never to
+    an output; ``track`` logs the latest split of the responses it logs; `cache stats` sums it."""
+    from genfair.cli import main
+    from genfair.io import file_sha256
+    from genfair.models.usage import Counts, read_ledger
+    from genfair.params import usage_ledger
+    from genfair.study.tracking import split_metrics
+
+    params, layout = _params(base), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    outputs = []
+    for _ in range(2):  # sent, then answered from the cache
+        generate(params, "simulated_llm", "toy_quiz", layout)
+        usage = layout.usage("simulated_llm", "toy_quiz")
+        outputs.append(
+            (usage.read_bytes(), file_sha256(layout.responses("simulated_llm", "toy_quiz")))
+        )
+    assert outputs[0] == outputs[1]  # outputs do not depend on the cache
+    ledger = usage_ledger(params.cache)
+    assert ledger == tmp_path / "cache" / "usage.jsonl"  # GENFAIR_CACHE_DIR, not data/
+    first, second = read_ledger(ledger)
+    assert (first["model"], first["methodology"], first["run"]) == (
+        "simulated_llm",
+        "toy_quiz",
+        "simulated_llm-toy_quiz",
+    )
+    assert first["sent"].calls == QUESTIONS and first["cached"] == Counts()
+    assert second["cached"] == first["sent"] and second["sent"] == Counts()
+    assert first["responses"] == second["responses"] == outputs[0][1]
+
+    metrics = split_metrics(read_ledger(ledger), layout.responses("simulated_llm", "toy_quiz"))
+    assert metrics["usage.cached.calls"] == QUESTIONS and metrics["usage.sent.calls"] == 0
+    assert metrics["usage.cached.prompt_tokens"] == first["sent"].prompt_tokens
+    assert split_metrics(read_ledger(ledger), tmp_path / "absent.parquet") == {}
+
+    for marker in ("conf/config.yaml", "dvc.yaml"):  # a study folder without params.yaml
+        (tmp_path / marker).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / marker).write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "stats"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, x in enumerate(out) if "simulated_llm · toy_quiz" in x and "sent" in x)
+    assert out[at].split()[-5:-3] == ["sent", f"{QUESTIONS}"]
+    assert out[at + 1].split()[:2] == ["cached", f"{QUESTIONS}"]
+
+
+def test_an_unwritable_ledger_costs_a_warning(
+    base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from genfair.study import steps
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setattr(steps, "usage_ledger", lambda cache: blocked / "usage.jsonl")
+    params, layout = _params(base), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    assert generate(params, "simulated_llm", "toy_quiz", layout).is_file()
+    assert "a-file/usage.jsonl: the usage ledger was not written" in caplog.text
+
+
+def test_an_interrupted_generate_still_records_what_it_sent(
+    base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.models import usage
+    from genfair.params import usage_ledger
+    from genfair.study import steps
+
+    def interrupted(*args: object) -> None:
+        usage._ledger.get().sent.add(usage.Counts(1, 5, 2, 0))  # one answer sent, then ^C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(steps, "answer", interrupted)
+    params, layout = _params(base), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    with pytest.raises(KeyboardInterrupt):
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    (entry,) = usage.read_ledger(usage_ledger(params.cache))
+    assert entry["sent"] == usage.Counts(1, 5, 2, 0) and entry["responses"] is None

@@ -248,6 +248,11 @@ def test_track_logs_what_the_store_lacks_and_never_duplicates(
     assert child.data.tags["genfair.simulated"] == "true" and child.data.metrics
     # the tokens of the run's answers (usage.json, through the metrics summary; issue 33.3)
     assert child.data.metrics["usage.calls"] > 0 and child.data.metrics["usage.prompt_tokens"] > 0
+    # sent and answered from the cache apart, from the cache folder's ledger: a fresh cache
+    metrics = child.data.metrics
+    assert (
+        metrics["usage.sent.calls"] == metrics["usage.calls"] and metrics["usage.cached.calls"] == 0
+    )
     # a fresh store gets every run again
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'fresh.db'}"
     try:

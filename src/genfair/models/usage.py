@@ -15,10 +15,14 @@ An image drawn by a text-to-image model counts as one image. Failed calls count 
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from genfair.models.base import (
@@ -29,6 +33,8 @@ from genfair.models.base import (
     estimated_tokens,
     message_text,
 )
+
+log = logging.getLogger(__name__)
 
 #: how a count was made, as outputs state it
 USAGE_RULE = "the endpoint's usage"
@@ -124,3 +130,92 @@ def record(backend: LLMBackend, request: Request, completion: Completion, source
     counts, rules = count(backend, request, completion)
     getattr(usage, source).add(counts)
     usage.rules |= rules
+
+
+# The ledger of splits: outputs hold only totals (the same bytes whether the cache answered or
+# not), so each generate's cache/sent split is appended to a ledger in the cache folder
+# (:func:`genfair.params.usage_ledger`).
+
+#: the most of the ledger read (its tail): one line (about 500 bytes) per generate, so 4 MiB
+#: holds the latest ~8,000 runs
+LEDGER_READ_BYTES = 4 << 20
+
+
+def ledger_entry(
+    model: str, methodology: str, run: str, usage: Usage, responses: str | None
+) -> dict[str, Any]:
+    """One generate's split: ``responses`` is the sha256 of the responses it wrote (None: it
+    wrote none, e.g. too many errors), which ties the split to the outputs it produced."""
+    from datetime import UTC, datetime
+
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": model,
+        "methodology": methodology,
+        "run": run,
+        "responses": responses,
+        **usage.to_dict(),
+    }
+
+
+def append_entry(path: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` as one JSON line in a single ``O_APPEND`` write, so concurrent
+    generates never interleave within a line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(entry, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """The ledger's entries, oldest first (its last :data:`LEDGER_READ_BYTES`); a line that is
+    not an entry (damaged, cut short) is skipped with a warning naming it."""
+    if not path.is_file():
+        return []
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - LEDGER_READ_BYTES))
+        lines = fh.read().split(b"\n")
+    if size > LEDGER_READ_BYTES:
+        lines = lines[1:]  # the first line read may be cut
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            for source in ("sent", "cached"):
+                entry[source] = Counts(**{k: int(v) for k, v in entry[source].items()})
+            str(entry["model"]), str(entry["methodology"])
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.warning(
+                "%s: line %d is not a usage entry (%s); skipped (delete the line to silence this)",
+                path,
+                number,
+                type(exc).__name__,
+            )
+            continue
+        entries.append(entry)
+    return entries
+
+
+def ledger_totals(entries: list[dict[str, Any]]) -> dict[tuple[str, str], Usage]:
+    """Per (model, methodology), the sent and cached counts of every generate in the ledger."""
+    totals: dict[tuple[str, str], Usage] = {}
+    for entry in entries:
+        usage = totals.setdefault((str(entry["model"]), str(entry["methodology"])), Usage())
+        usage.sent.add(entry["sent"])
+        usage.cached.add(entry["cached"])
+    return totals
+
+
+def latest_split(entries: list[dict[str, Any]], responses: str) -> dict[str, Counts] | None:
+    """The sent and cached counts of the latest generate that wrote responses of sha256
+    ``responses`` (None: none in the ledger)."""
+    for entry in reversed(entries):
+        if entry.get("responses") == responses:
+            return {"sent": entry["sent"], "cached": entry["cached"]}
+    return None

@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from genfair.config import ConfigError, StudyParams, params_from
-from genfair.io import read_json, read_parquet, write_json, write_parquet
+from genfair.io import file_sha256, read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
 from genfair.methodologies.base import StudyResult
 from genfair.models.config import PLACEMENT_KEYS
 from genfair.models.dask_executor import calls_executor
-from genfair.models.usage import recording
-from genfair.params import EXECUTION, PARAMS_FILE, read_params
+from genfair.models.usage import Usage, append_entry, ledger_entry, recording
+from genfair.params import EXECUTION, PARAMS_FILE, read_params, usage_ledger
 from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import (
     configured,
@@ -79,20 +79,42 @@ def generate(
     if limit is not None:
         probes = probes.head(limit)
     open_cache = cache_opener(params)
-    with calls_executor(params.generation, open_cache), recording() as used:
-        responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
-    _log_status("responses", responses["status"])
-    log.info("usage: %s", used.to_dict())
-    check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
-    recorded = run_params(params, model, methodology)
-    if runtime:
-        recorded[RUNTIME] = runtime
-    write_json(recorded, layout.run_params(model, methodology))
-    # the answers' totals: the same whether they came from the cache or not (the split is logged)
-    write_json(
-        {**asdict(used.total()), "rules": sorted(used.rules)}, layout.usage(model, methodology)
-    )
-    return write_parquet(responses, out)
+    used: Usage | None = None
+    written: Path | None = None
+    try:
+        with calls_executor(params.generation, open_cache), recording() as used:
+            responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
+        _log_status("responses", responses["status"])
+        log.info("usage: %s", used.to_dict())
+        check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
+        recorded = run_params(params, model, methodology)
+        if runtime:
+            recorded[RUNTIME] = runtime
+        write_json(recorded, layout.run_params(model, methodology))
+        # the answers' totals: the same whether they came from the cache or not (the split
+        # goes to the cache folder's ledger, below)
+        write_json(
+            {**asdict(used.total()), "rules": sorted(used.rules)}, layout.usage(model, methodology)
+        )
+        written = write_parquet(responses, out)
+        return written
+    finally:  # paid calls are recorded even when interrupted or too many failed
+        if used is not None:
+            _append_split(params, model, methodology, used, written)
+
+
+def _append_split(
+    params: StudyParams, model: str, methodology: str, used: Usage, written: Path | None
+) -> None:
+    """Append the run's cache/sent split to the ledger: a record beside the cache, not an
+    output, so a ledger that cannot be written costs a warning, never the run."""
+    ledger = usage_ledger(params.cache)
+    try:
+        digest = file_sha256(written) if written else None
+        entry = ledger_entry(model, methodology, run_key(model, methodology), used, digest)
+        append_entry(ledger, entry)
+    except OSError as exc:
+        log.warning("%s: the usage ledger was not written (%s); outputs are complete", ledger, exc)
 
 
 #: the blocks of params.yaml besides the run's models and methodology that its steps read;

@@ -23,16 +23,18 @@ import json
 import logging
 import subprocess
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from genfair.config import StudyParams, methodology_config
-from genfair.io import read_json, read_parquet, spreadsheet_safe, write_json
+from genfair.io import file_sha256, read_json, read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
+from genfair.models.usage import latest_split, read_ledger
 from genfair.names import flatten, mlflow_key
-from genfair.params import PARAMS_FILE
+from genfair.params import PARAMS_FILE, usage_ledger
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
@@ -187,6 +189,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     )
     existing = _existing(client, experiment)
     stages = locked_stages(layout.root)
+    ledger = read_ledger(usage_ledger(params.cache))
     logged = 0
     if parent_key in existing:
         parent_id = existing[parent_key].info.run_id
@@ -224,6 +227,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                 key,
                 parent_id,
                 data,
+                split_metrics(ledger, layout.responses(model, name)),
             )
             logged += 1
     log.info(
@@ -334,6 +338,7 @@ def _log_child(
     key: str,
     parent_id: str,
     data: list[DataFile],
+    split: dict[str, float],
 ) -> None:
     config = params.model(model)
     info = model_info(params, model)
@@ -391,7 +396,10 @@ def _log_child(
             for k, v in summary.get("usage", {}).items()
             if isinstance(v, int | float)
         }
-        _log_metrics(mlflow, {**_score_metrics(rows, method.metric_keys), **extra_metrics, **usage})
+        _log_metrics(
+            mlflow,
+            {**_score_metrics(rows, method.metric_keys), **extra_metrics, **usage, **split},
+        )
         for table in sorted(folder.glob("*.parquet")):
             _log_table(mlflow, read_parquet(table), f"{table.stem}.csv")
         if len(rows) > len(scores):
@@ -399,6 +407,21 @@ def _log_child(
         shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
         for figure, file in method.figures(shown, model):
             _log_figure(mlflow, figure, file)
+
+
+def split_metrics(ledger: list[dict[str, Any]], responses: Path) -> dict[str, float]:
+    """``usage.sent.*`` and ``usage.cached.*``: the split of the latest generate (in the
+    cache folder's ledger) that wrote these responses; none when the ledger lacks it (e.g.
+    generated on another machine). Logged with the run, never an output: outputs are the
+    same whether the cache answered or not."""
+    split = latest_split(ledger, file_sha256(responses)) if responses.is_file() else None
+    if split is None:
+        return {}
+    return {
+        f"usage.{source}.{name}": float(value)
+        for source, counts in split.items()
+        for name, value in asdict(counts).items()
+    }
 
 
 def _score_metrics(scores: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, float]:
