@@ -17,7 +17,7 @@ from genfair.methodologies.reads import STEPS, digest_fields, step_config, step_
 from genfair.methodologies.registry import builtin
 from genfair.params import methodology_digests
 from genfair.study.layout import Layout
-from genfair.study.steps import compute_metrics, generate, label, make_probes
+from genfair.study.steps import generate, label, make_probes
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.conf import with_runs
 
