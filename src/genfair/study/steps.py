@@ -201,13 +201,9 @@ def generate_fields(
     """The fields of the methodology's block that ``generate`` of ``model`` reads (its
     ``reads``, and its plants for a simulator): what it records, and depends on."""
     method = get_methodology(methodology)
-    block = written["methodologies"][methodology]
-    plants = plant_fields(method)
-    fields = step_fields(method, "generate")
-    keep = set(block) if fields is None else {*fields, *plants}
-    if params.model(model).backend != "simulated":
-        keep -= set(plants)
-    return {k: v for k, v in block.items() if k in keep}
+    simulated = params.model(model).backend == "simulated"
+    keep = {*step_fields(method, "generate"), *(plant_fields(method) if simulated else ())}
+    return {k: v for k, v in written["methodologies"][methodology].items() if k in keep}
 
 
 def recorded_params(
