@@ -46,13 +46,15 @@ def test_a_planted_rate_reruns_only_the_simulators_calls(
     own_study: tuple[Path, dict[str, str], str],
 ) -> None:
     """The real model's generate, the probes and every label and metrics stage stay up to date:
-    no duplicate MLflow run of SmolLM2 for a rate it never reads."""
+    no duplicate MLflow run of SmolLM2 for a rate it never reads. The plants are one field
+    (``simulated``), so both simulators' generate rerun (the t2i one's answers all cached)."""
     work, env, _ = own_study
     plant = "methodologies.fact_or_fair.simulated.llm.objective.accuracy=0.7"
     _run([*COMPOSE, "-o", plant], work, env)
     changed = status_stages(work, env)
     assert {s for s in changed if not s.startswith(STUDY_LEVEL)} == {
-        "generate@simulated_llm-fact_or_fair"
+        "generate@simulated_llm-fact_or_fair",
+        "generate@simulated_t2i-fact_or_fair",
     }, sorted(changed)
 
 
