@@ -24,7 +24,7 @@ from genfair.cli import main
 from genfair.io import spreadsheet_safe, write_csv
 from genfair.logs import printable, setup
 from genfair.names import MLFLOW_KEY_PATTERN, mlflow_key
-from genfair.params import digests_for
+from genfair.study.runs import compose_digests
 from genfair.study.steps import brief
 from tests.support.mock_openai import Fault, MockOpenAI
 
@@ -304,7 +304,7 @@ def test_genfair_models_shows_config_text_inert(
     path = tmp_path / "params.yaml"
     name = next(iter(raw["models"]))
     raw["models"][name]["description"] = "fine\x1b[2J\nsimulated_llm  llm  ok  \x1b]0;pwned\x07"
-    raw["digests"] = digests_for(raw["models"], raw["methodologies"], raw["instruments"])
+    raw["digests"] = compose_digests(raw["models"], raw["methodologies"], raw["instruments"])
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     assert main(["models", "--params", str(path)]) == 0
     out = capsys.readouterr().out

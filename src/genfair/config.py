@@ -50,9 +50,11 @@ def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
     """Read and validate the study parameters; raise :class:`ConfigError` naming each bad key.
     Every methodology, curation and instrument block is validated now, so a typo fails before
     any work starts; ``digests`` must follow the blocks (:func:`genfair.params.check_digests`)."""
+    from genfair.methodologies.reads import fields_of
+
     raw = read_params(path)
     params = params_from(raw, str(path))
-    check_digests(raw, path)
+    check_digests(raw, path, fields_of)
     return params
 
 

@@ -22,11 +22,17 @@ class IncompleteGeneration(RuntimeError):
     fails; failed calls are never cached, so a rerun asks only them)."""
 
 
+class UndeclaredRead(RuntimeError):
+    """A methodology step read a config field its ``reads`` does not declare (its stage would
+    not rerun when the field changes): a bug of the methodology, named with the fix."""
+
+
 #: exception types whose message is the whole story for the user: one line, no traceback
 EXPECTED: tuple[type[BaseException], ...] = (
     ConfigError,
     CacheError,
     IncompleteGeneration,
+    UndeclaredRead,
     FileNotFoundError,
     KeyError,
     ValueError,

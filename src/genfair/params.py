@@ -10,6 +10,7 @@ the methodologies' own configs on top of it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -226,40 +227,63 @@ class StudyFrame(Strict):
 
 
 def digests_for(
-    models: dict[str, Any], methodologies: dict[str, Any], instruments: dict[str, Any]
+    models: dict[str, Any],
+    methodologies: dict[str, Any],
+    instruments: dict[str, Any],
+    fields: Callable[[str], Mapping[str, Sequence[str] | None]] | None = None,
 ) -> dict[str, Any]:
     """``params.yaml``'s ``digests``: a content hash of each model config, each methodology
     config and the instruments block, as composed. Stages depend on these instead of the blocks:
     DVC rewrites the whole ``dvc.lock`` after each stage, and the blocks copied into it for
     every stage that reads them made up more than half of its lines (and of DVC's time per
-    stage, docs/architecture.md)."""
+    stage, docs/architecture.md).
 
-    def digest(block: Any) -> str:
-        return stable_hash(block, 16)
+    A methodology's digest is ``all`` (its whole block: what the study-level stages read) and,
+    with ``fields`` (name -> step -> the fields the step reads, None: all;
+    :func:`genfair.methodologies.reads.fields_of`), one per step over its own fields: each
+    per-run stage depends on its step's alone."""
 
     return {
-        "models": {name: digest(block) for name, block in models.items()},
-        "methodologies": {name: digest(block) for name, block in methodologies.items()},
-        "instruments": digest(instruments),
+        "models": {name: stable_hash(block, 16) for name, block in models.items()},
+        "methodologies": {
+            name: methodology_digests(block, fields(name) if fields else {})
+            for name, block in methodologies.items()
+        },
+        "instruments": stable_hash(instruments, 16),
     }
 
 
-def _stale_digests(written: Any, expected: dict[str, Any]) -> list[str]:
-    """The keys of ``digests`` whose written value is not the ``expected`` one."""
+def methodology_digests(block: Any, steps: Mapping[str, Sequence[str] | None]) -> dict[str, str]:
+    """A methodology block's digests: ``all``, and one per step of ``steps`` over the fields
+    it names (None: all of them)."""
+
+    if not isinstance(block, dict):
+        return {"all": stable_hash(block, 16)}
+    return {
+        "all": stable_hash(block, 16),
+        **{
+            step: stable_hash(
+                block if keys is None else {k: block[k] for k in keys if k in block}, 16
+            )
+            for step, keys in steps.items()
+        },
+    }
+
+
+def _stale_digests(written: Any, expected: Any, key: str = "digests") -> list[str]:
+    """The keys under ``key`` whose written value is not the ``expected`` one: a methodology
+    is named once (its keys ``expected`` lacks are not compared: the frame checks ``all``)."""
+    if key.startswith("digests.methodologies.") and isinstance(expected, dict):
+        written = written if isinstance(written, dict) else {}
+        return [key] if any(written.get(k) != v for k, v in expected.items()) else []
+    if not isinstance(expected, dict):
+        return [] if written == expected else [key]
     written = written if isinstance(written, dict) else {}
-    stale = [] if set(written) <= set(expected) else ["digests"]
-    for section, value in expected.items():
-        got = written.get(section)
-        if isinstance(value, dict):
-            got = got if isinstance(got, dict) else {}
-            stale += [
-                f"digests.{section}.{key}"
-                for key in sorted(set(value) | set(got))
-                if got.get(key) != value.get(key)
-            ]
-        elif got != value:
-            stale.append(f"digests.{section}")
-    return stale
+    return [
+        stale
+        for k in [*expected, *(k for k in written if k not in expected)]
+        for stale in _stale_digests(written.get(k), expected.get(k), f"{key}.{k}")
+    ]
 
 
 def _named(value: Any, where: str = "") -> Any:
@@ -327,14 +351,22 @@ def read_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
     return raw
 
 
-def check_digests(raw: Any, source: str | Path = PARAMS_FILE) -> None:
+def check_digests(
+    raw: Any,
+    source: str | Path = PARAMS_FILE,
+    fields: Callable[[str], Mapping[str, Sequence[str] | None]] | None = None,
+) -> None:
     """Fail unless ``raw``'s ``digests`` (where it has them) are those of its blocks. A stage
     reruns when its digests change, so a ``params.yaml`` edited by hand (a block changed, its
-    digest not) would leave its stages wrongly up to date."""
+    digest not) would leave its stages wrongly up to date. Without ``fields``
+    (:func:`digests_for`), a methodology's ``all`` digest alone is checked."""
     if not isinstance(raw, dict) or raw.get("digests") is None:
         return
     expected = digests_for(
-        raw.get("models") or {}, raw.get("methodologies") or {}, raw.get("instruments") or {}
+        raw.get("models") or {},
+        raw.get("methodologies") or {},
+        raw.get("instruments") or {},
+        fields,
     )
     stale = _stale_digests(raw["digests"], expected)
     if stale:

@@ -59,14 +59,21 @@ def test_generate_records_exactly_the_blocks_the_run_reads(
         "toy_quiz"
     ]
 
-    # params.yaml changes after generate ran: label and metrics still see what generate ran with
+    # params.yaml changes after generate ran: label and metrics read the methodology's fields
+    # from it (each stage depends on the digest of the fields its step reads), and the seed and
+    # models generate ran with from its record
     edited = yaml.safe_load(path.read_text())
     edited["methodologies"]["toy_quiz"]["questions"] = 99
     edited["cache"] = {"dir": "elsewhere"}
+    edited["seed"] = params.seed + 1
     path.write_text(yaml.safe_dump(edited))
+    stale = "digests.methodologies.toy_quiz do not follow.*edited by hand"
+    with pytest.raises(ConfigError, match=stale):
+        recorded_params("simulated_llm", "toy_quiz", layout, str(path))
+    path.write_text(yaml.safe_dump(with_runs(edited)))
     recorded = recorded_params("simulated_llm", "toy_quiz", layout, str(path))
     assert isinstance(recorded, StudyParams)
-    assert recorded.methodologies == {"toy_quiz": {"questions": 12}}
+    assert recorded.methodologies == {"toy_quiz": {"questions": 99}}
     assert (
         recorded.models["simulated_llm"] == params.models["simulated_llm"]
         and recorded.seed == params.seed
@@ -85,14 +92,17 @@ def test_a_run_that_reads_other_models_records_them(tmp_path: Path) -> None:
 
 def test_every_run_of_the_study_reads_back_the_params_it_recorded() -> None:
     """Through JSON and back (keys become strings, floats keep every digit): each run's
-    methodology config, models and instruments validate to what params.yaml gives."""
+    generate fields, models and instruments validate to what params.yaml gives."""
     params = load_params(ROOT / "params.yaml")
     assert params.runs
     for run in params.runs.values():
         model, methodology = run["model"], run["methodology"]
         written = json.loads(json.dumps(run_params(params, model, methodology)))
         back = params_from({"scale": params.scale, **written}, "run_params.json")
-        assert methodology_config(back, methodology) == methodology_config(params, methodology), run
+        recorded, configured = (methodology_config(p, methodology) for p in (back, params))
+        assert {f: getattr(recorded, f) for f in written["methodologies"][methodology]} == {
+            f: getattr(configured, f) for f in written["methodologies"][methodology]
+        }, run
         assert back.models == {m: params.models[m] for m in back.models} and model in back.models
         assert back.instruments == params.instruments and back.seed == params.seed
 

@@ -10,11 +10,11 @@ import yaml
 
 from genfair.cli import compose
 from genfair.config import ConfigError, load_params
-from genfair.params import digests_for, load_frame
+from genfair.params import load_frame
 from genfair.study import steps
 from genfair.study.context import step_context
 from genfair.study.layout import Layout
-from genfair.study.runs import check_runs, model_hash, runs_for
+from genfair.study.runs import check_runs, compose_digests, model_hash, runs_for
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
@@ -115,7 +115,7 @@ def test_params_edited_by_hand_name_the_stale_runs_and_the_fix(tmp_path: Path) -
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
     data["models"]["extra"] = dict(data["models"]["simulated_llm"])  # a copy: no YAML alias
     # its digests made again: this test is about runs
-    data["digests"] = digests_for(data["models"], data["methodologies"], data["instruments"])
+    data["digests"] = compose_digests(data["models"], data["methodologies"], data["instruments"])
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(
@@ -139,14 +139,17 @@ def test_a_block_edited_by_hand_names_its_stale_digest_and_the_fix(tmp_path: Pat
             load(path)
     # composed, params.yaml's digests are its blocks' (as the resolver computed them)
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
-    assert raw["digests"] == digests_for(raw["models"], raw["methodologies"], raw["instruments"])
-    assert len(set(raw["digests"]["methodologies"].values())) == len(raw["methodologies"])
+    composed = compose_digests(raw["models"], raw["methodologies"], raw["instruments"])
+    assert raw["digests"] == composed
+    assert len({d["all"] for d in raw["digests"]["methodologies"].values()}) == len(
+        raw["methodologies"]
+    )
 
 
 def test_a_read_model_edited_by_hand_names_the_run_and_the_fix(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "params.yaml").read_text())
     data["models"]["smollm2"]["sampling"]["max_tokens"] = 17  # OpenBias's proposer
-    data["digests"] = digests_for(data["models"], data["methodologies"], data["instruments"])
+    data["digests"] = compose_digests(data["models"], data["methodologies"], data["instruments"])
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(

@@ -382,6 +382,17 @@ class Methodology(ABC):
     #: methodology's resampling unit, e.g. ``probe_id``); None: its models are not compared
     paired_unit: ClassVar[str | None] = None
 
+    #: the fields of :attr:`Config` each step reads, by step (``probes``, ``generate``,
+    #: ``label``, ``metrics``, ``study``): its stage depends on these alone (params.yaml's
+    #: ``digests.methodologies.<name>.<step>``) and the step is handed a config that refuses
+    #: any other field (:mod:`genfair.methodologies.reads`). A step not named reads every
+    #: field (the safe default); score, track and report read them all
+    reads: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: the fields of :attr:`Config` that plant a simulator's answers: a simulator's
+    #: ``generate`` reads them too, a real model's sees their defaults (a planted rate reruns
+    #: only the simulators' runs)
+    plants: ClassVar[tuple[str, ...]] = ("simulated",)
+
     #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
     sample_view: ClassVar[SampleView] = SampleView()
 

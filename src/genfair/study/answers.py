@@ -64,7 +64,7 @@ def answer(
     """The methodology's ``generate`` of ``probes`` on the model, through the cache (its
     images exported under ``layout``): every call answered or recorded as failed; and how
     the model ran here (a local backend's engine and dtype, :attr:`LLMBackend.runtime`)."""
-    method, config = configured(params, methodology)
+    method, config = configured(params, methodology, "generate", model)
     backend = build_backend(params.model(model))
     try:
         with open_cache() as cache:

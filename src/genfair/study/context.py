@@ -15,6 +15,7 @@ from genfair.config import (
 from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
+from genfair.methodologies.reads import step_config
 from genfair.params import cache_dir
 from genfair.study.layout import Layout
 from genfair.study.runs import measures
@@ -113,9 +114,17 @@ def study_context(params: StudyParams, methodology: str, layout: Layout) -> Stud
     )
 
 
-def configured(params: StudyParams, name: str) -> tuple[Methodology, Any]:
-    """The methodology ``name`` and its validated config."""
-    return get_methodology(name), methodology_config(params, name)
+def configured(
+    params: StudyParams, name: str, step: str | None = None, model: str | None = None
+) -> tuple[Methodology, Any]:
+    """The methodology ``name`` and its validated config; for a ``step``, the config as that
+    step may read it (of ``model``'s run, for ``generate``:
+    :func:`genfair.methodologies.reads.step_config`)."""
+    method, config = get_methodology(name), methodology_config(params, name)
+    if step is None:
+        return method, config
+    simulated = model is not None and params.model(model).backend == "simulated"
+    return method, step_config(method, config, step, simulated)
 
 
 __all__ = [

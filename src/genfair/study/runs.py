@@ -33,11 +33,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from genfair.config import ConfigError, StudyParams
 from genfair.methodologies import get_methodology, names
+from genfair.methodologies.reads import fields_of, plant_fields
 from genfair.methodologies.registry import code_path
 from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
-from genfair.params import digests_for
+from genfair.params import digests_for, methodology_digests
 
 __all__ = [
     "check_runs",
@@ -105,11 +106,27 @@ def runs_for(
             "methodology": name,
             "reads": dict(reads[name]),  # its own: a YAML dump of shared dicts has aliases
             "code": code[name],
+            # a simulator's generate reads the methodology's planted rates; a real model's not
+            **({"plants": _plants(name, methodologies[name])} if _simulated(model_config) else {}),
         }
         for model, model_config in models.items()
         for name in methodologies
         if measures(name, str(modality_of(model_config)))
     }
+
+
+def _simulated(config: Any) -> bool:
+    backend = (
+        config.get("backend") if isinstance(config, Mapping) else getattr(config, "backend", None)
+    )
+    return backend == "simulated"
+
+
+def _plants(methodology: str, block: Any) -> str:
+    """The digest of ``methodology``'s plant fields in ``block`` (``digests...plants``)."""
+    return methodology_digests(block, {"plants": plant_fields(get_methodology(methodology))})[
+        "plants"
+    ]
 
 
 def _reads(methodology: str, config: Any, models: Mapping[str, Any]) -> dict[str, str]:
@@ -158,7 +175,7 @@ def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
 def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[str, Any]:
     """The ``genfair_digests`` resolver: ``digests`` (:func:`genfair.params.digests_for`) from
     the composed ``models``, ``methodologies`` and ``instruments``."""
-    return digests_for(_plain(models), _plain(methodologies), _plain(instruments))
+    return digests_for(_plain(models), _plain(methodologies), _plain(instruments), fields_of)
 
 
 def compose_sizes(methodologies: Any, scale: str) -> dict[str, str | None]:

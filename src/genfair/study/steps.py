@@ -19,11 +19,19 @@ import pandas as pd
 from genfair.config import ConfigError, StudyParams, params_from
 from genfair.io import file_sha256, read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
+from genfair.methodologies import get_methodology
 from genfair.methodologies.base import StudyResult
+from genfair.methodologies.reads import fields_of, plant_fields, step_config, step_fields
 from genfair.models.config import PLACEMENT_KEYS
 from genfair.models.dask_executor import calls_executor
 from genfair.models.usage import Usage, append_entry, ledger_entry, recording
-from genfair.params import EXECUTION, PARAMS_FILE, read_params, usage_ledger
+from genfair.params import (
+    EXECUTION,
+    PARAMS_FILE,
+    check_digests,
+    read_params,
+    usage_ledger,
+)
 from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import (
     configured,
@@ -43,8 +51,10 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
     from genfair.study.footprint import check_footprint
 
     method, config = configured(params, methodology)
-    check_footprint(method, config)  # a run this machine cannot hold: refused before building
-    probes = method.build_probes(config, params.seed)
+    # a run this machine cannot hold: refused before building (it reads every size, and
+    # writes nothing)
+    check_footprint(method, config)
+    probes = method.build_probes(step_config(method, config, "probes"), params.seed)
     by = next((c for c in ("modality", "context", "prompt_type", "sector") if c in probes), None)
     counts = ", ".join(f"{k}: {v}" for k, v in probes[by].value_counts().items()) if by else ""
     log.info("%d probes%s", len(probes), f" ({counts})" if counts else "")
@@ -141,28 +151,47 @@ def run_params(params: StudyParams, model: str, methodology: str) -> dict[str, A
     return {
         **{k: v for k, v in written.items() if k in RUN_BLOCKS},
         "models": {m: written["models"][m] for m in run_models(params, model, methodology)},
-        "methodologies": {methodology: written["methodologies"][methodology]},
+        "methodologies": {methodology: generate_fields(params, model, methodology, written)},
     }
+
+
+def generate_fields(
+    params: StudyParams, model: str, methodology: str, written: dict[str, Any]
+) -> dict[str, Any]:
+    """The fields of the methodology's block that ``generate`` of ``model`` reads (its
+    ``reads``, and its plants for a simulator): what it records, and depends on."""
+    method = get_methodology(methodology)
+    simulated = params.model(model).backend == "simulated"
+    keep = {*step_fields(method, "generate"), *(plant_fields(method) if simulated else ())}
+    return {k: v for k, v in written["methodologies"][methodology].items() if k in keep}
 
 
 def recorded_params(
     model: str, methodology: str, layout: Layout = Layout(), path: str = PARAMS_FILE
 ) -> StudyParams:
     """The params ``generate@<model>-<methodology>`` recorded (:func:`run_params`), with
-    :data:`SETTINGS` from ``path``: the params of the run's label and metrics steps."""
+    :data:`SETTINGS` and the methodology's block from ``path``: the params of the run's label
+    and metrics steps (each reads only the fields of the block it declares)."""
     recorded = layout.run_params(model, methodology)
     written = read_json(
         recorded, ConfigError, f"generate@{run_key(model, methodology)} writes it (`dvc repro`)"
     )
     written.pop(RUNTIME, None)
     raw = read_params(path)
-    return params_from({**{k: raw[k] for k in SETTINGS if k in raw}, **written}, str(recorded))
+    # the methodology's own fields from params.yaml: each step reads those it declares (its
+    # stage depends on their digest), generate's record holds generate's alone
+    check_digests(raw, path, fields_of)
+    block = (raw.get("methodologies") or {}).get(methodology)
+    own = {"methodologies": {methodology: block}} if isinstance(block, dict) else {}
+    return params_from(
+        {**{k: raw[k] for k in SETTINGS if k in raw}, **written, **own}, str(recorded)
+    )
 
 
 def label(params: StudyParams, model: str, methodology: str, layout: Layout = Layout()) -> Path:
     out = layout.labels(model, methodology)
     _check_run(params, model, methodology)
-    method, config = configured(params, methodology)
+    method, config = configured(params, methodology, "label")
     probes = read_parquet(layout.probes(methodology))
     responses = read_parquet(layout.responses(model, methodology))
     labels = method.label(
@@ -183,7 +212,7 @@ def compute_metrics(
     scores table logged, unless the caller prints it: ``genfair try``)."""
     folder = layout.metrics(model, methodology)
     _check_run(params, model, methodology)
-    method, config = configured(params, methodology)
+    method, config = configured(params, methodology, "metrics")
     labels = read_parquet(layout.labels(model, methodology))
     result = method.metrics(labels, config, step_context(params, model, methodology, layout))
     write_parquet(result.scores, folder / "scores.parquet")
@@ -214,7 +243,7 @@ def compute_metrics(
 def study_step(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
     """The methodology's study-level step over every model that runs it (an empty
     ``summary.json`` when it has none, or no model runs it)."""
-    method, config = configured(params, methodology)
+    method, config = configured(params, methodology, "study")
     folder = layout.study(methodology)
     folder.mkdir(parents=True, exist_ok=True)
     result = method.study(config, study_context(params, methodology, layout))

@@ -43,6 +43,7 @@ from genfair.methodologies.fact_or_fair.scores import (
     per_statistic,
     score_cells,
 )
+from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
@@ -67,6 +68,15 @@ LABEL_COLUMNS = [
     "context_gender",
     "context_behaviour",
 ]
+
+
+#: the config fields only the metrics step reads (how answers are scored, not asked)
+SCORING_FIELDS = (
+    "kld_pseudocount", "bootstrap_resamples", "confidence_level", "interval_method", "formulas",
+    "kld_aggregation", "kld_smoothing", "kld_epsilon", "kld_log_base", "zero_kl_score",
+    "subjective_cell_scope", "distance_axis", "score_ground_truth", "subjective_fact_statistics",
+    "distance_search",
+)  # fmt: skip
 
 
 def _headline(context: str, attribute: str) -> Headline:
@@ -96,6 +106,14 @@ class FactOrFair(Methodology):
     )
     modalities = ("llm", "t2i")
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
+    #: the fields each step reads (its stage depends on them alone); the scoring choices are
+    #: the metrics step's: changing one reruns metrics and what follows, never the calls
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": every_field_but(FactOrFairConfig, *SCORING_FIELDS),
+        "generate": every_field_but(FactOrFairConfig, *SCORING_FIELDS),
+        "label": ("t2i",),
+        "study": (),
+    }
     metric_keys = ("context", "attribute")
     # §4.3: the distance to the trade-off curve's best point, lower is better
     ranking = Ranking(("context", "attribute"), "distance", True)

@@ -80,6 +80,7 @@ from genfair.methodologies.iris.tournament import (
     tournament_counts,
     tournament_probes,
 )
+from genfair.methodologies.reads import every_field_but
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict
 
@@ -116,6 +117,15 @@ class Iris(Methodology):
     )
     modalities = ("llm", "t2i", "vlm")
     Config: ClassVar[type[IrisConfig]] = IrisConfig
+    #: the fields each step reads (its stage depends on them alone): the metrics options are
+    #: the label and metrics steps', the scoring the study step's
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": every_field_but(IrisConfig, "metrics", "scoring", "formulas", "jsd_base"),
+        "generate": every_field_but(IrisConfig, "metrics", "scoring", "formulas", "jsd_base"),
+        "label": every_field_but(IrisConfig, "scoring"),
+        "metrics": every_field_but(IrisConfig, "scoring"),
+        "study": ("scoring",),
+    }
     metric_keys = ("sector", "metric")
     #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
     #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``

@@ -49,6 +49,7 @@ from genfair.methodologies.lvlm_facet.groups import (
 )
 from genfair.methodologies.lvlm_facet.labels import label_answers
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
+from genfair.methodologies.reads import every_field_but
 from genfair.metrics.recall import POOLED
 from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
@@ -59,6 +60,10 @@ __all__ = ["LvlmFacet"]
 POLICY = "lvlm_facet"
 #: backends that answer the direct question only (CLIP zero-shot classifies the image)
 DIRECT_ONLY_BACKENDS = ("clip",)
+
+
+_MATCHING = ("encoder", "min_similarity")
+_SCORING = ("confidence", "empty_group_recall")
 
 
 def _headline(attribute: str, prompt: str) -> Headline:
@@ -83,6 +88,15 @@ class LvlmFacet(Methodology):
     title: ClassVar[str] = "LVLM-FACET: recall of vision-language models per demographic group"
     modalities = ("vlm",)
     Config: ClassVar[type[LvlmFacetConfig]] = LvlmFacetConfig
+    #: the fields each step reads (its stage depends on them alone): answer matching is the
+    #: label step's, the intervals the metrics step's
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": every_field_but(LvlmFacetConfig, *_MATCHING, *_SCORING),
+        "generate": every_field_but(LvlmFacetConfig, *_MATCHING, *_SCORING),
+        "label": every_field_but(LvlmFacetConfig, *_SCORING),
+        "metrics": (*_MATCHING, *_SCORING, "classes"),
+        "study": (),
+    }
     metric_keys = ("measure", "prompt", "attribute", "class", "group")
     ranking = Ranking(("measure", "prompt", "attribute", "class", "group"), "abs_disparity", True)
     headline = tuple(_headline(a, p) for p in PROMPT_KINDS for a in ATTRIBUTES)

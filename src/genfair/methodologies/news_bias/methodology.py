@@ -76,6 +76,7 @@ from genfair.methodologies.news_bias.sentence_level import (
     summarize_sentence_level,
 )
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
+from genfair.methodologies.reads import every_field_but
 from genfair.models.base import stable_hash
 from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
@@ -125,6 +126,12 @@ SCORE_COLUMNS = [
 ATTRIBUTES = ("gender", "race")
 
 
+#: the config fields that measure the articles (the metrics and study steps'); documents last
+MEASURING_FIELDS = (
+    "gender_words", "occupations", "names", "toxicity", "confidence_level", "documents",
+)  # fmt: skip
+
+
 def _headline(level: str, attribute: str, measure: str) -> Headline:
     return Headline(
         f"unbiased.{level}.{attribute}.{measure}",
@@ -151,6 +158,15 @@ class NewsBias(Methodology):
     )
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
+    #: the fields each step reads (its stage depends on them alone): the word lists, the
+    #: toxicity instrument and the topic model are the measuring steps', never the calls'
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": every_field_but(NewsBiasConfig, *MEASURING_FIELDS, "refusal_similarity"),
+        "generate": every_field_but(NewsBiasConfig, *MEASURING_FIELDS, "refusal_similarity"),
+        "label": ("refusal_similarity",),
+        "metrics": (*MEASURING_FIELDS[:-1], "prompt_types", "refusal_similarity"),
+        "study": ("documents", "gender_words", "occupations", "names", "confidence_level"),
+    }
     metric_keys = ("prompt_type", "level", "attribute", "measure")
     # W, S, T: lower is less biased; a refusal of a biased prompt is not a worse answer (not ranked)
     ranking = Ranking(

@@ -67,6 +67,7 @@ from genfair.methodologies.open_bias.proposals import (
 )
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
+from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, Verdict
@@ -144,6 +145,14 @@ class OpenBias(Methodology):
     title: ClassVar[str] = "OpenBias: open-set bias discovery in text-to-image models"
     modalities = ("t2i",)
     Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
+    #: the fields each step reads (its stage depends on them alone): the severity scoring is
+    #: the metrics step's, the answer threshold the label step's
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": every_field_but(OpenBiasConfig, "severity", "answer_threshold"),
+        "generate": every_field_but(OpenBiasConfig, "severity", "answer_threshold"),
+        "label": every_field_but(OpenBiasConfig, "severity"),
+        "study": (),
+    }
     metric_keys = ("bias_key",)
     #: models compared bias by bias (every t2i model gets the same knowledge base): lower
     #: severity is less biased
