@@ -11,8 +11,6 @@ curated data and the response cache), so none depends on another being in the st
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +21,7 @@ from tests.support.conf import ROOT
 from tests.support.project import (
     commit,
     copy_project,
+    install_methodology,
     run,
     stale_after_code_edit,
     status_stages,
@@ -37,20 +36,6 @@ pytestmark = [
 ]
 #: the simulators; SmolLM2 stays out (its answers cost time and prove nothing here)
 MODELS = ("smollm2",)
-
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=77"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "genfair-toy-quiz"
-version = "0.1.0"
-dependencies = ["genfair"]
-
-[project.entry-points."genfair.methodologies"]
-toy_quiz = "genfair_toy_quiz:Quiz"
-"""
 
 
 def _only(methodology: str, *extra: str) -> list[str]:
@@ -77,32 +62,8 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     work = tmp_path_factory.mktemp("contract")
     env = study_env(work)
     copy_project(work)
-    package = tmp_path_factory.mktemp("toy_quiz_package")
-    (package / "pyproject.toml").write_text(PYPROJECT)
-    (package / "genfair_toy_quiz").mkdir()
-    (package / "genfair_toy_quiz/__init__.py").write_text(
-        (ROOT / "tests/study/toy_methodology.py").read_text()
-    )
-    site = tmp_path_factory.mktemp(
-        "site"
-    )  # an install target on the path: the shared venv stays as it is
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(site),
-            str(package),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    where = tmp_path_factory.mktemp("toy_quiz_package")
+    site = install_methodology(ROOT / "tests/study/toy_methodology.py", "toy_quiz=Quiz", where)
     env["PYTHONPATH"] = f"{site}:{env.get('PYTHONPATH', '')}".rstrip(":")
     # its one config (the methodology's fields) and its sizes per scale
     # its planted rate is its own: editing it reruns only the quiz's simulated calls
