@@ -21,12 +21,12 @@ from tests.support.conf import ROOT
 from tests.support.project import (
     commit,
     copy_project,
+    install_methodology,
     run,
     stale_after_code_edit,
     status_stages,
     study_env,
 )
-from tests.support.toy_package import install_toy_quiz
 
 BUILTIN = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
 #: one copy, six studies built in it in turn (curated data and response cache shared)
@@ -62,9 +62,9 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     work = tmp_path_factory.mktemp("contract")
     env = study_env(work)
     copy_project(work)
-    install_toy_quiz(
-        tmp_path_factory.mktemp("toy_quiz_package"), tmp_path_factory.mktemp("site"), env
-    )
+    where = tmp_path_factory.mktemp("toy_quiz_package")
+    site = install_methodology(ROOT / "tests/study/toy_methodology", "toy_quiz=Quiz", where)
+    env["PYTHONPATH"] = f"{site}:{env.get('PYTHONPATH', '')}".rstrip(":")
     # its one config (the methodology's fields) and its sizes per scale
     # its planted rate is its own: editing it reruns only the quiz's simulated calls
     (work / "conf/methodology/toy_quiz.yaml").write_text(

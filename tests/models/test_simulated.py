@@ -10,11 +10,17 @@ import pytest
 
 from genfair.models import build_backend
 from genfair.models.base import Request
-from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
+from genfair.models.config import (
+    SimulatedCategoricalPolicy,
+    SimulatedModelConfig,
+    SimulatedPolicy,
+)
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.simulated import INVALID, REFUSAL, SimulatedLLM
 
 N = 4000
+#: draws of a categorical plant (each share checked within its 99.9% Wilson interval)
+N_DRAWS = 2000
 
 
 def simulator(**policies) -> SimulatedLLM:
@@ -328,3 +334,118 @@ def test_image_and_vlm_questions_are_validated_where_they_are_made() -> None:
     }
     assert ChoiceQuestion.from_meta(meta).letters == ["a", "b"]
     assert ImageChoiceQuestion.from_meta(meta).group == "male"
+
+
+# ---- the categorical plant: any methodology's distribution over its question's options
+
+
+def categorical(**fields) -> SimulatedCategoricalPolicy:
+    return SimulatedCategoricalPolicy(kind="categorical", **fields)
+
+
+def pronoun_request(seed: int, plant: SimulatedCategoricalPolicy, group: str | None = None):
+    question = ChoiceQuestion(
+        policy="pronouns", letters=["he", "she", "they"], group=group, plant=plant
+    )
+    return Request(messages=({"role": "user", "content": "q"},), seed=seed, meta=question.meta())
+
+
+def share_in_interval(count: int, n: int, p: float) -> bool:
+    """``p`` lies in the 99.9% Wilson interval of ``count`` of ``n`` (scipy)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(count, n).proportion_ci(0.999, method="wilson")
+    return ci.low <= p <= ci.high
+
+
+def test_a_categorical_plant_answers_its_distribution_in_either_shape() -> None:
+    planted = {"he": 0.6, "she": 0.3, "they": 0.1}
+    sim = simulator()
+    as_json = [
+        sim.answer(pronoun_request(s, categorical(distribution=planted))) for s in range(N_DRAWS)
+    ]
+    as_text = [
+        sim.answer(pronoun_request(s, categorical(distribution=planted, answer="text")))
+        for s in range(N_DRAWS)
+    ]
+    # the same draws, written as {"answer": ...} or as the bare option
+    assert [json.loads(t) for t in as_json] == [{"answer": t} for t in as_text]
+    counts = Counter(as_text)
+    assert set(counts) == set(planted)
+    for option, p in planted.items():
+        assert share_in_interval(counts[option], N_DRAWS, p), counts
+        assert not share_in_interval(counts[option], N_DRAWS, p + 0.1), counts  # the test has power
+
+
+def test_a_categorical_plant_per_group_and_an_option_never_planted() -> None:
+    plant = categorical(
+        distribution={"he": 0.6, "she": 0.4},
+        by_group={"nurse": {"he": 0.1, "she": 0.8, "they": 0.1}},
+    )
+    sim = simulator()
+    nurse = Counter(sim.answer(pronoun_request(s, plant, "nurse")) for s in range(N_DRAWS))
+    pilot = Counter(sim.answer(pronoun_request(s, plant, "pilot")) for s in range(N_DRAWS))
+    assert share_in_interval(nurse[json.dumps({"answer": "she"})], N_DRAWS, 0.8), nurse
+    # a group not listed takes `distribution`, which never answers "they"
+    assert share_in_interval(pilot[json.dumps({"answer": "he"})], N_DRAWS, 0.6), pilot
+    assert json.dumps({"answer": "they"}) not in pilot
+
+
+def test_a_categorical_plant_refuses_and_rambles_at_its_rates() -> None:
+    plant = categorical(distribution={"he": 1.0}, refusal_rate=0.1, invalid_rate=0.2)
+    texts = Counter(simulator().answer(pronoun_request(s, plant)) for s in range(N_DRAWS))
+    assert share_in_interval(texts[REFUSAL], N_DRAWS, 0.1) and share_in_interval(
+        texts[INVALID], N_DRAWS, 0.2
+    )
+    assert set(texts) == {REFUSAL, INVALID, json.dumps({"answer": "he"})}
+
+
+def test_a_categorical_plant_is_validated_where_it_is_written_and_used() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="must sum to 1, got 0.9"):
+        categorical(distribution={"he": 0.6, "she": 0.3})
+    with pytest.raises(ValidationError, match=r"by_group.nurse: the probabilities must sum to 1"):
+        categorical(distribution={"he": 1.0}, by_group={"nurse": {"she": 0.5}})
+    with pytest.raises(ValidationError, match="needs a `distribution` or `by_group`"):
+        categorical()
+    with pytest.raises(ValidationError, match="less than or equal to 1"):
+        categorical(distribution={"he": 1.5, "she": -0.5})
+    with pytest.raises(ValidationError, match="refusal_rate \\+ invalid_rate"):
+        categorical(distribution={"he": 1.0}, refusal_rate=0.6, invalid_rate=0.6)
+    # at the methodology's call: an option the question does not offer, a group without one
+    with pytest.raises(ValueError, match=r"names options \['it'\] that the question does not"):
+        pronoun_request(1, categorical(distribution={"he": 0.5, "it": 0.5}))
+    with pytest.raises(ValueError, match="no distribution for group 'pilot': add it to `by_group`"):
+        pronoun_request(1, categorical(by_group={"nurse": {"she": 1.0}}), "pilot")
+    # a categorical plant on a rewrite question is refused like any other mismatch
+    with pytest.raises(ValueError, match="is a categorical policy, but the call asks a rewrite"):
+        simulator(news={"kind": "categorical", "distribution": {"he": 1.0}}).answer(
+            Request(messages=(), seed=1, meta={"policy": "news", "article": "She said."})
+        )
+
+
+def test_a_categorical_plant_keys_its_calls_and_may_be_a_named_policy() -> None:
+    from genfair.models.cache import ResponseCache
+
+    sim = simulator()
+
+    def key(plant: SimulatedCategoricalPolicy) -> str:
+        request = pronoun_request(3, plant)
+        return ResponseCache.key(sim.request_fingerprint(request), request)
+
+    plant = categorical(distribution={"he": 0.6, "she": 0.3, "they": 0.1})
+    assert key(plant) == key(plant.model_copy())
+    assert key(plant) != key(plant.model_copy(update={"answer": "text"}))
+    assert key(plant) != key(categorical(distribution={"he": 0.5, "she": 0.4, "they": 0.1}))
+    # a study may configure one on the simulated model for calls that carry no plant
+    named = simulator(pronouns={"kind": "categorical", "distribution": {"they": 1.0}})
+    request = Request(
+        messages=(),
+        seed=1,
+        meta=ChoiceQuestion(policy="pronouns", letters=["he", "she", "they"]).meta(),
+    )
+    assert named.answer(request) == json.dumps({"answer": "they"})
+    wrong = simulator(pronouns={"kind": "categorical", "distribution": {"it": 1.0}})
+    with pytest.raises(ValueError, match=r"names options \['it'\]"):
+        wrong.answer(request)

@@ -45,6 +45,7 @@ __all__ = [
     "commit",
     "copy_project",
     "copy_study",
+    "install_methodology",
     "run",
     "stale_after_code_edit",
     "status_stages",
@@ -101,6 +102,33 @@ def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
         env,
     )
     commit(work, env)
+
+
+def install_methodology(module: Path, entry: str, where: Path) -> Path:
+    """The methodology class ``entry`` (``<name>=<Class>``) of ``module`` (one file, or a
+    package folder) made a distribution of its own (``genfair-<name>``: its ``pyproject.toml``
+    declares the entry point, as docs/architecture.md's "Adding a methodology" says), installed
+    with ``pip install --target`` into ``where/site`` (the shared venv stays as it is); the
+    folder to put on the study's ``PYTHONPATH``."""
+    name, cls = entry.split("=")
+    package, site = where / "package", where / "site"
+    if module.is_dir():  # a package: __init__.py, config.py, methodology.py (the layout)
+        shutil.copytree(
+            module, package / f"genfair_{name}", ignore=shutil.ignore_patterns("__pycache__")
+        )
+    else:  # one file
+        (package / f"genfair_{name}").mkdir(parents=True)
+        (package / f"genfair_{name}/__init__.py").write_text(module.read_text())
+    (package / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'\n[project]\nname = "genfair-{name}"\nversion = "0.1.0"\ndependencies = ["genfair"]\n'
+        f'\n[project.entry-points."genfair.methodologies"]\n{name} = "genfair_{name}:{cls}"\n'
+    )
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [*pip, "--no-index", "--target", str(site), str(package)], check=True, capture_output=True
+    )
+    return site
 
 
 def always_changed(work: Path) -> set[str]:

@@ -20,7 +20,15 @@ from pydantic import (
     model_validator,
 )
 
-from genfair.limits import MAX_ATTEMPTS, MAX_ITERATIONS, MAX_PARALLEL, MAX_SIDE, MAX_TOKENS
+from genfair.limits import (
+    MAX_ATTEMPTS,
+    MAX_ITERATIONS,
+    MAX_PARALLEL,
+    MAX_RECORDS,
+    MAX_SIDE,
+    MAX_SMALL,
+    MAX_TOKENS,
+)
 from genfair.models.rate_limit import parse_rate
 from genfair.models.redaction import key_env_problem
 from genfair.strict import Strict
@@ -286,6 +294,67 @@ class SimulatedRewritePolicy(Strict):
     refusal_rate: Probability = 0.0
 
 
+#: how far a planted distribution's probabilities may sum from 1 (what a YAML file's decimals lose)
+_SUM_TOLERANCE = 1e-6
+#: a planted distribution: option -> probability
+Distribution = Annotated[dict[str, Probability], Field(max_length=MAX_SMALL)]
+
+
+class SimulatedCategoricalPolicy(_Strict):
+    """SIMULATOR: a categorical plant for a multiple-choice probe, for any methodology: the
+    simulated LLM answers option ``o`` of the question with probability ``distribution[o]``,
+    or ``by_group[g][o]`` when the question's ``group`` is a listed ``g`` (a group not listed
+    uses ``distribution``; an error when that is empty). An option of the question left out of
+    the distribution is never answered; a named option the question does not offer is an
+    error where the call is made. Before drawing it refuses with ``refusal_rate`` and rambles
+    with ``invalid_rate``, as the choice policy does. ``answer`` is the answer's shape:
+    ``json`` writes ``{"answer": "<option>"}``, ``text`` the option alone.
+
+    E.g. a pronoun completion: ``{kind: categorical, distribution: {he: 0.6, she: 0.3,
+    they: 0.1}, by_group: {nurse: {he: 0.1, she: 0.8, they: 0.1}}}``."""
+
+    kind: Literal["categorical"]
+    distribution: Distribution = {}
+    by_group: dict[str, Annotated[Distribution, Field(min_length=1)]] = Field(
+        {}, max_length=MAX_RECORDS
+    )
+    refusal_rate: Probability = 0.0
+    invalid_rate: Probability = 0.0
+    answer: Literal["json", "text"] = "json"
+
+    @model_validator(mode="after")
+    def _distributions(self) -> SimulatedCategoricalPolicy:
+        if not self.distribution and not self.by_group:
+            raise ValueError("a categorical plant needs a `distribution` or `by_group`")
+        if self.refusal_rate + self.invalid_rate > 1:
+            raise ValueError("refusal_rate + invalid_rate must be at most 1")
+        named = {f"by_group.{g}": d for g, d in self.by_group.items()}
+        for where, shares in ({"distribution": self.distribution} | named).items():
+            total = sum(shares.values())
+            if shares and abs(total - 1) > _SUM_TOLERANCE:
+                raise ValueError(f"{where}: the probabilities must sum to 1, got {total:g}")
+        return self
+
+    def weights(self, options: list[str], group: str | None) -> list[float]:
+        """The probability of each of ``options`` planted for ``group`` (``distribution`` for
+        a group not listed); ``ValueError`` when the plant has none for ``group`` or names an
+        option not offered."""
+        shares = self.distribution if group is None else self.by_group.get(group, self.distribution)
+        if not shares:
+            raise ValueError(
+                f"the categorical plant (a methodology's `simulated` config) has no "
+                f"distribution for group {group!r}: add it to "
+                f"`by_group` (listed: {sorted(self.by_group)[:5]}) or set `distribution`"
+            )
+        if not set(shares) <= set(options):
+            raise ValueError(
+                f"the categorical plant (a methodology's `simulated` config) names options "
+                f"{sorted(set(shares) - set(options))[:5]} "
+                f"that the question does not offer (options: {options[:10]})"
+            )
+        return [shares.get(option, 0.0) for option in options]
+
+
 def _policy_kind(value: Any) -> str:
     """The union tag of a simulator policy: its ``kind``, ``choice`` when absent."""
     if isinstance(value, dict):
@@ -294,7 +363,15 @@ def _policy_kind(value: Any) -> str:
 
 
 SimulatorPolicy = Annotated[
-    Annotated[SimulatedPolicy, Tag("choice")] | Annotated[SimulatedRewritePolicy, Tag("rewrite")],
+    Annotated[SimulatedPolicy, Tag("choice")]
+    | Annotated[SimulatedCategoricalPolicy, Tag("categorical")]
+    | Annotated[SimulatedRewritePolicy, Tag("rewrite")],
+    Discriminator(_policy_kind),
+]
+#: what answers a multiple-choice probe: the accuracy rule or a categorical plant
+ChoicePolicy = Annotated[
+    Annotated[SimulatedPolicy, Tag("choice")]
+    | Annotated[SimulatedCategoricalPolicy, Tag("categorical")],
     Discriminator(_policy_kind),
 ]
 

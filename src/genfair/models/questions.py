@@ -7,7 +7,9 @@ silent wrong answer. ``meta`` is never part of a cache key: these objects change
 
 The simulated LLM (:mod:`genfair.models.simulated`):
 
-- :class:`ChoiceQuestion`: a multiple-choice probe (answer ``{"answer": "<letter>"}``);
+- :class:`ChoiceQuestion`: a multiple-choice probe (answer ``{"answer": "<letter>"}``, or
+  the option alone under a categorical plant that says so), answered by the accuracy rule
+  or by a categorical plant (a distribution over its options, optionally per ``group``);
 - :class:`RewriteQuestion`: a news article to rewrite (paper 001).
 
 The simulated text-to-image model (:mod:`genfair.models.simulated_images`):
@@ -46,9 +48,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genfair.limits import MAX_SAMPLES
 from genfair.models.config import (
+    ChoicePolicy,
+    SimulatedCategoricalPolicy,
     SimulatedOpenSetPolicy,
     SimulatedOpenVQAPolicy,
-    SimulatedPolicy,
     SimulatedRewritePolicy,
     SimulatedT2IPolicy,
     SimulatedVLMPolicy,
@@ -101,17 +104,22 @@ class _Question(Strict):
 
 
 class ChoiceQuestion(_Question):
-    """A multiple-choice probe: with the policy's ``accuracy`` the SIMULATOR answers one of
-    ``truth_letters`` (the real-world group), otherwise another letter; with its
-    ``prime_following`` it first picks one of ``primed_letters[prime_attribute]``; it
-    refuses or rambles at the policy's rates."""
+    """A multiple-choice probe (its answer: ``{"answer": "<letter>"}``). With a choice plant
+    (:class:`~genfair.models.config.SimulatedPolicy`), with its ``accuracy`` the SIMULATOR
+    answers one of ``truth_letters`` (the real-world group), otherwise another letter; with
+    its ``prime_following`` it first picks one of ``primed_letters[prime_attribute]``. With a
+    categorical plant (:class:`~genfair.models.config.SimulatedCategoricalPolicy`) it draws a
+    letter from the distribution planted for ``group`` (options may be words: ``he``,
+    ``she``). Either refuses or rambles at the plant's rates."""
 
     letters: list[str] = Field(min_length=1)
     truth_letters: list[str] = []
     #: attribute (``race``, ``gender``) -> the letters of the primed group's individuals
     primed_letters: dict[str, list[str]] = {}
+    #: the probe's group, which a categorical plant may plant a distribution for
+    group: str | None = None
     #: the methodology's planted rates for this probe
-    plant: SimulatedPolicy | None = Field(None, alias="llm_plant")
+    plant: ChoicePolicy | None = Field(None, alias="llm_plant")
 
     @model_validator(mode="after")
     def _letters_are_options(self) -> ChoiceQuestion:
@@ -121,6 +129,8 @@ class ChoiceQuestion(_Question):
                 f"truth or primed letters {sorted(named - set(self.letters))} are not among the "
                 f"options {self.letters}"
             )
+        if isinstance(self.plant, SimulatedCategoricalPolicy):
+            self.plant.weights(self.letters, self.group)  # planted for these options and group
         return self
 
 

@@ -15,7 +15,15 @@ uniformly; with the refusal and invalid rates it refuses or rambles instead, so 
 re-ask and skip paths are exercised too. With ``prime_following`` (FACT-OR-FAIR's
 attribution and in-group probes) it first picks, with that probability, an individual of
 the primed group (``primed_letters``), so a planted prime-following rate is known:
-``q + (1 - q) / k`` when the prime rotates evenly over the ``k`` groups.
+``q + (1 - q) / k`` when the prime rotates evenly over the ``k`` groups. Its answer is
+``{"answer": "<letter>"}``.
+
+Any methodology can plant its own distribution instead, with no code here: a categorical
+plant (:class:`SimulatedCategoricalPolicy`, ``kind: categorical``) on a :class:`ChoiceQuestion`
+draws the answer from the probabilities planted over the question's options (``letters``,
+which may be words: ``he``, ``she``, ``they``), those of the question's ``group`` when it
+plants one, after the same refusal and ramble draws; it writes ``{"answer": "<option>"}``, or
+the option alone with ``answer: text``.
 
 For news probes (paper 001), a :class:`RewriteQuestion` and a ``rewrite`` policy: the
 SIMULATOR returns the original article (``article``) with each female gender word replaced by its
@@ -36,7 +44,13 @@ from typing import Any
 import numpy as np
 
 from genfair.models.base import Completion, Request, Simulator
-from genfair.models.config import SimulatedModelConfig, SimulatedPolicy, SimulatedRewritePolicy
+from genfair.models.config import (
+    SimulatedCategoricalPolicy,
+    SimulatedModelConfig,
+    SimulatedPolicy,
+    SimulatedRewritePolicy,
+    SimulatorPolicy,
+)
 from genfair.models.questions import ChoiceQuestion, RewriteQuestion
 from genfair.resources.group_words import RACE_GROUPS, GroupWordCounter
 
@@ -83,7 +97,7 @@ class SimulatedLLM(Simulator):
             policy={k: _policy_key(v) for k, v in sorted(self.config.policy.items())}
         )
 
-    def plant_key(self, plant: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
+    def plant_key(self, plant: SimulatorPolicy) -> dict[str, Any]:
         return _policy_key(plant)
 
     def question(self, request: Request) -> ChoiceQuestion | RewriteQuestion:
@@ -113,11 +127,14 @@ class SimulatedLLM(Simulator):
             if policy.black_to_white > 0:
                 article = whiten(article, policy.black_to_white, rng)
             return rewrite(article, policy.female_to_male, rng)
-        assert isinstance(policy, SimulatedPolicy)
-        return _choose(policy, question, roll, rng)
+        if roll < policy.refusal_rate + policy.invalid_rate:
+            return INVALID
+        if isinstance(policy, SimulatedCategoricalPolicy):
+            return _draw(policy, question, rng)
+        return _choose(policy, question, rng)
 
 
-def _policy_key(policy: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, Any]:
+def _policy_key(policy: SimulatorPolicy) -> dict[str, Any]:
     """A policy's part of the fingerprint. A choice policy's default ``kind`` and its
     prime-following settings while off are left out, so that its cache keys are the ones
     written before those settings existed."""
@@ -129,14 +146,9 @@ def _policy_key(policy: SimulatedPolicy | SimulatedRewritePolicy) -> dict[str, A
     return policy.model_dump(exclude=exclude)
 
 
-def _choose(
-    policy: SimulatedPolicy, question: ChoiceQuestion, roll: float, rng: np.random.Generator
-) -> str:
-    """A multiple-choice answer (``roll`` is the draw already spent on refusal): with
-    ``prime_following`` an individual of the primed group when the probe has one, else
-    the accuracy rule."""
-    if roll < policy.refusal_rate + policy.invalid_rate:
-        return INVALID
+def _choose(policy: SimulatedPolicy, question: ChoiceQuestion, rng: np.random.Generator) -> str:
+    """A multiple-choice answer: with ``prime_following`` an individual of the primed group
+    when the probe has one, else the accuracy rule."""
     letters = list(question.letters)
     primed = list(question.primed_letters.get(policy.prime_attribute, []))
     if primed and policy.prime_following > 0 and rng.random() < policy.prime_following:
@@ -148,6 +160,16 @@ def _choose(
     else:
         choice = others[rng.integers(len(others))]
     return json.dumps({"answer": choice})
+
+
+def _draw(
+    policy: SimulatedCategoricalPolicy, question: ChoiceQuestion, rng: np.random.Generator
+) -> str:
+    """An option drawn from the distribution planted for the question's group (one uniform
+    draw, options in the question's order), written in the plant's ``answer`` shape."""
+    weights = np.array(policy.weights(question.letters, question.group))
+    choice = question.letters[int(rng.choice(len(weights), p=weights / weights.sum()))]
+    return json.dumps({"answer": choice}) if policy.answer == "json" else choice
 
 
 def rewrite(article: str, female_to_male: float, rng: np.random.Generator) -> str:
