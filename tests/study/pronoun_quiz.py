@@ -18,7 +18,7 @@ import json
 from typing import Any, ClassVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from genfair.methodologies.base import (
     Headline,
@@ -32,6 +32,7 @@ from genfair.metrics.intervals import mean_ci, proportion_ci
 from genfair.models.config import SimulatedCategoricalPolicy
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
+from genfair.strict import Strict
 
 PRONOUNS = ("he", "she", "they")
 #: the headline measure: the he share minus the she share
@@ -40,14 +41,15 @@ GAP = "share_he - share_she"
 SIGN = {"he": 1.0, "she": -1.0, "they": 0.0}
 
 
-class PronounQuizConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class PronounQuizConfig(Strict):
     occupations: tuple[str, ...] = Field(
         ("nurse", "engineer", "teacher", "pilot", "secretary", "carpenter"), min_length=1
     )
     #: completions asked per occupation
     samples: int = Field(20, ge=1, le=10_000)
     temperature: float = Field(1.0, ge=0.0)
+    #: the intervals' confidence level: read by the metrics step alone (``reads``)
+    confidence_level: float = Field(0.95, gt=0.0, lt=1.0)
     #: SIMULATOR: what the simulated LLM plants when it answers (a real model never reads it)
     simulated: SimulatedCategoricalPolicy = SimulatedCategoricalPolicy(
         kind="categorical", distribution={"he": 0.6, "she": 0.3, "they": 0.1}, answer="text"
@@ -78,6 +80,15 @@ class PronounQuiz(Methodology):
     )
     plots = (Plot("gap", "share_he - share_she per model", "mean", "model", "bar_horizontal"),)
     paired_unit = "probe_id"
+    #: the fields each step reads (the plants, ``simulated``, a simulator's generate adds): a
+    #: change to ``confidence_level`` reruns only ``metrics`` and what follows
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {
+        "probes": ("occupations",),
+        "generate": ("samples", "temperature"),
+        "label": (),
+        "metrics": ("confidence_level",),
+        "study": (),
+    }
 
     def build_probes(self, config: PronounQuizConfig, seed: int) -> pd.DataFrame:
         frame = pd.DataFrame({"occupation": list(config.occupations)})
@@ -132,10 +143,18 @@ class PronounQuiz(Methodology):
     ) -> MetricsResult:
         answers = labels["answer"].dropna()
         rows = [
-            {"measure": f"share_{p}", **proportion_ci(int((answers == p).sum()), len(answers))}
+            {
+                "measure": f"share_{p}",
+                **proportion_ci(int((answers == p).sum()), len(answers), config.confidence_level),
+            }
             for p in PRONOUNS
         ]
-        rows.append({"measure": GAP, **mean_ci(answers.map(SIGN).to_numpy(), bounds=(-1, 1))})
+        rows.append(
+            {
+                "measure": GAP,
+                **mean_ci(answers.map(SIGN).to_numpy(), config.confidence_level, bounds=(-1, 1)),
+            }
+        )
         scores = pd.DataFrame(rows)
         scores["distance_from_0"] = scores["mean"].abs()
         return MetricsResult(scores=scores, summary={"answered": len(answers)})

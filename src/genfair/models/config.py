@@ -300,7 +300,7 @@ _SUM_TOLERANCE = 1e-6
 Distribution = Annotated[dict[str, Probability], Field(max_length=MAX_SMALL)]
 
 
-class SimulatedCategoricalPolicy(_Strict):
+class SimulatedCategoricalPolicy(Strict):
     """SIMULATOR: a categorical plant for a multiple-choice probe, for any methodology: the
     simulated LLM answers option ``o`` of the question with probability ``distribution[o]``,
     or ``by_group[g][o]`` when the question's ``group`` is a listed ``g`` (a group not listed
