@@ -7,7 +7,7 @@ or they; the scores are the share of each pronoun among valid answers (Wilson in
 Its plant is a categorical one (``genfair.models.config.SimulatedCategoricalPolicy``), set in
 its own config's ``simulated`` field: the SIMULATED LLM answers he 0.6, she 0.3, they 0.1 (a
 distribution per occupation may be planted with ``by_group``), as the bare word (``answer:
-text``). Nothing in ``genfair.models`` knows this quiz. ``tests/e2e/test_authoring_plant.py``
+text``). Nothing in ``genfair.models`` knows this quiz. ``tests/e2e/test_authoring.py``
 installs this file as a package of its own and adds it to a copy of the smoke study the way
 docs/architecture.md, "Adding a methodology", says.
 """

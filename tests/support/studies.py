@@ -58,7 +58,7 @@ ORDER = (
     "tests/e2e/test_pipeline.py",
     "tests/e2e/test_one_package_one_config.py",
     "tests/e2e/test_pipeline_changes.py",
-    "tests/e2e/test_authoring_select.py",
+    "tests/e2e/test_authoring.py",
     "tests/e2e/test_cpu_identical.py",
     "tests/e2e/test_team.py",
     "tests/e2e/test_external_inputs.py",
