@@ -36,7 +36,7 @@ METHODOLOGY = get_methodology("fact_or_fair")
 
 
 def test_a_pair_of_llms_compared_at_paper_scale(benchmark, mode) -> None:
-    from genfair.methodologies.fact_or_fair import _statistics
+    from genfair.methodologies.fact_or_fair.methodology import _statistics
 
     rows, resamples = mode.size((46_000, 1_000), (2_000, 50))
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")

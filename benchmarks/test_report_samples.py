@@ -24,7 +24,6 @@ goals printed. Full mode: ``pytest benchmarks/test_report_samples.py --benchmark
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,9 +40,9 @@ from genfair.methodologies import register
 from genfair.methodologies.base import Methodology, MetricsResult, SampleView
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
+from tests.support.browser import CHROMIUM
 from tests.support.conf import with_runs
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STATUSES = np.array(["ok"] * 8 + ["invalid", "refused"])
 
 
@@ -171,28 +170,22 @@ class _Once:
 
 def _browse(mode: Any, report: Path, n: int) -> None:
     """Chromium: the click on a section's link to the first page of rows, then a search."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright: make setup")
-    from tests.study.test_report import FLAGS
-    from tests.support.browser import wait_until
+    from tests.support.browser import browser, wait_until
 
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(report.as_uri(), wait_until="load")
-            began = time.perf_counter()
-            page.locator("#m-bench_rows a.samples-link").click()
-            page.wait_for_selector("#sb-table tbody tr")
-            shown = time.perf_counter() - began
-            assert page.locator("#sb-table tbody tr").count() == 50
-            began = time.perf_counter()
-            page.fill("#sb-search", f"answer {n - 1}:")
-            wait_until(
-                page, "() => document.getElementById('sb-info').textContent.startsWith('Rows 1–1')"
-            )
-            searched = time.perf_counter() - began
-        finally:
-            browser.close()
+    with browser() as chromium:
+        page = chromium.new_page()
+        page.goto(report.as_uri(), wait_until="load")
+        began = time.perf_counter()
+        page.locator("#m-bench_rows a.samples-link").click()
+        page.wait_for_selector("#sb-table tbody tr")
+        shown = time.perf_counter() - began
+        assert page.locator("#sb-table tbody tr").count() == 50
+        began = time.perf_counter()
+        page.fill("#sb-search", f"answer {n - 1}:")
+        wait_until(
+            page, "() => document.getElementById('sb-info').textContent.startsWith('Rows 1–1')"
+        )
+        searched = time.perf_counter() - began
     load = os.getloadavg()[0]
     print(
         f"Chromium, {n:,} rows: first page {shown:.2f} s, search {searched:.2f} s (load {load:.1f})"
