@@ -16,9 +16,10 @@ from genfair.config import ConfigError, StudyParams, load_params
 from genfair.methodologies import register
 from genfair.models import ResponseCache, build_backend
 from genfair.models.base import ESTIMATE_RULE, Completion
+from genfair.study.answers import cache_opener
 from genfair.study.layout import Layout
 from genfair.study.plan import plan, totals
-from genfair.study.steps import cache_opener, generate, make_probes
+from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
 
@@ -309,13 +310,13 @@ def test_an_interrupted_generate_still_records_what_it_sent(
 ) -> None:
     from genfair.models import usage
     from genfair.params import usage_ledger
-    from genfair.study import steps
+    from genfair.study import answers
 
     def interrupted(*args: object) -> None:
         usage._ledger.get().sent.add(usage.Counts(1, 5, 2, 0))  # one answer sent, then ^C
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(steps, "answer", interrupted)
+    monkeypatch.setattr(answers, "answer", interrupted)  # generate imports it when it runs
     params, layout = _params(base), Layout(tmp_path)
     make_probes(params, "toy_quiz", layout)
     with pytest.raises(KeyboardInterrupt):

@@ -11,7 +11,6 @@ from genfair.models.local import prefer_passive_waiting
 prefer_passive_waiting()  # before any backend imports torch (see genfair.models.local)
 
 from genfair.models.base import Completion, LLMBackend, Request  # noqa: E402
-from genfair.models.cache import ResponseCache  # noqa: E402
 from genfair.models.config import (  # noqa: E402
     ClipVLMConfig,
     DiffusersT2IConfig,
@@ -54,6 +53,16 @@ BACKENDS: dict[type, str] = {
     OpenAIVLMConfig: "genfair.models.vlm:OpenAIVisionBackend",
     ClipVLMConfig: "genfair.models.clip:ClipZeroShotBackend.from_config",
 }
+
+
+def __getattr__(name: str) -> object:
+    """``ResponseCache``, imported at first use: the cache needs SQLAlchemy (0.3 s), which a
+    stage that asks no model never loads (tests/study/test_stage_startup.py)."""
+    if name == "ResponseCache":
+        from genfair.models.cache import ResponseCache
+
+        return ResponseCache
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_backend(config: ModelConfig) -> LLMBackend:

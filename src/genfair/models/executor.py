@@ -18,11 +18,13 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from genfair.models.base import Completion, LLMBackend, Request
-from genfair.models.cache import ResponseCache
 from genfair.models.redaction import redact_completion
+
+if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
+    from genfair.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 

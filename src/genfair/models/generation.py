@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from genfair.models.base import LLMBackend
-from genfair.models.cache import ResponseCache
 from genfair.models.runner import Call, Judge, run_calls
+
+if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
+    from genfair.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 

@@ -24,15 +24,17 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from genfair.logs import progress
 from genfair.models import usage
 from genfair.models.base import Completion, LLMBackend, PerCall, Request, derive_seed
-from genfair.models.cache import ResponseCache
 from genfair.models.executor import active, store_completion
+
+if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
+    from genfair.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
-from genfair.models.cache import ResponseCache
 from genfair.models.images import ImageStore, check_png
 from genfair.models.questions import ImageQuestion, OpenSetImageQuestion
 from genfair.models.runner import Call, ask
+
+if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
+    from genfair.models.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.reads import fields_of, plant_fields, step_config, step_fields
 from genfair.models.config import PLACEMENT_KEYS
-from genfair.models.dask_executor import calls_executor
 from genfair.models.usage import Usage, append_entry, ledger_entry, recording
 from genfair.params import (
     EXECUTION,
@@ -32,7 +31,6 @@ from genfair.params import (
     read_params,
     usage_ledger,
 )
-from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import (
     configured,
     run_models,
@@ -41,7 +39,6 @@ from genfair.study.context import (
     study_context,
 )
 from genfair.study.layout import Layout
-from genfair.study.plan import check_budget
 from genfair.study.runs import run_key
 
 log = logging.getLogger(__name__)
@@ -81,6 +78,12 @@ def generate(
     """Ask the model the methodology's probes (of its modality), through the response cache,
     on the executor ``generation.executor`` names. Fails (:class:`IncompleteGeneration`)
     when too many calls end in ``error``."""
+    # here, not at the top: only generate opens the response cache (SQLAlchemy, the executors),
+    # and every other stage starts without them (tests/study/test_stage_startup.py)
+    from genfair.models.dask_executor import calls_executor
+    from genfair.study.answers import answer, cache_opener, check_errors
+    from genfair.study.plan import check_budget
+
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
     if params.generation.max_calls is not None or params.generation.max_cost is not None:
