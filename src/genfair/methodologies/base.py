@@ -379,7 +379,8 @@ class Methodology(ABC):
     #: the section title of the study report (default: :attr:`name`)
     title: ClassVar[str] = ""
     #: the labels column whose values a paired model comparison resamples jointly (the
-    #: methodology's resampling unit, e.g. ``probe_id``); None: its models are not compared
+    #: methodology's resampling unit, e.g. ``probe_id``; a unit that is not one column is
+    #: named here and given by :meth:`paired_units`); None: its models are not compared
     paired_unit: ClassVar[str | None] = None
 
     #: the fields of :attr:`Config` each step reads, by step (``probes``, ``generate``,
@@ -500,8 +501,25 @@ class Methodology(ABC):
         resample of :attr:`paired_unit` (:mod:`genfair.study.compare`). A
         :class:`HeadlineCounts` is fast at any scale (each unit tallied once); any other
         callable is called on every replicate's rows. Only numbers of one model's own labels
-        can be paired (not one computed across models). Default: None (not compared)."""
+        can be paired (not one computed across models). Default: None (not compared).
+
+        A plain callable gets the rows of the drawn units, a unit drawn k times k times: each
+        row keeps its index, so the j-th occurrence of an index is the unit's j-th copy (a
+        headline averaged over units tells the copies apart by it)."""
         return None
+
+    def paired_headline_function(
+        self, config: Any, modality: str, study: StudyResult | None
+    ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
+        """:meth:`headline_function` for a methodology whose per-model headline numbers also
+        need the study step's result (``study``; e.g. IRIS's S and K, calibrated over the
+        study's models and held fixed in every replicate). Default: the headline function."""
+        return self.headline_function(config, modality)
+
+    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
+        """Each labels row's resampling unit, as text (:attr:`paired_unit`'s column by
+        default); override it where the unit differs by row (e.g. by sector)."""
+        return labels[self.paired_unit].astype(str)
 
     def comparison_resamples(self, config: Any) -> int:
         """Bootstrap replicates of each paired comparison (:mod:`genfair.study.compare`): the

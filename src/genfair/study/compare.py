@@ -16,6 +16,7 @@ file under ``data/headline/<methodology>/compare/``), logged to the study's MLfl
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
+from genfair.study.steps import read_study
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +58,19 @@ COLUMNS = [
 ]
 
 
-def _pair(a: pd.DataFrame, b: pd.DataFrame, unit: str) -> tuple[list, list] | None:
+#: a comparison's resampling unit: a labels column, or each row's unit as text from its labels
+Unit = str | Callable[[pd.DataFrame], pd.Series]
+
+
+def _pair(a: pd.DataFrame, b: pd.DataFrame, unit: Unit) -> tuple[list, list] | None:
     """Each model's row positions per common unit, in one unit order (None: fewer than two)."""
-    common = sorted(set(a[unit].astype(str)) & set(b[unit].astype(str)))
+    units = [unit(x) if callable(unit) else x[unit].astype(str) for x in (a, b)]
+    common = sorted(set(units[0]) & set(units[1]))
     if len(common) < 2:
         return None
     rows = []
-    for labels in (a, b):
-        groups = labels.groupby(labels[unit].astype(str), sort=False).indices
+    for labels, of in zip((a, b), units, strict=True):
+        groups = labels.groupby(of.to_numpy(), sort=False).indices
         rows.append([groups[u] for u in common])
     return rows[0], rows[1]
 
@@ -133,14 +140,15 @@ def compare_pair(
     headlines: Callable[[pd.DataFrame], dict[str, float]],
     a: pd.DataFrame,
     b: pd.DataFrame,
-    unit: str,
+    unit: Unit,
     *,
     resamples: int,
     seed: int,
 ) -> list[tuple[str, dict[str, float]]]:
     """Each headline both models have a number for, with
     :func:`~genfair.metrics.paired.paired_differences` of A minus B over the ``unit`` values
-    both answered (empty: fewer than two)."""
+    both answered (``unit``: a column, or a function giving each row's unit; empty: fewer
+    than two)."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     pair = _pair(a, b, unit)
     if pair is None:
@@ -174,10 +182,11 @@ def compare_models(
         if method.paired_unit is None:
             continue
         infos = [model_info(params, m) for m in models_for(params, name)]
+        study = functools.cache(functools.partial(read_study, name, layout))  # read if needed
         for a, b in itertools.combinations(infos, 2):
             if (a.modality, a.simulated) != (b.modality, b.simulated):
                 continue  # simulators only against simulators, one modality at a time
-            headlines = method.headline_function(config, a.modality)
+            headlines = method.paired_headline_function(config, a.modality, study())
             paths = [layout.labels(m.name, name) for m in (a, b)]
             if headlines is None or not all(p.exists() for p in paths):
                 continue
@@ -186,7 +195,7 @@ def compare_models(
                 headlines,
                 la,
                 lb,
-                method.paired_unit,
+                method.paired_units,
                 resamples=resamples or method.comparison_resamples(config),
                 seed=derive_seed(params.seed, "compare", name, a.name, b.name),
             )

@@ -69,6 +69,7 @@ from genfair.methodologies.iris.occupations import (
     read_occupations,
     reference_from_occupations,
 )
+from genfair.methodologies.iris.paired import headline_name
 from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 from genfair.methodologies.iris.simulated import SimulatedPlants
@@ -126,12 +127,14 @@ class Iris(Methodology):
         "metrics": every_field_but(IrisConfig, "scoring"),
         "study": ("scoring",),
     }
+    #: the unit each sector resamples (:meth:`paired_units`): occupation, round, crop or set
+    paired_unit = "unit"
     metric_keys = ("sector", "metric")
     #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
     #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
     headline = tuple(
         Headline(
-            f"{s}.score{' (partial)' if part else ''}",
+            headline_name(s, part),
             "score",
             {"sector": s, "partial": part},
             "higher",
@@ -161,11 +164,40 @@ class Iris(Methodology):
         return [Footprint("tournament.rounds", "the tournament's probe table", rows, 1_000)]
 
     def headline_function(self, config: IrisConfig, modality: str) -> None:
-        """Not compared: IRIS's headline sector and overall scores, S · exp(-K · M), are the
-        study step's, with S and K calibrated over the study's models (:mod:`.study`), not a
-        function of one model's labels; pairing them per resampled unit would need the whole
-        study recomputed on every replicate."""
+        """None: IRIS's sector and overall scores, S · exp(-K · M), need the study step's S
+        and K (:meth:`paired_headline_function`)."""
         return None
+
+    def paired_headline_function(
+        self, config: IrisConfig, modality: str, study: StudyResult | None
+    ) -> Any:
+        """Each sector's score (and the overall one) at the study's S and K (:mod:`.paired`):
+        counted per occupation for text-to-image models (:func:`.paired.generation_counts`),
+        IRIS's own scoring of every replicate's rows otherwise; None without a study step's
+        scores."""
+        from genfair.methodologies.iris.paired import (
+            calibration,
+            generation_counts,
+            iris_headlines,
+        )
+
+        scales = calibration(study)
+        if not scales:
+            return None
+        every = read_occupations(
+            config.model_copy(update={"occupations": None, "max_occupations": None})
+        )
+        reference = reference_from_occupations(every)
+        if modality == "t2i" and config.scoring.overall != "authors_code":
+            return generation_counts(config, scales, list(every["occupation"]), reference)
+        return iris_headlines(config, scales, reference)
+
+    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
+        """The occupation (generation), the tournament round, the crop, the counterfactual
+        set (:data:`.paired.UNITS`)."""
+        from genfair.methodologies.iris.paired import paired_units
+
+        return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)
@@ -724,38 +756,8 @@ class Iris(Methodology):
         occupations = read_occupations(
             config.model_copy(update={"occupations": None, "max_occupations": None})
         )
-        reference = reference_from_occupations(occupations)
-        present = set(labels["sector"])
-        modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
-        modality_sectors = MODALITY_SECTORS[modality]
-        tables: dict[str, pd.DataFrame] = {}
-        for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
-            part = labels[labels["sector"] == sector] if sector in present else None
-            if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
-                part = part[part["status"] == "ok"]
-            tables[sector] = part
-        rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
-        frames = []
-        for sector in modality_sectors:
-            if sector == "RFS-Gen":
-                frames.append(
-                    granular_metrics(
-                        "RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics
-                    )
-                )
-            elif sector == "RFS-Und":
-                frames.append(
-                    granular_metrics(
-                        "RFS-Und",
-                        rounds,
-                        reference=reference,
-                        ifs_und=tables["IFS-Und"],
-                        config=config.metrics,
-                    )
-                )
-            else:
-                frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
-        scores = pd.concat(frames, ignore_index=True)
+        scores = model_granular(labels, config, reference_from_occupations(occupations))
+        tables, rounds = sector_tables(labels)
         for sector in ("IFS-Und", "BIS-Und"):  # fixture inputs are said so on every row they feed
             t = tables.get(sector)
             if t is not None and "fixture" in t and t["fixture"].fillna(False).astype(bool).any():
@@ -881,6 +883,51 @@ class Iris(Methodology):
         from genfair.methodologies.iris.report import plot_tables
 
         return plot_tables(board)
+
+
+def sector_tables(
+    labels: pd.DataFrame,
+) -> tuple[dict[str, pd.DataFrame | None], pd.DataFrame | None]:
+    """A model's labels split into the granular metrics' input tables by sector (IFS-Gen and
+    BIS-Gen: their ``ok`` images only; None: a sector without rows) and its tournament rounds."""
+    present = set(labels["sector"])
+    tables: dict[str, pd.DataFrame | None] = {}
+    for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
+        part = labels[labels["sector"] == sector] if sector in present else None
+        if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
+            part = part[part["status"] == "ok"]
+        tables[sector] = part
+    rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
+    return tables, rounds
+
+
+def model_granular(
+    labels: pd.DataFrame, config: IrisConfig, reference: pd.DataFrame
+) -> pd.DataFrame:
+    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality."""
+    tables, rounds = sector_tables(labels)
+    modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
+    frames = []
+    for sector in MODALITY_SECTORS[modality]:
+        if sector == "RFS-Gen":
+            frames.append(
+                granular_metrics(
+                    "RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics
+                )
+            )
+        elif sector == "RFS-Und":
+            frames.append(
+                granular_metrics(
+                    "RFS-Und",
+                    rounds,
+                    reference=reference,
+                    ifs_und=tables["IFS-Und"],
+                    config=config.metrics,
+                )
+            )
+        else:
+            frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _instruments_used(

@@ -65,7 +65,9 @@ __all__ = [
     "model_summary",
     "normalize_frame",
     "normalize_metric",
+    "overall_magnitudes",
     "score_models",
+    "sector_magnitudes",
     "tracking_record",
 ]
 
@@ -370,6 +372,57 @@ def normalize_frame(granular: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def sector_magnitudes(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model x sector of :func:`normalize_frame`'s output: ``n_metrics``, ``n_missing``,
+    ``partial`` and ``magnitude`` M = ||u||_2 over the computed metrics (NaN: none)."""
+    rows = []
+    for (model, sector), part in frame.groupby(["model", "sector"], sort=False):
+        u = part["u"].dropna().to_numpy()
+        rows.append(
+            {
+                "model": model,
+                "sector": sector,
+                "n_metrics": int(u.size),
+                "n_missing": int(part["u"].isna().sum()),
+                "partial": bool(u.size and part["u"].isna().any()),
+                "magnitude": magnitude(u) if u.size else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def overall_magnitudes(
+    frame: pd.DataFrame, sectors: pd.DataFrame, *, authors: bool = False
+) -> pd.DataFrame:
+    """Per model, the overall row (``sector`` :data:`OVERALL`): D_tot, the L2 norm of all its
+    normalized metrics; only models with all six sectors, unless ``authors`` (evaluate.py
+    fills a missing metric with 0, which leaves it out of the norm: every model)."""
+    overall = []
+    for model in dict.fromkeys(frame["model"]):
+        mine = sectors[(sectors["model"] == model) & sectors["magnitude"].notna()]
+        # the authors' evaluate.py fills a missing metric with 0, which leaves it out of the
+        # L2 norm: every model gets an overall score; genfair's needs all six sectors
+        if not authors and set(mine["sector"]) != set(SECTORS):
+            continue
+        if mine.empty:
+            continue
+        absent = len(SECTORS) - len(mine)
+        u = frame.loc[(frame["model"] == model), "u"].dropna().to_numpy()
+        overall.append(
+            {
+                "model": model,
+                "sector": OVERALL,
+                "n_metrics": int(u.size),
+                "n_missing": int(mine["n_missing"].sum()),
+                "partial": bool(mine["partial"].any() or absent),
+                "magnitude": magnitude(u),
+            }
+        )
+    return pd.DataFrame(
+        overall, columns=["model", "sector", "n_metrics", "n_missing", "partial", "magnitude"]
+    )
+
+
 def _cohort(models: Iterable[str], cohort: list[str] | None) -> list[str]:
     models = list(models)
     if cohort is None:
@@ -399,20 +452,7 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
     models = list(dict.fromkeys(frame["model"]))
     cohort = _cohort(models, config.cohort)
 
-    rows = []
-    for (model, sector), part in frame.groupby(["model", "sector"], sort=False):
-        u = part["u"].dropna().to_numpy()
-        rows.append(
-            {
-                "model": model,
-                "sector": sector,
-                "n_metrics": int(u.size),
-                "n_missing": int(part["u"].isna().sum()),
-                "partial": bool(u.size and part["u"].isna().any()),
-                "magnitude": magnitude(u) if u.size else math.nan,
-            }
-        )
-    sectors = pd.DataFrame(rows)
+    sectors = sector_magnitudes(frame)
     if (sectors["n_missing"] > 0).any():
         log.warning(
             "IRIS: metrics left out (NaN):\n%s",
@@ -441,31 +481,8 @@ def score_models(granular: pd.DataFrame, config: IrisScoringConfig | None = None
         for m, s, k in zip(sectors["magnitude"], sectors["S"], sectors["K"], strict=True)
     ]
 
-    overall = []
     authors = config.overall == "authors_code"
-    for model in models:
-        mine = sectors[(sectors["model"] == model) & sectors["magnitude"].notna()]
-        # the authors' evaluate.py fills a missing metric with 0, which leaves it out of the
-        # L2 norm: every model gets an overall score; genfair's needs all six sectors
-        if not authors and set(mine["sector"]) != set(SECTORS):
-            continue
-        if mine.empty:
-            continue
-        absent = len(SECTORS) - len(mine)
-        u = frame.loc[(frame["model"] == model), "u"].dropna().to_numpy()
-        overall.append(
-            {
-                "model": model,
-                "sector": OVERALL,
-                "n_metrics": int(u.size),
-                "n_missing": int(mine["n_missing"].sum()),
-                "partial": bool(mine["partial"].any() or absent),
-                "magnitude": magnitude(u),
-            }
-        )
-    total = pd.DataFrame(
-        overall, columns=["model", "sector", "n_metrics", "n_missing", "partial", "magnitude"]
-    )
+    total = overall_magnitudes(frame, sectors, authors=authors)
     if not total.empty:
         S_tot = AUTHORS_TOTAL["S"] if authors else config.total_scale
         K_tot = AUTHORS_TOTAL["K"] if authors else config.total_decay

@@ -1,0 +1,322 @@
+"""IRIS's paired model comparison (issue 33.2): each sector score S · exp(-K · M) (and the
+overall one, where the study has it) of two models, with S and K held at the study's
+calibration, over IRIS's own units resampled jointly for both models.
+
+S and K are the study step's (:mod:`.study`: Table 9's, or calibrated over every model of the
+study), read from its ``scores`` table and fixed in every replicate: a replicate redraws a
+model's magnitude M, never the scale it is scored on. Each replicate's scores are IRIS's own
+scoring of the drawn rows: the metrics step's granular metrics
+(:func:`~.methodology.model_granular`), their magnitudes (:func:`~.scoring.sector_magnitudes`,
+:func:`~.scoring.overall_magnitudes`) and :func:`~.scoring.dimension_score`; a sector scored
+from a subset of its metrics keeps its ``(partial)`` name.
+
+The unit, per sector (:func:`paired_units`; paper 002 §3.2-§3.4 and the metrics step):
+
+- IFS-Gen, RFS-Gen, BIS-Gen: the occupation. Its prompt ``a photo of a/an {occupation}``
+  is one probe, RD and JSD are averaged over occupations, and BIS-Gen's steering prompts
+  are built from the occupation's images (a model's own, so the prompts differ between
+  models; the occupation they come from is shared);
+- RFS-Und: the tournament round (the same competitor subset offered to the 18 profiles,
+  with ``shared_subsets``): the counts pool rounds, Bayes' step compares profiles within them;
+- IFS-Und: the FACET crop (``probe_id``, all its samples): AD and SPD pool the crops;
+- BIS-Und: the counterfactual set (``instance_id``): AC-diff and DHR compare the images of
+  one set.
+
+RD, JSD (RFS-Gen) and AC-diff/DHR average over occupations or sets, so a unit drawn twice
+must count twice: its second copy is renamed (``nurse#1``, with the reference's row of
+``nurse``), the k-th occurrence of a row's index being its k-th copy
+(:meth:`~genfair.methodologies.base.Methodology.headline_function`). The other metrics pool
+rows, where a copy counts twice as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.scoring import (
+    PARTIAL_MARK,
+    dimension_score,
+    normalize_frame,
+    overall_magnitudes,
+    sector_magnitudes,
+)
+
+__all__ = [
+    "UNITS",
+    "calibration",
+    "distinct_copies",
+    "generation_counts",
+    "headline_name",
+    "iris_headlines",
+    "paired_units",
+]
+
+#: each sector's unit: (the unit's kind, the labels column naming it)
+UNITS: dict[str, tuple[str, str]] = {
+    "IFS-Gen": ("occupation", "occupation"),
+    "BIS-Gen": ("occupation", "occupation"),
+    "RFS-Und": ("round", "round"),
+    "IFS-Und": ("crop", "probe_id"),
+    "BIS-Und": ("set", "instance_id"),
+}
+#: the sectors whose metrics average over their unit: the column a copy is renamed in
+DISTINCT = {"IFS-Gen": "occupation", "BIS-Und": "instance_id"}
+
+
+def headline_name(sector: str, partial: bool) -> str:
+    """The :class:`~genfair.methodologies.base.Headline` name of a sector's (or the overall)
+    score: ``<sector>.score``, with the partial mark when scored from a subset of metrics."""
+    return f"{sector}.score{PARTIAL_MARK if partial else ''}"
+
+
+def paired_units(labels: pd.DataFrame) -> pd.Series:
+    """Each labels row's unit as text, ``<kind>:<value>`` (:data:`UNITS`; a row of another
+    sector is its own probe)."""
+    out = "probe:" + labels["probe_id"].astype(str)
+    for sector, (kind, column) in UNITS.items():
+        rows = (labels["sector"] == sector).to_numpy()
+        if rows.any():
+            out[rows] = f"{kind}:" + labels.loc[rows, column].astype(str)
+    return out
+
+
+def calibration(study: StudyResult | None) -> dict[str, tuple[float, float]]:
+    """The study's S and K per sector (and overall), from its ``scores`` table (one value per
+    sector: the study scores every model on one scale); a sector without them is left out."""
+    table = study.tables.get("scores") if study else None
+    if table is None or table.empty:
+        return {}
+    out = {}
+    for sector, part in table.groupby("sector", sort=False):
+        S, K = part["S"].dropna(), part["K"].dropna()
+        if len(S) and len(K):
+            out[str(sector)] = (float(S.iloc[0]), float(K.iloc[0]))
+    return out
+
+
+def distinct_copies(
+    labels: pd.DataFrame, reference: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``labels`` with the k-th copy (k >= 1) of a row renamed ``<value>#k`` in the column
+    of :data:`DISTINCT` that its sector averages over, and ``reference`` with a row for each
+    renamed occupation (that of the occupation it copies)."""
+    copy = labels.groupby(level=0, sort=False).cumcount().to_numpy()
+    if not copy.any():
+        return labels, reference
+    labels = labels.copy()
+    aliases: dict[str, str] = {}
+    for sector, column in DISTINCT.items():
+        rows = (labels["sector"] == sector).to_numpy() & (copy > 0)
+        if not rows.any():
+            continue
+        base = labels.loc[rows, column].astype(str)
+        renamed = base + "#" + pd.Series(copy[rows], index=base.index).astype(str)
+        labels[column] = labels[column].astype(object)
+        labels.loc[rows, column] = renamed
+        if column == "occupation":
+            aliases |= dict(zip(renamed, base, strict=True))
+    if aliases:
+        alias = pd.DataFrame({"alias": list(aliases), "occupation": list(aliases.values())})
+        extra = reference.merge(alias, on="occupation").drop(columns="occupation")
+        reference = pd.concat(
+            [reference, extra.rename(columns={"alias": "occupation"})], ignore_index=True
+        )
+    return labels, reference
+
+
+def iris_headlines(
+    config: IrisConfig, scales: dict[str, tuple[float, float]], reference: pd.DataFrame
+) -> Callable[[pd.DataFrame], dict[str, float]]:
+    """A model's labels -> its scores by headline name, at the fixed ``scales``
+    (:func:`calibration`): IRIS's own scoring of the rows, copies made distinct
+    (:func:`distinct_copies`)."""
+    from genfair.methodologies.iris.methodology import model_granular
+
+    authors = config.scoring.overall == "authors_code"
+
+    def headlines(labels: pd.DataFrame) -> dict[str, float]:
+        if labels.empty:
+            return {}
+        rows, ref = distinct_copies(labels, reference)
+        frame = normalize_frame(model_granular(rows, config, ref).assign(model="model"))
+        sectors = sector_magnitudes(frame)
+        out = {}
+        for table in (sectors, overall_magnitudes(frame, sectors, authors=authors)):
+            for sector, partial, m in zip(
+                table["sector"], table["partial"], table["magnitude"], strict=True
+            ):
+                S, K = scales.get(sector, (math.nan, math.nan))
+                if not (math.isnan(m) or math.isnan(S) or math.isnan(K)):
+                    out[headline_name(sector, bool(partial))] = dimension_score(m, S, K)
+        return out
+
+    return headlines
+
+
+# ---------------------------------------------------------------- text-to-image, counted
+
+
+def generation_counts(
+    config: IrisConfig,
+    scales: dict[str, tuple[float, float]],
+    occupations: list[str],
+    reference: pd.DataFrame,
+) -> HeadlineCounts:
+    """IFS-Gen, RFS-Gen and BIS-Gen's scores at the fixed ``scales`` as a
+    :class:`~genfair.methodologies.base.HeadlineCounts`: the same numbers as
+    :func:`iris_headlines` (tested to 1e-9), each occupation tallied once.
+
+    Counts per row: its occupation's images per intersection group (IFS-Gen ``ok`` rows with
+    every attribute of the intersection read), ``1 / n`` in its occupation's weight column
+    (n: the occupation's IFS-Gen ``ok`` rows, so a replicate's total is how often it drew the
+    occupation), and BIS-Gen's images and successes, and each penalty score's sum and count,
+    per prompt type. Per replicate: RD [M1] and JSD [M4] per occupation from its counts,
+    averaged with the occupation's weight (as :mod:`.granular` averages over occupations, a
+    copy counting as one more), ΔGSR [M7] and the penalties [M8, M9] from the pooled sums; then
+    the deviations, magnitudes and ``S · exp(-K · M)`` as :mod:`.scoring` computes them.
+    """
+    from genfair.methodologies.iris.granular import (
+        GRANULAR_METRICS,
+        INTERSECTIONS,
+        PENALTIES,
+        jsd_log_base,
+    )
+    from genfair.methodologies.iris.reference import reference_shares
+    from genfair.methodologies.iris.tournament import CATEGORIES
+
+    cfg = config.metrics
+    n_occ = len(occupations)
+    index = pd.Index(occupations)
+    sizes = [int(np.prod([len(CATEGORIES[a]) for a in attrs])) for attrs in INTERSECTIONS]
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    groups = int(starts[-1])
+    weight_at = n_occ * groups
+    bis_at = weight_at + n_occ  # stereo n, stereo hits, counter n, counter hits; penalties
+    width = bis_at + 4 + 4 * len(PENALTIES)
+    specs = [s for s in GRANULAR_METRICS if s.sector in ("IFS-Gen", "RFS-Gen", "BIS-Gen")]
+    base = jsd_log_base(cfg)
+    real = {
+        (s.region, s.attributes[0]): reference_shares(reference, s.region, s.attributes[0])
+        for s in specs
+        if s.metric == "JSD"
+    }
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        from genfair.methodologies.iris.granular import _codes, _flat
+
+        position = np.arange(len(labels))
+        parts = []
+        ifs = (labels["sector"] == "IFS-Gen").to_numpy() & (labels["status"] == "ok").to_numpy()
+        if ifs.any():
+            rows = labels[ifs]
+            occ = index.get_indexer(rows["occupation"].astype(object))
+            if (occ < 0).any():
+                unknown = sorted(set(rows["occupation"][occ < 0].astype(str)))[:5]
+                raise ValueError(f"IFS-Gen: occupation(s) {unknown} not in the study's table")
+            codes = _codes(rows, cfg, "IFS-Gen")
+            for start, attrs in zip(starts, INTERSECTIONS, strict=False):
+                flat, _ = _flat(codes, attrs)
+                have = flat >= 0
+                parts.append((position[ifs][have], occ[have] * groups + start + flat[have], 1.0))
+            # distinct rows per occupation (a row repeated in a replicate's rows is one more copy)
+            distinct = ~rows.index.duplicated()
+            n = np.bincount(occ[distinct], minlength=n_occ)
+            parts.append((position[ifs], weight_at + occ, 1.0 / n[occ]))
+        bis = (labels["sector"] == "BIS-Gen").to_numpy() & (labels["status"] == "ok").to_numpy()
+        if bis.any():
+            rows = labels[bis]
+            counter = (rows["prompt_type"].astype(str) == "counter").to_numpy()
+            success = np.ones(len(rows), dtype=bool)
+            for col in cfg.columns.values():
+                want = rows[f"expected_{col}"]
+                asked = want.notna().to_numpy()
+                got = rows[col].astype(object).where(rows[col].notna(), None).to_numpy()
+                success &= ~asked | (got == want.astype(object).to_numpy())
+            at = bis_at + 2 * counter
+            parts += [(position[bis], at, 1.0), (position[bis][success], at[success] + 1, 1.0)]
+            for i, pen in enumerate(PENALTIES):
+                col = cfg.penalty_columns.get(pen)
+                if col is None or col not in rows.columns:
+                    continue
+                values = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype=float)
+                ok = np.isfinite(values)
+                at = bis_at + 4 + 4 * i + 2 * counter[ok]
+                parts += [(position[bis][ok], at, values[ok]), (position[bis][ok], at + 1, 1.0)]
+        if not parts:
+            return pd.DataFrame({"row": [], "column": [], "count": []})
+        return pd.DataFrame(
+            {
+                "row": np.concatenate([p[0] for p in parts]),
+                "column": np.concatenate([p[1] for p in parts]),
+                "count": np.concatenate([np.broadcast_to(p[2], p[0].shape) for p in parts]),
+            }
+        )
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        from scipy.special import rel_entr
+
+        reps = totals.shape[0]
+        counts = totals[:, :weight_at].reshape(reps, n_occ, groups)
+        weight = totals[:, weight_at:bis_at]
+        values = {}
+        for spec in specs:
+            if spec.metric in ("RD", "JSD"):
+                i = INTERSECTIONS.index(spec.attributes)
+                c = counts[:, :, starts[i] : starts[i + 1]]
+                t = c.sum(axis=2)
+                p = c / np.where(t > 0, t, 1)[:, :, None]
+                if spec.metric == "RD":
+                    k = c.shape[2]
+                    rd = ((2 * np.arange(k) - k + 1) * np.sort(p, axis=2)).sum(axis=2) / (k - 1)
+                    per, used = np.clip(rd, 0.0, 1.0), t > 0
+                else:
+                    shares = real[(spec.region, spec.attributes[0])]
+                    q = shares.reindex(occupations).to_numpy(dtype=float)
+                    q = q / q.sum(axis=1, keepdims=True)
+                    m = (p + q) / 2
+                    kl = [np.maximum(0.0, rel_entr(x, m).sum(axis=2)) for x in (p, q[None])]
+                    nats = np.clip(0.5 * kl[0] + 0.5 * kl[1], 0.0, np.log(2.0))
+                    per, used = nats / np.log(base), (t > 0) & np.isfinite(q).all(axis=1)
+                w = np.where(used, weight, 0.0)
+                total = w.sum(axis=1)
+                value = np.where(used, np.nan_to_num(per) * w, 0.0).sum(axis=1)
+                values[spec.name] = np.where(
+                    total > 0, value / np.where(total > 0, total, 1), np.nan
+                )
+                continue
+            if spec.metric == "DeltaGSR":  # images and successes per prompt type
+                s_n, s_x, c_n, c_x = (totals[:, bis_at + d] for d in range(4))
+            else:  # a penalty's score sum and count per prompt type
+                at = bis_at + 4 + 4 * PENALTIES.index(spec.metric)
+                s_x, s_n, c_x, c_n = (totals[:, at + d] for d in range(4))
+            both = (s_n > 0) & (c_n > 0)
+            gap = s_x / np.where(both, s_n, 1) - c_x / np.where(both, c_n, 1)
+            values[spec.name] = np.where(both, np.maximum(0.0, gap), np.nan)
+        out: dict[str, np.ndarray] = {}
+        for sector in ("IFS-Gen", "RFS-Gen", "BIS-Gen"):
+            if sector not in scales:
+                continue
+            u = np.stack(
+                [
+                    values[s.name] / s.norm_divisor if s.bounded else np.log1p(values[s.name])
+                    for s in specs
+                    if s.sector == sector
+                ],
+                axis=1,
+            )
+            known = np.isfinite(u)
+            magnitude = np.sqrt(np.where(known, u * u, 0.0).sum(axis=1))
+            S, K = scales[sector]
+            value = np.where(known.any(axis=1), S * np.exp(-K * magnitude), np.nan)
+            partial = known.any(axis=1) & ~known.all(axis=1)
+            out[headline_name(sector, False)] = np.where(partial, np.nan, value)
+            out[headline_name(sector, True)] = np.where(partial, value, np.nan)
+        return out
+
+    return HeadlineCounts(width, tally, score)
