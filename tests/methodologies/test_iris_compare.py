@@ -240,7 +240,7 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
     common = sorted(set(IRIS.paired_units(a)) & set(IRIS.paired_units(b)))
     make = _counted_statistic if isinstance(headlines, HeadlineCounts) else _statistic
     statistic = make(headlines, (a, b), pair, names)
-    for draw in range(3):
+    for draw in range(2):
         positions = rng.integers(0, len(common), len(common))
         drawn = [common[p] for p in positions]
         ra = _recomputed(a, drawn, config, scales, tmp_path)
@@ -271,3 +271,59 @@ def test_compare_pair_runs_over_iris_units(occupations_table: Path) -> None:
     results = dict(compare_pair(headlines, a, b, IRIS.paired_units, resamples=50, seed=1))
     assert {n.split(" ")[0] for n in results} == {"IFS-Gen.score", "RFS-Gen.score"}
     assert all(r["n"] == 4 and np.isfinite(r["ci_low"]) for r in results.values())
+
+
+def _occupation_study(
+    rng: np.random.Generator, occupations: list[str], female: np.ndarray, tilt: float
+) -> pd.DataFrame:
+    """SYNTHETIC IFS-Gen labels: 8 images an occupation, female with the occupation's
+    probability times ``1 - tilt``, age and skin from fixed shares."""
+    n = 8 * len(occupations)
+    share = np.repeat(female, 8) * (1 - tilt)
+    return pd.DataFrame(
+        {
+            "occupation": np.repeat(occupations, 8),
+            "gender": np.where(rng.uniform(size=n) < share, "female", "male"),
+            "age_group": rng.choice(ATTRIBUTES["age_group"], n, p=[0.5, 0.3, 0.2]),
+            "skin_group": rng.choice(ATTRIBUTES["skin_group"], n, p=[0.6, 0.25, 0.15]),
+        }
+    ).assign(sector="IFS-Gen", status="ok", modality="t2i", probe_id="p")
+
+
+@pytest.mark.parametrize("tilt", [0.0, 0.8])
+def test_the_paired_interval_covers_a_planted_difference_and_none(
+    tilt: float, occupations_table: Path
+) -> None:
+    """30 simulated pairs of text-to-image models over 12 shared occupations (each study
+    draws the occupations' female shares, which both models share; B's are ``1 - tilt`` of them):
+    the 95% interval of each score's difference covers the truth (0 with no tilt; with a
+    tilt, the mean difference over 40 other simulated studies) in at least 80% of them; a
+    tilt of 0.8 is found in IFS-Gen (the interval excludes 0) in at least half, a difference of
+    none in at most 20%."""
+    table = pd.read_parquet(occupations_table)
+    occupations = list(table[table["has_us"] & table["has_eu"]]["occupation"].head(12))
+    config = IrisConfig(occupations_table=str(occupations_table))
+    study = _study({"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0)})
+    headlines = IRIS.paired_headline_function(config, "t2i", study)
+    rng = np.random.default_rng(11)
+
+    def pair() -> tuple[pd.DataFrame, pd.DataFrame]:
+        female = rng.uniform(0.1, 0.6, len(occupations))
+        return tuple(_occupation_study(rng, occupations, female, t) for t in (0.0, tilt))
+
+    truth = {"IFS-Gen.score": 0.0, "RFS-Gen.score": 0.0}
+    if tilt:
+        observed = [(headlines(a), headlines(b)) for a, b in (pair() for _ in range(40))]
+        truth = {n: float(np.mean([ha[n] - hb[n] for ha, hb in observed])) for n in truth}
+    covered, found = Counter(), Counter()
+    for seed in range(30):
+        a, b = pair()
+        for name, r in compare_pair(headlines, a, b, IRIS.paired_units, resamples=100, seed=seed):
+            covered[name] += r["ci_low"] <= truth[name] <= r["ci_high"]
+            found[name] += not r["ci_low"] <= 0 <= r["ci_high"]
+    assert set(covered) == set(truth)
+    assert all(c >= 24 for c in covered.values()), (covered, truth)
+    if tilt:
+        assert found["IFS-Gen.score"] >= 15, found  # B's skew shows in every IFS-Gen RD
+    else:
+        assert all(f <= 6 for f in found.values()), found
