@@ -18,15 +18,10 @@ from genfair.methodologies.base import HeadlineCounts, StudyResult
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.paired import headline_name
 from genfair.methodologies.iris.scoring import IrisScoringConfig, SectorParams, score_models
-from genfair.methodologies.iris.tournament import TournamentConfig, tournament_probes
 from genfair.study.compare import _counted_statistic, _pair, _statistic, compare_pair
+from tests.support.iris_labels import ATTRIBUTES, t2i_labels, tournament_labels
 
 IRIS = get_methodology("iris")
-ATTRIBUTES = {
-    "gender": ("male", "female"),
-    "age_group": ("young", "middle-aged", "older"),
-    "skin_group": ("light", "middle", "dark"),
-}
 
 
 def _study(scales: dict[str, tuple[float, float]]) -> StudyResult:
@@ -94,47 +89,6 @@ def test_a_hand_computed_pair_at_fixed_s_and_k(two_occupations: Path, counted: b
         assert statistic(np.array(positions))[0] == pytest.approx(difference, abs=1e-12)
 
 
-def _t2i(rng: np.random.Generator, occupations: list[str], tilt: float) -> pd.DataFrame:
-    """SYNTHETIC t2i labels: 12 images an occupation (female with probability 0.5 + tilt),
-    and BIS-Gen steering images of two of them."""
-    n = 12 * len(occupations)
-    ifs = pd.DataFrame(
-        {
-            "occupation": np.repeat(occupations, 12),
-            "gender": np.where(rng.uniform(size=n) < 0.5 + tilt, "female", "male"),
-            **{c: rng.choice(v, n) for c, v in ATTRIBUTES.items() if c != "gender"},
-        }
-    ).assign(sector="IFS-Gen", status="ok", face_status="ok")
-    ifs["probe_id"] = "iris-ifs-gen-" + ifs["occupation"]
-    steer = []
-    for occupation in occupations[:2]:
-        for kind, want in (("stereotypical", "male"), ("counter", "female")):
-            for i in range(6):
-                steer.append(
-                    {
-                        "occupation": occupation,
-                        "probe_id": f"iris-bis-gen-{occupation}-{kind}-{i}",
-                        "prompt_type": kind,
-                        "expected_gender": want,
-                        "expected_age_group": None,
-                        "expected_skin_group": None,
-                        **{c: rng.choice(v) for c, v in ATTRIBUTES.items()},
-                        "qps": rng.uniform(),
-                    }
-                )
-    bis = pd.DataFrame(steer).assign(sector="BIS-Gen", status="ok", face_status="ok")
-    return pd.concat([ifs, bis], ignore_index=True).assign(modality="t2i")
-
-
-def _rounds(rng: np.random.Generator, occupations: list[str], modality: str) -> pd.DataFrame:
-    """SYNTHETIC tournament rounds: 6 rounds of 3 competitors per profile, a random pick."""
-    probes = tournament_probes(occupations, TournamentConfig(rounds=6, competitors=3), seed=1)
-    choice = [rng.choice(c.split("|")) for c in probes["competitors"]]
-    return probes.drop(columns="prompt").assign(
-        sector="RFS-Und", modality=modality, status="ok", choice=choice
-    )
-
-
 def _vlm(rng: np.random.Generator, occupations: list[str]) -> pd.DataFrame:
     """SYNTHETIC VLM labels: tournament rounds and BIS-Und counterfactual pairs (gender varies),
     a rating and an objective answer per image."""
@@ -159,7 +113,7 @@ def _vlm(rng: np.random.Generator, occupations: list[str]) -> pd.DataFrame:
                 )
     bis = pd.DataFrame(rows).assign(sector="BIS-Und", status="ok", fixture=False)
     return pd.concat(
-        [_rounds(rng, occupations, "vlm"), bis.assign(modality="vlm")], ignore_index=True
+        [tournament_labels(rng, occupations, "vlm"), bis.assign(modality="vlm")], ignore_index=True
     )
 
 
@@ -219,8 +173,12 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
 
     def labels(tilt: float) -> pd.DataFrame:
         if modality == "t2i":
-            return _t2i(rng, occupations, tilt)
-        return _rounds(rng, occupations, "llm") if modality == "llm" else _vlm(rng, occupations)
+            return t2i_labels(rng, occupations, tilt)
+        return (
+            tournament_labels(rng, occupations, "llm")
+            if modality == "llm"
+            else _vlm(rng, occupations)
+        )
 
     a, b = labels(0.0), labels(0.3)
     config = IrisConfig(occupations_table=str(occupations_table))
@@ -263,7 +221,7 @@ def test_a_partial_sector_stays_partial_and_a_missing_scale_is_not_compared(
 def test_compare_pair_runs_over_iris_units(occupations_table: Path) -> None:
     occupations = list(pd.read_parquet(occupations_table)["occupation"].head(4))
     rng = np.random.default_rng(3)
-    a, b = _t2i(rng, occupations, 0.0), _t2i(rng, occupations, 0.4)
+    a, b = t2i_labels(rng, occupations, 0.0), t2i_labels(rng, occupations, 0.4)
     config = IrisConfig(occupations_table=str(occupations_table))
     headlines = IRIS.paired_headline_function(
         config, "t2i", _study({"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0)})

@@ -1,0 +1,115 @@
+"""IRIS's paired model comparisons at paper scale (issue 33.2): the time of one pair.
+
+SYNTHETIC labels (:mod:`tests.support.iris_labels`), compared on their sector scores at fixed
+S and K by :func:`genfair.study.compare.compare_pair` with 1,000 replicates:
+
+- *text-to-image, counted* (what ``score`` runs for t2i models,
+  :func:`genfair.methodologies.iris.paired.generation_counts`): the paper's 52 occupations x
+  160 IFS-Gen images and 10 steered occupations x 2 prompts x 300 BIS-Gen images (the
+  paper's 6,000) per model. Goal: under 60 s for the pair.
+- *tournament, recomputed* (LLMs and VLMs: IRIS's own scoring of every replicate's rows,
+  :func:`genfair.methodologies.iris.paired.iris_headlines`): 2,000 rounds x 18 profiles of 5
+  competitors (the paper's 36,000), timed on a few replicates and extrapolated to 1,000.
+
+Measured figures: docs/methodology.md, "Paired model comparisons".
+Quick mode (``make test``): 12 occupations x 20 images, 50 replicates; 100 rounds.
+Full mode: ``pytest benchmarks/test_iris_compare.py --benchmark-only -s``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from genfair.curation.occupations import OccupationsConfig, map_occupations
+from genfair.methodologies import get_methodology
+from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.scoring import DEFAULT_SECTORS
+from genfair.study.compare import compare_pair
+from tests.support.conf import ROOT
+from tests.support.iris_labels import t2i_labels, tournament_labels
+
+IRIS = get_methodology("iris")
+STUDY = StudyResult(
+    tables={
+        "scores": pd.DataFrame(
+            [{"sector": s, "S": p["S"], "K": p["K"]} for s, p in DEFAULT_SECTORS.items()]
+        )
+    },
+    summary={},
+)
+
+
+def _config(tmp_path: Path) -> tuple[IrisConfig, list[str]]:
+    reference = ROOT / "data" / "reference"
+    table = map_occupations(
+        OccupationsConfig(
+            occupations=reference / "facet_occupations.csv",
+            us_statistics=reference / "iris_real_world_us.csv",
+            eu_statistics=reference / "iris_real_world_eu.csv",
+        )
+    )
+    path = tmp_path / "occupations.parquet"
+    table.to_parquet(path)
+    return IrisConfig(occupations_table=str(path)), list(table["occupation"])
+
+
+def test_a_pair_of_text_to_image_models_compared_at_paper_scale(benchmark, mode, tmp_path) -> None:
+    config, occupations = _config(tmp_path)
+    n_occ, images, resamples = mode.size((52, 160, 1_000), (12, 20, 50))
+    occupations = occupations[:n_occ]
+    headlines = IRIS.paired_headline_function(config, "t2i", STUDY)
+    assert isinstance(headlines, HeadlineCounts)
+    rng = np.random.default_rng(0)
+    a, b = (
+        t2i_labels(rng, occupations, tilt, images=images, steered=10, per_prompt=300)
+        for tilt in (0.0, 0.1)
+    )
+
+    def compare() -> list:
+        return compare_pair(headlines, a, b, IRIS.paired_units, resamples=resamples, seed=0)
+
+    cpu = time.process_time()
+    result, seconds = mode.measure(benchmark, compare)
+    cpu = time.process_time() - cpu
+    assert {n.split(" ")[0] for n, _ in result} == {
+        "IFS-Gen.score",
+        "RFS-Gen.score",
+        "BIS-Gen.score",
+    }
+    print(
+        f"\nt2i: {len(a):,} rows per model, {resamples:,} replicates: counted {seconds:.1f} s "
+        f"({cpu:.1f} s CPU; load average {os.getloadavg()[0]:.1f})"
+    )
+    mode.goal(
+        seconds < 60,
+        f"a t2i pair at {len(a):,} rows and {resamples:,} replicates in {seconds:.1f} s "
+        "(goal < 60 s)",
+        "quick mode runs small sizes",
+    )
+
+
+def test_a_pair_of_llms_tournaments_recomputed_at_paper_scale(benchmark, mode, tmp_path) -> None:
+    config, occupations = _config(tmp_path)
+    rounds = mode.size(2_000, 100)
+    headlines = IRIS.paired_headline_function(config, "llm", STUDY)
+    assert not isinstance(headlines, HeadlineCounts)
+    rng = np.random.default_rng(0)
+    a, b = (tournament_labels(rng, occupations, "llm", rounds=rounds, competitors=5) for _ in "ab")
+    few = 3
+    result, seconds = mode.measure(
+        benchmark,
+        lambda: compare_pair(headlines, a, b, IRIS.paired_units, resamples=few, seed=0),
+    )
+    assert [n for n, _ in result] == ["RFS-Und.score (partial)"]  # no SDS without IFS-Und
+    per_replicate = seconds / (few + 1)  # the observed difference is one more evaluation
+    print(
+        f"\nllm: {len(a):,} rounds per model: recomputed about {per_replicate:.2f} s a "
+        f"replicate (both models), {per_replicate * 1000 / 60:.0f} min per 1,000 "
+        f"(load average {os.getloadavg()[0]:.1f})"
+    )
