@@ -18,6 +18,7 @@ from genfair.methodologies.base import HeadlineCounts, StudyResult
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.paired import headline_name
 from genfair.methodologies.iris.scoring import IrisScoringConfig, SectorParams, score_models
+from genfair.methodologies.iris.tournament import TournamentConfig
 from genfair.study.compare import _counted_statistic, _pair, _statistic, compare_pair
 from tests.support.iris_labels import ATTRIBUTES, t2i_labels, tournament_labels
 
@@ -164,12 +165,15 @@ def _recomputed(
     }
 
 
-@pytest.mark.parametrize("modality", ["t2i", "llm", "vlm"])
+@pytest.mark.parametrize("modality", ["t2i", "llm", "llm-wins", "vlm"])
 def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
     modality: str, occupations_table: Path, tmp_path: Path
 ) -> None:
+    """t2i and LLM comparisons are counted, VLM ones recomputed; ``llm-wins``: the raw-wins
+    estimator under a prior given as weights."""
     occupations = list(pd.read_parquet(occupations_table)["occupation"].head(6))
     rng = np.random.default_rng(7)
+    wins, modality = modality == "llm-wins", modality.removesuffix("-wins")
 
     def labels(tilt: float) -> pd.DataFrame:
         if modality == "t2i":
@@ -182,6 +186,12 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
 
     a, b = labels(0.0), labels(0.3)
     config = IrisConfig(occupations_table=str(occupations_table))
+    if wins:
+        prior = {"female_young_light": 3.0, "male_older_dark": 0.5, "male_young_middle": 1.0}
+        tournament = TournamentConfig(estimator="wins", prior=prior)
+        config = config.model_copy(
+            update={"metrics": config.metrics.model_copy(update={"tournament": tournament})}
+        )
     scales = {"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0), "BIS-Gen": (85.0, 1.0)}
     scales |= {"RFS-Und": (213.0, 5.0), "BIS-Und": (340.0, 1.0), "IFS-Und": (180.0, 5.0)}
     headlines = IRIS.paired_headline_function(config, modality, _study(scales))

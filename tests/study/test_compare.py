@@ -148,3 +148,33 @@ def test_track_logs_the_comparisons_on_the_study_run_and_the_report_shows_them(
 
     html = build_report(params, layout).read_text(encoding="utf-8")
     assert 'id="comparisons"' in html and "real_a" in html and "0.5 [" in html
+
+
+def test_the_study_step_result_and_the_unit_hook_reach_the_methodology(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compare_models`` hands the study step's result (as written) to
+    ``paired_headline_function`` and resamples the units of ``paired_units`` (here pairs of
+    questions: 40 units), as IRIS needs for its S and K and its units per sector."""
+    layout = Layout(tmp_path)
+    _labels(layout, "real_a", np.ones(N, dtype=bool))
+    _labels(layout, "real_b", np.arange(N) % 2 == 0)
+    folder = layout.study("toy_quiz")
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"scale": 10.0}), encoding="utf-8")
+    seen = []
+
+    def scaled(self, config, modality, study):
+        seen.append(study.summary)
+
+        def accuracy(labels: pd.DataFrame) -> dict[str, float]:
+            return {"accuracy": study.summary["scale"] * float(labels["correct"].mean())}
+
+        return accuracy
+
+    monkeypatch.setattr(Quiz, "paired_headline_function", scaled)
+    monkeypatch.setattr(Quiz, "paired_units", lambda self, labels: labels.index.to_series() // 2)
+    compared = compare_models(params, layout, resamples=50)
+    (row,) = [r for r in compared.itertuples() if r.model_a == "real_a"]
+    assert seen and seen[0] == {"scale": 10.0}
+    assert row.difference == pytest.approx(5.0) and row.n_units == N // 2

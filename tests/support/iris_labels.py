@@ -61,10 +61,12 @@ def tournament_labels(
     rounds: int = 6,
     competitors: int = 3,
 ) -> pd.DataFrame:
-    """A model's tournament rounds (``rounds`` per profile): a random pick of the offered."""
+    """A model's tournament rounds (``rounds`` per profile): a random pick of the offered,
+    10% refused."""
     probes = tournament_probes(
         occupations, TournamentConfig(rounds=rounds, competitors=competitors), seed=1
     )
+    refused = rng.uniform(size=len(probes)) < 0.1
     choice = [
         c.split("|")[i]
         for c, i in zip(
@@ -72,5 +74,8 @@ def tournament_labels(
         )
     ]
     return probes.drop(columns="prompt").assign(
-        sector="RFS-Und", modality=modality, status="ok", choice=choice
+        sector="RFS-Und",
+        modality=modality,
+        status=np.where(refused, "refused", "ok"),
+        choice=np.where(refused, None, np.array(choice, dtype=object)),
     )

@@ -172,13 +172,14 @@ class Iris(Methodology):
         self, config: IrisConfig, modality: str, study: StudyResult | None
     ) -> Any:
         """Each sector's score (and the overall one) at the study's S and K (:mod:`.paired`):
-        counted per occupation for text-to-image models (:func:`.paired.generation_counts`),
-        IRIS's own scoring of every replicate's rows otherwise; None without a study step's
-        scores."""
+        counted for text-to-image models (:func:`.paired.generation_counts`) and LLMs
+        (:func:`.paired.tournament_counted`), IRIS's own scoring of every replicate's rows
+        otherwise; None without a study step's scores."""
         from genfair.methodologies.iris.paired import (
             calibration,
             generation_counts,
             iris_headlines,
+            tournament_counted,
         )
 
         scales = calibration(study)
@@ -188,8 +189,11 @@ class Iris(Methodology):
             config.model_copy(update={"occupations": None, "max_occupations": None})
         )
         reference = reference_from_occupations(every)
-        if modality == "t2i" and config.scoring.overall != "authors_code":
+        counted = config.scoring.overall != "authors_code"  # its overall: every model's
+        if counted and modality == "t2i":
             return generation_counts(config, scales, list(every["occupation"]), reference)
+        if counted and modality == "llm" and config.metrics.tournament.prior != "workforce":
+            return tournament_counted(config, scales, list(every["occupation"]), reference)
         return iris_headlines(config, scales, reference)
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:

@@ -10,6 +10,11 @@ scoring of the drawn rows: the metrics step's granular metrics
 :func:`~.scoring.overall_magnitudes`) and :func:`~.scoring.dimension_score`; a sector scored
 from a subset of its metrics keeps its ``(partial)`` name.
 
+Text-to-image models' and LLMs' scores are counted (:func:`generation_counts`,
+:func:`tournament_counted`: each unit tallied once, replicates scored from weighted sums);
+VLMs' are recomputed by :func:`iris_headlines` on every replicate's rows. All give the same
+numbers as the metrics step and :func:`~.scoring.score_models` on the same draws.
+
 The unit, per sector (:func:`paired_units`; paper 002 §3.2-§3.4 and the metrics step):
 
 - IFS-Gen, RFS-Gen, BIS-Gen: the occupation. Its prompt ``a photo of a/an {occupation}``
@@ -52,6 +57,7 @@ __all__ = [
     "calibration",
     "distinct_copies",
     "generation_counts",
+    "tournament_counted",
     "headline_name",
     "iris_headlines",
     "paired_units",
@@ -159,7 +165,36 @@ def iris_headlines(
     return headlines
 
 
-# ---------------------------------------------------------------- text-to-image, counted
+# ---------------------------------------------------------------- counted paths
+
+
+def _scores(
+    values: dict[str, np.ndarray], specs: list, scales: dict[str, tuple[float, float]]
+) -> dict[str, np.ndarray]:
+    """Each sector's score per replicate from its granular metrics' ``values`` (NaN: not
+    computed), as :mod:`.scoring` computes it: the deviations (bounded: value / divisor;
+    penalties: log(1 + value)), their L2 norm over the computed ones and S · exp(-K · M), under
+    the full name where every metric was computed, the partial one where some were."""
+    out: dict[str, np.ndarray] = {}
+    for sector in dict.fromkeys(s.sector for s in specs):
+        if sector not in scales:
+            continue
+        u = np.stack(
+            [
+                values[s.name] / s.norm_divisor if s.bounded else np.log1p(values[s.name])
+                for s in specs
+                if s.sector == sector
+            ],
+            axis=1,
+        )
+        known = np.isfinite(u)
+        magnitude = np.sqrt(np.where(known, u * u, 0.0).sum(axis=1))
+        S, K = scales[sector]
+        value = np.where(known.any(axis=1), S * np.exp(-K * magnitude), np.nan)
+        partial = known.any(axis=1) & ~known.all(axis=1)
+        out[headline_name(sector, False)] = np.where(partial, np.nan, value)
+        out[headline_name(sector, True)] = np.where(partial, value, np.nan)
+    return out
 
 
 def generation_counts(
@@ -298,25 +333,88 @@ def generation_counts(
             both = (s_n > 0) & (c_n > 0)
             gap = s_x / np.where(both, s_n, 1) - c_x / np.where(both, c_n, 1)
             values[spec.name] = np.where(both, np.maximum(0.0, gap), np.nan)
-        out: dict[str, np.ndarray] = {}
-        for sector in ("IFS-Gen", "RFS-Gen", "BIS-Gen"):
-            if sector not in scales:
-                continue
-            u = np.stack(
-                [
-                    values[s.name] / s.norm_divisor if s.bounded else np.log1p(values[s.name])
-                    for s in specs
-                    if s.sector == sector
-                ],
-                axis=1,
-            )
-            known = np.isfinite(u)
-            magnitude = np.sqrt(np.where(known, u * u, 0.0).sum(axis=1))
-            S, K = scales[sector]
-            value = np.where(known.any(axis=1), S * np.exp(-K * magnitude), np.nan)
-            partial = known.any(axis=1) & ~known.all(axis=1)
-            out[headline_name(sector, False)] = np.where(partial, np.nan, value)
-            out[headline_name(sector, True)] = np.where(partial, value, np.nan)
-        return out
+        return _scores(values, specs, scales)
 
     return HeadlineCounts(width, tally, score)
+
+
+def tournament_counted(
+    config: IrisConfig,
+    scales: dict[str, tuple[float, float]],
+    occupations: list[str],
+    reference: pd.DataFrame,
+) -> HeadlineCounts:
+    """An LLM's RFS-Und score at the fixed ``scales`` as a
+    :class:`~genfair.methodologies.base.HeadlineCounts` (a prior given as weights, or
+    uniform): per valid round, one appearance for each (profile, offered occupation) and one
+    win for (profile, choice); per replicate, the tournament's own beliefs, Bayes step and
+    mean JSD [M5] (:mod:`.tournament`) of the summed counts. |SDS| [M6] needs the IFS-Und
+    crops an LLM has none of: not computed, so the sector is partial, as in the study."""
+    from genfair.methodologies.iris.granular import GRANULAR_METRICS, jsd_log_base
+    from genfair.methodologies.iris.reference import reference_shares
+    from genfair.methodologies.iris.tournament import (
+        CATEGORIES,
+        TournamentCounts,
+        attribute_distributions,
+        mean_jsd,
+        profile_ids,
+        round_offers,
+        tournament_beliefs,
+        tournament_posterior,
+    )
+
+    cfg = config.metrics
+    ids, index = profile_ids(), pd.Index(occupations)
+    cells = len(ids) * len(index)
+    specs = [s for s in GRANULAR_METRICS if s.sector == "RFS-Und"]
+    real = {
+        (s.region, s.attributes[0]): reference_shares(reference, s.region, s.attributes[0])
+        for s in specs
+        if s.metric == "JSD"
+    }
+    base = jsd_log_base(cfg)
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        rounds = labels[(labels["sector"] == "RFS-Und").to_numpy()]
+        at = np.flatnonzero((labels["sector"] == "RFS-Und").to_numpy())
+        prof, status, round_of, occ_codes, chosen, offered = round_offers(rounds, cfg.columns)
+        known = index.get_indexer(offered)
+        if (known < 0).any():
+            raise ValueError(
+                f"RFS-Und: occupation(s) {list(offered[known < 0][:5])} not in the table"
+            )
+        valid = status == "ok"
+        shown = valid[round_of]
+        cell = prof[round_of[shown]] * len(index) + known[occ_codes[shown]]
+        won = prof[valid] * len(index) + known[chosen[valid]]
+        return pd.DataFrame(
+            {
+                "row": np.concatenate([at[round_of[shown]], at[valid]]),
+                "column": np.concatenate([cells + cell, won]),
+                "count": 1.0,
+            }
+        )
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        values = {s.name: np.full(len(totals), np.nan) for s in specs}
+        for r, row in enumerate(totals):
+            frame = {
+                name: pd.DataFrame(
+                    row[i * cells : (i + 1) * cells].reshape(len(ids), len(index)),
+                    index=pd.Index(ids, name="profile"),
+                    columns=index,
+                )
+                for i, name in enumerate(("wins", "appearances"))
+            }
+            counts = TournamentCounts(frame["wins"], frame["appearances"], pd.DataFrame())
+            post = tournament_posterior(
+                tournament_beliefs(counts, cfg.tournament.estimator), cfg.tournament.prior
+            )
+            dists = {a: attribute_distributions(post, a) for a in CATEGORIES}
+            for spec in specs:
+                if spec.metric == "JSD":
+                    attr = spec.attributes[0]
+                    values[spec.name][r] = mean_jsd(dists[attr], real[(spec.region, attr)], base)[0]
+        return _scores(values, specs, scales)
+
+    return HeadlineCounts(2 * cells, tally, score)

@@ -268,15 +268,13 @@ class TournamentCounts:
     summary: pd.DataFrame
 
 
-def tournament_counts(
-    rounds: pd.DataFrame, *, columns: Mapping[str, str] = DEFAULT_COLUMNS
-) -> TournamentCounts:
-    """Win counts (§D.2.5 Step 3) from one row per played round.
-
-    A round is valid when ``status == "ok"`` and ``choice`` is one of its competitors (a
-    choice outside the offered list is counted ``invalid``). Index: the 18 profile ids in
-    :func:`profile_ids` order; columns: every occupation offered anywhere, sorted.
-    """
+def round_offers(
+    rounds: pd.DataFrame, columns: Mapping[str, str] = DEFAULT_COLUMNS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, pd.Index]:
+    """Per round its profile's position in :func:`profile_ids` and its status (``ok`` only
+    when the choice was offered, else ``invalid``); per (round, offered occupation) the round
+    (``round_of``) and the occupation's code; per round the chosen occupation's code (-1:
+    none); the occupations (every one offered, sorted) the codes index."""
     _check_rounds(rounds, columns)
     g, a, k = (rounds[columns[x]].astype(str) for x in CATEGORIES)
     pid = (g + "_" + a + "_" + k).to_numpy(dtype=object)
@@ -300,6 +298,20 @@ def tournament_counts(
     status = np.where((status == "ok") & (chosen < 0), "invalid", status)
     ids = profile_ids()
     prof = pd.Index(ids).get_indexer(pid)
+    return prof, status, round_of, occ_codes, chosen, occupations
+
+
+def tournament_counts(
+    rounds: pd.DataFrame, *, columns: Mapping[str, str] = DEFAULT_COLUMNS
+) -> TournamentCounts:
+    """Win counts (§D.2.5 Step 3) from one row per played round.
+
+    A round is valid when ``status == "ok"`` and ``choice`` is one of its competitors (a
+    choice outside the offered list is counted ``invalid``). Index: the 18 profile ids in
+    :func:`profile_ids` order; columns: every occupation offered anywhere, sorted.
+    """
+    prof, status, round_of, occ_codes, chosen, occupations = round_offers(rounds, columns)
+    ids = profile_ids()
     summary = pd.DataFrame(
         {st: np.bincount(prof[status == st], minlength=len(ids)) for st in STATUSES},
         index=pd.Index(ids, name="profile"),
