@@ -541,6 +541,7 @@ def _rfs_und(
     cfg: GranularConfig,
     reference: pd.DataFrame | None,
     ifs_und: pd.DataFrame | None,
+    floor_wanted: bool = True,
 ) -> list[dict]:
     rows, tour_note = [], ""
     prior = cfg.tournament.prior
@@ -552,7 +553,9 @@ def _rfs_und(
     floor = None
     if rounds is not None and reference is not None:
         prior = resolve_prior(prior, reference, offered)
-        floor = oracle_floor(reference, prior, offered, jsd_log_base(cfg)).set_index("metric")
+        if floor_wanted:
+            floor = oracle_floor(reference, prior, offered, jsd_log_base(cfg))
+            floor = floor.set_index("metric")
     elif prior == "workforce":
         prior = "uniform"  # nothing to invert without rounds and reference: JSD not computed
     dists, counts = (
@@ -750,13 +753,16 @@ def granular_metrics(
     reference: pd.DataFrame | None = None,
     ifs_und: pd.DataFrame | None = None,
     config: GranularConfig | None = None,
+    floor: bool = True,
 ) -> pd.DataFrame:
     """One row per granular metric of ``sector`` (columns :data:`COLUMNS`).
 
     ``labelled`` is the sector's table (see the module docstring; RFS-Gen takes the
     IFS-Gen table, RFS-Und the tournament rounds). ``reference`` feeds RFS-Gen and
     RFS-Und, ``ifs_und`` (the IFS-Und table) RFS-Und's SDS. An input that is missing gives
-    NaN rows whose ``note`` says ``not computed`` and why.
+    NaN rows whose ``note`` says ``not computed`` and why. ``floor``: RFS-Und's oracle floor
+    (its ``oracle_floor`` column and note; False leaves them NaN, e.g. where only the values
+    are needed, as a paired comparison's replicates).
     """
     cfg = config or GranularConfig()
     if sector not in SECTORS:
@@ -774,7 +780,7 @@ def granular_metrics(
     elif sector == "IFS-Und":
         rows = _ifs_und(labelled, cfg)
     elif sector == "RFS-Und":
-        rows = _rfs_und(labelled, cfg, reference, ifs_und)
+        rows = _rfs_und(labelled, cfg, reference, ifs_und, floor)
     else:
         rows = _bis_und(labelled, cfg)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -906,9 +906,10 @@ def sector_tables(
 
 
 def model_granular(
-    labels: pd.DataFrame, config: IrisConfig, reference: pd.DataFrame
+    labels: pd.DataFrame, config: IrisConfig, reference: pd.DataFrame, *, floor: bool = True
 ) -> pd.DataFrame:
-    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality."""
+    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality
+    (``floor``: RFS-Und's oracle floor too)."""
     tables, rounds = sector_tables(labels)
     modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
     frames = []
@@ -927,6 +928,7 @@ def model_granular(
                     reference=reference,
                     ifs_und=tables["IFS-Und"],
                     config=config.metrics,
+                    floor=floor,
                 )
             )
         else:

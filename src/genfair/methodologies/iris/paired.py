@@ -57,10 +57,10 @@ __all__ = [
     "calibration",
     "distinct_copies",
     "generation_counts",
-    "tournament_counted",
     "headline_name",
     "iris_headlines",
     "paired_units",
+    "tournament_counted",
 ]
 
 #: each sector's unit: (the unit's kind, the labels column naming it)
@@ -150,7 +150,9 @@ def iris_headlines(
         if labels.empty:
             return {}
         rows, ref = distinct_copies(labels, reference)
-        frame = normalize_frame(model_granular(rows, config, ref).assign(model="model"))
+        frame = normalize_frame(
+            model_granular(rows, config, ref, floor=False).assign(model="model")
+        )
         sectors = sector_magnitudes(frame)
         out = {}
         for table in (sectors, overall_magnitudes(frame, sectors, authors=authors)):
