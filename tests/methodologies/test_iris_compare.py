@@ -91,8 +91,9 @@ def test_a_hand_computed_pair_at_fixed_s_and_k(two_occupations: Path, counted: b
 
 
 def _vlm(rng: np.random.Generator, occupations: list[str]) -> pd.DataFrame:
-    """SYNTHETIC VLM labels: tournament rounds and BIS-Und counterfactual pairs (gender varies),
-    a rating and an objective answer per image."""
+    """SYNTHETIC VLM labels: tournament rounds, BIS-Und counterfactual pairs (gender varies),
+    a rating and an objective answer per image, and IFS-Und crops answered twice (right,
+    another occupation, or unmappable)."""
     rows = []
     for instance in range(10):
         base = {c: rng.choice(v) for c, v in ATTRIBUTES.items() if c != "gender"}
@@ -113,8 +114,30 @@ def _vlm(rng: np.random.Generator, occupations: list[str]) -> pd.DataFrame:
                     }
                 )
     bis = pd.DataFrame(rows).assign(sector="BIS-Und", status="ok", fixture=False)
+    crops = []
+    for crop in range(40):
+        truth = occupations[crop % len(occupations)]
+        attributes = {c: rng.choice(v) for c, v in ATTRIBUTES.items()}
+        for sample in range(2):
+            answer = rng.choice([truth, truth, rng.choice(occupations), "unmappable"])
+            crops.append(
+                {
+                    "probe_id": f"iris-ifs-und-{crop}",
+                    "sample_index": sample,
+                    "occupation": truth,
+                    "mapped_occupation": answer,
+                    **attributes,
+                    "status": "refused" if answer == "unmappable" else "ok",
+                }
+            )
+    ifs = pd.DataFrame(crops).assign(sector="IFS-Und", fixture=False, tier="exact")
     return pd.concat(
-        [tournament_labels(rng, occupations, "vlm"), bis.assign(modality="vlm")], ignore_index=True
+        [
+            tournament_labels(rng, occupations, "vlm"),
+            bis.assign(modality="vlm"),
+            ifs.assign(modality="vlm"),
+        ],
+        ignore_index=True,
     )
 
 
@@ -165,15 +188,15 @@ def _recomputed(
     }
 
 
-@pytest.mark.parametrize("modality", ["t2i", "llm", "llm-wins", "vlm"])
+@pytest.mark.parametrize("modality", ["t2i", "llm", "llm-wins", "vlm", "vlm-workforce"])
 def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
     modality: str, occupations_table: Path, tmp_path: Path
 ) -> None:
-    """t2i and LLM comparisons are counted, VLM ones recomputed; ``llm-wins``: the raw-wins
-    estimator under a prior given as weights."""
+    """Every modality's comparison is counted; ``llm-wins``: the raw-wins estimator under a
+    prior given as weights; ``vlm-workforce``: the workforce prior, recomputed."""
     occupations = list(pd.read_parquet(occupations_table)["occupation"].head(6))
     rng = np.random.default_rng(7)
-    wins, modality = modality == "llm-wins", modality.removesuffix("-wins")
+    modality, _, variant = modality.partition("-")
 
     def labels(tilt: float) -> pd.DataFrame:
         if modality == "t2i":
@@ -186,15 +209,20 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
 
     a, b = labels(0.0), labels(0.3)
     config = IrisConfig(occupations_table=str(occupations_table))
-    if wins:
+    if variant:
         prior = {"female_young_light": 3.0, "male_older_dark": 0.5, "male_young_middle": 1.0}
-        tournament = TournamentConfig(estimator="wins", prior=prior)
+        tournament = (
+            TournamentConfig(estimator="wins", prior=prior)
+            if variant == "wins"
+            else TournamentConfig(prior="workforce")
+        )
         config = config.model_copy(
             update={"metrics": config.metrics.model_copy(update={"tournament": tournament})}
         )
     scales = {"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0), "BIS-Gen": (85.0, 1.0)}
     scales |= {"RFS-Und": (213.0, 5.0), "BIS-Und": (340.0, 1.0), "IFS-Und": (180.0, 5.0)}
     headlines = IRIS.paired_headline_function(config, modality, _study(scales))
+    assert isinstance(headlines, HeadlineCounts) == (variant != "workforce")
     ha, hb = (
         {k: v for k, v in h(x).items() if np.isfinite(v)}
         for h, x in ((headlines, a), (headlines, b))

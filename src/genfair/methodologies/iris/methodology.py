@@ -172,14 +172,14 @@ class Iris(Methodology):
         self, config: IrisConfig, modality: str, study: StudyResult | None
     ) -> Any:
         """Each sector's score (and the overall one) at the study's S and K (:mod:`.paired`):
-        counted for text-to-image models (:func:`.paired.generation_counts`) and LLMs
-        (:func:`.paired.tournament_counted`), IRIS's own scoring of every replicate's rows
-        otherwise; None without a study step's scores."""
+        counted (:func:`.paired.generation_counts`, :func:`.paired.understanding_counted`),
+        or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
+        authors' overall score; None without a study step's scores."""
         from genfair.methodologies.iris.paired import (
             calibration,
             generation_counts,
             iris_headlines,
-            tournament_counted,
+            understanding_counted,
         )
 
         scales = calibration(study)
@@ -192,8 +192,9 @@ class Iris(Methodology):
         counted = config.scoring.overall != "authors_code"  # its overall: every model's
         if counted and modality == "t2i":
             return generation_counts(config, scales, list(every["occupation"]), reference)
-        if counted and modality == "llm" and config.metrics.tournament.prior != "workforce":
-            return tournament_counted(config, scales, list(every["occupation"]), reference)
+        if counted and config.metrics.tournament.prior != "workforce":
+            names = list(every["occupation"])
+            return understanding_counted(config, scales, names, reference, modality)
         return iris_headlines(config, scales, reference)
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:

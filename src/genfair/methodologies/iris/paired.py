@@ -10,10 +10,12 @@ scoring of the drawn rows: the metrics step's granular metrics
 :func:`~.scoring.overall_magnitudes`) and :func:`~.scoring.dimension_score`; a sector scored
 from a subset of its metrics keeps its ``(partial)`` name.
 
-Text-to-image models' and LLMs' scores are counted (:func:`generation_counts`,
-:func:`tournament_counted`: each unit tallied once, replicates scored from weighted sums);
-VLMs' are recomputed by :func:`iris_headlines` on every replicate's rows. All give the same
-numbers as the metrics step and :func:`~.scoring.score_models` on the same draws.
+Every modality's scores are counted (:func:`generation_counts`, :func:`understanding_counted`:
+each unit tallied once, replicates scored from weighted sums); under a ``workforce`` prior
+(which depends on the occupations a replicate offers) or ``scoring.overall: authors_code``
+(an overall score for every model), :func:`iris_headlines` recomputes IRIS's own scoring on
+every replicate's rows. All give the same numbers as the metrics step and
+:func:`~.scoring.score_models` on the same draws.
 
 The unit, per sector (:func:`paired_units`; paper 002 §3.2-§3.4 and the metrics step):
 
@@ -38,6 +40,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +64,7 @@ __all__ = [
     "headline_name",
     "iris_headlines",
     "paired_units",
-    "tournament_counted",
+    "understanding_counted",
 ]
 
 #: each sector's unit: (the unit's kind, the labels column naming it)
@@ -340,18 +344,63 @@ def generation_counts(
     return HeadlineCounts(width, tally, score)
 
 
-def tournament_counted(
-    config: IrisConfig,
-    scales: dict[str, tuple[float, float]],
-    occupations: list[str],
-    reference: pd.DataFrame,
+@dataclass(frozen=True)
+class _Part:
+    """One block of a counted path: ``width`` count columns, each row's counts (``tally``,
+    columns from 0) and the granular metrics' values per replicate from the block's totals."""
+
+    width: int
+    tally: Callable[[pd.DataFrame], pd.DataFrame]
+    values: Callable[[np.ndarray], dict[str, np.ndarray]]
+
+
+def _long(parts: list[tuple[np.ndarray, np.ndarray, Any]]) -> pd.DataFrame:
+    """(rows, columns, counts) triples as a tally's long table."""
+    if not parts:
+        return pd.DataFrame({"row": [], "column": [], "count": []})
+    return pd.DataFrame(
+        {
+            "row": np.concatenate([p[0] for p in parts]),
+            "column": np.concatenate([np.broadcast_to(p[1], np.shape(p[0])) for p in parts]),
+            "count": np.concatenate([np.broadcast_to(p[2], np.shape(p[0])) for p in parts]),
+        }
+    )
+
+
+def _combined(
+    parts: list[_Part], specs: list, scales: dict[str, tuple[float, float]]
 ) -> HeadlineCounts:
-    """An LLM's RFS-Und score at the fixed ``scales`` as a
-    :class:`~genfair.methodologies.base.HeadlineCounts` (a prior given as weights, or
-    uniform): per valid round, one appearance for each (profile, offered occupation) and one
-    win for (profile, choice); per replicate, the tournament's own beliefs, Bayes step and
-    mean JSD [M5] (:mod:`.tournament`) of the summed counts. |SDS| [M6] needs the IFS-Und
-    crops an LLM has none of: not computed, so the sector is partial, as in the study."""
+    """The parts side by side, scored by :func:`_scores` of their metrics' values."""
+    starts = np.cumsum([0, *(p.width for p in parts)])
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        longs = [
+            p.tally(labels).assign(column=lambda t, s=s: t["column"] + s)
+            for p, s in zip(parts, starts, strict=False)
+        ]
+        return pd.concat(longs, ignore_index=True)
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        values = {s.name: np.full(len(totals), np.nan) for s in specs}
+        for part, start, end in zip(parts, starts[:-1], starts[1:], strict=True):
+            values |= part.values(totals[:, start:end])
+        return _scores(values, specs, scales)
+
+    return HeadlineCounts(int(starts[-1]), tally, score)
+
+
+def _rows_of(labels: pd.DataFrame, sector: str, *, answered: bool = False) -> np.ndarray:
+    """Positions of the sector's rows (``answered``: not ``error``)."""
+    rows = (labels["sector"] == sector).to_numpy()
+    if answered and "status" in labels:
+        rows = rows & (labels["status"].astype(str) != "error").to_numpy()
+    return np.flatnonzero(rows)
+
+
+def _tournament_part(config: IrisConfig, occupations: list[str], reference: pd.DataFrame) -> _Part:
+    """RFS-Und's JSD [M5]: per valid round, one appearance for each (profile, offered
+    occupation) and one win for (profile, choice); per replicate, the tournament's own
+    beliefs, Bayes step and mean JSD (:mod:`.tournament`) of the summed counts."""
     from genfair.methodologies.iris.granular import GRANULAR_METRICS, jsd_log_base
     from genfair.methodologies.iris.reference import reference_shares
     from genfair.methodologies.iris.tournament import (
@@ -368,38 +417,34 @@ def tournament_counted(
     cfg = config.metrics
     ids, index = profile_ids(), pd.Index(occupations)
     cells = len(ids) * len(index)
-    specs = [s for s in GRANULAR_METRICS if s.sector == "RFS-Und"]
+    specs = [s for s in GRANULAR_METRICS if s.sector == "RFS-Und" and s.metric == "JSD"]
     real = {
         (s.region, s.attributes[0]): reference_shares(reference, s.region, s.attributes[0])
         for s in specs
-        if s.metric == "JSD"
     }
     base = jsd_log_base(cfg)
 
     def tally(labels: pd.DataFrame) -> pd.DataFrame:
-        rounds = labels[(labels["sector"] == "RFS-Und").to_numpy()]
-        at = np.flatnonzero((labels["sector"] == "RFS-Und").to_numpy())
+        at = _rows_of(labels, "RFS-Und")
+        if not at.size:
+            return _long([])
+        rounds = labels.iloc[at]
         prof, status, round_of, occ_codes, chosen, offered = round_offers(rounds, cfg.columns)
         known = index.get_indexer(offered)
         if (known < 0).any():
-            raise ValueError(
-                f"RFS-Und: occupation(s) {list(offered[known < 0][:5])} not in the table"
-            )
+            unknown = list(offered[known < 0][:5])
+            raise ValueError(f"RFS-Und: occupation(s) {unknown} not in the study's table")
         valid = status == "ok"
         shown = valid[round_of]
         cell = prof[round_of[shown]] * len(index) + known[occ_codes[shown]]
         won = prof[valid] * len(index) + known[chosen[valid]]
-        return pd.DataFrame(
-            {
-                "row": np.concatenate([at[round_of[shown]], at[valid]]),
-                "column": np.concatenate([cells + cell, won]),
-                "count": 1.0,
-            }
-        )
+        return _long([(at[round_of[shown]], cells + cell, 1.0), (at[valid], won, 1.0)])
 
-    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
-        values = {s.name: np.full(len(totals), np.nan) for s in specs}
+    def values(totals: np.ndarray) -> dict[str, np.ndarray]:
+        out = {s.name: np.full(len(totals), np.nan) for s in specs}
         for r, row in enumerate(totals):
+            if not row.any():
+                continue  # no valid round: JSD not computed
             frame = {
                 name: pd.DataFrame(
                     row[i * cells : (i + 1) * cells].reshape(len(ids), len(index)),
@@ -414,9 +459,230 @@ def tournament_counted(
             )
             dists = {a: attribute_distributions(post, a) for a in CATEGORIES}
             for spec in specs:
-                if spec.metric == "JSD":
-                    attr = spec.attributes[0]
-                    values[spec.name][r] = mean_jsd(dists[attr], real[(spec.region, attr)], base)[0]
-        return _scores(values, specs, scales)
+                attr = spec.attributes[0]
+                out[spec.name][r] = mean_jsd(dists[attr], real[(spec.region, attr)], base)[0]
+        return out
 
-    return HeadlineCounts(2 * cells, tally, score)
+    return _Part(2 * cells, tally, values)
+
+
+def _sector_specs(sectors: tuple[str, ...], config: IrisConfig) -> list:
+    """The granular metrics of ``sectors`` as the metrics step reads them (|SDS| unbounded
+    under ``abs_sds_deviation: log1p``)."""
+    from genfair.methodologies.iris.granular import GRANULAR_METRICS
+
+    log1p = config.metrics.abs_sds_deviation == "log1p"
+    return [
+        replace(s, bounded=False, max_value=None, norm_divisor=None)
+        if log1p and s.metric == "AbsSDS"
+        else s
+        for s in GRANULAR_METRICS
+        if s.sector in sectors
+    ]
+
+
+def understanding_counted(
+    config: IrisConfig,
+    scales: dict[str, tuple[float, float]],
+    occupations: list[str],
+    reference: pd.DataFrame,
+    modality: str,
+) -> HeadlineCounts:
+    """An LLM's RFS-Und score, or a VLM's IFS-Und, RFS-Und and BIS-Und scores, at the fixed
+    ``scales`` as a :class:`~genfair.methodologies.base.HeadlineCounts` (a prior given as
+    weights, or uniform): the tournament's JSD (:func:`_tournament_part`); for a VLM, per
+    answered crop its answers per intersection group (answered, correct, each mapped class)
+    for AD [M2] and SPD [M3] and each |SDS| [M6] group's error cases and share gaps
+    (:func:`_crop_part`), per counterfactual set and question its AC-diff [M10] and DHR [M11]
+    terms by the set's dimension (:func:`_set_part`). Per replicate, the metrics as
+    :mod:`.granular` computes them from the summed counts. An LLM has no crops: its |SDS| is
+    not computed and RFS-Und is partial, as in the study."""
+    parts = [_tournament_part(config, occupations, reference)]
+    sectors: tuple[str, ...] = ("RFS-Und",)
+    if modality == "vlm":
+        parts += [_crop_part(config, occupations, reference), _set_part(config)]
+        sectors = ("IFS-Und", "RFS-Und", "BIS-Und")
+    return _combined(parts, _sector_specs(sectors, config), scales)
+
+
+def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFrame) -> _Part:
+    """IFS-Und's AD and SPD and RFS-Und's |SDS| from the crops' answers."""
+    from genfair.methodologies.iris.granular import (
+        CATEGORIES,
+        GRANULAR_METRICS,
+        INTERSECTIONS,
+        _codes,
+        _correct,
+        _flat,
+    )
+    from genfair.methodologies.iris.reference import reference_shares
+
+    cfg = config.metrics
+    classes = pd.Index([*occupations, cfg.unmappable_label])
+    ignored = len(occupations) if cfg.spd_unmappable == "denominator" else -1
+    n_cls = len(classes)
+    sizes = [int(np.prod([len(CATEGORIES[a]) for a in attrs])) for attrs in INTERSECTIONS]
+    per = 2 + n_cls  # answered, correct, each class
+    starts = np.cumsum([0, *(k * per for k in sizes)])
+    sds = [s for s in GRANULAR_METRICS if s.metric == "AbsSDS"]
+    sds_at = int(starts[-1])
+    shares = {s.name: reference_shares(reference, s.region, s.attributes[0])[s.group] for s in sds}
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        at = _rows_of(labels, "IFS-Und", answered=True)
+        if not at.size:
+            return _long([])
+        table = labels.iloc[at]
+        codes = _codes(table, cfg, "IFS-Und")
+        correct = _correct(table)
+        mapped = classes.get_indexer(table["mapped_occupation"].astype(object))
+        parts = []
+        for start, attrs in zip(starts, INTERSECTIONS, strict=False):
+            flat, _ = _flat(codes, attrs)
+            have = flat >= 0
+            base = start + flat[have] * per
+            parts += [
+                (at[have], base, 1.0),
+                (at[have & correct], start + flat[have & correct] * per + 1, 1.0),
+            ]
+            named = have & (mapped >= 0) & (mapped != ignored)
+            parts.append((at[named], start + flat[named] * per + 2 + mapped[named], 1.0))
+        m = table["mapped_occupation"]
+        wrong = (m.notna() & (m.astype(object) != cfg.unmappable_label)).to_numpy() & ~correct
+        true_occ, pred_occ = table["occupation"].astype(object), m.astype(object)
+        for i, spec in enumerate(sds):
+            share = shares[spec.name]
+            cases = (
+                wrong
+                & true_occ.isin(share.index).to_numpy()
+                & pred_occ.isin(share.index).to_numpy()
+            )
+            if cfg.sds_cases == "own_group":
+                cases &= (
+                    table[cfg.columns[spec.attributes[0]]].astype(object) == spec.group
+                ).to_numpy()
+            t = true_occ[cases].map(share).to_numpy(dtype=float)
+            p = pred_occ[cases].map(share).to_numpy(dtype=float)
+            ok = np.isfinite(t) & np.isfinite(p)
+            rows = at[cases][ok]
+            parts += [(rows, sds_at + 2 * i, (p - t)[ok]), (rows, sds_at + 2 * i + 1, 1.0)]
+        return _long(parts)
+
+    def values(totals: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for start, attrs, k in zip(starts, INTERSECTIONS, sizes, strict=False):
+            block = totals[:, start : start + k * per].reshape(len(totals), k, per)
+            n, hits, cls = block[:, :, 0], block[:, :, 1], block[:, :, 2:]
+            for metric, least in (
+                ("AD", cfg.min_group_size),
+                ("SPD", cfg.spd_min_group_size or cfg.min_group_size),
+            ):
+                kept = n >= max(1, least)
+                enough = kept.sum(axis=1) >= 2
+                if metric == "AD":
+                    rate = hits / np.where(n > 0, n, 1)
+                    hi = np.where(kept, rate, -np.inf).max(axis=1)
+                    lo = np.where(kept, rate, np.inf).min(axis=1)
+                    value = np.where(enough, hi - lo, np.nan)
+                else:
+                    rate = cls / np.where(n > 0, n, 1)[:, :, None]
+                    hi = np.where(kept[:, :, None], rate, -np.inf).max(axis=1)
+                    lo = np.where(kept[:, :, None], rate, np.inf).min(axis=1)
+                    gap = np.where(np.isfinite(hi - lo), hi - lo, 0.0).max(axis=1)
+                    value = np.where(enough & (cls.sum(axis=(1, 2)) > 0), gap, np.nan)
+                level = {1: "single", 2: "dual", 3: "triple"}[len(attrs)]
+                suffix = "joint_all" if len(attrs) == 3 else "_".join(attrs)
+                out[f"{metric}_{level}_{suffix}"] = value
+        for i, spec in enumerate(sds):
+            gap, count = totals[:, sds_at + 2 * i], totals[:, sds_at + 2 * i + 1]
+            out[spec.name] = np.where(
+                count > 0, np.abs(gap / np.where(count > 0, count, 1)), np.nan
+            )
+        return out
+
+    return _Part(sds_at + 2 * len(sds), tally, values)
+
+
+def _set_part(config: IrisConfig) -> _Part:
+    """BIS-Und's AC-diff and DHR: each (set, question)'s term, by the set's dimension."""
+    from genfair.methodologies.iris.granular import GRANULAR_METRICS, QUESTION_KINDS, _codes
+
+    cfg = config.metrics
+    specs = [s for s in GRANULAR_METRICS if s.sector == "BIS-Und"]
+    dims = list(dict.fromkeys("_".join(s.attributes) for s in specs))
+    names = [
+        "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1) for m in range(8)
+    ]
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        at = _rows_of(labels, "BIS-Und")
+        if not at.size:
+            return _long([])
+        table = labels.iloc[at]
+        codes = _codes(table, cfg, "BIS-Und")
+        copy = table.groupby(level=0, sort=False).cumcount().astype(str)
+        inst, _ = pd.factorize((table["instance_id"].astype(str) + "#" + copy).to_numpy())
+        mask = np.zeros(inst.max() + 1, dtype=np.int64)
+        for bit, attr in enumerate(("gender", "age", "skin")):
+            lo = np.full(mask.size, np.iinfo(np.int64).max)
+            hi = np.full(mask.size, np.iinfo(np.int64).min)
+            np.minimum.at(lo, inst, codes[attr])
+            np.maximum.at(hi, inst, codes[attr])
+            mask |= (hi > lo).astype(np.int64) << bit
+        dim = np.array([names[m] for m in mask], dtype=object)[inst]
+        qid = table["question_id"].astype(str)
+        kind = (table["kind"].astype(str) if "kind" in table else qid.map(QUESTION_KINDS)).to_numpy(
+            dtype=object
+        )
+        score = (
+            pd.to_numeric(table.get("score"), errors="coerce")
+            if "score" in table
+            else pd.Series(np.nan, index=table.index)
+        )
+        correct = (
+            pd.to_numeric(table["correct"].astype(object), errors="coerce")
+            if "correct" in table
+            else pd.Series(np.nan, index=table.index)
+        )
+        frame = pd.DataFrame(
+            {
+                "row": at,
+                "key": inst.astype(str) + "|" + qid.to_numpy(),
+                "dim": dim,
+                "value": np.where(
+                    kind == "subjective", score.to_numpy(dtype=float), correct.to_numpy(dtype=float)
+                ),
+                "subjective": kind == "subjective",
+            }
+        ).dropna(subset=["value"])
+        frame = frame[frame["dim"].isin(dims)]
+        parts = []
+        for subjective, grouped in frame.groupby("subjective"):
+            for (_, d), g in grouped.groupby(["key", "dim"], sort=False):
+                m = len(g)
+                if m < 2:
+                    continue
+                v = np.sort(g["value"].to_numpy(dtype=float))
+                if subjective:
+                    term = float(((2 * np.arange(m) - m + 1) * v).sum()) / (m * (m - 1) / 2)
+                else:
+                    c = v.sum()
+                    term = (c * (c - 1) + (m - c) * (m - c - 1)) / (m * (m - 1))
+                col = 4 * dims.index(d) + (0 if subjective else 2)
+                row = np.array([g["row"].iloc[0]])
+                parts += [(row, np.array([col]), term), (row, np.array([col + 1]), 1.0)]
+        return _long(parts)
+
+    def values(totals: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for spec in specs:
+            d = dims.index("_".join(spec.attributes))
+            col = 4 * d + (0 if spec.metric == "AC_diff" else 2)
+            total, count = totals[:, col], totals[:, col + 1]
+            mean = total / np.where(count > 0, count, 1)
+            out[spec.name] = np.where(
+                count > 0, mean if spec.metric == "AC_diff" else 1 - mean, np.nan
+            )
+        return out
+
+    return _Part(4 * len(dims), tally, values)
