@@ -289,15 +289,7 @@ def generation_counts(
                 ok = np.isfinite(values)
                 at = bis_at + 4 + 4 * i + 2 * counter[ok]
                 parts += [(position[bis][ok], at, values[ok]), (position[bis][ok], at + 1, 1.0)]
-        if not parts:
-            return pd.DataFrame({"row": [], "column": [], "count": []})
-        return pd.DataFrame(
-            {
-                "row": np.concatenate([p[0] for p in parts]),
-                "column": np.concatenate([p[1] for p in parts]),
-                "count": np.concatenate([np.broadcast_to(p[2], p[0].shape) for p in parts]),
-            }
-        )
+        return _long(parts)
 
     def score(totals: np.ndarray) -> dict[str, np.ndarray]:
         from scipy.special import rel_entr
