@@ -110,6 +110,10 @@ class DaskExecutor:
         self.open_cache = open_cache
         self._declined: set[str] = set()
 
+    def concurrent(self, backend: LLMBackend) -> bool:
+        """A backend with a model config runs on the workers (else in this process)."""
+        return getattr(backend, "model_config", None) is not None
+
     def send(
         self,
         backend: LLMBackend,
@@ -119,8 +123,7 @@ class DaskExecutor:
         on_result: OnResult,
         follow: FollowUps,
     ) -> bool:
-        config = getattr(backend, "model_config", None)
-        if config is None:  # built in code: nothing to rebuild it from on a worker
+        if not self.concurrent(backend):  # built in code: nothing to rebuild it from on a worker
             if model_key not in self._declined:
                 self._declined.add(model_key)
                 log.info(
@@ -129,6 +132,7 @@ class DaskExecutor:
                     model_key,
                 )
             return False
+        config = backend.model_config  # type: ignore[attr-defined]  # concurrent() checked it
         resources = dict(getattr(config, "worker_resources", {}) or {})
         # asked of the scheduler, not scheduler_info(): the client's own refresh (every 2 s)
         # replaces that shared copy with one that lists no workers, so a send beside it saw none

@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 
 Verdict = Literal["ok", "refused", "invalid"]
 Judge = Callable[[str, dict[str, Any]], Verdict]
+#: called with a call's index and its row, as the responses table will hold it, the moment
+#: that call's final answer exists (in the thread that received it: keep it short)
+OnRow = Callable[[int, dict[str, Any]], None]
 
 #: columns of every responses table, in order. Latency stays in the cache, not here: the
 #: table must be the same bytes for the same params and seed, whenever it is rebuilt.
@@ -80,6 +83,7 @@ def ask(
     desc: str = "",
     chunk_size: int = 256,
     unit: str = "call",
+    on_final: Callable[[int, Completion, str, int], None] | None = None,
 ) -> list[tuple[Completion, str, int]]:
     """Answer every call through the cache, re-asking as the paper says; per call, its last
     ``(completion, status, attempts)``.
@@ -87,6 +91,8 @@ def ask(
     ``verdict(i, completion)`` classifies call ``i``'s answer. A ``refused`` or ``invalid``
     one is asked again with the next attempt index (a new cache entry and seed) while the
     call has attempts left, unless the backend would repeat itself (:meth:`LLMBackend.repeats`).
+    ``on_final(i, completion, status, attempts)``, when given, is called once per call as
+    soon as its last answer is settled (before the others are).
     """
     if any(call.json_schema is not None for call in calls) and not backend.supports_json_schema:
         raise ValueError(
@@ -118,6 +124,8 @@ def ask(
                 bar.total += 1
                 return True
             final[i] = (completion, status, attempt[i] + 1)
+            if on_final is not None:
+                on_final(i, *final[i])
             return False
 
         while pending:  # one round unless another process holds some re-asks
@@ -157,8 +165,10 @@ def run_calls(
     seed: int,
     desc: str = "",
     chunk_size: int = 256,
+    on_row: OnRow | None = None,
 ) -> pd.DataFrame:
-    """Answer every call; return one row per call with its final status.
+    """Answer every call; return one row per call with its final status (each also handed
+    to ``on_row`` the moment it exists).
 
     ``status`` is ``ok``, ``refused`` or ``invalid`` (the last answer's verdict after all
     attempts: the paper's "skipped") or ``error`` (a transport failure after the backend's
@@ -172,6 +182,7 @@ def run_calls(
         seed=seed,
         desc=desc,
         chunk_size=chunk_size,
+        on_final=None if on_row is None else lambda i, *last: on_row(i, _row(calls[i], *last)),
     )
     frame = pd.DataFrame(
         [
@@ -222,7 +233,7 @@ def _answer(
         found = [i for i in todo if keys[i] in hits]
         stats["cached"] += len(found)
         for i in found:
-            usage.record(backend, requests[i], hits[keys[i]], "cached")
+            usage.record(backend, requests[i], hits[keys[i]], "cached", keys[i])
         progress(len(found))
         again = [i for i in found if settle(i, hits[keys[i]])]
         todo = [i for i in todo if keys[i] not in hits]
@@ -300,7 +311,7 @@ def _send(
 
     def record(position: int, completion: Completion) -> None:
         recorded.add(position)
-        usage.record(backend, asked_of[position], completion, "sent")
+        usage.record(backend, asked_of[position], completion, "sent", keys[position])
         progress(1)
         if settle(sent[position], completion):
             again.append(sent[position])
