@@ -62,7 +62,7 @@ def _step(cache: ResponseCache, log: list[str], asked: threading.Event | None) -
     asked in the step's order."""
     first, second = Logged("first", log, asked), Logged("second", log, asked)
     with sending_ahead(second, cache, questions, judge, seed=SEED, desc="step") as early:
-        answers = run_calls(first, cache, FIRST, judge, seed=SEED, on_row=early)
+        answers = run_calls(first, cache, FIRST, judge, seed=SEED, on_rows=early)
     rows = answers.to_dict("records")
     return run_calls(second, cache, questions(rows), judge, seed=SEED)
 

@@ -58,7 +58,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from genfair.methodologies.samples import SampleView, join_samples
-from genfair.models.runner import Call, OnRow, Verdict
+from genfair.models.runner import Call, OnRows, Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -217,13 +217,13 @@ class StepContext:
         judge: Callable[[str, dict[str, Any]], Verdict],
         desc: str | None = None,
         backend: Any = None,
-        on_row: OnRow | None = None,
+        on_rows: OnRows | None = None,
     ) -> pd.DataFrame:
         """Send ``calls`` through the response cache, whatever the modality (images are
         exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`. To the
         model under test, or to ``backend``: one of the models the methodology reads (built
-        from :attr:`models`, e.g. a proposer LLM or a VQA judge). Each row is also handed to
-        ``on_row`` the moment it exists (e.g. :meth:`ahead`'s)."""
+        from :attr:`models`, e.g. a proposer LLM or a VQA judge). The rows are also handed to
+        ``on_rows`` as they arrive, a group at a time (e.g. :meth:`ahead`'s)."""
         from genfair.models.generation import run
 
         backend = self._generating(backend)
@@ -235,7 +235,7 @@ class StepContext:
             seed=self.seed,
             desc=desc or self.desc,
             image_dir=self.image_dir,
-            on_row=on_row,
+            on_rows=on_rows,
         )
 
     def ahead(
@@ -243,10 +243,10 @@ class StepContext:
         calls_of: Callable[[list[dict[str, Any]]], Sequence[Call]],
         judge: Callable[[str, dict[str, Any]], Verdict],
         backend: Any,
-    ) -> AbstractContextManager[OnRow]:
+    ) -> AbstractContextManager[OnRows]:
         """Follow-up calls to ``backend`` made by each row of a :meth:`run` (``calls_of(rows)``,
         e.g. the questions about one generated image): within the block, pass the yielded
-        function as that run's ``on_row`` and, on a cluster, each row's follow-ups are
+        function as that run's ``on_rows`` and, on a cluster, each row's follow-ups are
         answered into the cache as soon as the row exists (:mod:`genfair.models.ahead`).
         After the block, :meth:`run` them all in the step's own order: they come from the
         cache, so the table is the same on any executor and each call is sent once."""

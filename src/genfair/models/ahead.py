@@ -3,9 +3,10 @@ answers (questions about each generated image) asks each answer's follow-ups the
 answer exists, instead of after the whole first set.
 
 On a cluster (an active executor, :mod:`genfair.models.executor`) the rows handed to
-:func:`sending_ahead`'s ``add`` are turned into calls (``calls_of``) and answered in the
-background, through the response cache, while the first calls are still out: a few rounds at
-once, each taking every row that arrived since the last began. The step then asks all its
+:func:`sending_ahead`'s ``add`` (a group at a time: a shard's answers) are turned into calls
+(``calls_of``) and answered in the background, through the response cache, while the first
+calls are still out: a few rounds at once, each taking every row that arrived since the last
+began. The step then asks all its
 follow-ups in its own order, as it always does, and finds them cached: the table is the same
 bytes as on one machine, and each call is sent once (an answer sent ahead is stored before
 the step asks for it). In one process there is one device, so nothing is sent ahead.
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from genfair.models import usage
 from genfair.models.base import LLMBackend
 from genfair.models.executor import active
-from genfair.models.runner import Call, Judge, OnRow, run_calls
+from genfair.models.runner import Call, Judge, OnRows, run_calls
 
 if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
     from genfair.models.cache import ResponseCache
@@ -45,13 +46,13 @@ def sending_ahead(
     *,
     seed: int,
     desc: str,
-) -> Iterator[OnRow]:
-    """An ``on_row`` for the first calls' run: each row's follow-ups (``calls_of(rows)``, to
-    ``backend``) are answered into ``cache`` as soon as it arrives. The block ends when every
+) -> Iterator[OnRows]:
+    """An ``on_rows`` for the first calls' run: each group's follow-ups (``calls_of(rows)``,
+    to ``backend``) are answered into ``cache`` as soon as it arrives. The block ends when every
     follow-up sent ahead is answered; one that failed is only logged (the step asks it again)."""
     executor = active()
     if executor is None or not executor.concurrent(backend):  # one process: the step asks them
-        yield lambda i, row: None  # in order afterwards
+        yield lambda rows: None  # in order afterwards
         return
     lock = threading.Lock()
     waiting: list[dict[str, Any]] = []
@@ -66,9 +67,9 @@ def sending_ahead(
         if calls:
             run_calls(backend, cache, calls, judge, seed=seed, desc=f"{desc} (ahead)")
 
-    def add(i: int, row: dict[str, Any]) -> None:
+    def add(rows: list[dict[str, Any]]) -> None:
         with lock:
-            waiting.append(row)
+            waiting.extend(rows)
         # in a copy of this context: it holds the executor
         rounds.append(pool.submit(copy_context().run, one_round))
 

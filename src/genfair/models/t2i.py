@@ -24,7 +24,7 @@ import pandas as pd
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.images import ImageStore, check_png
 from genfair.models.questions import ImageQuestion, OpenSetImageQuestion
-from genfair.models.runner import Call, OnRow, ask
+from genfair.models.runner import Call, Finals, OnRows, ask
 
 if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
     from genfair.models.cache import ResponseCache
@@ -100,11 +100,11 @@ def generate_images(
     store: ImageStore | None = None,
     desc: str = "",
     chunk_size: int = 64,
-    on_row: OnRow | None = None,
+    on_rows: OnRows | None = None,
 ) -> pd.DataFrame:
     """One image per call (re-asking refusals up to ``call.max_attempts``); one row per call,
-    each also handed to ``on_row`` the moment it exists, with ``path``: its image's file in
-    the store (``None`` without an image).
+    each also handed to ``on_rows`` the moment it exists (with the others of its group), with
+    ``path``: its image's file in the store (``None`` without an image).
 
     ``status`` is ``ok`` (``image`` holds its hash in ``store``, default the store beside
     ``cache``), ``refused`` (every attempt refused) or ``error`` (a failure after the
@@ -119,10 +119,13 @@ def generate_images(
             store.read(completion.image or "0" * 64)  # raises: cache and store disagree
         return completion.status
 
-    def final(i: int, completion: Completion, _: str, attempts: int) -> None:
-        row = _row(calls[i], completion, attempts, store)
-        row["path"] = None if completion.image is None else str(store.path(completion.image))
-        on_row(i, row)  # type: ignore[misc]  # only passed on when given
+    def final(finals: Finals) -> None:
+        rows = []
+        for i, completion, _, attempts in finals:
+            row = _row(calls[i], completion, attempts, store)
+            row["path"] = None if completion.image is None else str(store.path(completion.image))
+            rows.append(row)
+        on_rows(rows)  # type: ignore[misc]  # only passed on when given
 
     answers = ask(
         Storing(backend, store),
@@ -133,7 +136,7 @@ def generate_images(
         desc=desc or "draw",
         chunk_size=chunk_size,
         unit="image",
-        on_final=None if on_row is None else final,
+        on_final=None if on_rows is None else final,
     )
     rows = [
         _row(call, completion, attempts, store)

@@ -70,7 +70,7 @@ from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_an
 from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
-from genfair.models.runner import Call, OnRow, Verdict
+from genfair.models.runner import Call, OnRows, Verdict
 
 __all__ = ["OpenBias"]
 
@@ -364,12 +364,12 @@ class OpenBias(Methodology):
         ), pairs
 
     def _draw(
-        self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext, on_image: OnRow
+        self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext, on_images: OnRows
     ) -> pd.DataFrame:
-        """Stage 2: ``images_per_caption`` images of every caption of the knowledge base; each
-        image's row (``probe_id``, ``caption_id``, ``sample_index``, ``status``,
-        ``true_attributes`` and its ``path`` in the image store) handed to ``on_image`` the
-        moment it exists."""
+        """Stage 2: ``images_per_caption`` images of every caption of the knowledge base; the
+        images' rows (``probe_id``, ``caption_id``, ``sample_index``, ``status``,
+        ``true_attributes`` and their ``path`` in the image store) handed to ``on_images`` as
+        they arrive."""
         from genfair.models.t2i import prompt_call
 
         probes = image_probes(kb, config.images_per_caption)
@@ -413,12 +413,20 @@ class OpenBias(Methodology):
             )
         caption_of = dict(zip(probes["probe_id"], probes["caption_id"], strict=True))
 
-        def image(i: int, row: dict[str, Any]) -> None:
-            probe_id = ids[row["probe_id"]]
-            on_image(i, {**row, "probe_id": probe_id, "caption_id": caption_of[probe_id]})
+        def drawn_now(rows: list[dict[str, Any]]) -> None:
+            on_images(
+                [
+                    {
+                        **row,
+                        "probe_id": ids[row["probe_id"]],
+                        "caption_id": caption_of[ids[row["probe_id"]]],
+                    }
+                    for row in rows
+                ]
+            )
 
         # images are never judged
-        drawn = ctx.run(calls, _any_answer, f"{ctx.desc} images", on_row=image)
+        drawn = ctx.run(calls, _any_answer, f"{ctx.desc} images", on_rows=drawn_now)
         drawn["seed"] = [
             derive_seed(ctx.seed, c, s, a - 1)
             for c, s, a in zip(
