@@ -86,3 +86,17 @@ def test_each_rows_follow_ups_go_out_before_the_first_calls_end(tmp_path) -> Non
     pd.testing.assert_frame_equal(local, ahead)  # the same table
     # counted once, as sent, like the step in one process
     assert used.to_dict() == alone.to_dict() and used.cached.calls == 0 and not used.ahead
+
+
+def test_follow_ups_that_fail_ahead_are_asked_by_the_step(tmp_path, caplog) -> None:
+    def broken(rows: list[dict[str, Any]]) -> list[Call]:
+        raise OSError("the image store is unreachable\nsecond line")
+
+    first = FakeBackend(lambda content, attempt: f"OK {content}")
+    second = FakeBackend(lambda content, attempt: f"OK {content}", model_id="second")
+    with ResponseCache(tmp_path / "c.sqlite") as cache, executing(SideBySide(cache)):
+        with sending_ahead(second, cache, broken, judge, seed=SEED, desc="step") as early:
+            answers = run_calls(first, cache, FIRST, judge, seed=SEED, on_rows=early)
+        asked = run_calls(second, cache, questions(answers.to_dict("records")), judge, seed=SEED)
+    assert list(asked["status"]) == ["ok"] * 12 and len(second.sent) == 12  # nothing lost
+    assert "follow-ups sent ahead failed (OSError: the image store is unreachable)" in caplog.text
