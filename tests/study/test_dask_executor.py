@@ -4,6 +4,7 @@ once per worker, and an HTTP model's ``concurrency`` bound across the cluster.""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from pathlib import Path
@@ -157,6 +158,15 @@ def _on_cluster(
     return params, layout
 
 
+def _splits(cache: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per run, the calls its generate sent and read from the cache (the usage ledger)."""
+    from genfair.models.usage import ledger_totals, read_ledger
+
+    return {
+        run: u.to_dict() for run, u in ledger_totals(read_ledger(cache / "usage.jsonl")).items()
+    }
+
+
 def _bodies(requests: Any) -> Counter[str]:
     import json
 
@@ -169,7 +179,9 @@ def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once
     dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
     mock_openai,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="genfair.models.runner")
     server = mock_openai(
         reply="A"
     )  # one endpoint: its base_url is in the model's cache keys and run_params
@@ -202,6 +214,10 @@ def test_smoke_study_on_dask_is_byte_identical_to_local_and_sends_each_call_once
     assert not different, f"outputs differ between executors: {different}"
     assert asked_locally and set(asked_on_dask) == set(asked_locally)  # the same calls...
     assert set(asked_on_dask.values()) == {1}  # ...each sent exactly once
+    # every model's calls, the simulators' too, sent and counted once: OpenBias's questions
+    # went out as their images arrived, and its step then read them from the cache
+    assert any("(ahead)" in r.getMessage() for r in caplog.records)
+    assert _splits(tmp_path / "cache-dask") == _splits(tmp_path / "cache-local")
     tasks = {w: s["tasks"] for w, s in dask_cluster.client.run(worker_stats).items()}
     assert len(tasks) == 2 and all(count > 0 for count in tasks.values()), (
         f"every worker serves tasks: {tasks}"

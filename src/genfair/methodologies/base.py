@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -57,7 +58,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from genfair.methodologies.samples import SampleView, join_samples
-from genfair.models.runner import Call, Verdict
+from genfair.models.runner import Call, OnRows, Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -216,16 +217,16 @@ class StepContext:
         judge: Callable[[str, dict[str, Any]], Verdict],
         desc: str | None = None,
         backend: Any = None,
+        on_rows: OnRows | None = None,
     ) -> pd.DataFrame:
         """Send ``calls`` through the response cache, whatever the modality (images are
         exported to :attr:`image_dir`); see :func:`genfair.models.generation.run`. To the
         model under test, or to ``backend``: one of the models the methodology reads (built
-        from :attr:`models`, e.g. a proposer LLM or a VQA judge)."""
+        from :attr:`models`, e.g. a proposer LLM or a VQA judge). The rows are also handed to
+        ``on_rows`` as they arrive, a group at a time (e.g. :meth:`ahead`'s)."""
         from genfair.models.generation import run
 
-        backend = backend or self.backend
-        if backend is None or self.cache is None:
-            raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
+        backend = self._generating(backend)
         return run(
             backend,
             self.cache,
@@ -234,7 +235,31 @@ class StepContext:
             seed=self.seed,
             desc=desc or self.desc,
             image_dir=self.image_dir,
+            on_rows=on_rows,
         )
+
+    def ahead(
+        self,
+        calls_of: Callable[[list[dict[str, Any]]], Sequence[Call]],
+        judge: Callable[[str, dict[str, Any]], Verdict],
+        backend: Any,
+    ) -> AbstractContextManager[OnRows]:
+        """Follow-up calls to ``backend`` made by each row of a :meth:`run` (``calls_of(rows)``,
+        e.g. the questions about one generated image): within the block, pass the yielded
+        function as that run's ``on_rows`` and, on a cluster, each row's follow-ups are
+        answered into the cache as soon as the row exists (:mod:`genfair.models.ahead`).
+        After the block, :meth:`run` them all in the step's own order: they come from the
+        cache, so the table is the same on any executor and each call is sent once."""
+        from genfair.models.ahead import sending_ahead
+
+        backend = self._generating(backend)
+        return sending_ahead(backend, self.cache, calls_of, judge, seed=self.seed, desc=self.desc)
+
+    def _generating(self, backend: Any) -> Any:
+        backend = backend or self.backend
+        if backend is None or self.cache is None:
+            raise RuntimeError("StepContext.run is for generate steps: no backend or cache set")
+        return backend
 
 
 def _no_instrument(name: str) -> Any:

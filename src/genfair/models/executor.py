@@ -37,6 +37,11 @@ FollowUps = Callable[[], Sequence[tuple[Request, str]]]
 
 
 class Executor(Protocol):
+    def concurrent(self, backend: LLMBackend) -> bool:
+        """Whether calls to ``backend`` sent from several threads at once run side by side
+        elsewhere (so follow-ups are worth sending ahead: :mod:`genfair.models.ahead`)."""
+        ...
+
     def send(
         self,
         backend: LLMBackend,

@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 
 Verdict = Literal["ok", "refused", "invalid"]
 Judge = Callable[[str, dict[str, Any]], Verdict]
+#: called with the rows of calls whose final answers just arrived (one group: a shard's, a
+#: batch's), each as the responses table will hold it (in the thread that received them)
+OnRows = Callable[[list[dict[str, Any]]], None]
+#: a group of final answers: per call, ``(index, completion, status, attempts)``
+Finals = list[tuple[int, Completion, str, int]]
 
 #: columns of every responses table, in order. Latency stays in the cache, not here: the
 #: table must be the same bytes for the same params and seed, whenever it is rebuilt.
@@ -80,6 +85,7 @@ def ask(
     desc: str = "",
     chunk_size: int = 256,
     unit: str = "call",
+    on_final: Callable[[Finals], None] | None = None,
 ) -> list[tuple[Completion, str, int]]:
     """Answer every call through the cache, re-asking as the paper says; per call, its last
     ``(completion, status, attempts)``.
@@ -87,6 +93,9 @@ def ask(
     ``verdict(i, completion)`` classifies call ``i``'s answer. A ``refused`` or ``invalid``
     one is asked again with the next attempt index (a new cache entry and seed) while the
     call has attempts left, unless the backend would repeat itself (:meth:`LLMBackend.repeats`).
+    ``on_final``, when given, gets the calls whose last answers are settled, a group at a time
+    as they arrive (those read from the cache, then each group the executor returns), each
+    call once, before the others are answered.
     """
     if any(call.json_schema is not None for call in calls) and not backend.supports_json_schema:
         raise ValueError(
@@ -97,6 +106,7 @@ def ask(
     fingerprint = backend.fingerprint
     model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
     final: dict[int, tuple[Completion, str, int]] = {}
+    finished: list[int] = []  # settled, not yet handed to on_final
     attempt = {i: 0 for i in range(len(calls))}
     pending = list(range(len(calls)))
     stats = {"cached": 0, "called": 0}
@@ -118,7 +128,16 @@ def ask(
                 bar.total += 1
                 return True
             final[i] = (completion, status, attempt[i] + 1)
+            if on_final is not None:
+                finished.append(i)
             return False
+
+        def flush() -> None:
+            """Hand the calls settled since the last flush to ``on_final``: one group."""
+            if finished:
+                group = [(i, *final[i]) for i in finished]
+                finished.clear()
+                on_final(group)  # type: ignore[misc]  # only filled when given
 
         while pending:  # one round unless another process holds some re-asks
             retry: list[int] = []
@@ -134,6 +153,7 @@ def ask(
                     stats,
                     bar.update,
                     settle,
+                    flush,
                 )
             pending = retry
 
@@ -157,8 +177,10 @@ def run_calls(
     seed: int,
     desc: str = "",
     chunk_size: int = 256,
+    on_rows: OnRows | None = None,
 ) -> pd.DataFrame:
-    """Answer every call; return one row per call with its final status.
+    """Answer every call; return one row per call with its final status (each also handed
+    to ``on_rows`` the moment it exists, with the others of its group).
 
     ``status`` is ``ok``, ``refused`` or ``invalid`` (the last answer's verdict after all
     attempts: the paper's "skipped") or ``error`` (a transport failure after the backend's
@@ -172,6 +194,9 @@ def run_calls(
         seed=seed,
         desc=desc,
         chunk_size=chunk_size,
+        on_final=None
+        if on_rows is None
+        else lambda finals: on_rows([_row(calls[i], *last) for i, *last in finals]),
     )
     frame = pd.DataFrame(
         [
@@ -202,6 +227,7 @@ def _answer(
     stats: dict[str, int],
     progress: Callable[[int], object],
     settle: Callable[[int, Completion], bool],
+    flush: Callable[[], None],
 ) -> list[int]:
     """Answer ``indices`` at their current attempts, cache first, then the model, settling
     each answer (:func:`ask`'s ``settle``) the moment it exists: a re-ask is looked up or
@@ -222,9 +248,10 @@ def _answer(
         found = [i for i in todo if keys[i] in hits]
         stats["cached"] += len(found)
         for i in found:
-            usage.record(backend, requests[i], hits[keys[i]], "cached")
+            usage.record(backend, requests[i], hits[keys[i]], "cached", keys[i])
         progress(len(found))
         again = [i for i in found if settle(i, hits[keys[i]])]
+        flush()
         todo = [i for i in todo if keys[i] not in hits]
         if not todo:
             todo = again
@@ -243,6 +270,7 @@ def _answer(
                 stats,
                 progress,
                 settle,
+                flush,
             )
             later += held
         elif not again:  # all held by other processes: wait for their answers
@@ -284,6 +312,7 @@ def _send(
     stats: dict[str, int],
     progress: Callable[[int], object],
     settle: Callable[[int, Completion], bool],
+    flush: Callable[[], None],
 ) -> list[int]:
     """Ask the backend for the calls of ``asked`` (their requests and cache keys, as
     :func:`_answer` made them; claimed by this process), in this process or on the
@@ -300,13 +329,14 @@ def _send(
 
     def record(position: int, completion: Completion) -> None:
         recorded.add(position)
-        usage.record(backend, asked_of[position], completion, "sent")
+        usage.record(backend, asked_of[position], completion, "sent", keys[position])
         progress(1)
         if settle(sent[position], completion):
             again.append(sent[position])
 
     def follow() -> list[tuple[Request, str]]:
         """The re-asks the answers recorded since the last call made, claimed: to send now."""
+        flush()  # the executor calls this after each group of answers
         if not again:
             return []
         asked = {i: _request(calls[i], attempt[i], seed) for i in again}
@@ -348,6 +378,7 @@ def _send(
     for n in range(len(sent)):  # a backend that broke its contract: recorded, not a crash
         if n not in recorded:
             record(n, Completion(status="error", error="backend returned no completion"))
+    flush()
     return later
 
 

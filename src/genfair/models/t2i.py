@@ -24,7 +24,7 @@ import pandas as pd
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.images import ImageStore, check_png
 from genfair.models.questions import ImageQuestion, OpenSetImageQuestion
-from genfair.models.runner import Call, ask
+from genfair.models.runner import Call, Finals, OnRows, ask
 
 if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
     from genfair.models.cache import ResponseCache
@@ -100,8 +100,11 @@ def generate_images(
     store: ImageStore | None = None,
     desc: str = "",
     chunk_size: int = 64,
+    on_rows: OnRows | None = None,
 ) -> pd.DataFrame:
-    """One image per call (re-asking refusals up to ``call.max_attempts``); one row per call.
+    """One image per call (re-asking refusals up to ``call.max_attempts``); one row per call,
+    each also handed to ``on_rows`` the moment it exists (with the others of its group), with
+    ``path``: its image's file in the store (``None`` without an image).
 
     ``status`` is ``ok`` (``image`` holds its hash in ``store``, default the store beside
     ``cache``), ``refused`` (every attempt refused) or ``error`` (a failure after the
@@ -116,6 +119,14 @@ def generate_images(
             store.read(completion.image or "0" * 64)  # raises: cache and store disagree
         return completion.status
 
+    def final(finals: Finals) -> None:
+        rows = []
+        for i, completion, _, attempts in finals:
+            row = _row(calls[i], completion, attempts, store)
+            row["path"] = None if completion.image is None else str(store.path(completion.image))
+            rows.append(row)
+        on_rows(rows)  # type: ignore[misc]  # only passed on when given
+
     answers = ask(
         Storing(backend, store),
         cache,
@@ -125,6 +136,7 @@ def generate_images(
         desc=desc or "draw",
         chunk_size=chunk_size,
         unit="image",
+        on_final=None if on_rows is None else final,
     )
     rows = [
         _row(call, completion, attempts, store)

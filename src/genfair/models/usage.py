@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -62,6 +63,9 @@ class Usage:
     cached: Counts = field(default_factory=Counts)
     sent: Counts = field(default_factory=Counts)
     rules: set[str] = field(default_factory=set)
+    #: cache keys sent ahead of their step's own ask (:mod:`genfair.models.ahead`): counted
+    #: when sent, not again when the step reads them from the cache
+    ahead: set[str] = field(default_factory=set)
 
     def total(self) -> Counts:
         both = Counts()
@@ -78,6 +82,10 @@ class Usage:
 
 
 _ledger: ContextVar[Usage | None] = ContextVar("genfair_usage", default=None)
+#: set in the threads that send follow-ups ahead (:func:`sent_ahead`)
+_ahead: ContextVar[bool] = ContextVar("genfair_usage_ahead", default=False)
+#: follow-ups sent ahead record from their own threads
+_adding = threading.Lock()
 
 
 @contextmanager
@@ -122,14 +130,28 @@ def count(backend: LLMBackend, request: Request, completion: Completion) -> tupl
     return Counts(1, prompt, made, int(completion.image is not None)), {prompt_rule, made_rule}
 
 
-def record(backend: LLMBackend, request: Request, completion: Completion, source: Source) -> None:
-    """Add one answer to the active ledger (nothing without one; failed calls count nothing)."""
+def record(
+    backend: LLMBackend, request: Request, completion: Completion, source: Source, key: str
+) -> None:
+    """Add one answer (cache ``key``) to the active ledger (nothing without one; failed calls
+    count nothing). An answer sent ahead counts once: as sent, not when its step reads it."""
     usage = _ledger.get()
     if usage is None or completion.status == "error":
         return
     counts, rules = count(backend, request, completion)
-    getattr(usage, source).add(counts)
-    usage.rules |= rules
+    with _adding:
+        if source == "sent" and _ahead.get():
+            usage.ahead.add(key)
+        elif source == "cached" and key in usage.ahead:
+            usage.ahead.discard(key)
+            return
+        getattr(usage, source).add(counts)
+        usage.rules |= rules
+
+
+def sent_ahead() -> None:
+    """Mark this context's sends as ahead of their step's own ask (in a copied context)."""
+    _ahead.set(True)
 
 
 # The ledger of splits: outputs hold only totals (the same bytes whether the cache answered or

@@ -155,6 +155,9 @@ class _Planner:
         self.cache = _PlanCache(self._open())
         return self.cache
 
+    def concurrent(self, backend: LLMBackend) -> bool:
+        return False  # nothing sent ahead: each call counted once, where its step asks it
+
     def send(
         self,
         backend: LLMBackend,

@@ -70,7 +70,7 @@ from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_an
 from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
-from genfair.models.runner import Call, Verdict
+from genfair.models.runner import Call, OnRows, Verdict
 
 __all__ = ["OpenBias"]
 
@@ -131,6 +131,11 @@ def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, moda
             f"is a {config.modality} model, not a {modality} model"
         )
     return config
+
+
+def _any_answer(text: str, meta: dict[str, Any]) -> Verdict:
+    """Images and VQA answers are never judged (a refusal is the backend's status)."""
+    return "ok"
 
 
 def _json(value: Any) -> str:
@@ -274,8 +279,19 @@ class OpenBias(Methodology):
         log_rows = pd.DataFrame(
             {"step": "knowledge_base_log", "status": "ok", "text": [_json(s) for s in kb.steps]}
         )
-        images = self._draw(kb_frame, config, ctx)
-        answers = self._ask(kb_frame, images, config, ctx)
+        vqa_config, vqa = self._vqa_model(config, ctx)
+        try:
+            # each image's questions go out as soon as it exists (on a cluster), then all of
+            # them are asked in order here: from the cache, so the table is the same anywhere
+            with ctx.ahead(
+                lambda rows: self._questions(kb_frame, pd.DataFrame(rows), config)[1],
+                _any_answer,
+                vqa,
+            ) as early:
+                images = self._draw(kb_frame, config, ctx, early)
+            answers = self._ask(kb_frame, images, config, ctx, vqa_config, vqa)
+        finally:
+            vqa.close()
         parts = [proposals, kb_rows, log_rows, images, answers]
         out = pd.concat([p for p in parts if len(p)], ignore_index=True)
         front = ["step", "probe_id", "caption_id", "bias_id", "sample_index", "status"]
@@ -347,8 +363,13 @@ class OpenBias(Methodology):
             decoding="json_schema" if constrained else "free",
         ), pairs
 
-    def _draw(self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext) -> pd.DataFrame:
-        """Stage 2: ``images_per_caption`` images of every caption of the knowledge base."""
+    def _draw(
+        self, kb: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext, on_images: OnRows
+    ) -> pd.DataFrame:
+        """Stage 2: ``images_per_caption`` images of every caption of the knowledge base; the
+        images' rows (``probe_id``, ``caption_id``, ``sample_index``, ``status``,
+        ``true_attributes`` and their ``path`` in the image store) handed to ``on_images`` as
+        they arrive."""
         from genfair.models.t2i import prompt_call
 
         probes = image_probes(kb, config.images_per_caption)
@@ -390,9 +411,22 @@ class OpenBias(Methodology):
                     question=question,
                 )
             )
-        drawn = ctx.run(
-            calls, lambda text, meta: "ok", f"{ctx.desc} images"
-        )  # images are never judged
+        caption_of = dict(zip(probes["probe_id"], probes["caption_id"], strict=True))
+
+        def drawn_now(rows: list[dict[str, Any]]) -> None:
+            on_images(
+                [
+                    {
+                        **row,
+                        "probe_id": ids[row["probe_id"]],
+                        "caption_id": caption_of[ids[row["probe_id"]]],
+                    }
+                    for row in rows
+                ]
+            )
+
+        # images are never judged
+        drawn = ctx.run(calls, _any_answer, f"{ctx.desc} images", on_rows=drawn_now)
         drawn["seed"] = [
             derive_seed(ctx.seed, c, s, a - 1)
             for c, s, a in zip(
@@ -404,17 +438,11 @@ class OpenBias(Methodology):
             probes[["probe_id", "caption_id", "caption"]], on="probe_id", how="left"
         ).assign(step="image")
 
-    def _ask(
-        self, kb: pd.DataFrame, images: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext
-    ) -> pd.DataFrame:
-        """Stage 3: each bias's question on each image of its captions, to the VQA model."""
+    def _vqa_model(self, config: OpenBiasConfig, ctx: StepContext) -> tuple[Any, Any]:
+        """Stage 3's VQA model: its config and backend (a SIMULATED VLM only for a simulated
+        model under test)."""
         from genfair.models import build_backend
-        from genfair.models.images import vlm_message
 
-        ok = images[images["status"] == "ok"] if len(images) else images
-        if not len(ok):
-            return pd.DataFrame()
-        probes = vqa_probes(kb, ok)
         vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
         if vqa_config.backend == "simulated" and not ctx.model.simulated:
             raise ValueError(
@@ -422,14 +450,26 @@ class OpenBias(Methodology):
                 "from the planted classes of a simulated t2i model's images; "
                 f"{ctx.model.name} is a real model: set vqa_model to a real VLM"
             )
-        by_image = ok.set_index("probe_id")
+        return vqa_config, build_backend(vqa_config)
+
+    def _questions(
+        self, kb: pd.DataFrame, images: pd.DataFrame, config: OpenBiasConfig
+    ) -> tuple[pd.DataFrame, list[Call]]:
+        """Each bias's question on each ``ok`` image of its captions (``images``: rows of
+        the image table with ``path``, the file the VLM reads): the probes and their calls."""
+        from genfair.models.images import vlm_message
+
+        ok = images[images["status"] == "ok"] if len(images) else images
+        if not len(ok):
+            return pd.DataFrame(), []
+        probes = vqa_probes(kb, ok)
+        path = dict(zip(ok["probe_id"], ok["path"], strict=True))
         truth = {
             pid: json.loads(t) if isinstance(t, str) else {}
-            for pid, t in by_image["true_attributes"].items()
+            for pid, t in zip(ok["probe_id"], ok["true_attributes"], strict=True)
         }
         calls = []
         for r in probes.to_dict("records"):
-            path = Path(ctx.image_dir) / by_image.at[r["image_probe_id"], "file"]
             choices = json.loads(r["choices"])
             # SIMULATORS read the planted class; real models never see it
             meta = OpenVQAQuestion(
@@ -441,17 +481,33 @@ class OpenBias(Methodology):
             calls.append(
                 Call(
                     probe_id=r["probe_id"],
-                    messages=(vlm_message(r["prompt"], [path]),),
+                    messages=(vlm_message(r["prompt"], [path[r["image_probe_id"]]]),),
                     max_attempts=1,
                     max_tokens=config.vqa_max_tokens,
                     meta=meta,
                 )
             )
-        backend = build_backend(vqa_config)
-        try:
-            answers = ctx.run(calls, lambda text, meta: "ok", f"{ctx.desc} VQA", backend=backend)
-        finally:
-            backend.close()
+        return probes, calls
+
+    def _ask(
+        self,
+        kb: pd.DataFrame,
+        images: pd.DataFrame,
+        config: OpenBiasConfig,
+        ctx: StepContext,
+        vqa_config: Any,
+        backend: Any,
+    ) -> pd.DataFrame:
+        """Stage 3: each bias's question on each image of its captions, to the VQA model."""
+        if len(images):  # the exported copies, in the step's image folder
+            folder = Path(ctx.image_dir)
+            images = images.assign(
+                path=[str(folder / f) if isinstance(f, str) else None for f in images["file"]]
+            )
+        probes, calls = self._questions(kb, images, config)
+        if not calls:
+            return pd.DataFrame()
+        answers = ctx.run(calls, _any_answer, f"{ctx.desc} VQA", backend=backend)
         answers = answers.drop(columns="sample_index").merge(probes, on="probe_id", how="left")
         name = config.vqa_model if isinstance(config.vqa_model, str) else vqa_config.model_id
         return answers.assign(
