@@ -456,3 +456,26 @@ def test_neutral_names_option_states_race_and_gender_only_in_the_description(con
     assert not set(
         json.loads(build_probes(config, SEED).iloc[-1]["options"])[0]["label"].split()
     ) & set(NEUTRAL_NAMES)
+
+
+def test_only_statistics_keeps_the_very_probes_of_those_statistics(config, probes):
+    """A smoke size: the probes of two statistics, each the probe a study of all 19 asks (same
+    id, prompt and options), for the LLM and the T2I tables alike."""
+    from genfair.methodologies.fact_or_fair import t2i
+
+    only = ["Poverty Rate", "HIV Rate"]
+    subset = build_probes(config.model_copy(update={"only_statistics": only}), SEED)
+    expected = probes[probes["statistic"].isin(only)].reset_index(drop=True)
+    assert set(subset["statistic"]) == set(only)
+    pd.testing.assert_frame_equal(subset, expected)
+    images = t2i.build_probes(config.model_copy(update={"only_statistics": only}), SEED)
+    every = t2i.build_probes(config, SEED)
+    assert set(images["statistic"]) == set(only)
+    assert (
+        images["probe_id"].tolist() == every.loc[every["statistic"].isin(only), "probe_id"].tolist()
+    )
+
+
+def test_only_statistics_refuses_a_name_the_table_lacks(config):
+    with pytest.raises(ReferenceDataError, match=r"only_statistics names statistic\(s\) \['Joy'\]"):
+        build_probes(config.model_copy(update={"only_statistics": ["Poverty Rate", "Joy"]}), SEED)

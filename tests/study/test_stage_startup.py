@@ -14,7 +14,7 @@ from tests.support.conf import ROOT
 #: libraries that take 0.1-2 s to import and that only some steps use
 HEAVY = ("scipy.stats", "scipy.optimize", "textblob", "trafilatura", "gensim", "mlflow", "torch",
          "transformers", "sentence_transformers", "matplotlib", "sklearn",
-         "sqlalchemy")  # fmt: skip
+         "sqlalchemy", "scipy", "skimage", "httpx")  # fmt: skip
 
 PROBE = """
 import sys

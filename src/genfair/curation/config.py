@@ -17,12 +17,15 @@ from genfair.strict import Strict
 from genfair.urls import checked_url
 
 __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS",
-           "DEFAULT_SENSES", "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig",
+           "DEFAULT_SENSES", "EMBEDDED_SOURCE", "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig",
            "FileSource", "NewsCollectionConfig", "NewsSource", "OccupationsConfig",
            "WebSource"]  # fmt: skip
 
 
 # ---- news (collect_news)
+
+#: the ``source`` of every article of the embedded corpus (gensim's ABC news sample)
+EMBEDDED_SOURCE = "abc-lee-background (gensim)"
 
 _FILE_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".parquet"}
 

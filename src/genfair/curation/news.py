@@ -53,7 +53,13 @@ import nupunkt
 import pandas as pd
 from tqdm import tqdm
 
-from genfair.curation.config import EmbeddedSource, FileSource, NewsCollectionConfig, WebSource
+from genfair.curation.config import (
+    EMBEDDED_SOURCE,
+    EmbeddedSource,
+    FileSource,
+    NewsCollectionConfig,
+    WebSource,
+)
 from genfair.curation.news_web import (
     Candidate,
     FetchedArticle,
@@ -80,7 +86,6 @@ COLUMNS = [
     "content_hash",
     "headline_derived",
 ]
-EMBEDDED_SOURCE = "abc-lee-background (gensim)"
 
 
 class NewsSourceError(ValueError):

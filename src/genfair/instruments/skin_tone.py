@@ -20,6 +20,7 @@ and the papers' coarse groups. Pure functions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -106,11 +107,21 @@ def monk_swatch_ita() -> np.ndarray:
     return np.asarray(ita(lab[:, 0], lab[:, 2]))
 
 
-MONK_SWATCH_ITA: tuple[float, ...] = tuple(float(x) for x in monk_swatch_ita())
-#: Cut points between MST k and k+1 (k = 1..9): midpoints of consecutive swatch ITAs.
-MONK_SWATCH_CUTS: tuple[float, ...] = tuple(
-    (a + b) / 2.0 for a, b in zip(MONK_SWATCH_ITA[:-1], MONK_SWATCH_ITA[1:], strict=True)
-)
+@functools.cache
+def _swatches() -> dict[str, tuple[float, ...]]:
+    swatch = tuple(float(x) for x in monk_swatch_ita())
+    cuts = tuple((a + b) / 2.0 for a, b in zip(swatch[:-1], swatch[1:], strict=True))
+    return {"MONK_SWATCH_ITA": swatch, "MONK_SWATCH_CUTS": cuts}
+
+
+def __getattr__(name: str) -> tuple[float, ...]:
+    """:data:`MONK_SWATCH_ITA` (ITA of each Monk swatch) and :data:`MONK_SWATCH_CUTS` (cut
+    points between MST k and k+1, k = 1..9: midpoints of consecutive swatch ITAs), computed on
+    first use: skimage's colour conversion imports scipy, which every stage's params
+    validation would otherwise pay for (tests/study/test_stage_startup.py)."""
+    if name in ("MONK_SWATCH_ITA", "MONK_SWATCH_CUTS"):
+        return _swatches()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def checked_cuts(cuts: Sequence[float]) -> np.ndarray:
@@ -124,12 +135,12 @@ def checked_cuts(cuts: Sequence[float]) -> np.ndarray:
     return c
 
 
-def ita_to_monk(value: float, cuts: Sequence[float] = MONK_SWATCH_CUTS) -> int | None:
+def ita_to_monk(value: float, cuts: Sequence[float] | None = None) -> int | None:
     """Monk level 1-10 for an ITA in degrees: level k+1 when ``cuts[k-1] > ita >= cuts[k]``.
 
-    ``None`` for NaN (no measurable skin).
+    ``None`` for NaN (no measurable skin); ``cuts`` default: :data:`MONK_SWATCH_CUTS`.
     """
-    c = checked_cuts(cuts)
+    c = checked_cuts(_swatches()["MONK_SWATCH_CUTS"] if cuts is None else cuts)
     if value is None or not np.isfinite(value):
         return None
     # number of cut points strictly above the value = levels passed on the way down

@@ -133,6 +133,10 @@ class FactOrFairConfig(Strict):
     behaviours: str
     names: str
     surnames: str
+    #: ask and score only these statistics of the table (a size: the smoke scale's; null: all
+    #: 19, the paper's). Probes are built for all, then kept: the same probes, ids and prompts
+    #: as a study of every statistic (docs/methodology.md, FACT-OR-FAIR)
+    only_statistics: list[str] | None = Field(None, min_length=1, max_length=MAX_SMALL)
     objective_rounds: int = Field(3, ge=1, le=MAX_SMALL)
     scenarios_per_direction: int = Field(3, ge=1, le=MAX_SMALL)
     samples_per_prompt: int = Field(100, ge=1, le=MAX_SAMPLES)

@@ -64,10 +64,20 @@ def _split(
     return groups
 
 
+def asked(frame: pd.DataFrame, statistics: list[Statistic]) -> pd.DataFrame:
+    """The probes of ``frame`` on ``statistics`` (the config's ``only_statistics``), kept
+    after every probe is built: each is the probe a study of every statistic asks (their
+    seeds and ids derive from their content, not their position)."""
+    return frame[frame["statistic"].isin([s.name for s in statistics])].reset_index(drop=True)
+
+
 def load_statistics(
-    path: str | Path, overrides: dict[str, dict[str, str | None]] | None = None
+    path: str | Path,
+    overrides: dict[str, dict[str, str | None]] | None = None,
+    only: list[str] | None = None,
 ) -> list[Statistic]:
-    """The statistics table, with ground-truth overrides applied (see docs/methodology.md)."""
+    """The statistics table, with ground-truth overrides applied (see docs/methodology.md);
+    only the statistics ``only`` names (the config's ``only_statistics``) when given."""
     path = Path(path)
     frame = _read_csv(
         path,
@@ -115,7 +125,13 @@ def load_statistics(
             f"ground_truth_overrides names unknown statistic(s) {sorted(overrides)}; known: "
             f"{[s.name for s in stats]}"
         )
-    return stats
+    unknown = sorted(set(only or ()) - {s.name for s in stats})
+    if unknown:
+        raise ReferenceDataError(
+            f"only_statistics names statistic(s) {unknown} that {path} does not have; known: "
+            f"{[s.name for s in stats]}"
+        )
+    return stats if only is None else [s for s in stats if s.name in only]
 
 
 def load_scenarios(

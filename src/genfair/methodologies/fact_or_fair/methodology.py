@@ -129,7 +129,11 @@ class FactOrFair(Methodology):
         about 2,000 bytes a row at the peak of building them, measured with tracemalloc at 10
         and 60 samples) and one bootstrap (statistics x 2 cells x 4 race groups, int64 draws
         and three float64 copies: 32 bytes a value, per resample)."""
-        stats = len(load_statistics(config.statistics, config.ground_truth_overrides))
+        stats = len(
+            load_statistics(
+                config.statistics, config.ground_truth_overrides, config.only_statistics
+            )
+        )
         return [
             Footprint(
                 "samples_per_prompt",
@@ -367,7 +371,7 @@ def _cells(
 def _statistics(config: FactOrFairConfig) -> list:
     """The statistics the scores use (with the ground-truth overrides when configured)."""
     overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
-    return load_statistics(config.statistics, overrides)
+    return load_statistics(config.statistics, overrides, config.only_statistics)
 
 
 def _prime_tables(

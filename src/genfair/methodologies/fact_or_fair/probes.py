@@ -39,6 +39,7 @@ from genfair.methodologies.fact_or_fair.data import (
     GROUPS,
     RACES,
     Statistic,
+    asked,
     load_behaviours,
     load_names,
     load_scenarios,
@@ -114,7 +115,9 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
         frame[column] = frame[column].astype("int64")
     if frame["probe_id"].duplicated().any():  # would silently merge two probes' answers
         raise AssertionError("duplicate probe ids: the probe content is not unique")
-    return frame
+    # scenarios and behaviours were checked against the whole table; then the statistics asked
+    only = load_statistics(config.statistics, config.ground_truth_overrides, config.only_statistics)
+    return asked(frame, only)
 
 
 def _article(word: str) -> str:

@@ -41,6 +41,7 @@ from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
     DIRECTIONS,
     ReferenceDataError,
+    asked,
     load_scenarios,
     load_statistics,
 )
@@ -163,7 +164,9 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
         frame[column] = frame[column].astype("int64")
     if frame["probe_id"].duplicated().any():
         raise AssertionError("duplicate probe ids: the probe content is not unique")
-    return frame
+    # scenarios and behaviours were checked against the whole table; then the statistics asked
+    only = load_statistics(config.statistics, config.ground_truth_overrides, config.only_statistics)
+    return asked(frame, only)
 
 
 def _row(
@@ -297,7 +300,7 @@ def paired_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> He
 
 def _statistics(config: FactOrFairConfig) -> list:
     """The statistics T2I scores use (always with the ground-truth overrides)."""
-    return load_statistics(config.statistics, config.ground_truth_overrides)
+    return load_statistics(config.statistics, config.ground_truth_overrides, config.only_statistics)
 
 
 def metrics(labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from genfair.curation.news import EMBEDDED_SOURCE
+from genfair.curation.config import EMBEDDED_SOURCE  # not .news: it imports httpx
 
 
 def embedded_corpus_warning(
