@@ -258,3 +258,15 @@ def test_single_brent_is_algorithm_2_and_can_stop_at_a_local_minimum():
     assert x_stop == pytest.approx(0.59, abs=0.01) and x_best == 0.0
     assert d_best == pytest.approx(math.hypot(0.0667, math.log(3) / math.log(4) - 0.3164), abs=1e-9)
     assert d_stop > d_best + 0.2
+
+
+def test_the_curve_is_the_bound_at_every_accuracy() -> None:
+    from genfair.metrics import max_entropy_curve
+
+    a = np.linspace(0, 1, 41)
+    for k in (2, 4):
+        assert max_entropy_curve(a, k) == pytest.approx([max_entropy_at_accuracy(x, k) for x in a])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        max_entropy_curve([0.5, float("nan")], 4)
+    with pytest.raises(ValueError, match="k must be"):
+        max_entropy_curve([0.5], 1)

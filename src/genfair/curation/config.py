@@ -17,8 +17,9 @@ from genfair.strict import Strict
 from genfair.urls import checked_url
 
 __all__ = ["DEFAULT_DROP_ALIASES", "DEFAULT_NON_OCCUPATIONAL", "DEFAULT_NO_HYPONYMS",
-           "DEFAULT_SENSES", "EMBEDDED_SOURCE", "FACET_CLASSES", "DetectorConfig", "EmbeddedSource", "FacetConfig",
-           "FileSource", "NewsCollectionConfig", "NewsSource", "OccupationsConfig",
+           "DEFAULT_SENSES", "EMBEDDED_SOURCE", "FACET_CLASSES", "DetectorConfig",
+           "EmbeddedSource", "FacetConfig", "FileSource", "NewsCollectionConfig", "NewsSource",
+           "OccupationsConfig",
            "WebSource"]  # fmt: skip
 
 

@@ -28,8 +28,6 @@ import numpy as np
 __all__ = [
     "AGE_GROUP_PRESETS",
     "MONK_HEX",
-    "MONK_SWATCH_CUTS",
-    "MONK_SWATCH_ITA",
     "SKIN_GROUP_PRESETS",
     "YCRCB_SKIN",
     "age_group",

@@ -69,6 +69,7 @@ from genfair.metrics.recall import (
 )
 from genfair.metrics.tradeoff import (
     max_entropy_at_accuracy,
+    max_entropy_curve,
     s_fair,
     tradeoff_distance,
     tradeoff_distances,
@@ -88,6 +89,7 @@ __all__ = [
     "js_divergence",
     "kl_divergence",
     "max_entropy_at_accuracy",
+    "max_entropy_curve",
     "newcombe_interval",
     "normalize_counts",
     "normalized_entropy",

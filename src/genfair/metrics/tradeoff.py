@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "max_entropy_at_accuracy",
+    "max_entropy_curve",
     "s_fair",
     "tradeoff_distance",
     "tradeoff_distance_single_brent",
@@ -72,6 +73,15 @@ def max_entropy_at_accuracy(a: float, k: int) -> float:
     ``[0, 1]`` (or NaN) raises ``ValueError``, as does ``k < 2``.
     """
     return float(_f(_unit_score(a, "a"), _num_classes(k)))
+
+
+def max_entropy_curve(a: ArrayLike, k: int) -> np.ndarray:
+    """:func:`max_entropy_at_accuracy` at every accuracy of ``a`` at once (the curve a figure
+    draws): ``ValueError`` unless every value is in ``[0, 1]`` and ``k >= 2``."""
+    values = np.asarray(a, dtype=float)
+    if not ((values >= 0.0) & (values <= 1.0)).all():  # also rejects NaN
+        raise ValueError("accuracies must be in [0, 1]")
+    return _f(values, _num_classes(k))
 
 
 def tradeoff_distance(s_fact: float, s_e: float, k: int) -> tuple[float, float, float]:

@@ -7,7 +7,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from genfair.methodologies.plotting import mathtext, plt
-from genfair.metrics import max_entropy_at_accuracy
+from genfair.metrics import max_entropy_curve
 
 
 def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
@@ -24,7 +24,7 @@ def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:
         k = int(part["k"].iloc[0])
         a = np.linspace(0, 1, 401)
         bound = f"max $S_E$ (k={k})"
-        ax.plot(a, [max_entropy_at_accuracy(x, k) for x in a], color="0.35", lw=1.5, label=bound)
+        ax.plot(a, max_entropy_curve(a, k), color="0.35", lw=1.5, label=bound)
         for row in part.itertuples():
             simulated = bool(getattr(row, "simulated", False))
             name = f"{row.model} (simulated)" if simulated else row.model
