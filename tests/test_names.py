@@ -167,6 +167,14 @@ def test_layout_builds_paths_only_from_names(tmp_path: Path) -> None:
     for path in (layout.run_params, layout.usage, layout.images, layout.labels, layout.metrics):
         parts = path("m", "fact_or_fair").relative_to(data).parts  # <kind>/<methodology>/<model>
         assert parts[1] == "fact_or_fair" and parts[2] in ("m", "m.parquet"), parts
+    for model, methodology in (("m", "iris"), ("a", "iris"), ("m", "fact_or_fair")):
+        layout.usage(model, methodology).parent.mkdir(parents=True)
+        layout.usage(model, methodology).write_text("{}")
+    assert [(model, m) for model, m, _ in layout.usages()] == [
+        ("m", "fact_or_fair"),
+        ("a", "iris"),
+        ("m", "iris"),
+    ]
     for model in ("..", "../x", "/etc", "a/b"):
         with pytest.raises(ConfigError, match="is not a name"):
             layout.metrics(model, "fact_or_fair")
