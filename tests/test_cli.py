@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from genfair.cli import main
+from genfair.study.layout import Layout
 
 
 def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,9 +50,7 @@ def test_try_runs_one_model_outside_dvc(
     assert (captured.out + captured.err).count("s_fact") == 1
     table = captured.out.splitlines()
     assert table[0].split()[:2] == ["context", "attribute"] and "objective" in captured.out
-    responses = pd.read_parquet(
-        tmp_path / "data/responses/simulated_llm/fact_or_fair/responses.parquet"
-    )
+    responses = pd.read_parquet(Layout(tmp_path).responses("simulated_llm", "fact_or_fair"))
     assert len(responses) == 40
 
 

@@ -80,6 +80,19 @@ def test_scale_and_every_named_section_are_checked() -> None:
         params_from({**raw, "runs": entry}, "params.yaml")
 
 
+def test_no_methodology_takes_the_instruments_folder() -> None:
+    """data/metrics/instruments and data/headline/instruments are the instruments' own,
+    beside the methodologies' folders."""
+    raw = read_params(ROOT / "params.yaml")
+    methodologies = {**raw["methodologies"], "instruments": {}}
+    with pytest.raises(
+        ConfigError,
+        match=r"params\.yaml: methodologies: 'instruments' is the instruments' folder .*: "
+        "name the methodology otherwise$",
+    ):
+        params_from({**raw, "methodologies": methodologies}, "params.yaml")
+
+
 def test_composed_runs_never_carry_a_hostile_name_into_a_stage_command() -> None:
     model = {"modality": "llm", "backend": "simulated"}
     runs = compose_runs(
@@ -144,10 +157,24 @@ def test_every_stage_refuses_a_bad_name_before_reading_params(
 
 def test_layout_builds_paths_only_from_names(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
-    assert (
-        layout.responses("m", "fact_or_fair")
-        == tmp_path / "data/responses/m/fact_or_fair/responses.parquet"
+    # a run's outputs by methodology first: study@<methodology> depends on its folders alone
+    data = tmp_path / "data"
+    assert layout.responses("m", "fact_or_fair") == (
+        data / "responses/fact_or_fair/m/responses.parquet"
     )
+    assert layout.labels("m", "fact_or_fair") == data / "labels/fact_or_fair/m.parquet"
+    assert layout.metrics("m", "fact_or_fair") == data / "metrics/fact_or_fair/m"
+    for path in (layout.run_params, layout.usage, layout.images, layout.labels, layout.metrics):
+        parts = path("m", "fact_or_fair").relative_to(data).parts  # <kind>/<methodology>/<model>
+        assert parts[1] == "fact_or_fair" and parts[2] in ("m", "m.parquet"), parts
+    for model, methodology in (("m", "iris"), ("a", "iris"), ("m", "fact_or_fair")):
+        layout.usage(model, methodology).parent.mkdir(parents=True)
+        layout.usage(model, methodology).write_text("{}")
+    assert [(model, m) for model, m, _ in layout.usages()] == [
+        ("m", "fact_or_fair"),
+        ("a", "iris"),
+        ("m", "iris"),
+    ]
     for model in ("..", "../x", "/etc", "a/b"):
         with pytest.raises(ConfigError, match="is not a name"):
             layout.metrics(model, "fact_or_fair")

@@ -20,6 +20,7 @@ from genfair.io import write_json, write_parquet
 from genfair.models.cache import ResponseCache
 from genfair.models.config import HFModelConfig
 from genfair.models.hf import HFChatBackend, ModelNotFound
+from genfair.study.layout import Layout
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KEY = "sk-rel16FAKEKEYdoNotUse0123456789"
@@ -231,9 +232,7 @@ def test_a_truncated_parquet_under_data_names_the_file_and_the_fix(tmp_path: Pat
 
     from genfair.io import read_parquet
 
-    path = write_parquet(
-        pd.DataFrame({"a": range(1000)}), tmp_path / "data" / "labels" / "x.parquet"
-    )
+    path = write_parquet(pd.DataFrame({"a": range(1000)}), Layout(tmp_path).labels("m", "x"))
     path.write_bytes(path.read_bytes()[:-100])  # cut short (a full disk, a killed copy)
     with pytest.raises(
         ValueError,

@@ -283,20 +283,20 @@ def _print_usage() -> None:
     from genfair.io import read_json
     from genfair.study.layout import Layout
 
-    found = sorted(Layout().data.glob("responses/*/*/usage.json"))
+    found = Layout().usages()
     if not found:
         return
     names = ("calls", "prompt_tokens", "completion_tokens", "images")
     print(
         "\nusage of the study's runs (answers from the cache and sent: "
-        "data/responses/*/*/usage.json)"
+        "data/responses/<methodology>/<model>/usage.json)"
     )
     print(f"  {'model · methodology':<40}" + "".join(f"{n:>19}" for n in names))
-    for path in found:
+    for model, methodology, path in found:
         usage = read_json(path)
-        run = f"{path.parent.parent.name} · {path.parent.name}"
+        run = f"{model} · {methodology}"
         print(f"  {run:<40}" + "".join(f"{usage.get(n, 0):>19,}" for n in names))
-    rules = sorted({r for path in found for r in read_json(path).get("rules", [])})
+    rules = sorted({r for *_, path in found for r in read_json(path).get("rules", [])})
     print(f"  counted with: {'; '.join(rules)}")
 
 

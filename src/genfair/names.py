@@ -1,7 +1,7 @@
 """Names a user sets that become paths, stage names, shell words or MLflow run names.
 
 A model key lands in ``dvc.yaml``'s ``cmd`` (``python stages/generate.py ${item.model} ...``,
-run by a shell), in output folders (``data/responses/<model>/``), in DVC params keys
+run by a shell), in output folders (``data/responses/<methodology>/<model>/``), in DVC params keys
 (``models.<model>``) and in MLflow run names; a methodology, scale, curation step or
 instrument name likewise. So every such name must match :data:`NAME_PATTERN`: lowercase
 letters, digits, ``_`` and ``-``, starting with a letter or digit, at most 64 characters.
@@ -26,14 +26,17 @@ from typing import Any
 from genfair.errors import ConfigError
 from genfair.urls import strip_in_text
 
-__all__ = ["MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name", "flatten", "inside",
-           "mlflow_key", "name_problem"]  # fmt: skip
+__all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name",
+           "flatten", "inside", "mlflow_key", "name_problem"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
 PARAMS_FILE = "params.yaml"
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
+#: the instruments' folder beside the methodologies' (``data/metrics/<methodology>/``,
+#: ``data/headline/<methodology>/``): no methodology may take this name
+INSTRUMENTS_FOLDER = "instruments"
 _NAME = re.compile(NAME_PATTERN)
 #: how much of a bad name an error quotes (a 300-character key must not flood the line)
 _QUOTED = 40

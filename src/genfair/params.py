@@ -22,7 +22,7 @@ from genfair.errors import ConfigError, NotConfigured
 from genfair.io import stable_hash
 from genfair.limits import MAX_CALLS
 from genfair.logs import printable
-from genfair.names import PARAMS_FILE, name_problem
+from genfair.names import INSTRUMENTS_FOLDER, PARAMS_FILE, name_problem
 from genfair.strict import Strict
 from genfair.urls import checked_url, strip_in_text
 from genfair.yaml_guard import read_yaml
@@ -176,6 +176,8 @@ class StudyFrame(Strict):
     runs: dict[str, dict[str, Any]] | None = None
     #: methodology -> the path of its code (its stages' dependency), composed
     methodology_code: dict[str, str | None] | None = None
+    #: the same, for the methodologies some model of the study runs (study stages), composed
+    study_steps: dict[str, str | None] | None = None
     #: ``<methodology>-<plot>`` -> a ``dvc plots`` figure the methodologies declare, composed
     plots: dict[str, dict[str, Any]] | None = None
     #: methodology -> the sizes it runs at (``conf/sizes/<methodology>/<sizes>.yaml``: the
@@ -208,6 +210,7 @@ class StudyFrame(Strict):
         "curation",
         "instruments",
         "runs",
+        "study_steps",
         "external_inputs",
         "sizes",
         mode="before",
@@ -223,6 +226,18 @@ class StudyFrame(Strict):
                     for field in ("model", "methodology"):
                         if field in entry and not isinstance(entry[field], dict):
                             _named(entry[field], f"{key}.{field}: ")
+        return value
+
+    @field_validator("methodologies")
+    @classmethod
+    def _not_the_instruments_folder(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if INSTRUMENTS_FOLDER in value:
+            raise PydanticCustomError(
+                "name",
+                "'{name}' is the instruments' folder beside the methodologies' (data/metrics/, "
+                "data/headline/): name the methodology otherwise",
+                {"name": INSTRUMENTS_FOLDER},
+            )
         return value
 
 

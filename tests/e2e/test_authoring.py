@@ -10,7 +10,8 @@ and in any order.
 
 What each change reruns is read from ``dvc status`` (no stage runs for it), except where a
 rerun's output is the point: an experiment on a metrics-only field (``genfair exp -S``, the
-selection kept without repeating it) and a new plant (the simulated answers follow it).
+selection kept without repeating it), a new plant (the simulated answers follow it), and the
+study steps a methodology's new metrics make stale (``dvc status`` once those metrics ran).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ MODELS = ("simulated_llm", "smollm2")
 #: the stages the quiz adds
 OWN = {"probes@pronoun_quiz", "study@pronoun_quiz", "code@pronoun_quiz", "plot@pronoun_quiz-gap"}
 OWN |= {f"{step}@{m}-pronoun_quiz" for step in ("generate", "label", "metrics") for m in MODELS}
-#: the stages that read every methodology's outputs (a study step reads every model's labels
-#: and metrics: issue 34, point 3, not yet per methodology)
+#: the stages downstream of every run: a study step (which reads its own methodology's
+#: outputs alone: :func:`_study_steps_after`) and the study-level ones
 STUDY_LEVEL = ("study@", "score", "track", "report", "plot@")
 
 
@@ -124,6 +125,22 @@ def _stale(quiz: Quiz, *overrides: str) -> set[str]:
         run(["git", "checkout", "--", "params.yaml"], quiz.work, quiz.env)
 
 
+def _study_steps_after(quiz: Quiz, override: str, stages: set[str]) -> set[str]:
+    """The study steps ``dvc status`` lists once ``stages`` ran with ``override`` composed;
+    the study is put back as it was after (``params.yaml``, ``dvc.lock``, the outputs).
+    ``stages`` run without committing (no run-cache entry, so a later run of the same change
+    runs, not restores), so ``dvc status`` lists them too: nothing else per run."""
+    try:
+        run(["genfair", "compose", "-o", override], quiz.work, quiz.env)
+        run(["dvc", "repro", "--single-item", "--no-commit", *sorted(stages)], quiz.work, quiz.env)
+        stale = status_stages(quiz.work, quiz.env)
+        assert {s for s in stale if not s.startswith(STUDY_LEVEL)} <= stages, sorted(stale)
+        return {s for s in stale if s.startswith("study@")}
+    finally:
+        run(["git", "checkout", "--", "params.yaml", "dvc.lock"], quiz.work, quiz.env)
+        run(["dvc", "checkout", "--force", *sorted(stages)], quiz.work, quiz.env)
+
+
 def test_a_new_methodology_runs_through_dvc_with_its_categorical_plant(quiz: Quiz) -> None:
     ran = set(re.findall(r"Running stage '([^']+)'", quiz.output)) - always_changed(quiz.work)
     assert OWN <= ran, sorted(OWN - ran)
@@ -171,6 +188,10 @@ def test_each_change_makes_stale_only_the_steps_that_read_it(quiz: Quiz) -> None
     built-in methodologies' fields (FACT-OR-FAIR's interval level, IRIS's study-level S/K)."""
     metrics = {f"metrics@{m}-pronoun_quiz" for m in MODELS}
     assert _stale(quiz, "methodologies.pronoun_quiz.confidence_level=0.9") == metrics
+    # once they ran, its own study step and no other methodology's (the news LDA's included):
+    # runs' outputs are filed by methodology first, and study@<m> reads its own folders only
+    level = "methodologies.pronoun_quiz.confidence_level=0.9"
+    assert _study_steps_after(quiz, level, metrics) == {"study@pronoun_quiz"}
     # a planted rate: the simulator's calls only (a real model never reads its plant)
     plant = "methodologies.pronoun_quiz.simulated.distribution={he: 0.2, she: 0.5, they: 0.3}"
     assert _stale(quiz, plant) == {"generate@simulated_llm-pronoun_quiz"}

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from genfair.study.layout import Layout
 from tests.support.conf import ROOT
 from tests.support.project import (
     commit,
@@ -117,7 +118,9 @@ def test_an_installed_methodology_runs_through_dvc(copy: tuple[Path, dict[str, s
     assert Path(code).is_absolute() and Path(code, "__init__.py").is_file()  # the installed package
     run(["dvc", "repro"], work, env)
     _check_study(work, env, "toy_quiz", {"simulated_llm/toy_quiz"})
-    scores = pd.read_parquet(work / "data/metrics/simulated_llm/toy_quiz/scores.parquet").iloc[0]
+    scores = pd.read_parquet(
+        Layout(work).metrics("simulated_llm", "toy_quiz") / "scores.parquet"
+    ).iloc[0]
     assert scores["n"] > 20 and scores["ci_low"] <= 0.8 <= scores["ci_high"]  # the planted accuracy
     value = json.loads(
         (

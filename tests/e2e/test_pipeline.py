@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from genfair.study.layout import Layout
 from tests.support.project import run as _run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
@@ -31,11 +32,11 @@ def test_outputs_have_stable_schemas(study: tuple[Path, dict[str, str], str]) ->
         "ingroup",
     }
     for model in ("smollm2", "simulated_llm"):
-        responses = pd.read_parquet(work / f"data/responses/{model}/fact_or_fair/responses.parquet")
+        responses = pd.read_parquet(Layout(work).responses(model, "fact_or_fair"))
         assert len(responses) == len(probes)
         assert set(responses["status"]) <= {"ok", "refused", "invalid", "error"}
         assert (responses["status"] == "ok").mean() > 0.5, f"{model}: too few valid answers"
-        scores = pd.read_parquet(work / f"data/metrics/{model}/fact_or_fair/scores.parquet")
+        scores = pd.read_parquet(Layout(work).metrics(model, "fact_or_fair") / "scores.parquet")
         assert len(scores) == 10  # 5 contexts x 2 attributes
         assert scores[["s_fact", "s_e", "s_kld", "s_fair", "distance"]].notna().all().all()
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
@@ -56,9 +57,9 @@ def test_news_bias_word_sentence_and_document_levels(
     probes = pd.read_parquet(work / "data/probes/news_bias.parquet")
     assert len(probes) == 6 and set(probes["prompt_type"]) == {"unbiased", "biased"}
     for model in ("smollm2", "simulated_llm"):
-        labels = pd.read_parquet(work / f"data/labels/{model}/news_bias.parquet")
+        labels = pd.read_parquet(Layout(work).labels(model, "news_bias"))
         assert len(labels) == 6 and set(labels["status"]) <= {"ok", "refused", "error"}
-        scores = pd.read_parquet(work / f"data/metrics/{model}/news_bias/scores.parquet")
+        scores = pd.read_parquet(Layout(work).metrics(model, "news_bias") / "scores.parquet")
         assert {"refusal", "word", "sentence"} <= set(scores["level"])
     document = pd.read_parquet(work / "data/study/news_bias/scores.parquet")
     assert set(document["model"]) == {"smollm2", "simulated_llm"}
@@ -140,18 +141,18 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(
     assert (
         len(probes) == 19 * 2 * 2 * 2
     )  # objective + subjective, 2 images per query at smoke scale
-    responses = pd.read_parquet(
-        work / "data/responses/simulated_t2i/fact_or_fair/responses.parquet"
-    )
+    responses = pd.read_parquet(Layout(work).responses("simulated_t2i", "fact_or_fair"))
     assert (
         len(responses) == len(probes) and (responses["status"] == "ok").all()
     )  # refusals re-asked
-    folder = work / "data/responses/simulated_t2i/fact_or_fair/images"
+    folder = Layout(work).images("simulated_t2i", "fact_or_fair")
     assert {p.name for p in folder.glob("*.png")} == set(responses["file"])
-    labels = pd.read_parquet(work / "data/labels/simulated_t2i/fact_or_fair.parquet")
+    labels = pd.read_parquet(Layout(work).labels("simulated_t2i", "fact_or_fair"))
     assert set(labels["source"].dropna()) == {"oracle"}
     assert set(labels["status"]) <= {"ok", "no_face", "refused", "error"}
-    scores = pd.read_parquet(work / "data/metrics/simulated_t2i/fact_or_fair/scores.parquet")
+    scores = pd.read_parquet(
+        Layout(work).metrics("simulated_t2i", "fact_or_fair") / "scores.parquet"
+    )
     assert len(scores) == 4  # objective, baseline (subjective) x gender, race
     assert scores[["s_fact", "s_e", "s_kld", "s_fair", "distance"]].notna().all().all()
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
@@ -189,12 +190,12 @@ def test_facet_curation_and_instrument_validation_stages(
     }
     report = json.loads((work / "data/curated/facet/report.json").read_text())
     assert report["fixture"] is True and report["persons_written"] == len(persons)
-    folder = work / "data/metrics/instruments/face_demographics"
+    folder = Layout(work).instruments / "face_demographics"
     per_attribute = pd.read_parquet(folder / "per_attribute.parquet")
     assert {"has_face", "n_faces", "gender"} <= set(per_attribute["attribute"])
     per_group = pd.read_parquet(folder / "per_group.parquet")
     assert {"attribute", "group", "support", "recall"} <= set(per_group)
-    summary = json.loads((work / "data/metrics/instruments/face_demographics.json").read_text())
+    summary = json.loads((Layout(work).instruments / "face_demographics.json").read_text())
     assert summary["images"] == 205 and summary["has_face"]["accuracy"] > 0.9
 
 
@@ -225,15 +226,15 @@ def test_iris_occupations_sectors_scores_and_mlflow(
         "simulated_vlm": {"IFS-Und", "RFS-Und", "BIS-Und"},
     }
     for model, expected in sectors.items():
-        granular = pd.read_parquet(work / f"data/metrics/{model}/iris/scores.parquet")
+        granular = pd.read_parquet(Layout(work).metrics(model, "iris") / "scores.parquet")
         assert set(granular["sector"]) == expected
-    t2i = pd.read_parquet(work / "data/responses/simulated_t2i/iris/responses.parquet")
+    t2i = pd.read_parquet(Layout(work).responses("simulated_t2i", "iris"))
     assert {"IFS-Gen", "BIS-Gen"} == set(t2i["sector"])
     ok = t2i[t2i["status"] == "ok"]
-    assert {
-        p.name for p in (work / "data/responses/simulated_t2i/iris/images").glob("*.png")
-    } == set(ok["file"])
-    rounds = pd.read_parquet(work / "data/labels/smollm2/iris.parquet")
+    assert {p.name for p in Layout(work).images("simulated_t2i", "iris").glob("*.png")} == set(
+        ok["file"]
+    )
+    rounds = pd.read_parquet(Layout(work).labels("smollm2", "iris"))
     assert len(rounds) == 18 and set(rounds["status"]) <= {"ok", "refused", "invalid", "error"}
     scores = pd.read_parquet(work / "data/scores/iris.parquet")
     assert set(scores["model"]) == set(sectors) and (scores["mode"] == "table9").all()
@@ -263,7 +264,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(
     crops = probes[probes["sector"] == "IFS-Und"]
     persons = pd.read_parquet(work / "data/curated/facet/persons.parquet")
     assert set(crops["person_id"]) == set(persons["person_id"][persons["occupation"].notna()])
-    labels = pd.read_parquet(work / "data/labels/simulated_vlm/iris.parquet")
+    labels = pd.read_parquet(Layout(work).labels("simulated_vlm", "iris"))
     ifs = labels[labels["sector"] == "IFS-Und"]
     assert len(ifs) == 5 * len(crops) and set(ifs["tier"].dropna()) <= {
         "exact",
@@ -271,9 +272,9 @@ def test_iris_occupations_sectors_scores_and_mlflow(
         "embedding",
         "unmappable",
     }
-    vlm = pd.read_parquet(work / "data/metrics/simulated_vlm/iris/scores.parquet").set_index(
-        "metric"
-    )
+    vlm = pd.read_parquet(
+        Layout(work).metrics("simulated_vlm", "iris") / "scores.parquet"
+    ).set_index("metric")
     for metric in (
         "AD_single_gender",
         "SPD_single_gender",
@@ -304,7 +305,7 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
         "person_is",
     }  # smoke: 3 images
     assert probes["fixture"].all() and probes["image_sha256"].str.len().eq(64).all()
-    labels = pd.read_parquet(work / "data/labels/simulated_vlm/lvlm_facet.parquet")
+    labels = pd.read_parquet(Layout(work).labels("simulated_vlm", "lvlm_facet"))
     assert len(labels) == len(probes) and set(labels["status"]) <= {"ok", "refused"}
     assert labels["encoder"].str.startswith("sentence-transformers/all-MiniLM").all()
     for model in (
@@ -312,8 +313,8 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
         "simulated_llm",
         "simulated_t2i",
     ):  # not vlm models: no stage, no output
-        assert not (work / f"data/metrics/{model}/lvlm_facet").exists()
-    scores = pd.read_parquet(work / "data/metrics/simulated_vlm/lvlm_facet/scores.parquet")
+        assert not Layout(work).metrics(model, "lvlm_facet").exists()
+    scores = pd.read_parquet(Layout(work).metrics("simulated_vlm", "lvlm_facet") / "scores.parquet")
     assert set(scores["measure"]) == {"recall", "disparity"}
     headline = json.loads((work / "data/headline.json").read_text())["lvlm_facet"]["simulated_vlm"]
     assert (

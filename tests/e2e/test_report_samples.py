@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from genfair.methodologies import get_methodology
+from genfair.study.layout import Layout
 from tests.support.browser import sync_api, wait_until, watched_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.builds("smoke")]
@@ -27,7 +28,9 @@ THUMBS_LOADED = (
 
 def _models_by_methodology(work: Path) -> set[tuple[str, str]]:
     """(methodology, model) of every label table the study wrote."""
-    return {(p.stem, p.parent.name) for p in (work / "data/labels").glob("*/*.parquet")}
+    runs = yaml.safe_load((work / "params.yaml").read_text())["runs"].values()
+    pairs = {(run["methodology"], run["model"]) for run in runs}
+    return {(m, model) for m, model in pairs if Layout(work).labels(model, m).exists()}
 
 
 def test_a_sample_file_per_methodology_and_model(study: tuple[Path, dict[str, str], str]) -> None:
@@ -38,9 +41,7 @@ def test_a_sample_file_per_methodology_and_model(study: tuple[Path, dict[str, st
     listed = {(e["methodology"], e["model"]) for e in index}
     assert listed == _models_by_methodology(work)
     for entry in index:
-        labels = pd.read_parquet(
-            work / f"data/labels/{entry['model']}/{entry['methodology']}.parquet"
-        )
+        labels = pd.read_parquet(Layout(work).labels(entry["model"], entry["methodology"]))
         assert entry["rows"] == len(labels), entry
         script = (report / entry["src"]).read_text(encoding="utf-8")
         assert script.startswith("genfairSamples(") and script.endswith(");\n")
@@ -61,8 +62,8 @@ def test_sample_browser_filters_searches_opens_and_shows_images(
 ) -> None:
     sync_api()
     work, _, _ = study
-    labels = pd.read_parquet(work / "data/labels/smollm2/fact_or_fair.parquet")
-    responses = pd.read_parquet(work / "data/responses/smollm2/fact_or_fair/responses.parquet")
+    labels = pd.read_parquet(Layout(work).labels("smollm2", "fact_or_fair"))
+    responses = pd.read_parquet(Layout(work).responses("smollm2", "fact_or_fair"))
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet").set_index("probe_id")
     behind = labels[(labels["context"] == "objective") & (labels["attribute"] == "gender")]
     ok = behind[behind["status"] == "ok"]

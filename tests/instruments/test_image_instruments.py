@@ -174,7 +174,7 @@ def test_validation_checks_reach_the_reports_instruments_section(folders, tmp_pa
     assert [r[0]["text"] for r in quality["rows"]] == list(DEGRADATIONS)
     assert [r[0]["text"] for r in semantics["rows"]] == ["caption_retrieval", "copy_retrieval"]
     assert "5 photos shipped in packages" in quality["caption"]
-    checks = pd.read_parquet(tmp_path / "data/metrics/instruments/image_semantics/checks.parquet")
+    checks = pd.read_parquet(layout.instruments / "image_semantics/checks.parquet")
     assert checks["n"].eq(5).all() and checks["accuracy"].between(0, 1).all()
     # without weights: no checks, and the section says why
     _validate_image_instruments(SimpleNamespace(instruments={"image_quality": {}}), layout)

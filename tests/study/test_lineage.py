@@ -30,14 +30,14 @@ LOCK = {
     "stages": {
         "label@m-x": {
             "deps": [
-                {"path": "data/responses/m/x", "md5": "a" * 32 + ".dir"},
+                {"path": "data/responses/x/m", "md5": "a" * 32 + ".dir"},
                 {"path": "src/genfair/study", "md5": "c" * 32 + ".dir"},
             ],
-            "outs": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}],
+            "outs": [{"path": "data/labels/x/m.parquet", "md5": "b" * 32}],
         },
         "metrics@m-x": {
-            "deps": [{"path": "data/labels/m/x.parquet", "md5": "b" * 32}],
-            "outs": [{"path": "data/metrics/m/x", "md5": "d" * 32 + ".dir"}],
+            "deps": [{"path": "data/labels/x/m.parquet", "md5": "b" * 32}],
+            "outs": [{"path": "data/metrics/x/m", "md5": "d" * 32 + ".dir"}],
         },
     },
 }
@@ -50,9 +50,9 @@ def test_stage_data_names_each_data_path_once_with_its_dvc_hash(tmp_path: Path) 
         stages, ["generate@m-x", "label@m-x", "metrics@m-x"]
     )  # generate not locked: skipped
     assert files == [
-        DataFile("data/labels/m/x.parquet", "b" * 32, "output"),
-        DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"),
-        DataFile("data/responses/m/x", "a" * 32 + ".dir", "input"),
+        DataFile("data/labels/x/m.parquet", "b" * 32, "output"),
+        DataFile("data/metrics/x/m", "d" * 32 + ".dir", "output"),
+        DataFile("data/responses/x/m", "a" * 32 + ".dir", "input"),
     ]  # code paths are not data
     assert locked_stages(tmp_path / "nowhere") == {}
 
@@ -64,8 +64,8 @@ def test_data_is_logged_as_dataset_inputs_with_the_dvc_hash(tmp_path: Path) -> N
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
     files = [
-        DataFile("data/metrics/m/x", "d" * 32 + ".dir", "output"),
-        DataFile("data/labels/m/x.parquet", "b" * 32, "input"),
+        DataFile("data/metrics/x/m", "d" * 32 + ".dir", "output"),
+        DataFile("data/labels/x/m.parquet", "b" * 32, "input"),
     ]
     with mlflow.start_run() as run:
         log_data(mlflow, files, "0123abcd")
@@ -80,22 +80,22 @@ def test_data_is_logged_as_dataset_inputs_with_the_dvc_hash(tmp_path: Path) -> N
         for i in inputs
     }
     assert got == {
-        "data/metrics/m/x": (
+        "data/metrics/x/m": (
             "d" * 32 + ".dir",
             "dvc",
-            {"path": "data/metrics/m/x", "rev": "0123abcd", "repo": ""},
+            {"path": "data/metrics/x/m", "rev": "0123abcd", "repo": ""},
             "output",
         ),
-        "data/labels/m/x.parquet": (
+        "data/labels/x/m.parquet": (
             "b" * 32,
             "dvc",
-            {"path": "data/labels/m/x.parquet", "rev": "0123abcd", "repo": ""},
+            {"path": "data/labels/x/m.parquet", "rev": "0123abcd", "repo": ""},
             "input",
         ),
     }
     assert (
-        DvcDatasetSource.from_dict(got["data/metrics/m/x"][2]).to_dict()
-        == got["data/metrics/m/x"][2]
+        DvcDatasetSource.from_dict(got["data/metrics/x/m"][2]).to_dict()
+        == got["data/metrics/x/m"][2]
     )
 
 

@@ -14,7 +14,13 @@ from genfair.params import load_frame
 from genfair.study import steps
 from genfair.study.context import step_context
 from genfair.study.layout import Layout
-from genfair.study.runs import check_runs, compose_digests, model_hash, runs_for
+from genfair.study.runs import (
+    check_runs,
+    compose_digests,
+    model_hash,
+    runs_for,
+    study_steps_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
@@ -39,6 +45,32 @@ def test_a_model_runs_the_methodologies_of_its_modality() -> None:
         "reads": {},
         "code": "src/genfair/methodologies/open_bias",
     }
+
+
+def test_a_study_step_for_each_methodology_some_model_runs() -> None:
+    """dvc.yaml's study stages depend on their methodology's labels and metrics folders,
+    which only its runs write: a methodology no model runs has no study stage (its folders
+    would be missing dependencies)."""
+    models = {"a": {"modality": "llm"}, "b": {"modality": "t2i"}}
+    steps = study_steps_for(models, {name: {} for name in STUDY})
+    assert steps == {
+        name: f"src/genfair/methodologies/{name}"
+        for name in ("fact_or_fair", "news_bias", "iris", "open_bias")
+    }  # lvlm_facet measures VLMs only
+
+
+def test_a_study_without_a_vlm_composes_no_lvlm_facet_study_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    out = compose(["scale=smoke", "~model@models.simulated_vlm"], tmp_path / "p.yaml")
+    data = yaml.safe_load(out.read_text())
+    assert "lvlm_facet" in data["methodology_code"] and "lvlm_facet" not in data["study_steps"]
+    check_runs(load_params(out))
+    data["study_steps"] = dict(data["methodology_code"])  # edited by hand: a stage, no inputs
+    out.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"params\.yaml: study_steps does not follow"):
+        check_runs(load_params(out))
 
 
 def test_a_run_records_the_models_its_methodology_reads_by_content() -> None:

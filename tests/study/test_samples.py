@@ -92,7 +92,7 @@ def _tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 def test_join_samples_matches_answers_prompts_and_images() -> None:
     probes, responses, labels = _tables()
     view = SampleView(groups=("gender",), label=("choice",), probe_image="photo")
-    rows = join_samples(view, probes, responses, labels, Path("data/responses/m/x/images"))
+    rows = join_samples(view, probes, responses, labels, Path("data/responses/x/m/images"))
     assert list(rows.columns) == [*SAMPLE_FIELDS, "gender"]
     assert rows["answer"].tolist() == ["raw a", "raw b0", HOSTILE, None]  # c: no sample 0 match
     assert rows["status"].tolist() == ["ok", "ok", "refused", None]
@@ -101,7 +101,7 @@ def test_join_samples_matches_answers_prompts_and_images() -> None:
     assert rows["label"].tolist() == ["A", "B", None, "C"]
     assert rows["image"].tolist() == [
         "data/curated/x/1.png",  # the probe's input image
-        "data/responses/m/x/images/b0.png",  # a generated image
+        "data/responses/x/m/images/b0.png",  # a generated image
         None,
         None,
     ]
@@ -129,10 +129,10 @@ def test_a_group_cannot_take_a_field_name() -> None:
 def test_image_links_are_relative_to_the_report_and_stay_in_the_study(tmp_path: Path) -> None:
     report = tmp_path / "data/report"
     paths = pd.Series(
-        ["data/responses/m/x/images/ab.png", "data/curated/a b/1#.png", "../../etc/passwd", None]
+        ["data/responses/x/m/images/ab.png", "data/curated/a b/1#.png", "../../etc/passwd", None]
     )
     assert image_urls(paths, tmp_path, report).tolist() == [
-        "../responses/m/x/images/ab.png",
+        "../responses/x/m/images/ab.png",
         "../curated/a%20b/1%23.png",
         None,
         None,

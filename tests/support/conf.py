@@ -30,14 +30,21 @@ def read_conf(relative: str) -> dict[str, Any]:
 
 def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
     """Composed params edited by hand (models or methodologies swapped), with ``runs``,
-    ``methodology_code``, ``plots`` and ``digests`` made again from them as composing would
-    (``score`` and every loader check them)."""
-    from genfair.study.runs import compose_code, compose_digests, compose_plots, compose_runs
+    ``methodology_code``, ``study_steps``, ``plots`` and ``digests`` made again from them as
+    composing would (``score`` and every loader check them)."""
+    from genfair.study.runs import (
+        compose_code,
+        compose_digests,
+        compose_plots,
+        compose_runs,
+        compose_study_steps,
+    )
 
     return {
         **raw,
         "runs": compose_runs(raw["models"], raw["methodologies"]),
         "methodology_code": compose_code(raw["methodologies"]),
+        "study_steps": compose_study_steps(raw["models"], raw["methodologies"]),
         "plots": compose_plots(raw["methodologies"]),
         "digests": compose_digests(
             raw["models"], raw["methodologies"], raw.get("instruments") or {}

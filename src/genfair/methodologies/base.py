@@ -333,7 +333,7 @@ class ReportContext:
     config: Any
     #: model -> its metrics ``summary.json`` ({} when absent)
     summary: Callable[[str], dict[str, Any]] = field(default=lambda model: {})
-    #: (model, table) -> the detail table ``data/metrics/<model>/<methodology>/<table>.parquet``
+    #: (model, table) -> the detail table ``data/metrics/<methodology>/<model>/<table>.parquet``
     table: Callable[[str, str], pd.DataFrame] = field(default=lambda model, name: pd.DataFrame())
 
     def study_table(self, name: str) -> pd.DataFrame | None:

@@ -159,7 +159,7 @@ def validate_instruments(
     instrument = instrument_class(name)(config)
     photos = package_photo_set()
     report = validate_instrument(instrument, photos)
-    folder = layout.data / "metrics" / "instruments" / name
+    folder = layout.instruments / name
     write_parquet(report.per_attribute, folder / "per_attribute.parquet")
     # groups mix types across attributes (has_face: bool, n_faces: int, gender: str)
     write_parquet(report.per_group.astype({"group": str}), folder / "per_group.parquet")
@@ -203,7 +203,7 @@ def validate_instruments(
         report.per_attribute.round(3).to_string(index=False),
     )
     _validate_image_instruments(params, layout)
-    return write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")
+    return write_json(summary, layout.instruments / f"{name}.json")
 
 
 #: the image instruments validated beside the face instrument (when the study configures them)
@@ -239,7 +239,7 @@ def _validate_image_instruments(params: StudyFrame, layout: Layout) -> list[Path
                 f"not configured: no weights given (instruments.{name}); its scores are not "
                 "computed"
             )
-        folder = layout.data / "metrics" / "instruments" / name
+        folder = layout.instruments / name
         write_parquet(checks, folder / "checks.parquet")
         for row in checks.to_dict("records"):
             summary[row["check"]] = {
@@ -248,7 +248,5 @@ def _validate_image_instruments(params: StudyFrame, layout: Layout) -> list[Path
                 "accuracy": round(float(row["accuracy"]), 6),
                 "mean_drop": round(float(row["mean_drop"]), 6),
             }
-        written.append(
-            write_json(summary, layout.data / "metrics" / "instruments" / f"{name}.json")
-        )
+        written.append(write_json(summary, layout.instruments / f"{name}.json"))
     return written

@@ -1,5 +1,11 @@
 """Where each stage's outputs live (DESIGN.md's data layout), under one root.
 
+A run's outputs (responses, labels, metrics) are filed by methodology first
+(``data/<kind>/<methodology>/<model>``), so ``study@<methodology>``, which reads every model's
+labels and metrics of its methodology, depends on its methodology's folders alone
+(``data/labels/<methodology>``, ``data/metrics/<methodology>``): a change to one methodology
+reruns no other methodology's study step.
+
 Every path built from a name (model, methodology, table...) takes only names that match
 :data:`genfair.names.NAME_PATTERN` and is checked to stay under the root, whatever the
 caller was handed (a stage's argument, ``genfair try``'s, a methodology's table name).
@@ -10,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from genfair.names import check_name, inside
+from genfair.names import INSTRUMENTS_FOLDER, check_name, inside
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class Layout:
 
     def responses_dir(self, model: str, methodology: str) -> Path:
         """``generate@<model>-<methodology>``'s output folder."""
-        return self.named(self.data / "responses", model, methodology)
+        return self.named(self.data / "responses", methodology, model)
 
     def responses(self, model: str, methodology: str) -> Path:
         return self.responses_dir(model, methodology) / "responses.parquet"
@@ -56,12 +62,25 @@ class Layout:
         return self.responses_dir(model, methodology) / "images"
 
     def labels(self, model: str, methodology: str) -> Path:
-        return self.named(self.data / "labels", model, methodology, suffix=".parquet")
+        return self.named(self.data / "labels", methodology, model, suffix=".parquet")
 
     def metrics(self, model: str, methodology: str) -> Path:
         """``metrics@<model>-<methodology>``'s folder: ``scores.parquet``, detail tables,
         ``summary.json``."""
-        return self.named(self.data / "metrics", model, methodology)
+        return self.named(self.data / "metrics", methodology, model)
+
+    @property
+    def instruments(self) -> Path:
+        """``validate_instruments``' outputs, beside the methodologies' metrics folders (so no
+        methodology is named ``instruments``: :data:`genfair.names.INSTRUMENTS_FOLDER`):
+        ``<instrument>/`` (tables) and ``<instrument>.json`` (summary) each."""
+        return self.data / "metrics" / INSTRUMENTS_FOLDER
+
+    def usages(self) -> list[tuple[str, str, Path]]:
+        """Every run's ``usage.json`` found: (model, methodology, path), by methodology then
+        model."""
+        found = sorted((self.data / "responses").glob("*/*/usage.json"))
+        return [(path.parent.name, path.parent.parent.name, path) for path in found]
 
     def code(self, methodology: str) -> Path:
         """``code@<methodology>``'s content fingerprint of the methodology's code."""

@@ -172,7 +172,7 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
     """The instruments' validation (the face instrument's accuracy; the image instruments'
     checks, or why there are none), what each methodology used, and answer-mapper tiers."""
     validation = []
-    folder = layout.data / "metrics" / "instruments"
+    folder = layout.instruments
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         summary = json.loads(path.read_text(encoding="utf-8"))
         checks = folder / path.stem / "checks.parquet"

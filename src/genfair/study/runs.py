@@ -17,10 +17,11 @@ Composing also writes ``digests`` (a content hash of each model config, each met
 config and the instruments: the stages' params dependencies, :func:`genfair.params.digests_for`),
 ``methodology_code`` (methodology -> the folder of its code, in the
 tree or installed: :func:`~genfair.methodologies.registry.code_path`), which each run's
-``code`` repeats, and ``plots`` (each ``dvc plots`` figure the study's methodologies
-declare): a methodology's stages depend on its own code and no other's, and ``dvc.yaml``
-names no methodology. ``sizes`` names the sizes each methodology ran at (:func:`sizes_for`):
-the study's scale, unless its sizes were picked apart from it.
+``code`` repeats, ``study_steps`` (the same, for the methodologies some model runs: a
+study step reads its runs' outputs), and ``plots`` (each ``dvc plots`` figure the study's
+methodologies declare): a methodology's stages depend on its own code and no other's, and
+``dvc.yaml`` names no methodology. ``sizes`` names the sizes each methodology ran at
+(:func:`sizes_for`): the study's scale, unless its sizes were picked apart from it.
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ __all__ = [
     "compose_plots",
     "compose_runs",
     "compose_sizes",
+    "compose_study_steps",
     "measures",
     "model_hash",
     "plots_for",
     "run_key",
     "runs_for",
     "sizes_for",
+    "study_steps_for",
 ]
 
 #: where each methodology's sizes per scale are (``conf/sizes/<methodology>/<scale>.yaml``),
@@ -162,6 +165,17 @@ def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def study_steps_for(
+    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+) -> dict[str, str | None]:
+    """methodology -> the path of its code, for each methodology some model of the study runs:
+    ``dvc.yaml``'s study stages fan out over it. A study step depends on its methodology's
+    labels and metrics folders, which only its runs write (a methodology no model runs has
+    no study step to take: nothing to read)."""
+    ran = {run["methodology"] for run in runs_for(models, methodologies).values()}
+    return {name: code for name, code in code_for(methodologies).items() if name in ran}
+
+
 def compose_code(methodologies: Any) -> dict[str, str | None]:
     """The ``genfair_code`` resolver: ``methodology_code`` from the composed ``methodologies``."""
     return code_for(_plain(methodologies))
@@ -170,6 +184,11 @@ def compose_code(methodologies: Any) -> dict[str, str | None]:
 def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
     """The ``genfair_plots`` resolver: ``plots`` from the composed ``methodologies``."""
     return plots_for(_plain(methodologies))
+
+
+def compose_study_steps(models: Any, methodologies: Any) -> dict[str, str | None]:
+    """The ``genfair_study_steps`` resolver: ``study_steps`` (:func:`study_steps_for`)."""
+    return study_steps_for(_plain(models), _plain(methodologies))
 
 
 def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[str, Any]:
@@ -234,6 +253,7 @@ def check_runs(params: StudyParams) -> None:
     (``params.yaml`` edited by hand: the stages would miss or invent runs)."""
     for key, written, expected_value in (
         ("methodology_code", params.methodology_code, code_for(params.methodologies)),
+        ("study_steps", params.study_steps, study_steps_for(params.models, params.methodologies)),
         ("plots", params.plots, plots_for(params.methodologies)),
     ):
         if written is not None and written != expected_value:

@@ -13,7 +13,7 @@ prompt shared by many samples) as its levels and one code per row, any other as 
 Every string is JSON, with ``<``, ``>``, ``&`` and the two JavaScript line separators escaped,
 so no text (a model's ``</script>``) can end the script or the page's JSON block. Images are
 not copied: a row links to the study's own image file, relative to the report
-(``../responses/<model>/<methodology>/images/<sha256>.png``), shown scaled down.
+(``../responses/<methodology>/<model>/images/<sha256>.png``), shown scaled down.
 """
 
 from __future__ import annotations

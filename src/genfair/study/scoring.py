@@ -20,6 +20,7 @@ from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, Ranking
+from genfair.names import INSTRUMENTS_FOLDER
 from genfair.study.compare import compare_models, comparison_files, comparison_metrics
 from genfair.study.context import model_info, models_for
 from genfair.study.layout import Layout
@@ -177,7 +178,7 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
     ``data/headline/instruments/<name>.<attribute>.accuracy.higher_better.json``
     (``{"value": value}``): the instrument's headline numbers beside the models'."""
     written = []
-    folder = layout.data / "metrics" / "instruments"
+    folder = layout.instruments
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         summary = json.loads(path.read_text(encoding="utf-8"))
         for attribute, entry in summary.items():
@@ -186,7 +187,7 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
                     write_json(
                         {"value": entry["accuracy"]},
                         layout.headline_dir
-                        / "instruments"
+                        / INSTRUMENTS_FOLDER
                         / f"{path.stem}.{attribute}.accuracy.{BETTER['higher']}.json",
                     )
                 )

@@ -2,7 +2,8 @@
 
 DVC (``dvc exp run``) and ``genfair compose`` both compose ``conf/`` with Hydra, which first
 imports every module of the ``hydra_plugins`` namespace: registering here makes
-``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_plots``,
+``${genfair_runs:${models},${methodologies}}`` (and ``genfair_code``, ``genfair_study_steps``,
+``genfair_plots``,
 ``genfair_inputs``, ``genfair_digests``, ``genfair_sizes``) in
 ``conf/config.yaml`` resolve in either.
 Only the registration happens at import; genfair itself is imported when the resolver runs.
@@ -31,6 +32,12 @@ def _code(methodologies: Any) -> Any:
     from genfair.study.runs import compose_code
 
     return OmegaConf.create(compose_code(methodologies))
+
+
+def _study_steps(models: Any, methodologies: Any) -> Any:
+    from genfair.study.runs import compose_study_steps
+
+    return OmegaConf.create(compose_study_steps(models, methodologies))
 
 
 def _plots(methodologies: Any) -> Any:
@@ -64,6 +71,7 @@ def _inputs(curation: Any) -> Any:
 
 OmegaConf.register_new_resolver("genfair_runs", _runs, replace=True)
 OmegaConf.register_new_resolver("genfair_code", _code, replace=True)
+OmegaConf.register_new_resolver("genfair_study_steps", _study_steps, replace=True)
 OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)
 OmegaConf.register_new_resolver("genfair_inputs", _inputs, replace=True)
 OmegaConf.register_new_resolver("genfair_digests", _digests, replace=True)
