@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from genfair.study.layout import Layout
 from tests.support.project import run as _run
@@ -138,9 +139,12 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(
     work, _, _ = study
     probes = pd.read_parquet(work / "data/probes/fact_or_fair.parquet")
     probes = probes[probes["modality"] == "t2i"]
-    assert (
-        len(probes) == 19 * 2 * 2 * 2
-    )  # objective + subjective, 2 images per query at smoke scale
+    # objective + subjective, 2 directions, 2 images per query, on the smoke scale's statistics
+    asked = yaml.safe_load((work / "params.yaml").read_text())["methodologies"]["fact_or_fair"]
+    assert len(asked["only_statistics"]) == 8 and set(probes["statistic"]) == set(
+        asked["only_statistics"]
+    )
+    assert len(probes) == 8 * 2 * 2 * 2
     responses = pd.read_parquet(Layout(work).responses("simulated_t2i", "fact_or_fair"))
     assert (
         len(responses) == len(probes) and (responses["status"] == "ok").all()

@@ -60,6 +60,7 @@ def test_public_api_is_exported_and_documented() -> None:
             "js_divergence",
             "kl_divergence",
             "max_entropy_at_accuracy",
+            "max_entropy_curve",
             "newcombe_interval",
             "normalize_counts",
             "normalized_entropy",

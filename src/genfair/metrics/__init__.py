@@ -18,6 +18,7 @@ Distributions (:mod:`genfair.metrics.distributions`)
 
 Trade-off (:mod:`genfair.metrics.tradeoff`)
     - :func:`max_entropy_at_accuracy` -- FACT-OR-FAIR Conclusion 1 / Appendix B Eq. 11.
+    - :func:`max_entropy_curve` -- the same bound at many accuracies at once (the figure's curve).
     - :func:`tradeoff_distance` -- closest point on that curve and the distance;
       FACT-OR-FAIR Def. 3 / Appendix C.2; :func:`tradeoff_distances` -- the distance of many
       points at once (resampled scores).

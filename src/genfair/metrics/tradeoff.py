@@ -76,8 +76,9 @@ def max_entropy_at_accuracy(a: float, k: int) -> float:
 
 
 def max_entropy_curve(a: ArrayLike, k: int) -> np.ndarray:
-    """:func:`max_entropy_at_accuracy` at every accuracy of ``a`` at once (the curve a figure
-    draws): ``ValueError`` unless every value is in ``[0, 1]`` and ``k >= 2``."""
+    """:func:`max_entropy_at_accuracy` (paper 000, §3.5, Conclusion 1) at every accuracy of
+    ``a`` at once (the curve a figure draws): ``ValueError`` unless every value is in
+    ``[0, 1]`` and ``k >= 2``."""
     values = np.asarray(a, dtype=float)
     if not ((values >= 0.0) & (values <= 1.0)).all():  # also rejects NaN
         raise ValueError("accuracies must be in [0, 1]")
