@@ -64,11 +64,27 @@ def _split(
     return groups
 
 
-def asked(frame: pd.DataFrame, statistics: list[Statistic]) -> pd.DataFrame:
-    """The probes of ``frame`` on ``statistics`` (the config's ``only_statistics``), kept
-    after every probe is built: each is the probe a study of every statistic asks (their
-    seeds and ids derive from their content, not their position)."""
-    return frame[frame["statistic"].isin([s.name for s in statistics])].reset_index(drop=True)
+def chosen(stats: list[Statistic], only: list[str] | None, path: str | Path) -> list[Statistic]:
+    """The statistics of ``stats`` (the table at ``path``) that ``only`` names, in table order
+    (all when None; the config's ``only_statistics``); a name the table lacks is refused."""
+    unknown = sorted(set(only or ()) - {s.name for s in stats})
+    if unknown:
+        raise ReferenceDataError(
+            f"only_statistics names statistic(s) {unknown} that {path} does not have; known: "
+            f"{[s.name for s in stats]}"
+        )
+    return stats if only is None else [s for s in stats if s.name in only]
+
+
+def asked(
+    frame: pd.DataFrame, stats: list[Statistic], only: list[str] | None, path: str | Path
+) -> pd.DataFrame:
+    """The probes of ``frame`` (built for every statistic of ``stats``, so that scenarios and
+    behaviours are checked against the whole table) on the statistics ``only`` names: each
+    is the probe a study of every statistic asks (its seed and id derive from its content,
+    not its position)."""
+    names = [s.name for s in chosen(stats, only, path)]
+    return frame[frame["statistic"].isin(names)].reset_index(drop=True)
 
 
 def load_statistics(
@@ -125,13 +141,7 @@ def load_statistics(
             f"ground_truth_overrides names unknown statistic(s) {sorted(overrides)}; known: "
             f"{[s.name for s in stats]}"
         )
-    unknown = sorted(set(only or ()) - {s.name for s in stats})
-    if unknown:
-        raise ReferenceDataError(
-            f"only_statistics names statistic(s) {unknown} that {path} does not have; known: "
-            f"{[s.name for s in stats]}"
-        )
-    return stats if only is None else [s for s in stats if s.name in only]
+    return chosen(stats, only, path)
 
 
 def load_scenarios(

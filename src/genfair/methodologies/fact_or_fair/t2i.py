@@ -164,9 +164,7 @@ def build_probes(config: FactOrFairConfig, seed: int) -> pd.DataFrame:
         frame[column] = frame[column].astype("int64")
     if frame["probe_id"].duplicated().any():
         raise AssertionError("duplicate probe ids: the probe content is not unique")
-    # scenarios and behaviours were checked against the whole table; then the statistics asked
-    only = load_statistics(config.statistics, config.ground_truth_overrides, config.only_statistics)
-    return asked(frame, only)
+    return asked(frame, statistics, config.only_statistics, config.statistics)
 
 
 def _row(
