@@ -1,7 +1,7 @@
 """Every methodology's paired headlines (issue 33.2): LVLM-FACET's pooled disparities and
 news bias's word-level W, counted per unit, are the numbers their metrics give; their paired
-intervals cover a planted difference and a planted none; OpenBias compares none (its
-headlines are not paired quantities; IRIS's: tests/methodologies/test_iris_compare.py)."""
+intervals cover a planted difference and a planted none (IRIS's and OpenBias's:
+tests/methodologies/test_iris_compare.py, tests/methodologies/test_open_bias_compare.py)."""
 
 from __future__ import annotations
 
@@ -130,10 +130,3 @@ def test_news_bias_counts_give_its_word_level_means() -> None:
         table = word_level_pairs(ok, counter, h.where["attribute"])
         expected = summarize_word_level(table, h.where["attribute"])["W"]["mean"]
         assert values[h.name] == pytest.approx(expected, nan_ok=True)
-
-
-def test_open_bias_headlines_are_not_paired() -> None:
-    method = get_methodology("open_bias")
-    config = methodology_config(load_params(ROOT / "params.yaml"), "open_bias")
-    assert method.paired_unit is None
-    assert method.paired_headline_function(config, "t2i", None) is None

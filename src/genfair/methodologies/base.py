@@ -157,6 +157,19 @@ class HeadlineCounts:
 
 
 @dataclass(frozen=True)
+class PairedCounts:
+    """A :class:`HeadlineCounts` whose columns are laid out from the labels it counts:
+    ``counts(*labels)`` lays them out for one comparison's labels (e.g. OpenBias's: a block per
+    bias of the knowledge bases they carry, which no config names). Called on labels, it gives
+    their numbers."""
+
+    counts: Callable[..., HeadlineCounts]
+
+    def __call__(self, labels: pd.DataFrame) -> dict[str, float]:
+        return self.counts(labels)(labels)
+
+
+@dataclass(frozen=True)
 class Plot:
     """One ``dvc plots`` figure the methodology declares: the table ``plot_tables(board)[name]``,
     written as ``data/plots/<methodology>/<name>.csv`` by the ``plot@<methodology>-<name>``

@@ -27,7 +27,7 @@ import pandas as pd
 
 from genfair.config import StudyParams
 from genfair.io import read_parquet
-from genfair.methodologies.base import HeadlineCounts
+from genfair.methodologies.base import HeadlineCounts, PairedCounts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
 from genfair.study.context import configured, model_info, models_for
@@ -63,9 +63,10 @@ Unit = str | Callable[[pd.DataFrame], pd.Series]
 
 
 def _pair(a: pd.DataFrame, b: pd.DataFrame, unit: Unit) -> tuple[list, list] | None:
-    """Each model's row positions per common unit, in one unit order (None: fewer than two)."""
+    """Each model's row positions per common unit, in one unit order (None: fewer than two);
+    a row whose unit is missing (None) is in none."""
     units = [unit(x) if callable(unit) else x[unit].astype(str) for x in (a, b)]
-    common = sorted(set(units[0]) & set(units[1]))
+    common = sorted(set(units[0].dropna()) & set(units[1].dropna()))
     if len(common) < 2:
         return None
     rows = []
@@ -150,6 +151,8 @@ def compare_pair(
     both answered (``unit``: a column, or a function giving each row's unit; empty: fewer
     than two)."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    if isinstance(headlines, PairedCounts):  # its columns laid out for these two models
+        headlines = headlines.counts(a, b)
     pair = _pair(a, b, unit)
     if pair is None:
         return []

@@ -44,6 +44,7 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
+    PairedCounts,
     Ranking,
     SampleView,
     StepContext,
@@ -159,6 +160,8 @@ class OpenBias(Methodology):
         "study": (),
     }
     metric_keys = ("bias_key",)
+    #: a paired comparison resamples captions (:meth:`paired_units`)
+    paired_unit = "caption_id"
     #: models compared bias by bias (every t2i model gets the same knowledge base): lower
     #: severity is less biased
     ranking = Ranking(("bias_id",), "severity_context_aware", True)
@@ -240,12 +243,25 @@ class OpenBias(Methodology):
                       config.severity.n_resamples, captions * (classes + 1) * 9),
         ]  # fmt: skip
 
-    def headline_function(self, config: OpenBiasConfig, modality: str) -> None:
-        """Not compared: the severity headlines are those of each model's own k-th most
-        severe bias (``bias_rank``), so two models' ``bias_1`` are in general different
-        biases and their difference is not a paired quantity; the proposal yield is the
-        proposer LLM's, the same for every text-to-image model of the study."""
-        return None
+    def headline_function(self, config: OpenBiasConfig, modality: str) -> PairedCounts:
+        """The severity headlines of each model's k-th most severe bias, recomputed per
+        replicate of captions (:mod:`.paired`): the same rank, in general different biases
+        for two models. The proposal yield is the proposer LLM's, the same for every
+        text-to-image model of the study: not compared."""
+        from genfair.methodologies.open_bias.paired import severity_counts
+
+        return severity_counts(config.severity, self.headline)
+
+    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
+        """The caption of each knowledge-base, image and VQA row; the proposer's rows are in
+        no unit."""
+        from genfair.methodologies.open_bias.paired import caption_units
+
+        return caption_units(labels)
+
+    def comparison_resamples(self, config: OpenBiasConfig) -> int:
+        """The severity bootstrap's replicates (``severity.n_resamples``)."""
+        return config.severity.n_resamples
 
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
         """One row per caption: its proposal chat (the study's caption/proposal table)."""
