@@ -254,20 +254,25 @@ def coverage(
     )
 
 
-@pytest.mark.parametrize("tilt", [0.0, 0.3])
-@pytest.mark.parametrize("spread", [1.0, 0.0], ids=["separated", "alike"])
+@pytest.mark.parametrize(
+    ("tilt", "spread", "only"),
+    [(0.0, 1.0, None), (0.5, 1.0, None), (0.5, 0.0, "b00")],
+    ids=["none", "every-bias", "one-bias-crossing"],
+)
 def test_the_paired_interval_covers_a_planted_difference_and_none(
-    tilt: float, spread: float
+    tilt: float, spread: float, only: str | None
 ) -> None:
-    """30 simulated pairs, 200 replicates: see docs/methodology.md for the measured coverage
-    (400 pairs, 1,000 replicates). Held here: at least 80% of intervals cover the truth with
-    the biases' levels ``separated`` (the k-th bias nearly always the same one), and with
-    every bias ``alike`` (the k-th a maximum of noisy equals: the non-smooth case) at least
-    ...; B's tilt of 0.3 is found in bias_1 in at least half the pairs, a difference of none
-    in at most 20%."""
-    covered, found, truth = coverage(tilt, spread, studies=30, resamples=200)
-    print(covered, found, truth)
+    """30 simulated pairs, 200 replicates each (:func:`coverage`): at least 80% of the 95%
+    intervals cover the truth; B's tilt of 0.5 in every bias is found in bias_1 in at least
+    half the pairs, a difference of none in at most 20%. ``one-bias-crossing``: every bias
+    alike, B tilted in one alone, so B's top bias is that one and A's the largest of eight
+    noisy equals (the non-smooth case); coverage only, its power is low (measured over 400
+    pairs of 1,000 replicates with the others in docs/methodology.md: coverage 95.5-99.5%,
+    found 3-12%)."""
+    covered, found, truth = coverage(tilt, spread, studies=30, resamples=200, only=only)
     assert all(c >= 0.8 for c in covered.values()), (covered, truth)
+    if only:
+        return
     if tilt:
         assert found["bias_1.severity_context_aware"] >= 0.5, found
     else:

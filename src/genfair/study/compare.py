@@ -4,10 +4,11 @@ interval (the methodology's :attr:`~genfair.methodologies.base.Methodology.paire
 resampled jointly, :mod:`genfair.metrics.paired`), and a mark where the Holm-adjusted
 p-value across the whole study's comparisons is below ``1 - CONFIDENCE``. Simulators are
 compared only with simulators, real models only with real models. A methodology's
-:class:`~genfair.methodologies.base.HeadlineCounts` is tallied once per unit and every
-replicate scored from the units' counts weighted by how often it drew them (fast at paper
-scale, ``benchmarks/test_paired_compare.py``); any other headline function is called on each
-replicate's rows.
+:class:`~genfair.methodologies.base.HeadlineCounts` (a
+:class:`~genfair.methodologies.base.PairedCounts` laid out for the pair first) is tallied
+once per unit and every replicate scored from the units' counts weighted by how often it drew
+them (fast at paper scale, ``benchmarks/test_paired_compare.py``); any other headline
+function is called on each replicate's rows.
 
 Written by ``score`` as ``data/comparisons.json`` (each difference also a ``dvc metrics``
 file under ``data/headline/<methodology>/compare/``), logged to the study's MLflow run by

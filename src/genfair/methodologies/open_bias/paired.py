@@ -110,12 +110,12 @@ def severity_counts(config: SeverityConfig, headlines: Sequence[Headline]) -> Pa
             if not len(vqa):
                 return pd.DataFrame({"row": [], "column": [], "count": []})
             # each answer's class among its bias's kept classes (-1: unknown or excluded)
-            cls = np.array(
-                [
-                    b.classes.index(label) if label in b.classes else -1
-                    for b, label in zip(block, vqa["label"].astype(str), strict=True)
-                ]
+            index = {(b.offset, c): j for b in mine.values() for j, c in enumerate(b.classes)}
+            answered = pd.MultiIndex.from_arrays(
+                [[b.offset for b in block], vqa["label"].astype(str)]
             )
+            cls = pd.Series(index.values(), pd.MultiIndex.from_tuples(index)).reindex(answered)
+            cls = cls.fillna(-1).to_numpy(dtype=int)
             keys = pd.DataFrame(
                 {"block": [b.offset for b in block], "caption": vqa["caption_id"].astype(str)}
             )
