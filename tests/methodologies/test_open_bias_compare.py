@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.config import load_params, methodology_config
+from genfair.cli import compose
+from genfair.config import StudyParams, load_params, methodology_config
+from genfair.io import write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import PairedCounts
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
-from genfair.study.compare import _counted_statistic, _pair, compare_pair
-from tests.support.conf import ROOT
+from genfair.study.compare import _counted_statistic, _pair, compare_models, compare_pair
+from genfair.study.layout import Layout
+from tests.support.conf import ROOT, with_runs
 from tests.support.open_bias_labels import distinct_copies, knowledge_base, open_bias_labels
 
 OPEN_BIAS = get_methodology("open_bias")
@@ -277,3 +281,24 @@ def test_the_paired_interval_covers_a_planted_difference_and_none(
         assert found["bias_1.severity_context_aware"] >= 0.5, found
     else:
         assert all(f <= 0.2 for f in found.values()), found
+
+
+def test_a_study_compares_its_two_simulated_text_to_image_models(tmp_path: Path) -> None:
+    """The path through ``score``'s ``compare_models``: the smoke study with a second
+    SIMULATED t2i model, both models' OpenBias labels written; the four severity headlines
+    are compared over the knowledge base's captions, as simulators."""
+    raw = load_params(compose(["scale=smoke"], tmp_path / "params.yaml")).model_dump(mode="json")
+    raw["models"]["simulated_t2i_2"] = {**raw["models"]["simulated_t2i"], "model_id": "sim-2"}
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(tmp_path)
+    rng = np.random.default_rng(4)
+    kb = knowledge_base(rng, 4, 12, 10, (2, 3))
+    pair = _study(rng, kb, 0.3, 0.5)
+    for model, labels in zip(("simulated_t2i", "simulated_t2i_2"), pair, strict=True):
+        write_parquet(labels, layout.labels(model, "open_bias"))
+    compared = compare_models(params, layout, resamples=50)
+    rows = compared[compared["methodology"] == "open_bias"]
+    assert sorted(rows["headline"]) == sorted(SEVERITIES)
+    assert set(rows["model_a"] + " vs " + rows["model_b"]) == {"simulated_t2i vs simulated_t2i_2"}
+    assert rows["simulated"].all()
+    assert (rows["n_units"] == len({c for _, its in kb.values() for c in its})).all()

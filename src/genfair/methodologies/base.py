@@ -537,7 +537,8 @@ class Methodology(ABC):
         """A cheap function from one model's labels (of ``modality``) to its headline numbers
         by :attr:`Headline.name` (no intervals): what a paired comparison recomputes on every
         resample of :attr:`paired_unit` (:mod:`genfair.study.compare`). A
-        :class:`HeadlineCounts` is fast at any scale (each unit tallied once); any other
+        :class:`HeadlineCounts` (or :class:`PairedCounts`) is fast at any scale (each unit
+        tallied once); any other
         callable is called on every replicate's rows. Only numbers of one model's own labels
         can be paired (not one computed across models). Default: None (not compared).
 
@@ -556,7 +557,8 @@ class Methodology(ABC):
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """Each labels row's resampling unit, as text (:attr:`paired_unit`'s column by
-        default); override it where the unit differs by row (e.g. by sector)."""
+        default; None: the row is in no unit); override it where the unit differs by row
+        (e.g. by sector)."""
         return labels[self.paired_unit].astype(str)
 
     def comparison_resamples(self, config: Any) -> int:
