@@ -65,9 +65,10 @@ def _biases(labels: pd.DataFrame, excluded: Sequence[str]) -> dict[str, tuple[st
     """Each bias of the labels' knowledge base -> its kept classes (sorted; ``excluded`` and
     ``unknown`` left out, as :func:`.scoring.bias_counts` keeps them); a bias with fewer than
     two is never ranked (``too_few_classes``), so it has no block."""
-    if "step" not in labels:
+    kb = labels[labels["step"] == "knowledge_base"] if "step" in labels else labels.iloc[0:0]
+    if kb.empty:  # no bias proposed (nor a bias_id column)
         return {}
-    kb = labels[labels["step"] == "knowledge_base"].drop_duplicates("bias_id")
+    kb = kb.drop_duplicates("bias_id")
     drop = {str(e) for e in excluded} | {UNKNOWN}
     out = {}
     for bias, classes in zip(kb["bias_id"].astype(str), kb["classes"], strict=True):
@@ -75,6 +76,37 @@ def _biases(labels: pd.DataFrame, excluded: Sequence[str]) -> dict[str, tuple[st
         if len(kept) >= 2:
             out[bias] = kept
     return out
+
+
+def _caption_counts(
+    labels: pd.DataFrame, blocks: dict[str, _Block]
+) -> tuple[np.ndarray, list[_Block], np.ndarray]:
+    """Per (bias, caption) with a known answer among the ``ok`` VQA answers of a bias in
+    ``blocks``: the position of its first row, its bias's block, and its answers per kept
+    class (a row each, as wide as the widest bias; unknown and excluded answers in none)."""
+    none = np.zeros(0, dtype=int), [], np.zeros((0, 2))
+    if not blocks:
+        return none
+    ok = ((labels["step"] == "vqa") & (labels["status"] == "ok")).to_numpy()
+    vqa = labels[ok].assign(row=np.arange(len(labels))[ok])
+    block = vqa["bias_id"].astype(str).map(blocks)
+    vqa, block = vqa[block.notna()], block[block.notna()]
+    if not len(vqa):
+        return none
+    offsets = [b.offset for b in block]
+    index = {(b.offset, c): j for b in blocks.values() for j, c in enumerate(b.classes)}
+    answered = pd.MultiIndex.from_arrays([offsets, vqa["label"].astype(str)])
+    cls = pd.Series(index.values(), pd.MultiIndex.from_tuples(index)).reindex(answered)
+    cls = cls.fillna(-1).to_numpy(dtype=int)
+    keys = pd.DataFrame({"block": offsets, "caption": vqa["caption_id"].astype(str)})
+    group = keys.groupby(["block", "caption"], sort=False).ngroup().to_numpy()
+    first = pd.Series(vqa["row"].to_numpy()).groupby(group).min().to_numpy()
+    of = pd.Series(list(block)).groupby(group).first().tolist()
+    table = np.zeros((group.max() + 1, max(len(b.classes) for b in blocks.values())))
+    known = cls >= 0
+    np.add.at(table, (group[known], cls[known]), 1.0)
+    keep = table.sum(axis=1) > 0
+    return first[keep], [b for b, k in zip(of, keep, strict=True) if k], table[keep]
 
 
 def severity_counts(config: SeverityConfig, headlines: Sequence[Headline]) -> PairedCounts:
@@ -101,37 +133,10 @@ def severity_counts(config: SeverityConfig, headlines: Sequence[Headline]) -> Pa
             mine = {
                 b: block_of[(b, c)] for b, c in _biases(labels, config.excluded_classes).items()
             }
-            if not mine:
-                return pd.DataFrame({"row": [], "column": [], "count": []})
-            ok = ((labels["step"] == "vqa") & (labels["status"] == "ok")).to_numpy()
-            vqa = labels[ok].assign(row=np.arange(len(labels))[ok])
-            block = vqa["bias_id"].astype(str).map(mine)
-            vqa, block = vqa[block.notna()], block[block.notna()]
-            if not len(vqa):
-                return pd.DataFrame({"row": [], "column": [], "count": []})
-            # each answer's class among its bias's kept classes (-1: unknown or excluded)
-            index = {(b.offset, c): j for b in mine.values() for j, c in enumerate(b.classes)}
-            answered = pd.MultiIndex.from_arrays(
-                [[b.offset for b in block], vqa["label"].astype(str)]
-            )
-            cls = pd.Series(index.values(), pd.MultiIndex.from_tuples(index)).reindex(answered)
-            cls = cls.fillna(-1).to_numpy(dtype=int)
-            keys = pd.DataFrame(
-                {"block": [b.offset for b in block], "caption": vqa["caption_id"].astype(str)}
-            )
-            group = keys.groupby(["block", "caption"], sort=False).ngroup().to_numpy()
-            first = pd.Series(vqa["row"].to_numpy()).groupby(group).min().to_numpy()
-            starts = pd.Series(keys["block"].to_numpy()).groupby(group).first().to_numpy()
-            size = {b.offset: len(b.classes) for b in blocks}
-            widest = max(size.values())
-            table = np.zeros((group.max() + 1, widest))
-            known = cls >= 0
-            np.add.at(table, (group[known], cls[known]), 1.0)
-            total = table.sum(axis=1)
-            keep = total > 0
-            table, first, starts, total = table[keep], first[keep], starts[keep], total[keep]
-            n_classes = np.array([size[s] for s in starts])
-            shares = table / total[:, None]
+            first, block, table = _caption_counts(labels, mine)
+            n_classes = np.array([len(b.classes) for b in block], dtype=int)
+            starts = np.array([b.offset for b in block], dtype=int)
+            shares = table / table.sum(axis=1, keepdims=True)
             severity = np.empty(len(table))
             for k in np.unique(n_classes):  # Eq. 6 normalises by each bias's own log |C|
                 at = n_classes == k
