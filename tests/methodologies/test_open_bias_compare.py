@@ -198,6 +198,9 @@ def test_every_replicate_is_the_metrics_step_on_the_same_draw(config: OpenBiasCo
     common = sorted(set(units[0].dropna()) & set(units[1].dropna()))
     assert len(common) == len(set(a.loc[a["step"] == "vqa", "caption_id"]))  # no proposal rows
     statistic = _counted_statistic(headlines.counts(a, b), (a, b), pair, names)
+    own_b = _own(b, config)
+    identity = [own_a[n] - own_b[n] for n in names]
+    assert statistic(np.arange(len(common))) == pytest.approx(identity, abs=1e-9)
     for draw in range(3):
         positions = rng.integers(0, len(common), len(common))
         drawn = [common[p] for p in positions]
