@@ -15,6 +15,11 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(abspath $(BIN)):$(PATH)
+# Python's bytecode cache on, whatever the shell says: with PYTHONDONTWRITEBYTECODE set (some
+# sandboxes and CI images set it) every Python process compiles genfair's modules from source
+# again, about 0.45 CPU-s per stage process, and the suite starts about 500 of them; pytest's
+# rewritten test modules are cached the same way (docs/architecture.md, "Bytecode")
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup study test lint benchmark compose ui mlflow-server mlflow-server-stop clean
 
