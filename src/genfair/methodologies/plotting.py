@@ -27,9 +27,10 @@ warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning
 
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend and text settings
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-__all__ = ["DATA_TEXT", "as_data", "mathtext", "plt"]
+__all__ = ["DATA_TEXT", "as_data", "laid_out", "mathtext", "one_pass", "plt"]
 
 #: the ``gid`` that marks a text the code wrote as mathtext (:func:`mathtext`)
 _MATHTEXT = "genfair-mathtext"
@@ -49,4 +50,20 @@ def as_data(figure: Figure) -> Figure:
         if text.get_gid() != _MATHTEXT:
             text.set_parse_math(False)
             text.set_usetex(False)
+    return figure
+
+
+def laid_out(figure: Figure) -> bool:
+    """Whether ``figure``'s code ran its layout: ``fig.tight_layout()`` leaves a placeholder
+    layout engine, which lays out nothing more."""
+    return isinstance(figure.get_layout_engine(), PlaceHolderLayoutEngine)
+
+
+def one_pass(figure: Figure) -> Figure:
+    """``figure`` set to render in one drawing pass. ``savefig`` draws a figure with any
+    layout engine once more before it renders (nothing painted, every text laid out again)
+    so that the engine can run; a placeholder (:func:`laid_out`) runs nothing, so without it
+    the pixels are the same at less CPU (docs/architecture.md, "Where the CPU goes")."""
+    if laid_out(figure):
+        figure.set_layout_engine(None)
     return figure

@@ -60,11 +60,14 @@ SIMULATED = "SIMULATED"
 
 
 def figure_png(figure: Any, dpi: int = 96) -> str:
-    """A matplotlib figure as a base64 PNG (the figure is closed)."""
-    from genfair.methodologies.plotting import as_data, plt
+    """A matplotlib figure as a base64 PNG (the figure is closed). A figure its code laid out
+    (``tight_layout``) is saved as laid out, in one drawing pass; any other is cropped to
+    what it holds (``bbox_inches="tight"``: one more layout pass and a draw)."""
+    from genfair.methodologies.plotting import as_data, laid_out, one_pass, plt
 
     buffer = io.BytesIO()
-    as_data(figure).savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    crop = None if laid_out(figure) else "tight"
+    one_pass(as_data(figure)).savefig(buffer, format="png", dpi=dpi, bbox_inches=crop)
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 

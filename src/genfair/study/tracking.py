@@ -455,7 +455,7 @@ def _log_table(mlflow: Any, frame: pd.DataFrame, name: str) -> None:
 
 
 def _log_figure(mlflow: Any, figure: Any, name: str) -> None:
-    from genfair.methodologies.plotting import as_data, plt
+    from genfair.methodologies.plotting import as_data, one_pass, plt
 
-    mlflow.log_figure(as_data(figure), name)
+    mlflow.log_figure(one_pass(as_data(figure)), name)
     plt.close(figure)
