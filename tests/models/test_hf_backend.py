@@ -572,3 +572,144 @@ def test_greedy_answers_are_the_same_across_runs_and_thread_counts(model_dir, en
     first = answers(1)
     assert answers(2) == first
     assert answers(1) == first
+
+
+# --- the weights load on first need (issue 31): a run whose answers are cached loads none ----
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str]:
+    """The sources whose weights were loaded (``from_pretrained``), in order."""
+    from transformers import AutoModelForCausalLM
+
+    seen: list[str] = []
+    original = AutoModelForCausalLM.from_pretrained
+
+    def counting(source, **kwargs):
+        seen.append(str(source))
+        return original(source, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("dtype", "keyed"), [("float32", {}), ("bfloat16", {"dtype": "bfloat16"}), ("auto", {})]
+)
+def test_the_weights_load_only_when_an_answer_must_be_generated(model_dir, loads, dtype, keyed):
+    """What cached answers need is known without the weights, and the same once they load:
+    the cache key (fp32's as before the dtype entered it; hf's ``auto``: the checkpoint's,
+    float32 here), the runtime, ``repeats`` and the tokenizer's counts."""
+    from genfair.models.config import SamplingParams
+
+    backend = make(model_dir, dtype=dtype)
+    request = ask("which group has the highest rate")
+
+    def cached_needs():
+        return (
+            backend.fingerprint,
+            backend.runtime,
+            backend.repeats(request),
+            backend.prompt_tokens(request),
+            backend.text_tokens("hello world"),
+        )
+
+    before = cached_needs()
+    assert loads == []
+    assert before[0] == {
+        "backend": "hf",
+        "model_id": str(model_dir),
+        "revision": "main",
+        "sampling": SamplingParams(temperature=0.0, max_tokens=6).model_dump(),
+        "system_prompt": None,
+        **keyed,
+    }
+    run(backend, [request])
+    assert loads == [str(model_dir)]
+    assert cached_needs() == before  # the same dict, computed from the loaded model now
+    assert str(backend.model.dtype) == f"torch.{keyed.get('dtype', 'float32')}"
+    run(backend, [ask("hello")])
+    assert len(loads) == 1  # once
+
+
+def test_a_run_whose_answers_are_all_cached_loads_no_weights(model_dir, loads, tmp_path):
+    """The second run of the same calls, on a new backend, reads every answer from the cache:
+    the same answers and token counts (the tokenizer's), and its weights never load."""
+    from genfair.models.cache import ResponseCache
+    from genfair.models.runner import run_calls
+    from genfair.models.usage import recording
+    from tests.models.test_runner import call
+
+    calls = [call(p) for p in PROMPTS]
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        with recording() as first:
+            sent = run_calls(make(model_dir), cache, calls, lambda text, meta: "ok", seed=1)
+        with recording() as second:
+            again = run_calls(make(model_dir), cache, calls, lambda text, meta: "ok", seed=1)
+    assert loads == [str(model_dir)]  # the first run's backend only
+    assert again["text"].tolist() == sent["text"].tolist()
+    assert second.cached == first.sent and second.sent.calls == 0
+    assert second.rules == first.rules
+
+
+def test_a_model_loaded_in_another_dtype_than_its_cache_key_is_refused(model_dir, monkeypatch):
+    """A cache key never silently differs from the computation: a checkpoint that loads in
+    float32 when the key says bfloat16 stops the run in one line, before any answer."""
+    from transformers import AutoModelForCausalLM
+
+    from genfair.models.hf import DtypeMismatch
+
+    original = AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(
+        AutoModelForCausalLM,
+        "from_pretrained",
+        lambda source, **kwargs: original(source, **{**kwargs, "dtype": torch.float32}),
+    )
+    backend = make(model_dir, dtype="bfloat16")
+    done = []
+    with pytest.raises(
+        DtypeMismatch,
+        match=r"loaded in float32, but its cache key was made for bfloat16: set dtype: float32",
+    ):
+        backend.complete([ask("hello")], lambda r, c: done.append(c))
+    assert done == []
+
+
+def embedded_on(model_dir: Path, **fields):
+    """The embedded backend's loader on the tiny model's folder (its package's converted copy
+    stands in for the tiny one)."""
+    from genfair.models.config import EmbeddedModelConfig
+    from genfair.models.hf import HFChatBackend
+
+    config = EmbeddedModelConfig(
+        backend="embedded",
+        model_id="tiny",
+        package="tiny",
+        gguf_file="tiny.gguf",
+        revision="1",
+        batch_size=3,
+        threads=1,
+        sampling={"temperature": 0.0, "max_tokens": 6},
+        **fields,
+    )
+    return HFChatBackend.from_config(config, source=model_dir)
+
+
+def test_the_ctranslate2_engine_converts_and_loads_on_first_need(model_dir, loads):
+    """engine: ctranslate2 is in the key before anything loads; the first answer loads the
+    model and its CTranslate2 copy, which answers as transformers does."""
+    pytest.importorskip("ctranslate2")
+    requests = [ask(p) for p in PROMPTS]
+    expected = [(c.text, c.finish_reason) for _, c in run(make(model_dir, batch_size=3), requests)]
+    backend = embedded_on(model_dir, engine="ctranslate2", dtype="float32")
+    key = backend.fingerprint
+    assert key["engine"] == "ctranslate2" and "dtype" not in key
+    assert len(loads) == 1  # make()'s only
+    assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
+    assert len(loads) == 2 and backend.ct2 is not None and backend.fingerprint == key
+
+
+def test_ctranslate2_off_float32_is_refused_before_anything_loads(model_dir, loads):
+    with pytest.raises(ValueError, match="engine: ctranslate2 runs float32 on CPU"):
+        embedded_on(model_dir, engine="ctranslate2", dtype="bfloat16")
+    assert loads == []
