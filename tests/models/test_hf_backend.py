@@ -713,3 +713,78 @@ def test_ctranslate2_off_float32_is_refused_before_anything_loads(model_dir, loa
     with pytest.raises(ValueError, match="engine: ctranslate2 runs float32 on CPU"):
         embedded_on(model_dir, engine="ctranslate2", dtype="bfloat16")
     assert loads == []
+
+
+def test_a_generic_fast_tokenizer_is_the_one_autotokenizer_loads(model_dir):
+    """A Llama folder declaring the generic fast tokenizer is loaded as that class directly,
+    which is AutoTokenizer's choice too: the same class, tokens, template and counts."""
+    from transformers import AutoTokenizer
+
+    from genfair.models.hf import _tokenizer
+
+    light, auto = _tokenizer(str(model_dir), {}), AutoTokenizer.from_pretrained(model_dir)
+    assert type(light) is type(auto)
+    assert light.special_tokens_map == auto.special_tokens_map
+    for prompt in PROMPTS:
+        messages = [{"role": "user", "content": prompt}]
+        rendered = [
+            t.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            for t in (light, auto)
+        ]
+        assert rendered[0] == rendered[1]
+        assert light(rendered[0], add_special_tokens=False) == auto(
+            rendered[1], add_special_tokens=False
+        )
+
+
+@pytest.mark.parametrize(
+    ("change", "generic"),
+    [
+        ({}, True),
+        ({"config.json": {"model_type": "qwen2"}}, False),  # AutoTokenizer may pick another
+        ({"tokenizer_config.json": {"tokenizer_class": "LlamaTokenizer"}}, False),
+        ({"tokenizer_config.json": {"auto_map": {"AutoTokenizer": ["x.T", None]}}}, False),
+    ],
+)
+def test_only_a_plain_llama_folder_skips_autotokenizer(model_dir, tmp_path, change, generic):
+    import shutil
+
+    from genfair.models.hf import _generic_tokenizer
+
+    folder = Path(shutil.copytree(model_dir, tmp_path / "m"))
+    for name, fields in change.items():
+        data = json.loads((folder / name).read_text())
+        (folder / name).write_text(json.dumps({**data, **fields}))
+    assert _generic_tokenizer(str(folder)) is generic
+    assert not _generic_tokenizer(str(tmp_path / "absent"))
+
+
+CACHED_NEEDS = """
+import sys
+from genfair.models.config import HFModelConfig
+from genfair.models.hf import HFChatBackend
+from genfair.models.base import Request
+backend = HFChatBackend.from_config(HFModelConfig(backend="hf", model_id=sys.argv[1]))
+request = Request(messages=({"role": "user", "content": "hello"},))
+backend.fingerprint, backend.runtime, backend.repeats(request), backend.prompt_tokens(request)
+print("torch" in sys.modules)
+"""
+
+
+def test_what_cached_answers_need_imports_no_torch(model_dir):
+    """A stage whose answers are all cached pays neither for the weights nor for importing
+    torch (issue 31: 8.5 CPU-seconds of SmolLM2's cached generate stage became 3.3)."""
+    import os
+    import subprocess
+    import sys
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    done = subprocess.run(
+        [sys.executable, "-c", CACHED_NEEDS, str(model_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["False"], done.stderr[-2000:]
