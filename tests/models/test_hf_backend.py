@@ -11,7 +11,7 @@ import pytest
 from genfair.models import build_backend
 from genfair.models.base import Request
 from genfair.models.config import HFModelConfig
-from tests.support.tiny_models import CHAT_TEMPLATE, save_tiny_llama
+from tests.support.tiny_models import CHAT_TEMPLATE, count_loads, save_tiny_llama
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -580,17 +580,7 @@ def test_greedy_answers_are_the_same_across_runs_and_thread_counts(model_dir, en
 @pytest.fixture
 def loads(monkeypatch) -> list[str]:
     """The sources whose weights were loaded (``from_pretrained``), in order."""
-    from transformers import AutoModelForCausalLM
-
-    seen: list[str] = []
-    original = AutoModelForCausalLM.from_pretrained
-
-    def counting(source, **kwargs):
-        seen.append(str(source))
-        return original(source, **kwargs)
-
-    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
-    return seen
+    return count_loads(monkeypatch)
 
 
 @pytest.mark.parametrize(
