@@ -763,7 +763,7 @@ print("torch" in sys.modules)
 
 def test_what_cached_answers_need_imports_no_torch(model_dir):
     """A stage whose answers are all cached pays neither for the weights nor for importing
-    torch (issue 31: 8.5 CPU-seconds of SmolLM2's cached generate stage became 3.3)."""
+    torch (issue 31: SmolLM2's cached generate stage, 7-9 CPU-seconds, became 2-3.5)."""
     import os
     import subprocess
     import sys
