@@ -109,10 +109,10 @@ class HFChatBackend(LLMBackend):
         source = str(source or config.model_id)
         _check_local_source(source)
         engine = "transformers"
-        if isinstance(config, EmbeddedModelConfig):  # its "auto" follows the CPU (hf's: the
-            dtype = resolve_dtype(config.dtype, config.device)  # checkpoint's)
+        if isinstance(config, EmbeddedModelConfig):  # its "auto" follows the CPU
+            dtype = resolve_dtype(config.dtype, config.device)
             engine = resolve_engine(config.engine)
-        else:
+        else:  # an hf model's "auto" is its checkpoint's
             dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
         if engine == "ctranslate2" and (dtype != "float32" or config.device != "cpu"):
             raise ValueError(
@@ -361,8 +361,8 @@ GENERIC_TOKENIZER_CLASSES = frozenset({"TokenizersBackend", "PreTrainedTokenizer
 def _tokenizer(source: str, hub: dict[str, Any]) -> Any:
     """``AutoTokenizer``'s tokenizer for ``source``; for a local folder of a generic fast
     tokenizer (:data:`GENERIC_TOKENIZER_TYPES`), the same class loaded directly, without the
-    model config classes that ``AutoTokenizer`` imports, and torch with them (about 5 of a
-    cached generate stage's 8.5 CPU-seconds, issue 31)."""
+    model config classes that ``AutoTokenizer`` imports, and torch with them (about 5 of the
+    7-9 CPU-seconds of a cached SmolLM2 generate stage, issue 31)."""
     if _generic_tokenizer(source):
         from transformers import PreTrainedTokenizerFast
 
