@@ -36,6 +36,7 @@ def test_embedded_tokens_per_second(  # type: ignore[no-untyped-def]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = load_params().models["smollm2"].model_copy(update={"batch_size": batch_size})
     backend = build_backend(config)
+    assert backend.model is not None  # the weights load on first need: here, not timed
     texts: list[str] = []
 
     def run() -> None:

@@ -11,7 +11,7 @@ import pytest
 from genfair.models import build_backend
 from genfair.models.base import Request
 from genfair.models.config import HFModelConfig
-from tests.support.tiny_models import CHAT_TEMPLATE, save_tiny_llama
+from tests.support.tiny_models import CHAT_TEMPLATE, count_loads, save_tiny_llama
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -572,3 +572,209 @@ def test_greedy_answers_are_the_same_across_runs_and_thread_counts(model_dir, en
     first = answers(1)
     assert answers(2) == first
     assert answers(1) == first
+
+
+# --- the weights load on first need (issue 31): a run whose answers are cached loads none ----
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str]:
+    """The sources whose weights were loaded (``from_pretrained``), in order."""
+    return count_loads(monkeypatch)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "keyed"), [("float32", {}), ("bfloat16", {"dtype": "bfloat16"}), ("auto", {})]
+)
+def test_the_weights_load_only_when_an_answer_must_be_generated(model_dir, loads, dtype, keyed):
+    """What cached answers need is known without the weights, and the same once they load:
+    the cache key (fp32's as before the dtype entered it; hf's ``auto``: the checkpoint's,
+    float32 here), the runtime, ``repeats`` and the tokenizer's counts."""
+    from genfair.models.config import SamplingParams
+
+    backend = make(model_dir, dtype=dtype)
+    request = ask("which group has the highest rate")
+
+    def cached_needs():
+        return (
+            backend.fingerprint,
+            backend.runtime,
+            backend.repeats(request),
+            backend.prompt_tokens(request),
+            backend.text_tokens("hello world"),
+        )
+
+    before = cached_needs()
+    assert loads == []
+    assert before[0] == {
+        "backend": "hf",
+        "model_id": str(model_dir),
+        "revision": "main",
+        "sampling": SamplingParams(temperature=0.0, max_tokens=6).model_dump(),
+        "system_prompt": None,
+        **keyed,
+    }
+    run(backend, [request])
+    assert loads == [str(model_dir)]
+    assert cached_needs() == before  # the same dict, computed from the loaded model now
+    assert str(backend.model.dtype) == f"torch.{keyed.get('dtype', 'float32')}"
+    run(backend, [ask("hello")])
+    assert len(loads) == 1  # once
+
+
+def test_a_run_whose_answers_are_all_cached_loads_no_weights(model_dir, loads, tmp_path):
+    """The second run of the same calls, on a new backend, reads every answer from the cache:
+    the same answers and token counts (the tokenizer's), and its weights never load."""
+    from genfair.models.cache import ResponseCache
+    from genfair.models.runner import run_calls
+    from genfair.models.usage import recording
+    from tests.models.test_runner import call
+
+    calls = [call(p) for p in PROMPTS]
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        with recording() as first:
+            sent = run_calls(make(model_dir), cache, calls, lambda text, meta: "ok", seed=1)
+        with recording() as second:
+            again = run_calls(make(model_dir), cache, calls, lambda text, meta: "ok", seed=1)
+    assert loads == [str(model_dir)]  # the first run's backend only
+    assert again["text"].tolist() == sent["text"].tolist()
+    assert second.cached == first.sent and second.sent.calls == 0
+    assert second.rules == first.rules
+
+
+def test_a_model_loaded_in_another_dtype_than_its_cache_key_is_refused(model_dir, monkeypatch):
+    """A cache key never silently differs from the computation: a checkpoint that loads in
+    float32 when the key says bfloat16 stops the run in one line, before any answer."""
+    from transformers import AutoModelForCausalLM
+
+    from genfair.models.hf import DtypeMismatch
+
+    original = AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(
+        AutoModelForCausalLM,
+        "from_pretrained",
+        lambda source, **kwargs: original(source, **{**kwargs, "dtype": torch.float32}),
+    )
+    backend = make(model_dir, dtype="bfloat16")
+    done = []
+    with pytest.raises(
+        DtypeMismatch,
+        match=r"loaded in float32, but its cache key was made for bfloat16: set dtype: float32",
+    ):
+        backend.complete([ask("hello")], lambda r, c: done.append(c))
+    assert done == []
+
+
+def embedded_on(model_dir: Path, **fields):
+    """The embedded backend's loader on the tiny model's folder (its package's converted copy
+    stands in for the tiny one)."""
+    from genfair.models.config import EmbeddedModelConfig
+    from genfair.models.hf import HFChatBackend
+
+    config = EmbeddedModelConfig(
+        backend="embedded",
+        model_id="tiny",
+        package="tiny",
+        gguf_file="tiny.gguf",
+        revision="1",
+        batch_size=3,
+        threads=1,
+        sampling={"temperature": 0.0, "max_tokens": 6},
+        **fields,
+    )
+    return HFChatBackend.from_config(config, source=model_dir)
+
+
+def test_the_ctranslate2_engine_converts_and_loads_on_first_need(model_dir, loads):
+    """engine: ctranslate2 is in the key before anything loads; the first answer loads the
+    model and its CTranslate2 copy, which answers as transformers does."""
+    pytest.importorskip("ctranslate2")
+    requests = [ask(p) for p in PROMPTS]
+    expected = [(c.text, c.finish_reason) for _, c in run(make(model_dir, batch_size=3), requests)]
+    backend = embedded_on(model_dir, engine="ctranslate2", dtype="float32")
+    key = backend.fingerprint
+    assert key["engine"] == "ctranslate2" and "dtype" not in key
+    assert len(loads) == 1  # make()'s only
+    assert [(c.text, c.finish_reason) for _, c in run(backend, requests)] == expected
+    assert len(loads) == 2 and backend.ct2 is not None and backend.fingerprint == key
+
+
+def test_ctranslate2_off_float32_is_refused_before_anything_loads(model_dir, loads):
+    with pytest.raises(ValueError, match="engine: ctranslate2 runs float32 on CPU"):
+        embedded_on(model_dir, engine="ctranslate2", dtype="bfloat16")
+    assert loads == []
+
+
+def test_a_generic_fast_tokenizer_is_the_one_autotokenizer_loads(model_dir):
+    """A Llama folder declaring the generic fast tokenizer is loaded as that class directly,
+    which is AutoTokenizer's choice too: the same class, tokens, template and counts."""
+    from transformers import AutoTokenizer
+
+    from genfair.models.hf import _tokenizer
+
+    light, auto = _tokenizer(str(model_dir), {}), AutoTokenizer.from_pretrained(model_dir)
+    assert type(light) is type(auto)
+    assert light.special_tokens_map == auto.special_tokens_map
+    for prompt in PROMPTS:
+        messages = [{"role": "user", "content": prompt}]
+        rendered = [
+            t.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            for t in (light, auto)
+        ]
+        assert rendered[0] == rendered[1]
+        assert light(rendered[0], add_special_tokens=False) == auto(
+            rendered[1], add_special_tokens=False
+        )
+
+
+@pytest.mark.parametrize(
+    ("change", "generic"),
+    [
+        ({}, True),
+        ({"config.json": {"model_type": "qwen2"}}, False),  # AutoTokenizer may pick another
+        ({"tokenizer_config.json": {"tokenizer_class": "LlamaTokenizer"}}, False),
+        ({"tokenizer_config.json": {"auto_map": {"AutoTokenizer": ["x.T", None]}}}, False),
+    ],
+)
+def test_only_a_plain_llama_folder_skips_autotokenizer(model_dir, tmp_path, change, generic):
+    import shutil
+
+    from genfair.models.hf import _generic_tokenizer
+
+    folder = Path(shutil.copytree(model_dir, tmp_path / "m"))
+    for name, fields in change.items():
+        data = json.loads((folder / name).read_text())
+        (folder / name).write_text(json.dumps({**data, **fields}))
+    assert _generic_tokenizer(str(folder)) is generic
+    assert not _generic_tokenizer(str(tmp_path / "absent"))
+
+
+CACHED_NEEDS = """
+import sys
+from genfair.models.config import HFModelConfig
+from genfair.models.hf import HFChatBackend
+from genfair.models.base import Request
+backend = HFChatBackend.from_config(HFModelConfig(backend="hf", model_id=sys.argv[1]))
+request = Request(messages=({"role": "user", "content": "hello"},))
+backend.fingerprint, backend.runtime, backend.repeats(request), backend.prompt_tokens(request)
+print("torch" in sys.modules)
+"""
+
+
+def test_what_cached_answers_need_imports_no_torch(model_dir):
+    """A stage whose answers are all cached pays neither for the weights nor for importing
+    torch (issue 31: SmolLM2's cached generate stage, 7-9 CPU-seconds, became 2-3.5)."""
+    import os
+    import subprocess
+    import sys
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    done = subprocess.run(
+        [sys.executable, "-c", CACHED_NEEDS, str(model_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["False"], done.stderr[-2000:]

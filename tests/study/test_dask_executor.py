@@ -308,16 +308,9 @@ def test_a_local_model_loads_once_per_worker_and_serves_tasks_on_both(
     mock_openai,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.support.tiny_models import save_tiny_llama
+    from tests.support.tiny_models import tiny_llm_config
 
-    tiny = {
-        "modality": "llm",
-        "backend": "hf",
-        "model_id": str(save_tiny_llama(tmp_path / "tiny")),
-        "batch_size": 2,
-        "threads": 1,
-        "sampling": {"temperature": 0.0, "max_tokens": 4},
-    }
+    tiny = tiny_llm_config(tmp_path / "tiny")
     server = mock_openai(reply="A")
     params, layout = _on_cluster(
         tmp_path, dask_cluster, server.url, monkeypatch, extra_models={"tiny": tiny}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CORPUS = [
     "user assistant system which group has the highest rate in America",
@@ -55,3 +56,32 @@ def save_tiny_llama(path: Path) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def tiny_llm_config(path: Path, **fields: Any) -> dict[str, Any]:
+    """An ``hf`` model config (as in ``params.yaml``) of the tiny Llama saved in ``path``."""
+    return {
+        "modality": "llm",
+        "backend": "hf",
+        "model_id": str(save_tiny_llama(path)),
+        "batch_size": 2,
+        "threads": 1,
+        "sampling": {"temperature": 0.0, "max_tokens": 4},
+        **fields,
+    }
+
+
+def count_loads(monkeypatch: Any) -> list[str]:
+    """The sources whose causal-LM weights are loaded from now on (``from_pretrained``), in
+    order: a list that fills as they load."""
+    from transformers import AutoModelForCausalLM
+
+    seen: list[str] = []
+    original = AutoModelForCausalLM.from_pretrained
+
+    def counting(source: Any, **kwargs: Any) -> Any:
+        seen.append(str(source))
+        return original(source, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
+    return seen

@@ -12,9 +12,11 @@ generates with one setting, so requests are batched by their decoding.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,32 +46,45 @@ log = logging.getLogger(__name__)
 
 
 class HFChatBackend(LLMBackend):
-    """Chat-template generation with a transformers causal LM, in left-padded batches."""
+    """Chat-template generation with a transformers causal LM, in left-padded batches.
+
+    The weights load on first need (:meth:`complete`, or reading :attr:`model` / :attr:`ct2`):
+    a run whose answers are all cached never loads them. What cached answers need is known
+    without them: the cache key (:attr:`fingerprint`, whose dtype is the one the config
+    resolves to, checked against the loaded model's), :meth:`repeats`, :attr:`runtime` and the
+    token counts (the tokenizer, loaded eagerly: it is cheap).
+    """
 
     supports_json_schema = True
 
     def __init__(
         self,
-        model: Any,
         tokenizer: Any,
+        load: Callable[[], tuple[Any, CT2Generator | None]],
         *,
+        dtype: str | None,
         identity: dict[str, Any],
         sampling: SamplingParams,
+        engine: str = "transformers",
         batch_size: int = 8,
         system_prompt: str | None = None,
         threads: int | None = None,
-        ct2: CT2Generator | None = None,
     ):
-        self.model = model.eval()
         self.tokenizer = tokenizer
+        #: builds ``(model, CTranslate2 generator or None)``: called once, on first need
+        self._load = load
+        self._model: Any = None
+        self._ct2: CT2Generator | None = None
+        self._loading = threading.Lock()  # a Dask worker's threads share one backend
+        #: the dtype the model computes in, known before it loads (None: only once loaded)
+        self._dtype = dtype
+        self._engine = engine
         self.sampling = sampling
         self.batch_size = batch_size
         self.system_prompt = system_prompt
         #: torch / BLAS threads (None: the cores available); not part of the fingerprint
         self.threads = threads
         self._identity = identity
-        #: CTranslate2 for greedy unconstrained requests (engine: ctranslate2), else None
-        self.ct2 = ct2
         # greedy decoding repeats itself: re-asking after an invalid answer is pointless
         # (the model's default; a request's own temperature decides for it: repeats())
         self.deterministic = sampling.temperature == 0
@@ -86,56 +101,99 @@ class HFChatBackend(LLMBackend):
         config: HFModelConfig | EmbeddedModelConfig,
         source: str | os.PathLike[str] | None = None,
     ) -> HFChatBackend:
-        """Load from ``source`` (default: the config's hub id or local directory)."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
+        """From ``source`` (default: the config's hub id or local directory): the tokenizer
+        now, the weights on first need."""
         hub = {}
         if isinstance(config, HFModelConfig):
             hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
-        dtype = config.dtype
-        if isinstance(
-            config, EmbeddedModelConfig
-        ):  # its "auto" follows the CPU (hf's: the checkpoint)
-            dtype = resolve_dtype(dtype, config.device)
-        dtype = "auto" if dtype == "auto" else getattr(_torch(), dtype)
-        source = source or config.model_id
-        _check_local_source(str(source))
-        tokenizer = AutoTokenizer.from_pretrained(source, **hub)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hub).to(config.device)
-        ct2 = None
-        if (
-            isinstance(config, EmbeddedModelConfig)
-            and resolve_engine(config.engine) == "ctranslate2"
-        ):
-            if str(model.dtype) != "torch.float32" or config.device != "cpu":
-                raise ValueError(
-                    "engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu"
-                )
-            ct2 = CT2Generator(
-                converted(Path(source)),
-                tokenizer,
-                config.threads or available_cores(),
-                batch_size=config.batch_size,
+        source = str(source or config.model_id)
+        _check_local_source(source)
+        engine = "transformers"
+        if isinstance(config, EmbeddedModelConfig):  # its "auto" follows the CPU
+            dtype = resolve_dtype(config.dtype, config.device)
+            engine = resolve_engine(config.engine)
+        else:  # an hf model's "auto" is its checkpoint's
+            dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
+        if engine == "ctranslate2" and (dtype != "float32" or config.device != "cpu"):
+            raise ValueError(
+                "engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu"
             )
+        tokenizer = _tokenizer(source, hub)
+        checkpoint_auto = isinstance(config, HFModelConfig) and config.dtype == "auto"
+
+        def load() -> tuple[Any, CT2Generator | None]:
+            from transformers import AutoModelForCausalLM
+
+            log.info("loading %s (%s, %s)", source, dtype or "dtype auto", engine)
+            # hf's "auto" is left to transformers (the checkpoint's), the dtype checked after
+            wanted = "auto" if checkpoint_auto else getattr(_torch(), dtype)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=wanted, **hub)
+            model = model.to(config.device)
+            if engine != "ctranslate2":
+                return model, None
+            threads = config.threads or available_cores()
+            ct2 = CT2Generator(
+                converted(Path(source)), tokenizer, threads, batch_size=config.batch_size
+            )
+            return model, ct2
+
         return cls(
-            model,
             tokenizer,
+            load,
+            dtype=dtype,
             identity={
                 "backend": config.backend,
                 "model_id": config.model_id,
                 "revision": config.revision,
             },
             sampling=config.sampling,
+            engine=engine,
             batch_size=config.batch_size,
             system_prompt=config.system_prompt,
             threads=config.threads,
-            ct2=ct2,
         )
+
+    @property
+    def model(self) -> Any:
+        """The transformers model, loaded on first use."""
+        return self._loaded()
+
+    @property
+    def ct2(self) -> CT2Generator | None:
+        """CTranslate2 for greedy unconstrained requests (engine: ctranslate2; converted and
+        loaded with the model), else None."""
+        if self._engine == "ctranslate2" and self._ct2 is None:
+            self._loaded()
+        return self._ct2
+
+    @ct2.setter
+    def ct2(self, generator: CT2Generator | None) -> None:
+        self._ct2 = generator
+        self._engine = "transformers" if generator is None else "ctranslate2"
+
+    def _loaded(self) -> Any:
+        """The model, loaded once; its dtype must be the one the cache key was made with."""
+        with self._loading:
+            if self._model is None:
+                model, ct2 = self._load()
+                loaded = _dtype_name(model)
+                if self._dtype not in (None, loaded):
+                    raise DtypeMismatch(
+                        f"{self._identity['model_id']} loaded in {loaded}, but its cache key "
+                        f"was made for {self._dtype}: set dtype: {loaded} in its model config"
+                    )
+                self._dtype = loaded
+                if self._ct2 is None:
+                    self._ct2 = ct2
+                self._model = model.eval()
+            return self._model
 
     @property
     def dtype(self) -> str:
         """The dtype the model computes in (``float32``, ``bfloat16``...)."""
-        return str(getattr(self.model, "dtype", "torch.float32")).removeprefix("torch.")
+        if self._dtype is None:  # an hf checkpoint that does not say its dtype
+            self._loaded()
+        return self._dtype  # type: ignore[return-value]  # set by _loaded
 
     @property
     def runtime(self) -> dict[str, Any]:
@@ -143,13 +201,13 @@ class HFChatBackend(LLMBackend):
 
     @property
     def engine(self) -> str:
-        return "transformers" if self.ct2 is None else "ctranslate2"
+        return self._engine
 
     @property
     def fingerprint(self) -> dict[str, Any]:
         # the dtype only when not float32, so that fp32 cache keys stay those of before it was there
         dtype = {} if self.dtype == "float32" else {"dtype": self.dtype}
-        engine = {} if self.ct2 is None else {"engine": self.engine}
+        engine = {} if self.engine == "transformers" else {"engine": self.engine}
         return {
             **self._identity,
             "sampling": self.sampling.model_dump(),
@@ -159,6 +217,9 @@ class HFChatBackend(LLMBackend):
         }
 
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        if requests:  # loaded here, not in a batch: a failed load stops the stage in one line
+            self._loaded()
+
         def run(batch: Sequence[Request]) -> list[Completion]:
             return [
                 Completion(status="ok", text=t, finish_reason=r) for t, r in self._generate(batch)
@@ -269,6 +330,13 @@ class ModelNotFound(FileNotFoundError):
     config_key = "model_id"
 
 
+class DtypeMismatch(ValueError):
+    """The loaded model computes in another dtype than the one its cache key was made with
+    (resolved from the config before loading): refused, never silently keyed wrong."""
+
+    config_key = "dtype"
+
+
 def _check_local_source(source: str) -> None:
     """A local model folder that does not exist is named as such (transformers would say
     "Repo id must be in the form 'repo_name'..."), with the fix."""
@@ -281,6 +349,61 @@ def _check_local_source(source: str) -> None:
             f"{source} {state}: give the folder of a saved model (config.json and weights, as "
             "save_pretrained writes them) or a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct"
         )
+
+
+#: model types whose folder, when its ``tokenizer_config.json`` declares the generic fast class
+#: and no custom code, ``AutoTokenizer`` loads as exactly that class (checked by
+#: tests/models/test_hf_backend.py on a Llama: the embedded model's architecture)
+GENERIC_TOKENIZER_TYPES = frozenset({"llama"})
+GENERIC_TOKENIZER_CLASSES = frozenset({"TokenizersBackend", "PreTrainedTokenizerFast"})
+
+
+def _tokenizer(source: str, hub: dict[str, Any]) -> Any:
+    """``AutoTokenizer``'s tokenizer for ``source``; for a local folder of a generic fast
+    tokenizer (:data:`GENERIC_TOKENIZER_TYPES`), the same class loaded directly, without the
+    model config classes that ``AutoTokenizer`` imports, and torch with them (about 5 of the
+    7-9 CPU-seconds of a cached SmolLM2 generate stage, issue 31)."""
+    if _generic_tokenizer(source):
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast.from_pretrained(source)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source, **hub)
+
+
+def _generic_tokenizer(source: str) -> bool:
+    """Whether ``source`` is a local folder whose tokenizer is the generic fast class
+    (see :func:`_tokenizer`)."""
+    folder = Path(os.path.expanduser(source))
+    try:
+        tokenizer = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        model = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(tokenizer, dict)
+        and isinstance(model, dict)
+        and tokenizer.get("tokenizer_class") in GENERIC_TOKENIZER_CLASSES
+        and "auto_map" not in tokenizer
+        and "auto_map" not in model
+        and model.get("model_type") in GENERIC_TOKENIZER_TYPES
+        and (folder / "tokenizer.json").is_file()
+    )
+
+
+def _dtype_name(model: Any) -> str:
+    return str(getattr(model, "dtype", "torch.float32")).removeprefix("torch.")
+
+
+def _checkpoint_dtype(source: str, hub: dict[str, Any]) -> str | None:
+    """The dtype ``dtype: auto`` loads an hf checkpoint in, from its config (None where it
+    does not say: then known only once loaded)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(source, **hub)
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
 def _torch() -> Any:
