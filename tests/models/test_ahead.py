@@ -34,8 +34,9 @@ class SideBySide(Sharded):
 
 class Logged(FakeBackend):
     """Answers ``OK <content>`` and logs every request it is sent (shared by both models);
-    with ``asked``, it answers ``f`` only once the other model has answered something (a
-    state, not a delay: the race a test must not depend on), and tells it when it answers."""
+    with ``asked``, it answers ``f`` only once the other model has answered ``a1`` (a state,
+    not a delay: rounds sent ahead run side by side, so which row's follow-ups take the device
+    first is a race the test must not depend on), and tells it when it answers ``a1``."""
 
     def __init__(self, model_id: str, log: list[str], asked: threading.Event | None = None):
         super().__init__(lambda content, attempt: f"OK {content}", model_id=model_id)
@@ -44,11 +45,11 @@ class Logged(FakeBackend):
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         names = [r.messages[0]["content"] for r in requests]
         if self.asked is not None and self.model_id == "first" and "f" in names:
-            assert self.asked.wait(30), "no follow-up was sent before the first calls ended"
+            assert self.asked.wait(30), "a1 was not sent before the first calls ended"
         with DEVICE:  # one device answering both models
             self.log += [f"{self.model_id}:{name}" for name in names]
             super().complete(requests, on_done)
-        if self.asked is not None and self.model_id == "second":
+        if self.asked is not None and self.model_id == "second" and "a1" in names:
             self.asked.set()
 
 
