@@ -306,9 +306,11 @@ def test_holding_renews_then_releases(tmp_path):
 
     path = tmp_path / "responses.sqlite"
     with ResponseCache(path) as a, ResponseCache(path) as b:
-        assert a.claim(["k"], ttl_s=0.3) == {"k"}
-        with a.holding(["k"], ttl_s=0.3):
-            time.sleep(0.6)  # twice the ttl: still held thanks to the heartbeat
+        # a beat every third of the ttl: a second's ttl leaves two beats' slack to a loaded
+        # machine's scheduler and disk (0.3 s left 0.1 s, and a sqlite write can take that)
+        assert a.claim(["k"], ttl_s=1.0) == {"k"}
+        with a.holding(["k"], ttl_s=1.0):
+            time.sleep(2.0)  # twice the ttl: still held thanks to the heartbeat
             assert b.claim(["k"]) == set()
         assert b.claim(["k"]) == {"k"}  # released at the end of the block
 
