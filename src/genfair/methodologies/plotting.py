@@ -54,16 +54,17 @@ def as_data(figure: Figure) -> Figure:
 
 
 def laid_out(figure: Figure) -> bool:
-    """Whether ``figure``'s code ran its layout: ``fig.tight_layout()`` leaves a placeholder
-    layout engine, which lays out nothing more."""
+    """Whether ``figure``'s code ran its layout: ``fig.tight_layout()`` leaves matplotlib's
+    ``PlaceHolderLayoutEngine`` on it, an engine that lays out nothing more."""
     return isinstance(figure.get_layout_engine(), PlaceHolderLayoutEngine)
 
 
 def one_pass(figure: Figure) -> Figure:
     """``figure`` set to render in one drawing pass. ``savefig`` draws a figure with any
     layout engine once more before it renders (nothing painted, every text laid out again)
-    so that the engine can run; a placeholder (:func:`laid_out`) runs nothing, so without it
-    the pixels are the same at less CPU (docs/architecture.md, "Where the CPU goes")."""
+    so that the engine can run; ``PlaceHolderLayoutEngine`` (:func:`laid_out`) runs nothing,
+    so without it the pixels are the same at less CPU (docs/architecture.md, "Where the CPU
+    goes")."""
     if laid_out(figure):
         figure.set_layout_engine(None)
     return figure
