@@ -167,6 +167,14 @@ class _NoRaceInstrument:
         face = FaceRecord(box=Box(0, 0, 10, 10), gender="female", gender_confidence=0.9)
         return ImageRecord(image_id, "ok", "model", "double", [face, face])
 
+    def read(self, image) -> dict:
+        return self.measure(image, image_id=str(image)).to_reading()
+
+    from_reading = staticmethod(ImageRecord.from_reading)
+
+    def reading_identity(self) -> dict:
+        return {}
+
 
 def test_race_is_unavailable_without_a_classifier_and_all_faces_count(tmp_path: Path) -> None:
     cfg = config(images_per_query=2, bootstrap_resamples=0)

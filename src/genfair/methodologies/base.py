@@ -215,6 +215,9 @@ class StepContext:
     backend: Any = None
     cache: Any = None
     instrument: Callable[[str], Any] = field(default=lambda name: _no_instrument(name))
+    #: opens the study's response cache (a context manager), where instruments keep their
+    #: readings (:func:`genfair.instruments.readings.read_images`); None: none kept
+    open_cache: Callable[[], Any] | None = None
     #: the model configs (``ModelConfig``) by name of the model under test and of the study's
     #: models the methodology reads (:meth:`Methodology.models_read`, e.g. an LLM proposer or
     #: a VQA judge: it builds their backends with :func:`genfair.models.build_backend`)

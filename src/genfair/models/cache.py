@@ -79,6 +79,16 @@ CLAIMS = sa.Table(
     sa.Column("owner", sa.Text, nullable=False),
     sa.Column("expires", sa.Float, nullable=False),
 )
+#: instrument readings (genfair.instruments.readings): the key hashes what was measured (an
+#: image's sha256) with the instrument's name, config and code identity; a reading is JSON
+READINGS = sa.Table(
+    "readings",
+    _META,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("instrument", sa.Text, nullable=False),
+    sa.Column("reading", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False, server_default=sa.text("CURRENT_TIMESTAMP")),
+)
 #: seconds a claim lives without a heartbeat; the heartbeat renews it every third of that
 CLAIM_TTL_S = 60.0
 #: keys per statement (SQLite allows 32766 bound values; PostgreSQL 65535)
@@ -446,12 +456,14 @@ class ResponseCache:
 
     def counts(self) -> dict[str, int]:
         """Stored responses per model (``genfair cache stats``)."""
+        return self._count_by(RESPONSES.c.model)
+
+    def _count_by(self, column: sa.Column) -> dict[str, int]:
+        """Rows of ``column``'s table per value of it."""
         with self._one() as conn:
             return dict(
                 conn.execute(
-                    sa.select(RESPONSES.c.model, sa.func.count())
-                    .group_by(RESPONSES.c.model)
-                    .order_by(RESPONSES.c.model)
+                    sa.select(column, sa.func.count()).group_by(column).order_by(column)
                 ).all()
             )
 
@@ -467,6 +479,62 @@ class ResponseCache:
             ).scalars()
             loaded = [_load(blob)[0] for blob in blobs]
         return [c for c in loaded if c is not None]
+
+    # --- readings: what an instrument measured, once per content, config and code ----------
+
+    def get_readings(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored readings of ``keys`` (absent ones left out). A row that is not a JSON
+        object (damaged, or written by hand) is left out too, so it is measured again."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys), _CHUNK):
+            with self._one() as conn:
+                rows = conn.execute(
+                    sa.select(READINGS.c.key, READINGS.c.reading).where(
+                        READINGS.c.key.in_(keys[start : start + _CHUNK])
+                    )
+                ).all()
+            for key, blob in rows:
+                try:
+                    reading = json.loads(blob)
+                except ValueError:
+                    reading = None
+                if isinstance(reading, dict):
+                    found[key] = reading
+                else:
+                    log.warning("response cache %s: unreadable reading %s", self.where, key[:12])
+        return found
+
+    def put_readings(self, entries: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        """Store ``(key, instrument, reading)`` entries in one committed transaction (a
+        reading stored by another process first is kept); returns how many were given."""
+        return self.put_reading_rows(
+            [(k, name, json.dumps(r, sort_keys=True), _utc_now()) for k, name, r in entries]
+        )
+
+    def put_reading_rows(self, rows: Sequence[tuple[str, str, str, str]]) -> int:
+        """Store rows ``(key, instrument, reading JSON, created_at)`` as they are."""
+        if not rows:
+            return 0
+        names = ("key", "instrument", "reading", "created_at")
+        with self._tx() as conn:
+            conn.execute(self._insert(READINGS), [dict(zip(names, r, strict=True)) for r in rows])
+        return len(rows)
+
+    def scan_readings(self, after: str = "", limit: int = 1000) -> list[tuple[str, str, str, str]]:
+        """Up to ``limit`` reading rows ``(key, instrument, reading, created_at)`` with keys
+        after ``after``, in key order (``genfair cache copy``)."""
+        with self._one() as conn:
+            return [
+                tuple(r)
+                for r in conn.execute(
+                    sa.select(*READINGS.c).where(READINGS.c.key > after).order_by(READINGS.c.key)
+                    .limit(limit)
+                )
+            ]  # fmt: skip
+
+    def reading_counts(self) -> dict[str, int]:
+        """Stored readings per instrument (``genfair cache stats``)."""
+        return self._count_by(READINGS.c.instrument)
 
     # --- claims: one process answers each call -------------------------------------------
 
@@ -622,12 +690,13 @@ class ResponseCache:
 
 
 def copy_entries(src: ResponseCache, dst: ResponseCache, batch: int = 1000) -> dict[str, int]:
-    """Copy every valid entry of ``src`` that ``dst`` lacks, with the images it points to
-    (``genfair cache copy``). Idempotent and resumable: entries ``dst`` has are kept, and a
-    copy stopped at any point is finished by running it again. An image is copied before
-    the row that names it, so ``dst`` never points to an image it lacks. Rows are checked
-    and key values masked as :meth:`ResponseCache.put` does; malformed ones are skipped."""
-    counts = {"read": 0, "copied": 0, "skipped": 0, "images": 0}
+    """Copy every valid entry of ``src`` that ``dst`` lacks, with the images it points to,
+    and every instrument reading ``dst`` lacks (``genfair cache copy``). Idempotent and
+    resumable: entries ``dst`` has are kept, and a copy stopped at any point is finished by
+    running it again. An image is copied before the row that names it, so ``dst`` never
+    points to an image it lacks. Rows are checked and key values masked as
+    :meth:`ResponseCache.put` does; malformed ones are skipped."""
+    counts = {"read": 0, "copied": 0, "skipped": 0, "images": 0, "readings": 0}
     after = ""
     while rows := src.scan(after, batch):
         after = rows[-1][0]
@@ -643,6 +712,11 @@ def copy_entries(src: ResponseCache, dst: ResponseCache, batch: int = 1000) -> d
                 counts["images"] += _copy_image(completion.image, src, dst)
             good.append((key, model, stored, created))
         counts["copied"] += dst.put_rows(good)
+    after = ""
+    while readings := src.scan_readings(after, batch):  # measurements: JSON, copied as they are
+        after = readings[-1][0]
+        have = dst.get_readings([r[0] for r in readings])
+        counts["readings"] += dst.put_reading_rows([r for r in readings if r[0] not in have])
     return counts
 
 

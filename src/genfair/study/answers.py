@@ -5,7 +5,6 @@ step (:mod:`genfair.study.steps`), ``genfair fill`` (:mod:`genfair.study.fill`) 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -13,8 +12,7 @@ import pandas as pd
 from genfair.config import StudyParams
 from genfair.errors import IncompleteGeneration
 from genfair.models import ResponseCache, build_backend
-from genfair.params import cache_dir, cache_url, images_url
-from genfair.study.context import configured, step_context
+from genfair.study.context import cache_opener, configured, step_context
 from genfair.study.layout import Layout
 
 
@@ -39,20 +37,6 @@ def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> i
     return len(errors)
 
 
-def cache_opener(params: StudyParams) -> Callable[[], ResponseCache]:
-    """Opens the study's response cache and image store: picklable, so a Dask worker opens
-    the same ones (their locations resolved here: a worker has its own working directory)."""
-    config = params.cache
-    resolved = config.model_copy(
-        update={
-            "url": cache_url(config),
-            "images": images_url(config),
-            "dir": str(cache_dir(config.dir).resolve()),
-        }
-    )
-    return partial(ResponseCache.configured, resolved)
-
-
 def answer(
     params: StudyParams,
     model: str,
@@ -72,3 +56,6 @@ def answer(
             return method.generate(probes, config, ctx), backend.runtime
     finally:
         backend.close()
+
+
+__all__ = ["answer", "cache_opener", "check_errors"]

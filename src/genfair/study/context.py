@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from genfair.config import (
@@ -16,7 +17,7 @@ from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
 from genfair.methodologies.reads import step_config
-from genfair.params import cache_dir
+from genfair.params import CacheConfig, cache_dir, cache_url, images_url
 from genfair.study.layout import Layout
 from genfair.study.runs import measures
 
@@ -80,6 +81,28 @@ def run_models(params: StudyParams, model: str, methodology: str) -> list[str]:
     return [name for name in (model, *method.models_read(config)) if name in params.models]
 
 
+def cache_opener(params: StudyParams) -> Callable[[], Any]:
+    """Opens the study's response cache and image store: picklable, so a Dask worker opens
+    the same ones (their locations resolved here: a worker has its own working directory).
+    SQLAlchemy is imported when it is called, not before (a stage that opens no cache
+    starts without it)."""
+    config = params.cache
+    resolved = config.model_copy(
+        update={
+            "url": cache_url(config),
+            "images": images_url(config),
+            "dir": str(cache_dir(config.dir).resolve()),
+        }
+    )
+    return partial(_open_cache, resolved)
+
+
+def _open_cache(config: CacheConfig) -> Any:
+    from genfair.models.cache import ResponseCache
+
+    return ResponseCache.configured(config)
+
+
 def step_context(
     params: StudyParams, model: str, methodology: str, layout: Layout, **extra: Any
 ) -> StepContext:
@@ -92,7 +115,7 @@ def step_context(
         desc=f"{model} · {methodology}",
         instrument=instruments(params, model),
         models=models,
-        **extra,
+        **{"open_cache": cache_opener(params), **extra},
     )
 
 
@@ -128,6 +151,7 @@ def configured(
 
 
 __all__ = [
+    "cache_opener",
     "configured",
     "instruments",
     "methodologies_for",

@@ -202,6 +202,7 @@ class FactOrFair(Methodology):
                 config,
                 instrument=ctx.instrument("face_demographics"),
                 image_dir=ctx.image_dir,
+                readings=ctx.open_cache,
             )
         merged = probes.merge(
             responses[["probe_id", "status", "attempts", "text"]],

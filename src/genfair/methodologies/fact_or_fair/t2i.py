@@ -34,7 +34,6 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.logs import progress
 from genfair.methodologies.base import Headline, HeadlineCounts, MetricsResult
 from genfair.methodologies.fact_or_fair import paired
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
@@ -224,8 +223,14 @@ def label(
     *,
     instrument: Any,
     image_dir: str | Path,
+    readings: Any = None,
 ) -> pd.DataFrame:
-    """One row per counted face, one per image without (``no_face``, ``refused``, ``error``)."""
+    """One row per counted face, one per image without (``no_face``, ``refused``, ``error``).
+    A measuring instrument reads each image once per study: its readings are kept in
+    ``readings`` (the response cache or its opener; None: not kept;
+    :func:`~genfair.instruments.readings.read_images`)."""
+    from genfair.instruments.readings import read_images
+
     all_faces = config.t2i.count_all_faces
     oracle = instrument.config.mode == "oracle"
     merged = probes.merge(
@@ -234,8 +239,22 @@ def label(
         how="inner",
         validate="one_to_one",
     )
+    rows = merged.to_dict("records")
+    measured: dict[str, Any] = {}
+    if not oracle:
+        wanted = {
+            r["image"]: Path(image_dir) / f"{r['image']}.png" for r in rows if r["status"] == "ok"
+        }
+        found = read_images(
+            instrument,
+            "face_demographics",
+            list(wanted.items()),
+            readings,
+            desc="fact_or_fair t2i: faces",
+        )
+        measured = dict(zip(wanted, found, strict=True))
     records = []
-    for row in progress(merged.to_dict("records"), desc="fact_or_fair t2i: faces", unit="image"):
+    for row in rows:
         base = {
             c: row[c]
             for c in (
@@ -254,7 +273,6 @@ def label(
         if row["status"] != "ok":
             records.append({**base, "status": row["status"]})
             continue
-        path = Path(image_dir) / f"{row['image']}.png"
         if oracle:
             truth = _truth(row["true_attributes"])
             if truth is None:
@@ -264,7 +282,7 @@ def label(
                 )
             record = instrument.measure(image_id=row["image"], truth=truth)
         else:
-            record = instrument.measure(path, image_id=row["image"])
+            record = instrument.from_reading(measured[row["image"]], row["image"])
         base.update(source=record.source, instrument=record.instrument, n_faces=record.n_faces)
         if record.status != "ok":
             records.append({**base, "status": "no_face"})

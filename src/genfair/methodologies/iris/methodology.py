@@ -48,7 +48,6 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from genfair.logs import progress
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -467,7 +466,7 @@ class Iris(Methodology):
         ).assign(sector="IFS-Gen")
         store = ImageStore.beside(cache)
         # BIS-Gen: steering prompts from this model's own IFS-Gen images
-        labelled = self._measure(first, instrument, store=store)
+        labelled = self._measure(first, instrument, store=store, cache=cache)
         stereo = top_stereotypes(labelled, config.bis_gen.top)
         parts = [first]
         if len(stereo):
@@ -517,27 +516,47 @@ class Iris(Methodology):
         store: Any = None,
         image_dir: Path | None = None,
         boxes: bool = False,
+        cache: Any = None,
     ) -> pd.DataFrame:
         """``images`` (t2i responses) with the instrument's ``gender``, ``age_group``,
         ``skin_group`` (None where no image, or no face) and ``face_status``; ``boxes``: also
         ``face_box``, the primary face's (left, top, width, height). An oracle-mode
-        instrument (SIMULATORS) reads the recorded ``true_attributes``."""
+        instrument (SIMULATORS) reads the recorded ``true_attributes``; a measuring one reads
+        each image once per study: its readings are kept in ``cache`` (the response cache or
+        a function opening it; :func:`~genfair.instruments.readings.read_images`)."""
+        from genfair.instruments.readings import read_images
+
+        records = images.to_dict("records")
         simulated = instrument.config.mode == "oracle"
+        measured = [r["status"] == "ok" and r.get("image") is not None for r in records]
+        if simulated:
+            found_records = [
+                instrument.measure(image_id=r["image"], truth=_oracle_truth(r))
+                for r, m in zip(records, measured, strict=True)
+                if m
+            ]
+        else:
+            wanted = [
+                (
+                    r["image"],
+                    Path(image_dir) / f"{r['image']}.png" if image_dir else store.path(r["image"]),
+                )
+                for r, m in zip(records, measured, strict=True)
+                if m
+            ]
+            readings = read_images(instrument, self.instrument, wanted, cache, desc="iris: faces")
+            found_records = [
+                instrument.from_reading(x, image_id)
+                for x, (image_id, _) in zip(readings, wanted, strict=True)
+            ]
         rows, found_boxes = [], []
-        for r in progress(images.to_dict("records"), desc="iris: faces", unit="image"):
-            if r["status"] != "ok" or r.get("image") is None:
+        measured_records = iter(found_records)
+        for m in measured:
+            if not m:
                 rows.append({"face_status": None, **{c: None for c in ATTRIBUTE_COLUMNS}})
                 found_boxes.append(None)
                 continue
-            if simulated:
-                truth = json.loads(r["true_attributes"] or "{}")
-                truth = {_ORACLE_KEYS[k]: v for k, v in truth.items() if k in _ORACLE_KEYS}
-                record = instrument.measure(image_id=r["image"], truth=[truth] if truth else [])
-            else:
-                path = (
-                    (Path(image_dir) / f"{r['image']}.png") if image_dir else store.path(r["image"])
-                )
-                record = instrument.measure(path, image_id=r["image"])
+            record = next(measured_records)
             row = record.to_row()
             face = row["status"] == "ok"
             box = record.primary.box if face and record.primary is not None else None
@@ -579,6 +598,7 @@ class Iris(Methodology):
             else None,
             image_dir=ctx.image_dir,
             cache_dir=ctx.cache_dir,
+            readings=ctx.open_cache,
             quality=_optional_instrument(ctx, "image_quality") if steering else None,
             semantics=_optional_instrument(ctx, "image_semantics") if steering else None,
         )
@@ -595,13 +615,16 @@ class Iris(Methodology):
         embedder: Any = None,
         quality: Any = None,
         semantics: Any = None,
+        readings: Any = None,
     ) -> pd.DataFrame:
         """One row per image (t2i), tournament round, IFS-Und answer or BIS-Und answer;
         ``modality`` column: the model's. ``cache_dir``: where the answer mapper keeps its
         embeddings (None: in memory); ``embedder``: the mapper's (None: all-MiniLM-L6-v2).
         ``quality`` / ``semantics``: the image-quality and image-semantics instruments
         (None: not configured); BIS-Gen images get their per-image scores
-        (:mod:`.steering_scores`) in the columns ``metrics.penalty_columns`` names."""
+        (:mod:`.steering_scores`) in the columns ``metrics.penalty_columns`` names.
+        ``readings``: the response cache (or its opener) that keeps the demographic
+        instrument's readings (None: measured, not kept)."""
         modality = str(responses["modality"].iloc[0]) if len(responses) else "llm"
         parts = []
         images = responses[responses["sector"].isin(("IFS-Gen", "BIS-Gen"))]
@@ -610,7 +633,9 @@ class Iris(Methodology):
                 raise ValueError("IRIS image labels need the demographic instrument")
             cfg = config or IrisConfig()
             fqp = quality is not None and quality.measures["face"] and not quality.oracle
-            labelled = self._measure(images, instrument, image_dir=image_dir, boxes=fqp)
+            labelled = self._measure(
+                images, instrument, image_dir=image_dir, boxes=fqp, cache=readings
+            )
             scores = steering_scores(
                 labelled,
                 quality=quality,
@@ -951,6 +976,13 @@ def _instruments_used(
             if instrument is not None:
                 used[name] = instrument.name
     return used
+
+
+def _oracle_truth(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """A simulator's recorded draw of one image -> the oracle's people (empty: nobody)."""
+    truth = json.loads(response["true_attributes"] or "{}")
+    truth = {_ORACLE_KEYS[k]: v for k, v in truth.items() if k in _ORACLE_KEYS}
+    return [truth] if truth else []
 
 
 def _optional_instrument(ctx: StepContext, name: str) -> Any:

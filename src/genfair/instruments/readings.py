@@ -1,0 +1,207 @@
+"""Instrument readings cached like answers: each image is measured once per study.
+
+A *reading* is what an instrument measured of one image, as JSON (the face instrument's
+:meth:`~genfair.instruments.face_demographics.FaceDemographics.read`). It is stored in the
+response cache's ``readings`` table (:meth:`~genfair.models.cache.ResponseCache.put_readings`;
+the SQLite file or the team's PostgreSQL database) under :func:`reading_key`: the SHA-256 of
+
+- the measured content's hash (an image's sha256, the image store's name for it),
+- the instrument's name and its validated config as canonical JSON,
+- its code identity (:func:`code_identity`): the source of the modules that compute the
+  reading, the versions of the packages it runs and the hashes of the weights files its
+  config names.
+
+So IRIS's ``generate`` (which measures its IFS-Gen images to find BIS-Gen's stereotypes) and
+``label`` share readings; a label stage killed after hours resumes with every reading it
+stored (each batch of :data:`BATCH` is committed as it is measured); a rerun after a change
+to a metrics setting measures nothing; a change to the instrument's config, code, packages
+or weights measures again.
+
+Oracle-mode readings (SIMULATORS read the planted truth) are never cached: they cost less
+than the lookup, and their truth comes with the response, not with the pixels (a simulator's
+images deduplicate to a few files carrying many different planted attributes), so a key over
+the image's hash would be wrong.
+
+The missing readings are measured by :func:`_measure_missing` (serially, here), which needs
+only a picklable :class:`InstrumentSpec` and the image paths: the instrument is rebuilt from
+its spec wherever the measuring runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from genfair.io import file_sha256, stable_hash
+from genfair.logs import progress
+from genfair.params import INSTRUMENTS, instrument_class, section_class
+
+__all__ = [
+    "BATCH",
+    "InstrumentSpec",
+    "code_identity",
+    "read_images",
+    "reading_key",
+]
+
+log = logging.getLogger(__name__)
+
+#: readings committed to the cache at a time (a killed stage loses at most this many)
+BATCH = 8
+#: instruments built in this process, by spec (a worker loads each instrument once)
+_BUILT: dict[InstrumentSpec, Any] = {}
+
+
+@dataclass(frozen=True)
+class InstrumentSpec:
+    """A configured instrument as data (picklable): its name and validated config as
+    canonical JSON; :meth:`build` makes the instrument again, once per process."""
+
+    name: str
+    config_json: str
+
+    @classmethod
+    def of(cls, name: str, instrument: Any) -> InstrumentSpec:
+        """The spec of ``instrument`` (built from ``instruments.<name>``); this process uses
+        ``instrument`` for it (the latest given) rather than loading its networks again."""
+        config = instrument.config.model_dump(mode="json")
+        spec = cls(name, json.dumps(config, sort_keys=True, separators=(",", ":")))
+        _BUILT[spec] = instrument
+        return spec
+
+    def build(self) -> Any:
+        if self not in _BUILT:
+            config = section_class(INSTRUMENTS, self.name).model_validate_json(self.config_json)
+            _BUILT[self] = instrument_class(self.name)(config)
+        return _BUILT[self]
+
+
+def code_identity(instrument: Any) -> str:
+    """The hash of what computes ``instrument``'s readings besides its config
+    (``instrument.reading_identity()``: modules, packages, files): any edit to those
+    modules, another package version or other weights makes new keys."""
+    parts = instrument.reading_identity()
+    return stable_hash(
+        {
+            "modules": {m: _module_hash(m) for m in parts.get("modules", ())},
+            "packages": {p: _version(p) for p in parts.get("packages", ())},
+            "files": [_file_hash(Path(f)) for f in parts.get("files", ())],
+        }
+    )
+
+
+@lru_cache(maxsize=64)
+def _module_hash(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return "absent"
+    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _file_hash(path: Path) -> str:
+    stat = path.stat()
+    return _hash_of(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _hash_of(path: str, size: int, mtime_ns: int) -> str:  # size, mtime: the memo's key
+    return file_sha256(path)
+
+
+def reading_key(content: str, spec: InstrumentSpec, code: str) -> str:
+    """The cache key of the reading of ``content`` (an image's sha256) by ``spec``'s
+    instrument whose code identity is ``code``."""
+    return stable_hash(
+        {"content": content, "instrument": spec.name, "config": spec.config_json, "code": code}
+    )
+
+
+def read_images(
+    instrument: Any,
+    name: str,
+    images: Sequence[tuple[str, Path]],
+    cache: Any,
+    *,
+    batch: int = BATCH,
+    desc: str = "",
+) -> list[dict[str, Any]]:
+    """The readings of ``images`` (``(sha256, path)`` pairs), in order, by ``instrument``
+    (configured as ``instruments.<name>``; model mode): those in ``cache`` looked up in bulk,
+    the others measured once per distinct content and stored ``batch`` at a time as they
+    come. ``cache``: an open :class:`~genfair.models.cache.ResponseCache`, a function that
+    opens one (called only when there are images), or None (measure everything, store
+    nothing)."""
+    if not images:
+        return []
+    spec = InstrumentSpec.of(name, instrument)
+    code = code_identity(instrument)
+    keys = [reading_key(sha, spec, code) for sha, _ in images]
+    paths = dict(zip(keys, (path for _, path in images), strict=True))
+    with _opened(cache) as store:
+        found = store.get_readings(list(paths)) if store is not None else {}
+        missing = [k for k in paths if k not in found]
+        log.info(
+            "%s: %d readings cached, %d distinct images to measure",
+            name,
+            len(paths) - len(missing),
+            len(missing),
+        )
+        pending: list[tuple[str, str, dict[str, Any]]] = []
+
+        def on_result(index: int, reading: dict[str, Any]) -> None:
+            found[missing[index]] = reading
+            pending.append((missing[index], name, reading))
+            if store is not None and len(pending) >= batch:
+                store.put_readings(pending)
+                pending.clear()
+
+        try:
+            _measure_missing(spec, [paths[k] for k in missing], on_result, desc=desc)
+        finally:  # a failure keeps every reading measured before it
+            if store is not None:
+                store.put_readings(pending)
+    return [found[k] for k in keys]
+
+
+def _measure_missing(
+    spec: InstrumentSpec,
+    paths: Sequence[Path],
+    on_result: Callable[[int, dict[str, Any]], None],
+    *,
+    desc: str = "",
+) -> None:
+    """Measure each of ``paths`` with ``spec``'s instrument, handing ``on_result(index,
+    reading)`` each reading as soon as it exists (here serially, in this process)."""
+    if not paths:
+        return
+    instrument = spec.build()
+    for index, path in enumerate(progress(paths, desc=desc or spec.name, unit="image")):
+        on_result(index, instrument.read(path))
+
+
+@contextmanager
+def _opened(cache: Any) -> Iterator[Any]:
+    """``cache`` opened for the block: as given when it is a store (or None), else the
+    store its opener returns, closed after."""
+    if cache is None or hasattr(cache, "get_readings"):
+        with nullcontext(cache) as store:
+            yield store
+        return
+    with cache() as store:
+        yield store
