@@ -5,9 +5,10 @@ genfair methodologies               the methodologies genfair implements
 genfair config [-o key=value ...]   the composed config (conf/ + overrides), validated
 genfair compose [-o key=value ...]  write it to params.yaml (what `dvc exp run -S` does)
 genfair try MODEL METHODOLOGY       run one model on one methodology, print its scores
-genfair cache stats [URL]           the response cache's entries per model (and, for the
-                                    study's cache, calls sent and answered from it)
-genfair cache copy SRC DST          copy entries (and their images) between caches
+genfair cache stats [URL]           the response cache's entries per model and readings per
+                                    instrument (and, for the study's cache, calls sent and
+                                    answered from it)
+genfair cache copy SRC DST          copy entries (their images, readings) between caches
 genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
                                     answer the study's calls into the response cache (on
                                     the study's executor, e.g. a Dask cluster); then `dvc repro`
@@ -273,6 +274,13 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
             f"  {'total':<{width}}  {sum(counts.values()):>9,}\n"
             f"  {cache.claims()} calls claimed now"
         )
+        readings = cache.reading_counts()
+        if readings:
+            width = max([len("total"), *map(len, readings)])
+            print("instrument readings (measured once per image, config and code)")
+            for name, count in readings.items():
+                print(f"  {printable(name):<{width}}  {count:>9,}")
+            print(f"  {'total':<{width}}  {sum(readings.values()):>9,}")
     _print_usage()
     if args.url is None:  # the ledger is the study's cache folder's, not a named cache's
         _print_ledger()
@@ -329,7 +337,8 @@ def cmd_cache_copy(args: argparse.Namespace) -> None:
         counts = copy_entries(src, dst)
         print(
             f"copied {counts['copied']:,} of {counts['read']:,} entries "
-            f"({counts['images']:,} images) from {src.where} to {dst.where}; "
+            f"({counts['images']:,} images) and {counts['readings']:,} instrument readings "
+            f"from {src.where} to {dst.where}; "
             f"{counts['skipped']:,} malformed skipped; rerun to resume"
         )
 
@@ -446,7 +455,9 @@ def main(argv: list[str] | None = None) -> int:
         dest="action", required=True
     )
     p = cache.add_parser(
-        "stats", help="entries per model; for the study's cache, calls sent and cached"
+        "stats",
+        help="entries per model, readings per instrument; for the study's cache, calls sent "
+        "and cached",
     )
     p.add_argument(
         "url",
