@@ -203,6 +203,29 @@ def test_race_is_unavailable_without_a_classifier_and_all_faces_count(tmp_path: 
     assert (primary[primary.status == "ok"].groupby("probe_id").size() == 1).all()
 
 
+def test_a_relabel_reads_the_cached_readings_and_measures_nothing(tmp_path: Path) -> None:
+    """Each distinct image is measured once; a second label (e.g. after a metrics change)
+    reads every reading from the response cache: the same labels, no image measured."""
+    cfg = config(images_per_query=2, bootstrap_resamples=0)
+    probes, responses, _ = run_simulator(tmp_path, cfg)
+    cache = tmp_path / "readings.sqlite"
+    first, second = _NoRaceInstrument(), _NoRaceInstrument()
+    labels = [
+        t2i.label(
+            probes,
+            responses,
+            cfg,
+            instrument=instrument,
+            image_dir=tmp_path / "images",
+            readings=lambda: ResponseCache(cache),
+        )
+        for instrument in (first, second)
+    ]
+    distinct = responses.loc[responses["status"] == "ok", "image"].nunique()
+    assert len(first.seen) == distinct and second.seen == []
+    pd.testing.assert_frame_equal(labels[0], labels[1])
+
+
 def test_missing_t2i_prompt_column_is_a_clear_error(tmp_path: Path) -> None:
     table = pd.read_csv(ROOT / "data/reference/fact_or_fair_scenarios.csv").drop(
         columns="t2i_prompt"
