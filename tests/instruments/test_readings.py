@@ -80,7 +80,9 @@ def test_each_image_is_measured_once_and_a_rerun_measures_nothing(
     # what the instrument measures of each image, in order; the same reading for the copy
     assert first == [instrument.measure(path).to_reading() for _, path in images]
     assert [first[0]["faces"][0]["gender"], first[2]["status"]] == ["female", "no_face"]
-    records = [FaceDemographics.from_reading(r, sha) for r, (sha, _) in zip(first, images)]
+    records = [
+        FaceDemographics.from_reading(r, sha) for r, (sha, _) in zip(first, images, strict=True)
+    ]
     assert records[0] == instrument.measure(images[0][1], image_id=images[0][0])
     again = FaceDemographics()  # another process's instrument, the same config and code
     seen_again = _counting(again)
@@ -217,5 +219,5 @@ def test_a_measurement_killed_half_way_resumes_and_measures_only_the_rest(
     first = [path for _, path in sorted(photos) if path not in seen][:3]
     fresh = FaceDemographics()
     assert [fresh.read(path) for path in first] == [
-        r for r, (_, path) in zip(resumed, sorted(photos)) if path in first
+        r for r, (_, path) in zip(resumed, sorted(photos), strict=True) if path in first
     ]
