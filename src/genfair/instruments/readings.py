@@ -50,6 +50,7 @@ __all__ = [
     "InstrumentSpec",
     "code_identity",
     "read_images",
+    "read_in_chunks",
     "reading_key",
 ]
 
@@ -147,20 +148,64 @@ def read_images(
     come. ``cache``: an open :class:`~genfair.models.cache.ResponseCache`, a function that
     opens one (called only when there are images), or None (measure everything, store
     nothing)."""
-    if not images:
+    paths = [path for _, path in images]
+
+    def measure(spec: InstrumentSpec, todo: list[int], on_result: OnResult) -> None:
+        _measure_missing(spec, [paths[i] for i in todo], on_result, desc=desc)
+
+    return _cached(instrument, name, [sha for sha, _ in images], measure, cache, batch)
+
+
+def read_in_chunks(
+    instrument: Any,
+    name: str,
+    contents: Sequence[str],
+    compute: Callable[[list[int]], list[dict[str, Any]]],
+    cache: Any,
+    *,
+    chunk: int = 64,
+) -> list[dict[str, Any]]:
+    """The readings of ``contents`` (an image's sha256 with what else the reading depends
+    on, e.g. ``<sha256>/prompt/<hash>``), in order, by an instrument that batches its
+    networks: the missing ones are computed by ``compute(indices into contents)``, ``chunk``
+    at a time, in this process, and each chunk is stored as it is done (``cache`` as in
+    :func:`read_images`)."""
+
+    def measure(spec: InstrumentSpec, todo: list[int], on_result: OnResult) -> None:
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            for offset, reading in enumerate(compute(part)):
+                on_result(start + offset, reading)
+
+    return _cached(instrument, name, contents, measure, cache, chunk)
+
+
+OnResult = Callable[[int, dict[str, Any]], None]
+
+
+def _cached(
+    instrument: Any,
+    name: str,
+    contents: Sequence[str],
+    measure: Callable[[InstrumentSpec, list[int], OnResult], None],
+    cache: Any,
+    batch: int,
+) -> list[dict[str, Any]]:
+    """The readings of ``contents`` in order: looked up in ``cache``, the missing ones (once
+    per distinct content) measured by ``measure(spec, their indices, on_result)``, which
+    hands each reading on as it exists (``on_result(position among those indices, reading)``)
+    to be stored ``batch`` at a time."""
+    if not contents:
         return []
     spec = InstrumentSpec.of(name, instrument)
     code = code_identity(instrument)
-    keys = [reading_key(sha, spec, code) for sha, _ in images]
-    paths = dict(zip(keys, (path for _, path in images), strict=True))
+    keys = [reading_key(content, spec, code) for content in contents]
+    first = {key: index for index, key in reversed(list(enumerate(keys)))}
     with _opened(cache) as store:
-        found = store.get_readings(list(paths)) if store is not None else {}
-        missing = [k for k in paths if k not in found]
+        found = store.get_readings(list(first)) if store is not None else {}
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
         log.info(
-            "%s: %d readings cached, %d distinct images to measure",
-            name,
-            len(paths) - len(missing),
-            len(missing),
+            "%s: %d readings cached, %d to measure", name, len(first) - len(missing), len(missing)
         )
         pending: list[tuple[str, str, dict[str, Any]]] = []
 
@@ -172,7 +217,7 @@ def read_images(
                 pending.clear()
 
         try:
-            _measure_missing(spec, [paths[k] for k in missing], on_result, desc=desc)
+            measure(spec, [first[k] for k in missing], on_result)
         finally:  # a failure keeps every reading measured before it
             if store is not None:
                 store.put_readings(pending)
