@@ -22,6 +22,7 @@ from genfair.methodologies.iris.granular import granular_metrics
 from genfair.methodologies.iris.methodology import Iris, IrisConfig
 from genfair.methodologies.iris.scoring import score_models
 from genfair.models import build_backend
+from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedT2IConfig
 from tests.support.contexts import run_steps
 
@@ -174,18 +175,40 @@ def test_real_instruments_score_the_exported_images(
     quality = ImageQuality(ImageQualityConfig(checkpoint=str(clip), face=False))
     semantics = ImageSemantics(ImageSemanticsConfig(clip=str(clip), dino=str(dino)))
 
-    def label():
+    calls: list[str] = []
+
+    def counting(name: str, run):
+        def counted(*args, **kwargs):
+            calls.append(name)
+            return run(*args, **kwargs)
+
+        return counted
+
+    for instrument, method in ((quality, "score"), (semantics, "prompt_similarity"),
+                               (semantics, "embed")):  # fmt: skip
+        setattr(instrument, method, counting(method, getattr(instrument, method)))
+    cache = tmp_path / "cache" / "responses.sqlite"
+
+    def label(readings=lambda: ResponseCache(cache)):
         return Iris().label_responses(probes, responses, config, instrument=face,
                                       image_dir=tmp_path / "images", quality=quality,
-                                      semantics=semantics)  # fmt: skip
+                                      semantics=semantics, readings=readings)  # fmt: skip
 
     labels = label()
+    assert {"score", "prompt_similarity", "embed"} <= set(calls)
+    calls.clear()
+    pd.testing.assert_frame_equal(label(), labels)  # every score read from the cache
+    assert calls == []
+    with ResponseCache(cache) as store:
+        counts = store.reading_counts()
+    assert counts["image_quality"] > 0 and counts["image_semantics"] > 0
     steer = labels[(labels["sector"] == "BIS-Gen") & (labels["status"] == "ok")]
     assert "fqp" not in labels.columns  # face: false
     assert steer[["qps", "sil", "scl"]].notna().all().all()
     assert ((steer["qps"] > 0) & (steer["qps"] < 1)).all()
     assert (steer[["sil", "scl"]].abs() <= 1 + 1e-6).all().all()
-    pd.testing.assert_frame_equal(label(), labels)  # deterministic
+    pd.testing.assert_frame_equal(label(None), labels)  # deterministic: measured again
+    assert calls
     rows = Iris().metrics(labels, config).scores.set_index("metric")
     assert rows.loc[["Penalty_QPS", "Penalty_SIL", "Penalty_SCL"], "value"].notna().all()
 

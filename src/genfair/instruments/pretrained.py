@@ -13,7 +13,7 @@ from typing import Any
 
 from genfair.errors import ConfigError
 
-__all__ = ["load_pretrained"]
+__all__ = ["checkpoint_files", "load_pretrained"]
 
 
 def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
@@ -39,3 +39,20 @@ def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
             f"local Hugging Face cache ({type(exc).__name__}); download it once "
             f"(huggingface-cli download {ref}) or give a local folder"
         ) from None
+
+
+def checkpoint_files(ref: str) -> list[str]:
+    """The files of checkpoint ``ref`` (a folder, or a model id's snapshot in the local
+    Hugging Face cache), sorted: what a cached reading's code identity hashes
+    (:mod:`genfair.instruments.readings`). None found: an empty list (the id alone)."""
+    local = Path(ref).expanduser()
+    if not local.exists():
+        try:
+            from huggingface_hub import snapshot_download
+
+            local = Path(snapshot_download(ref, local_files_only=True))
+        except Exception:  # noqa: BLE001 - not in the cache: loading it names the fix
+            return []
+    if local.is_file():
+        return [str(local)]
+    return sorted(str(f) for f in local.rglob("*") if f.is_file())

@@ -172,7 +172,7 @@ def read_in_chunks(
     :func:`read_images`)."""
 
     def measure(spec: InstrumentSpec, todo: list[int], on_result: OnResult) -> None:
-        for start in range(0, len(todo), chunk):
+        for start in progress(range(0, len(todo), chunk), desc=name, unit="chunk"):
             part = todo[start : start + chunk]
             for offset, reading in enumerate(compute(part)):
                 on_result(start + offset, reading)

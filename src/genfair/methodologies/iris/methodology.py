@@ -623,8 +623,8 @@ class Iris(Methodology):
         ``quality`` / ``semantics``: the image-quality and image-semantics instruments
         (None: not configured); BIS-Gen images get their per-image scores
         (:mod:`.steering_scores`) in the columns ``metrics.penalty_columns`` names.
-        ``readings``: the response cache (or its opener) that keeps the demographic
-        instrument's readings (None: measured, not kept)."""
+        ``readings``: the response cache (or its opener) that keeps the instruments'
+        readings (None: measured, not kept)."""
         modality = str(responses["modality"].iloc[0]) if len(responses) else "llm"
         parts = []
         images = responses[responses["sector"].isin(("IFS-Gen", "BIS-Gen"))]
@@ -642,6 +642,7 @@ class Iris(Methodology):
                 semantics=semantics,
                 columns=cfg.metrics.penalty_columns,
                 path_of=lambda image: Path(image_dir) / f"{image}.png",
+                readings=readings,
             )
             labelled = labelled.join(scores)
             keep = [

@@ -21,6 +21,7 @@ Each column is written only when its instrument measures it; an oracle-mode inst
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.logs import progress
+from genfair.instruments.readings import read_in_chunks
+from genfair.io import stable_hash
 
 __all__ = ["steering_scores"]
 
@@ -50,12 +52,15 @@ def steering_scores(
     semantics: Any,
     columns: dict[str, str],
     path_of: Callable[[str], Path],
+    readings: Any = None,
 ) -> pd.DataFrame:
     """The per-image score columns (``columns[penalty]``, e.g. ``qps``) for the BIS-Gen rows
     of ``images`` (IFS-Gen and BIS-Gen labels: ``sector``, ``status``, ``image``,
     ``occupation``, ``prompt``, ``face_status``, ``face_box`` when FQP is measured,
     ``true_attributes`` for an oracle), NaN elsewhere; only the measured columns.
-    ``path_of(image)``: the PNG of an image id."""
+    ``path_of(image)``: the PNG of an image id. A measured score is read once per image
+    content, instrument config and code: ``readings`` (the response cache or its opener;
+    None: not kept) keeps them (:func:`~genfair.instruments.readings.read_in_chunks`)."""
     from genfair.instruments import image_quality as iq
     from genfair.instruments import image_semantics as sem
 
@@ -92,46 +97,100 @@ def steering_scores(
     measured = [p for p, on in wanted.items() if on and not oracle[p].oracle]
     if not measured:
         return out
-    references = None
-    if "SCL" in measured:
-        references = _references(images, set(steer["occupation"]), semantics, path_of)
-    from PIL import Image
-
     rows = steer.to_dict("records")
-    for start in progress(range(0, len(rows), CHUNK), desc="iris: steering scores", unit="chunk"):
-        chunk, index = rows[start : start + CHUNK], steer.index[start : start + CHUNK]
-        pictures = [Image.open(path_of(r["image"])).convert("RGB") for r in chunk]
-        if "QPS" in measured:
-            out.loc[index, columns["QPS"]] = quality.score(pictures)
-        if "FQP" in measured:
-            crops = [
-                (i, iq.face_crop(p, tuple(r["face_box"]), quality.config.face_margin))
-                for i, (p, r) in enumerate(zip(pictures, chunk, strict=True))
-                if r["face_status"] == "ok" and r.get("face_box") is not None
-            ]
-            if crops:
-                scores = quality.score([c for _, c in crops])
-                out.loc[index[[i for i, _ in crops]], columns["FQP"]] = scores
-        if "SIL" in measured:
-            prompts = [str(r["prompt"]) for r in chunk]
-            out.loc[index, columns["SIL"]] = semantics.prompt_similarity(pictures, prompts)
-        if "SCL" in measured:
-            emb = semantics.embed(pictures)
-            out.loc[index, columns["SCL"]] = [
-                float(sem.reference_similarity(e[None], references[r["occupation"]])[0])
-                if r["occupation"] in references
-                else np.nan
-                for e, r in zip(emb, chunk, strict=True)
-            ]
+    shas = [str(r["image"]) for r in rows]
+
+    def scores(instrument: Any, contents: list[str], compute: Callable[[list[int]], Any]) -> list:
+        """Per content, its cached score, the missing ones computed ``CHUNK`` at a time."""
+        found = read_in_chunks(
+            instrument,
+            "image_quality" if instrument is quality else "image_semantics",
+            contents,
+            lambda idx: [{"score": float(x)} for x in compute(idx)],
+            readings,
+            chunk=CHUNK,
+        )
+        return [f["score"] for f in found]
+
+    def pictures(idx: list[int]) -> list[Any]:
+        return [_open(path_of(shas[i])) for i in idx]
+
+    if "QPS" in measured:
+        out.loc[steer.index, columns["QPS"]] = scores(
+            quality, [f"{s}/image" for s in shas], lambda idx: quality.score(pictures(idx))
+        )
+    if "FQP" in measured:
+        faces = [
+            i
+            for i, r in enumerate(rows)
+            if r["face_status"] == "ok" and r.get("face_box") is not None
+        ]
+        boxes = [tuple(int(v) for v in rows[i]["face_box"]) for i in faces]
+        margin = quality.config.face_margin
+
+        def crops(idx: list[int]) -> list[Any]:
+            return [iq.face_crop(_open(path_of(shas[faces[j]])), boxes[j], margin) for j in idx]
+
+        if faces:
+            out.loc[steer.index[faces], columns["FQP"]] = scores(
+                quality,
+                [
+                    f"{shas[i]}/face/{','.join(map(str, b))}"
+                    for i, b in zip(faces, boxes, strict=True)
+                ],
+                lambda idx: quality.score(crops(idx)),
+            )
+    if "SIL" in measured:
+        prompts = [str(r["prompt"]) for r in rows]
+        out.loc[steer.index, columns["SIL"]] = scores(
+            semantics,
+            [f"{s}/prompt/{stable_hash(p)}" for s, p in zip(shas, prompts, strict=True)],
+            lambda idx: semantics.prompt_similarity(pictures(idx), [prompts[i] for i in idx]),
+        )
+    if "SCL" in measured:
+        references = _references(images, set(steer["occupation"]), semantics, path_of, readings)
+        embedded = _embeddings(semantics, shas, path_of, readings)
+        out.loc[steer.index, columns["SCL"]] = [
+            float(sem.reference_similarity(e[None], references[r["occupation"]])[0])
+            if r["occupation"] in references
+            else np.nan
+            for e, r in zip(embedded, rows, strict=True)
+        ]
     return out
 
 
-def _references(
-    images: pd.DataFrame, occupations: set[str], semantics: Any, path_of: Callable[[str], Path]
-) -> dict[str, np.ndarray]:
-    """Per occupation, the L2-normalised DINOv2 embeddings of its IFS-Gen images (rows)."""
+def _open(path: Path) -> Any:
     from PIL import Image
 
+    return Image.open(path).convert("RGB")
+
+
+def _embeddings(
+    semantics: Any, shas: list[str], path_of: Callable[[str], Path], readings: Any
+) -> list[np.ndarray]:
+    """The L2-normalised DINOv2 embedding of each image (float32), cached as its bytes."""
+    found = read_in_chunks(
+        semantics,
+        "image_semantics",
+        [f"{s}/dino" for s in shas],
+        lambda idx: [
+            {"dino": base64.b64encode(np.ascontiguousarray(e, np.float32).tobytes()).decode()}
+            for e in semantics.embed([_open(path_of(shas[i])) for i in idx])
+        ],
+        readings,
+        chunk=CHUNK,
+    )
+    return [np.frombuffer(base64.b64decode(f["dino"]), dtype=np.float32) for f in found]
+
+
+def _references(
+    images: pd.DataFrame,
+    occupations: set[str],
+    semantics: Any,
+    path_of: Callable[[str], Path],
+    readings: Any,
+) -> dict[str, np.ndarray]:
+    """Per occupation, the L2-normalised DINOv2 embeddings of its IFS-Gen images (rows)."""
     ifs = images[
         (images["sector"] == "IFS-Gen")
         & (images["status"] == "ok")
@@ -139,10 +198,7 @@ def _references(
         & images["occupation"].isin(occupations)
     ]
     found: dict[str, list[np.ndarray]] = {}
-    rows = ifs.to_dict("records")
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
-        emb = semantics.embed([Image.open(path_of(r["image"])).convert("RGB") for r in chunk])
-        for e, r in zip(emb, chunk, strict=True):
-            found.setdefault(r["occupation"], []).append(e)
+    embedded = _embeddings(semantics, [str(s) for s in ifs["image"]], path_of, readings)
+    for e, occupation in zip(embedded, ifs["occupation"], strict=True):
+        found.setdefault(occupation, []).append(e)
     return {occ: np.stack(rows) for occ, rows in found.items()}
