@@ -89,16 +89,10 @@ class ImageQuality:
         return f"image_quality({self.config.kind}={self.config.checkpoint})"
 
     def reading_identity(self) -> dict[str, list[str]]:
-        """What computes a reading besides the config (:mod:`genfair.instruments.readings`):
-        this module and the encoders' helpers, the packages that run the networks, and the
-        checkpoints' files."""
-        from genfair.instruments.pretrained import checkpoint_files
+        """What computes a reading besides the config (:mod:`genfair.instruments.readings`)."""
+        from genfair.instruments.pretrained import reading_identity
 
-        return {
-            "modules": [__name__, "genfair.models.clip", "genfair.instruments.pretrained"],
-            "packages": ["torch", "transformers", "pillow", "numpy"],
-            "files": [f for ref in (self.config.checkpoint,) if ref for f in checkpoint_files(ref)],
-        }
+        return reading_identity(__name__, (self.config.checkpoint,))
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:

@@ -89,20 +89,10 @@ class ImageSemantics:
         return f"image_semantics({given})" if given else "image_semantics (not configured)"
 
     def reading_identity(self) -> dict[str, list[str]]:
-        """What computes a reading besides the config (:mod:`genfair.instruments.readings`):
-        this module and the encoders' helpers, the packages that run the networks, and the
-        checkpoints' files."""
-        from genfair.instruments.pretrained import checkpoint_files
+        """What computes a reading besides the config (:mod:`genfair.instruments.readings`)."""
+        from genfair.instruments.pretrained import reading_identity
 
-        return {
-            "modules": [__name__, "genfair.models.clip", "genfair.instruments.pretrained"],
-            "packages": ["torch", "transformers", "pillow", "numpy"],
-            "files": [
-                f
-                for ref in [r for r in (self.config.clip, self.config.dino) if r]
-                for f in checkpoint_files(ref)
-            ],
-        }
+        return reading_identity(__name__, (self.config.clip, self.config.dino))
 
     def _load(self, which: str) -> tuple[Any, Any]:
         """The ``clip`` (CLIPModel, CLIPProcessor) or ``dino`` (AutoModel, AutoImageProcessor)

@@ -8,12 +8,13 @@ naming the config key and the fix (download once with ``huggingface-cli download
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from genfair.errors import ConfigError
 
-__all__ = ["checkpoint_files", "load_pretrained"]
+__all__ = ["checkpoint_files", "load_pretrained", "reading_identity"]
 
 
 def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
@@ -56,3 +57,14 @@ def checkpoint_files(ref: str) -> list[str]:
     if local.is_file():
         return [str(local)]
     return sorted(str(f) for f in local.rglob("*") if f.is_file())
+
+
+def reading_identity(module: str, refs: Sequence[str | None]) -> dict[str, list[str]]:
+    """What computes the readings of an instrument of Hugging Face networks besides its
+    config: its ``module`` and the encoders' helpers, the packages that run the networks,
+    and the files of its checkpoints ``refs`` (None: not configured)."""
+    return {
+        "modules": [module, "genfair.models.clip", __name__],
+        "packages": ["torch", "transformers", "pillow", "numpy"],
+        "files": [f for ref in refs if ref for f in checkpoint_files(ref)],
+    }
