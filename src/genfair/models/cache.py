@@ -30,6 +30,9 @@ need not agree on theirs). Another process that needs a claimed key waits for th
 answer instead of sending it too. A claim is dropped when its answer is stored (or fails),
 when it expires (an owner on another machine that died stops its heartbeat), or at once
 when its owner process on this host is dead (a killed run).
+
+The same database keeps the instruments' readings (table ``readings``: key, instrument, JSON),
+written and read by :mod:`genfair.instruments.readings`.
 """
 
 from __future__ import annotations
