@@ -221,3 +221,46 @@ def test_a_measurement_killed_half_way_resumes_and_measures_only_the_rest(
     assert [fresh.read(path) for path in first] == [
         r for r, (_, path) in zip(resumed, sorted(photos), strict=True) if path in first
     ]
+
+
+def test_a_label_step_reads_and_stores_in_the_study_cache_that_cache_url_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step context's opener (picklable) opens the study's cache: ``cache.url`` when set
+    (the team's PostgreSQL; here a SQLite URL), else ``<cache.dir>/responses.sqlite``."""
+    import pickle
+
+    import yaml
+
+    from genfair.config import StudyParams
+    from genfair.study.context import step_context
+    from genfair.study.layout import Layout
+    from tests.support.conf import read_conf
+
+    monkeypatch.delenv("GENFAIR_CACHE_URL", raising=False)
+    monkeypatch.delenv("GENFAIR_CACHE_DIR", raising=False)
+    sim = yaml.safe_load((ROOT / "conf/model/simulated_t2i.yaml").read_text())
+    team = tmp_path / "team" / "responses.sqlite"
+
+    def study(cache: dict[str, str]) -> StudyParams:
+        return StudyParams.model_validate(
+            {
+                "seed": 1,
+                "scale": "smoke",
+                "methodologies": {"fact_or_fair": read_conf("methodology/fact_or_fair.yaml")},
+                "models": {"simulated_t2i": sim},
+                "instruments": {NAME: {}},
+                "cache": cache,
+            }
+        )
+
+    for cache, where in (
+        ({"dir": str(tmp_path / "local"), "url": f"sqlite:///{team}"}, team),
+        ({"dir": str(tmp_path / "local")}, tmp_path / "local" / "responses.sqlite"),
+    ):
+        ctx = step_context(study(cache), "simulated_t2i", "fact_or_fair", Layout(tmp_path))
+        with pickle.loads(pickle.dumps(ctx.open_cache))() as opened:
+            assert opened.path == where
+            opened.put_readings([("k", NAME, {"status": "no_face"})])
+        with ResponseCache(where) as store:
+            assert store.reading_counts() == {NAME: 1}
