@@ -135,6 +135,9 @@ class _PlanCache:
     def put(self, key: str, model: str, completion: Completion) -> bool:
         raise RuntimeError("genfair plan stores nothing in the response cache")
 
+    def put_readings(self, entries: Any) -> int:
+        return 0  # readings a plan measures (IRIS's cached IFS-Gen images) are not kept either
+
     def __enter__(self) -> _PlanCache:
         return self
 
