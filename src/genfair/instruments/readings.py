@@ -200,10 +200,12 @@ def _cached(
     spec = InstrumentSpec.of(name, instrument)
     code = code_identity(instrument)
     keys = [reading_key(content, spec, code) for content in contents]
-    first = {key: index for index, key in reversed(list(enumerate(keys)))}
+    first: dict[str, int] = {}  # each distinct key's first position
+    for index, key in enumerate(keys):
+        first.setdefault(key, index)
     with _opened(cache) as store:
         found = store.get_readings(list(first)) if store is not None else {}
-        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        missing = [k for k in first if k not in found]
         log.info(
             "%s: %d readings cached, %d to measure", name, len(first) - len(missing), len(missing)
         )
