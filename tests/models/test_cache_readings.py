@@ -75,9 +75,10 @@ def test_copy_and_stats_carry_readings_into_a_team_postgresql_cache(
         cache.put("t", "openai:gpt", Completion(status="ok", text="A"))
         cache.put_readings([(f"r{i}", "face_demographics", FACE) for i in range(3)])
         cache.put_readings([("q", "image_quality", {"image": 0.5})])
+    assert main(["cache", "copy", str(laptop), postgres_db]) == 0
+    assert "(0 images) and 4 instrument readings" in capsys.readouterr().out
     with ResponseCache(laptop) as src, ResponseCache(postgres_db) as dst:
-        assert copy_entries(src, dst)["readings"] == 4
-        assert copy_entries(src, dst)["readings"] == 0
+        assert copy_entries(src, dst)["readings"] == 0  # idempotent
         assert dst.get_readings(["r1", "q"]) == {"r1": FACE, "q": {"image": 0.5}}
     assert main(["cache", "stats", postgres_db]) == 0
     out = capsys.readouterr().out
