@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from genfair.models.local import prefer_passive_waiting
 
 prefer_passive_waiting()  # before any backend imports torch (see genfair.models.local)
@@ -35,6 +37,7 @@ __all__ = [
     "ResponseCache",
     "SamplingParams",
     "build_backend",
+    "open_cache",
 ]
 
 
@@ -63,6 +66,15 @@ def __getattr__(name: str) -> object:
 
         return ResponseCache
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def open_cache(config: Any) -> Any:
+    """The response cache ``config`` (a resolved ``CacheConfig``) names, SQLAlchemy imported
+    only now: ``partial(open_cache, config)`` is a picklable opener
+    (:func:`genfair.study.context.cache_opener`)."""
+    from genfair.models.cache import ResponseCache
+
+    return ResponseCache.configured(config)
 
 
 def build_backend(config: ModelConfig) -> LLMBackend:

@@ -17,7 +17,8 @@ from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
 from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
 from genfair.methodologies.reads import step_config
-from genfair.params import CacheConfig, cache_dir, cache_url, images_url
+from genfair.models import open_cache
+from genfair.params import cache_dir, cache_url, images_url
 from genfair.study.layout import Layout
 from genfair.study.runs import measures
 
@@ -94,13 +95,7 @@ def cache_opener(params: StudyParams) -> Callable[[], Any]:
             "dir": str(cache_dir(config.dir).resolve()),
         }
     )
-    return partial(_open_cache, resolved)
-
-
-def _open_cache(config: CacheConfig) -> Any:
-    from genfair.models.cache import ResponseCache
-
-    return ResponseCache.configured(config)
+    return partial(open_cache, resolved)
 
 
 def step_context(
