@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -90,6 +91,12 @@ def test_each_image_is_measured_once_and_a_rerun_measures_nothing(
         assert read_images(again, NAME, images, store) == first
         assert store.reading_counts() == {NAME: 5}
     assert seen_again == []
+    # a stored reading that is no record (damaged, edited by hand) is measured again
+    with sqlite3.connect(cache) as db:
+        db.execute('UPDATE readings SET reading = \'{"status": "ok"}\' WHERE rowid = 1')
+    with ResponseCache(cache) as store:
+        assert read_images(again, NAME, images, store) == first
+    assert len(seen_again) == 1
 
 
 def test_another_config_code_package_or_content_is_another_reading(

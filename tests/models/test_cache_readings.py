@@ -41,6 +41,8 @@ def test_readings_are_stored_served_kept_and_counted_per_instrument(url: str) ->
         assert [found[k]["image"] for k in keys] == [i / 7 for i in range(1100)]  # exact floats
         assert cache.reading_counts() == {"face_demographics": 2, "image_quality": 1100}
         assert len(cache) == 0 and cache.counts() == {}  # readings are not answers
+        cache.drop_readings(["b", *keys[:600]])  # malformed ones, measured again
+        assert cache.reading_counts() == {"face_demographics": 1, "image_quality": 500}
 
 
 def test_an_unreadable_reading_is_a_miss(tmp_path: Path) -> None:

@@ -825,6 +825,17 @@ class FaceDemographics:
     def from_reading(reading: Mapping[str, Any], image_id: str) -> ImageRecord:
         return ImageRecord.from_reading(reading, image_id)
 
+    @staticmethod
+    def reading_problem(reading: Mapping[str, Any]) -> str | None:
+        """Why a stored reading is not a record (one line), or None."""
+        try:
+            record = ImageRecord.from_reading(reading, "<reading>")
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if record.status not in ("ok", "no_face") or (record.status == "ok") != bool(record.faces):
+            return f"status {record.status!r} with {record.n_faces} faces"
+        return None
+
     def reading_identity(self) -> dict[str, list[str]]:
         """What computes a reading besides the config: this module and the skin-tone one,
         the packages of the detector, the age/gender networks and the image decoder, and

@@ -153,7 +153,9 @@ def read_images(
     def measure(spec: InstrumentSpec, todo: list[int], on_result: OnResult) -> None:
         _measure_missing(spec, [paths[i] for i in todo], on_result, desc=desc)
 
-    return _cached(instrument, name, [sha for sha, _ in images], measure, cache, batch)
+    contents = [sha for sha, _ in images]
+    problem = getattr(instrument, "reading_problem", lambda reading: None)
+    return _cached(instrument, name, contents, measure, cache, batch, problem)
 
 
 def read_in_chunks(
@@ -164,12 +166,14 @@ def read_in_chunks(
     cache: Any,
     *,
     chunk: int = 64,
+    problem: Callable[[dict[str, Any]], str | None] = lambda reading: None,
 ) -> list[dict[str, Any]]:
     """The readings of ``contents`` (an image's sha256 with what else the reading depends
     on, e.g. ``<sha256>/prompt/<hash>``), in order, by an instrument that batches its
     networks: the missing ones are computed by ``compute(indices into contents)``, ``chunk``
     at a time, in this process, and each chunk is stored as it is done (``cache`` as in
-    :func:`read_images`)."""
+    :func:`read_images`). ``problem(reading)``: why a stored reading cannot be used (it is
+    dropped and computed again), or None."""
 
     def measure(spec: InstrumentSpec, todo: list[int], on_result: OnResult) -> None:
         for start in progress(range(0, len(todo), chunk), desc=name, unit="chunk"):
@@ -177,7 +181,7 @@ def read_in_chunks(
             for offset, reading in enumerate(compute(part)):
                 on_result(start + offset, reading)
 
-    return _cached(instrument, name, contents, measure, cache, chunk)
+    return _cached(instrument, name, contents, measure, cache, chunk, problem)
 
 
 OnResult = Callable[[int, dict[str, Any]], None]
@@ -190,11 +194,13 @@ def _cached(
     measure: Callable[[InstrumentSpec, list[int], OnResult], None],
     cache: Any,
     batch: int,
+    problem: Callable[[dict[str, Any]], str | None],
 ) -> list[dict[str, Any]]:
     """The readings of ``contents`` in order: looked up in ``cache``, the missing ones (once
     per distinct content) measured by ``measure(spec, their indices, on_result)``, which
     hands each reading on as it exists (``on_result(position among those indices, reading)``)
-    to be stored ``batch`` at a time."""
+    to be stored ``batch`` at a time. A stored reading with a ``problem`` (written by hand,
+    or damaged) is deleted and measured again."""
     if not contents:
         return []
     spec = InstrumentSpec.of(name, instrument)
@@ -205,6 +211,14 @@ def _cached(
         first.setdefault(key, index)
     with _opened(cache) as store:
         found = store.get_readings(list(first)) if store is not None else {}
+        bad = {k: why for k, r in found.items() if (why := problem(r)) is not None}
+        if bad:
+            for key, why in bad.items():
+                log.warning(
+                    "%s: dropped malformed reading %s (%s); measuring again", name, key[:12], why
+                )
+                del found[key]
+            store.drop_readings(list(bad))
         missing = [k for k in first if k not in found]
         log.info(
             "%s: %d readings cached, %d to measure", name, len(first) - len(missing), len(missing)

@@ -523,6 +523,14 @@ class ResponseCache:
             conn.execute(self._insert(READINGS), [dict(zip(names, r, strict=True)) for r in rows])
         return len(rows)
 
+    def drop_readings(self, keys: Sequence[str]) -> None:
+        """Delete the readings of ``keys`` (malformed ones, measured again)."""
+        with self._tx() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                conn.execute(
+                    READINGS.delete().where(READINGS.c.key.in_(keys[start : start + _CHUNK]))
+                )
+
     def scan_readings(self, after: str = "", limit: int = 1000) -> list[tuple[str, str, str, str]]:
         """Up to ``limit`` reading rows ``(key, instrument, reading, created_at)`` with keys
         after ``after``, in key order (``genfair cache copy``)."""

@@ -109,6 +109,7 @@ def steering_scores(
             lambda idx: [{"score": float(x)} for x in compute(idx)],
             readings,
             chunk=CHUNK,
+            problem=lambda r: None if isinstance(r.get("score"), float) else "no score",
         )
         return [f["score"] for f in found]
 
@@ -179,6 +180,7 @@ def _embeddings(
         ],
         readings,
         chunk=CHUNK,
+        problem=lambda r: None if isinstance(r.get("dino"), str) else "no embedding",
     )
     return [np.frombuffer(base64.b64decode(f["dino"]), dtype=np.float32) for f in found]
 
