@@ -11,6 +11,13 @@ counted). Each answer counts, in order of preference:
   token per 4 characters), e.g. a simulator's made-up text; the rule is recorded.
 
 An image drawn by a text-to-image model counts as one image. Failed calls count nothing.
+A count is a whole number in ``[0, MAX_COUNT]`` wherever it enters (an endpoint's ``usage``, a
+cached answer, a ledger line): anything else (negative, NaN, ``Infinity``, 10^4000) is unknown,
+never a number a budget adds up.
+
+A generate stage under ``generation.max_calls`` / ``max_cost`` runs in a :func:`budgeted`
+block: the runner asks :func:`admit` before each send, so the stage stops at its share of the
+budget even where the plan was only a lower bound (:mod:`genfair.study.budget`).
 """
 
 from __future__ import annotations
@@ -81,6 +88,25 @@ class Usage:
         }
 
 
+#: the most tokens or images one count may hold (a whole study's, with room): a larger one is
+#: no count but an endpoint's or a file's error
+MAX_COUNT = 10**15
+
+
+def valid_count(value: object) -> bool:
+    """Whether ``value`` is a count: an int (not a bool) in ``[0, MAX_COUNT]``."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def _ledger_count(value: object) -> int:
+    """A ledger line's count (a whole float such as ``3.0`` too); ``ValueError`` otherwise."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not valid_count(value):
+        raise ValueError(f"not a count in [0, {MAX_COUNT:.0e}]")
+    return value  # type: ignore[return-value]  # valid_count: an int
+
+
 _ledger: ContextVar[Usage | None] = ContextVar("genfair_usage", default=None)
 #: set in the threads that send follow-ups ahead (:func:`sent_ahead`)
 _ahead: ContextVar[bool] = ContextVar("genfair_usage_ahead", default=False)
@@ -104,7 +130,7 @@ def prompt_tokens(
 ) -> tuple[int, str]:
     """``request``'s prompt tokens and the rule that counted them (the answer's ``usage``
     when it has one)."""
-    if completion is not None and "prompt_tokens" in completion.usage:
+    if completion is not None and valid_count(completion.usage.get("prompt_tokens")):
         return completion.usage["prompt_tokens"], USAGE_RULE
     counted = backend.prompt_tokens(request)
     if counted is not None:
@@ -114,7 +140,7 @@ def prompt_tokens(
 
 def completion_tokens(backend: LLMBackend, completion: Completion) -> tuple[int, str]:
     """The answer's tokens and the rule that counted them."""
-    if "completion_tokens" in completion.usage:
+    if valid_count(completion.usage.get("completion_tokens")):  # an old cache's bad usage: unknown
         return completion.usage["completion_tokens"], USAGE_RULE
     text = completion.text or ""
     counted = backend.text_tokens(text) if text else None
@@ -135,10 +161,14 @@ def record(
 ) -> None:
     """Add one answer (cache ``key``) to the active ledger (nothing without one; failed calls
     count nothing). An answer sent ahead counts once: as sent, not when its step reads it."""
-    usage = _ledger.get()
-    if usage is None or completion.status == "error":
+    usage, budget = _ledger.get(), _budget.get()
+    if (usage is None and budget is None) or completion.status == "error":
         return
     counts, rules = count(backend, request, completion)
+    if budget is not None and source == "sent":
+        budget.spend(backend, counts)
+    if usage is None:
+        return
     with _adding:
         if source == "sent" and _ahead.get():
             usage.ahead.add(key)
@@ -147,6 +177,78 @@ def record(
             return
         getattr(usage, source).add(counts)
         usage.rules |= rules
+
+
+#: the error of a call the budget stopped (never cached: asked again when the budget allows)
+OVER_BUDGET = (
+    "not sent: the study's budget (generation.max_calls / max_cost) is reached; raise it in "
+    "conf/config.yaml and run `genfair compose`, or see `genfair plan`"
+)
+
+
+def cost(price: Any, prompt: float, completion: float, images: float) -> float:
+    """What ``prompt`` and ``completion`` tokens and ``images`` cost at a model's ``price``
+    (:class:`~genfair.models.config.Price`)."""
+    return (
+        prompt * price.input_per_million / 1e6
+        + completion * price.output_per_million / 1e6
+        + images * price.per_image
+    )
+
+
+@dataclass
+class Budget:
+    """What one generate stage may still send: ``calls`` and ``cost`` (None: no limit).
+    Calls are counted as they are admitted (sent, whatever their answer); cost as their
+    answers arrive, at each model's ``price`` (an unpriced model costs nothing here: the plan
+    refused it), so the calls already in flight when the cost is reached still finish."""
+
+    calls: int | None = None
+    cost: float | None = None
+    sent: int = 0
+    spent: float = 0.0
+    #: calls not sent because the budget was reached
+    stopped: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def admit(self, wanted: int) -> int:
+        """How many of ``wanted`` calls may go out now (counted as sent)."""
+        with self._lock:
+            allowed = wanted
+            if self.calls is not None:
+                allowed = min(allowed, max(0, self.calls - self.sent))
+            if self.cost is not None and self.spent >= self.cost:
+                allowed = 0
+            self.sent += allowed
+            self.stopped += wanted - allowed
+            return allowed
+
+    def spend(self, backend: LLMBackend, counts: Counts) -> None:
+        price = getattr(getattr(backend, "model_config", None), "price", None)
+        if price is not None:
+            with self._lock:
+                self.spent += cost(
+                    price, counts.prompt_tokens, counts.completion_tokens, counts.images
+                )
+
+
+_budget: ContextVar[Budget | None] = ContextVar("genfair_budget", default=None)
+
+
+@contextmanager
+def budgeted(budget: Budget | None) -> Iterator[Budget | None]:
+    """Hold every call the runner sends in this block to ``budget`` (None: no limit)."""
+    token = _budget.set(budget)
+    try:
+        yield budget
+    finally:
+        _budget.reset(token)
+
+
+def admit(wanted: int) -> int:
+    """How many of ``wanted`` calls the active budget lets go out now (all without one)."""
+    budget = _budget.get()
+    return wanted if budget is None else budget.admit(wanted)
 
 
 def sent_ahead() -> None:
@@ -210,7 +312,7 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
         try:
             entry = json.loads(line)
             for source in ("sent", "cached"):
-                entry[source] = Counts(**{k: int(v) for k, v in entry[source].items()})
+                entry[source] = Counts(**{k: _ledger_count(v) for k, v in entry[source].items()})
             str(entry["model"]), str(entry["methodology"])
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             log.warning(
