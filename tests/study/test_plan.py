@@ -4,6 +4,7 @@ stage output written and the cache's own keys, so "already cached" is exact; the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from genfair.cli import compose
 from genfair.config import ConfigError, StudyParams, load_params
+from genfair.errors import IncompleteGeneration
 from genfair.methodologies import register
 from genfair.models import ResponseCache, build_backend
 from genfair.models.base import ESTIMATE_RULE, Completion
@@ -419,6 +421,7 @@ class TwoStep(Quiz):
     def generate(self, probes, config, ctx):  # type: ignore[no-untyped-def]
         import pandas as pd
 
+        probes = probes.assign(prompt="First: " + probes["prompt"])  # not the quiz's calls
         first = ctx.run(self.calls(probes, config, ctx.modality), self.judge)
         answered = probes[probes["probe_id"].isin(first.loc[first["status"] == "ok", "probe_id"])]
         again = answered.assign(
@@ -433,7 +436,6 @@ def test_a_lower_bound_plan_stops_the_stage_at_the_budget(
 ) -> None:
     """Issue 44 (weak): OpenBias planned 3 calls and sent 6 under max_calls=8. The budget
     says its plan is a lower bound and the stage counts its calls as they go out."""
-    from genfair.errors import IncompleteGeneration
     from genfair.models.usage import read_ledger
     from genfair.params import usage_ledger
 
@@ -452,3 +454,73 @@ def test_a_lower_bound_plan_stops_the_stage_at_the_budget(
     assert "the budget stopped" in caplog.text
     (entry,) = read_ledger(usage_ledger(params.cache))
     assert entry["sent"].calls == QUESTIONS + 3 == _entries(params)  # what was sent is kept
+
+
+# ---- issue 43.6: the budget check plans once per params and cache state
+
+
+def _two_methodologies(base: dict, max_calls: int) -> StudyParams:
+    register(TwoStep)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        "toy_quiz": {"questions": QUESTIONS},
+        "toy_two_step": {"questions": QUESTIONS},
+    }
+    raw["generation"] = {"max_calls": max_calls}
+    return StudyParams.model_validate(with_runs(raw))
+
+
+def test_a_later_generate_reuses_the_plan_and_a_changed_cache_plans_again(
+    base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.study import budget
+
+    planned: list[int] = []
+    real = budget.plan
+    monkeypatch.setattr(budget, "plan", lambda params: planned.append(1) or real(params))
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    for methodology in ("toy_quiz", "toy_two_step"):
+        make_probes(params, methodology, layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    saved = tmp_path / "cache" / budget.PLAN_FILE
+    assert len(planned) == 1 and saved.is_file()
+    generate(params, "simulated_llm", "toy_two_step", layout)  # the cache grew by its sends
+    generate(params, "simulated_llm", "toy_quiz", layout)  # a rerun: all cached
+    assert len(planned) == 1
+    with cache_opener(params)() as cache:  # a cache changed otherwise: planned again
+        cache.put("by-hand", "m", Completion(status="ok", text="x"))
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    assert len(planned) == 2
+    changed = _two_methodologies(base, 999)  # other params: planned again
+    generate(changed, "simulated_llm", "toy_quiz", layout)
+    assert len(planned) == 3
+
+
+def test_a_reused_plan_still_holds_the_study_to_its_budget(base: dict, tmp_path: Path) -> None:
+    """Planned 12 + 12 (a lower bound) under max_calls = 27: the quiz may send 27 - 12, the
+    two-step (on the reused plan) what the quiz left; the study sends 27, no more."""
+    from genfair.models.usage import read_ledger
+    from genfair.params import usage_ledger
+
+    params, layout = _two_methodologies(base, 2 * QUESTIONS + 3), Layout(tmp_path)
+    for methodology in ("toy_quiz", "toy_two_step"):
+        make_probes(params, methodology, layout)
+    with contextlib.suppress(IncompleteGeneration):  # re-asks may pass its share
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    with pytest.raises(IncompleteGeneration):
+        generate(params, "simulated_llm", "toy_two_step", layout)
+    quiz, two_step = read_ledger(usage_ledger(params.cache))
+    assert QUESTIONS <= quiz["sent"].calls <= QUESTIONS + 3
+    assert quiz["sent"].calls + two_step["sent"].calls == 2 * QUESTIONS + 3 == _entries(params)
+
+
+def test_a_damaged_saved_plan_is_planned_again(base: dict, tmp_path: Path) -> None:
+    from genfair.study import budget
+
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    saved = tmp_path / "cache" / budget.PLAN_FILE
+    saved.parent.mkdir(parents=True)
+    saved.write_text('{"params": "x", "rows": [{"nope": 1}]}')
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    assert json.loads(saved.read_text())["params"] == budget.params_digest(params)

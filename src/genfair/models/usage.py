@@ -294,16 +294,18 @@ def append_entry(path: Path, entry: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    """The ledger's entries, oldest first (its last :data:`LEDGER_READ_BYTES`); a line that is
-    not an entry (damaged, cut short) is skipped with a warning naming it."""
+def read_ledger(path: Path, since: int = 0) -> list[dict[str, Any]]:
+    """The ledger's entries, oldest first (its last :data:`LEDGER_READ_BYTES`; those appended
+    after byte ``since``); a line that is not an entry (damaged, cut short) is skipped with a
+    warning naming it."""
     if not path.is_file():
         return []
     with path.open("rb") as fh:
         size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - LEDGER_READ_BYTES))
+        start = max(since, size - LEDGER_READ_BYTES, 0)
+        fh.seek(start)
         lines = fh.read().split(b"\n")
-    if size > LEDGER_READ_BYTES:
+    if start > since:
         lines = lines[1:]  # the first line read may be cut
     entries = []
     for number, line in enumerate(lines, 1):

@@ -345,11 +345,12 @@ def check_budget(params: StudyParams, run: tuple[str, str] | None = None) -> Bud
     if limits.max_calls is None and limits.max_cost is None:
         return None
     rows = plan(params)
-    return budget_of(limits, rows, run)
+    refuse_over(limits, rows)
+    return allowance(limits, rows, run)
 
 
-def budget_of(limits: Any, rows: Sequence[PlanRow], run: tuple[str, str] | None) -> Budget:
-    """:func:`check_budget` on a plan's ``rows``."""
+def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
+    """:func:`check_budget`'s refusal on a plan's ``rows`` (``limits``: ``generation``)."""
     total = totals(rows)
     sending = ", ".join(f"{r.model} · {r.methodology} {r.to_send:,}" for r in rows if r.to_send)
     over = None
@@ -391,14 +392,25 @@ def budget_of(limits: Any, rows: Sequence[PlanRow], run: tuple[str, str] | None)
     log.info(
         "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
     )
-    others = [r for r in rows if (r.model, r.methodology) != run]
+
+
+def allowance(
+    limits: Any,
+    rows: Sequence[PlanRow],
+    run: tuple[str, str] | None,
+    spent: tuple[int, float] = (0, 0.0),
+    done: frozenset[tuple[str, str]] = frozenset(),
+) -> Budget:
+    """What ``run`` may send: the limits less the calls and cost ``spent`` since the plan
+    and what the plan's other runs not ``done`` since would send."""
+    others = [r for r in rows if (r.model, r.methodology) not in {run, *done}]
     return Budget(
         calls=None
         if limits.max_calls is None
-        else limits.max_calls - sum(r.to_send for r in others),
+        else limits.max_calls - spent[0] - sum(r.to_send for r in others),
         cost=None
         if limits.max_cost is None
-        else limits.max_cost - sum(r.cost or 0.0 for r in others if r.to_send),
+        else limits.max_cost - spent[1] - sum(r.cost or 0.0 for r in others if r.to_send),
     )
 
 

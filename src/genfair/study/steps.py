@@ -82,11 +82,11 @@ def generate(
     # and every other stage starts without them (tests/study/test_stage_startup.py)
     from genfair.models.dask_executor import calls_executor
     from genfair.study.answers import answer, cache_opener, check_errors
-    from genfair.study.plan import check_budget
+    from genfair.study.budget import stage_budget
 
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
-    budget = check_budget(params, (model, methodology))
+    budget = stage_budget(params, model, methodology)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
         probes = probes.head(limit)
