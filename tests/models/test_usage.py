@@ -237,3 +237,7 @@ def test_a_budget_stops_sending_at_its_cost(cache) -> None:
         results = run_calls(backend, cache, calls, judge, seed=1, chunk_size=1)
     assert budget is not None and budget.spent == 6.0
     assert list(results["status"]).count("ok") == 3
+    # with the plan's cost of one call, a chunk goes out only as far as it fits: never past
+    with budgeted(Budget(cost=5.0, per_call=2.0)) as budget:
+        results = run_calls(backend, cache, [call(f"r{i}") for i in range(10)], judge, seed=1)
+    assert budget is not None and (budget.sent, budget.spent, budget.stopped) == (2, 4.0, 8)

@@ -524,3 +524,14 @@ def test_a_damaged_saved_plan_is_planned_again(base: dict, tmp_path: Path) -> No
     make_probes(params, "toy_quiz", layout)
     generate(params, "simulated_llm", "toy_quiz", layout)
     assert json.loads(saved.read_text())["params"] == budget.params_digest(params)
+
+
+def test_a_budgets_share_is_the_limits_less_the_other_runs_plan(base: dict) -> None:
+    from genfair.study.plan import check_budget
+
+    params = _params(base, {"max_cost": 100.0, "max_calls": 50}, price={"input_per_million": 1e3})
+    rows = {r.model: r for r in plan(params)}
+    share = check_budget(params, ("endpoint", "toy_quiz"))
+    assert share is not None and share.calls == 50 - rows["simulated_llm"].to_send
+    assert share.cost == pytest.approx(100.0)  # the simulator is free
+    assert share.per_call == pytest.approx(rows["endpoint"].cost / QUESTIONS)

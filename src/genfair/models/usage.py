@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -161,14 +162,13 @@ def record(
 ) -> None:
     """Add one answer (cache ``key``) to the active ledger (nothing without one; failed calls
     count nothing). An answer sent ahead counts once: as sent, not when its step reads it."""
-    usage, budget = _ledger.get(), _budget.get()
-    if (usage is None and budget is None) or completion.status == "error":
+    budget = _budget.get()
+    if budget is not None and source == "sent":
+        budget.spend(backend, request, completion)
+    usage = _ledger.get()
+    if usage is None or completion.status == "error":
         return
     counts, rules = count(backend, request, completion)
-    if budget is not None and source == "sent":
-        budget.spend(backend, counts)
-    if usage is None:
-        return
     with _adding:
         if source == "sent" and _ahead.get():
             usage.ahead.add(key)
@@ -201,11 +201,16 @@ class Budget:
     """What one generate stage may still send: ``calls`` and ``cost`` (None: no limit).
     Calls are counted as they are admitted (sent, whatever their answer); cost as their
     answers arrive, at each model's ``price`` (an unpriced model costs nothing here: the plan
-    refused it), so the calls already in flight when the cost is reached still finish."""
+    refused it). With ``per_call``, the plan's estimated cost of one call, a call goes out only
+    while the cost spent and estimated in flight leaves room for it; without one, while the
+    cost spent is under the limit (the calls already in flight then finish past it)."""
 
     calls: int | None = None
     cost: float | None = None
+    per_call: float | None = None
     sent: int = 0
+    #: sent calls whose answers arrived (failed ones too)
+    answered: int = 0
     spent: float = 0.0
     #: calls not sent because the budget was reached
     stopped: int = 0
@@ -217,16 +222,26 @@ class Budget:
             allowed = wanted
             if self.calls is not None:
                 allowed = min(allowed, max(0, self.calls - self.sent))
-            if self.cost is not None and self.spent >= self.cost:
-                allowed = 0
+            if self.cost is not None:
+                room = self.cost - self.spent
+                if self.per_call:
+                    room -= (self.sent - self.answered) * self.per_call
+                    allowed = min(allowed, max(0, math.floor(room / self.per_call)))
+                elif room <= 0:
+                    allowed = 0
             self.sent += allowed
             self.stopped += wanted - allowed
             return allowed
 
-    def spend(self, backend: LLMBackend, counts: Counts) -> None:
+    def spend(self, backend: LLMBackend, request: Request, completion: Completion) -> None:
+        """Count one sent call's answer, and its cost at its model's ``price``."""
         price = getattr(getattr(backend, "model_config", None), "price", None)
-        if price is not None:
-            with self._lock:
+        counts = None
+        if price is not None and completion.status != "error":
+            counts, _ = count(backend, request, completion)
+        with self._lock:
+            self.answered += 1
+            if counts is not None:
                 self.spent += cost(
                     price, counts.prompt_tokens, counts.completion_tokens, counts.images
                 )

@@ -404,7 +404,9 @@ def allowance(
     """What ``run`` may send: the limits less the calls and cost ``spent`` since the plan
     and what the plan's other runs not ``done`` since would send."""
     others = [r for r in rows if (r.model, r.methodology) not in {run, *done}]
+    own = [r for r in rows if (r.model, r.methodology) == run and r.to_send]
     return Budget(
+        per_call=own[0].cost / own[0].to_send if own and _bounded(own[0].cost) else None,
         calls=None
         if limits.max_calls is None
         else limits.max_calls - spent[0] - sum(r.to_send for r in others),
