@@ -9,6 +9,7 @@ import copy
 import json
 import math
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -535,3 +536,35 @@ def test_a_budgets_share_is_the_limits_less_the_other_runs_plan(base: dict) -> N
     assert share is not None and share.calls == 50 - rows["simulated_llm"].to_send
     assert share.cost == pytest.approx(100.0)  # the simulator is free
     assert share.per_call == pytest.approx(rows["endpoint"].cost / QUESTIONS)
+
+
+class NeedsInput(Quiz):
+    """A toy whose probes need a file a curation stage makes (not planned before it is)."""
+
+    name = "toy_needs_input"
+    marker: ClassVar[Path]
+
+    def build_probes(self, config, seed):  # type: ignore[no-untyped-def]
+        if not self.marker.is_file():
+            raise FileNotFoundError(f"{self.marker} not found: run its curation stage first")
+        return super().build_probes(config, seed).assign(prompt=lambda f: "Input: " + f.prompt)
+
+
+def test_a_run_not_planned_with_the_study_is_planned_at_its_own_stage(
+    base: dict, tmp_path: Path
+) -> None:
+    NeedsInput.marker = tmp_path / "curated.txt"
+    register(NeedsInput)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        "toy_quiz": {"questions": QUESTIONS},
+        "toy_needs_input": {"questions": QUESTIONS},
+    }
+    raw["generation"] = {"max_calls": QUESTIONS + 5}
+    params, layout = StudyParams.model_validate(with_runs(raw)), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)  # the other run: not planned
+    NeedsInput.marker.write_text("built")
+    make_probes(params, "toy_needs_input", layout)
+    with pytest.raises(ConfigError, match=r"max_calls is 17 and the plan sends 2\d calls"):
+        generate(params, "simulated_llm", "toy_needs_input", layout)

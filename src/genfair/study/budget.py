@@ -11,6 +11,9 @@ as sent since (each ``generate`` appends its sends, :mod:`genfair.models.usage`)
 change (new params, a cache cleared, filled by hand or by another machine, a stage killed
 before it wrote its ledger line) plans the study again.
 
+A run that could not be planned with the study (its curated inputs were not built yet) is
+planned alone when its own stage comes, and refused as a fresh plan would be.
+
 With a reused plan, a stage may send the limits less what was sent since the plan (the
 ledger's calls, and their cost at each model's ``price``) less what the plan's runs that
 have not run since would send: the same allowance a fresh plan gives, without planning.
@@ -62,7 +65,10 @@ def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | 
                 f"{sent:,}",
             )
             spent = (sent, _spent(params, since))
-            return allowance(limits, saved["rows"], run, spent, done)
+            rows = saved["rows"]
+            if any((r.model, r.methodology) == run and not r.planned for r in rows):
+                rows = _planned_now(params, limits, rows, run, spent, done)
+            return allowance(limits, rows, run, spent, done)
     ledger_bytes = _size(ledger)  # before planning: a send meanwhile makes the next stage plan
     rows = plan(params)
     refuse_over(limits, rows)
@@ -76,6 +82,24 @@ def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | 
         saved_at,
     )
     return allowance(limits, rows, run)
+
+
+def _planned_now(
+    params: StudyParams,
+    limits: Any,
+    rows: list[PlanRow],
+    run: tuple[str, str],
+    spent: tuple[int, float],
+    done: frozenset[tuple[str, str]],
+) -> list[PlanRow]:
+    """``rows`` with ``run``'s planned now (it could not be when the study was: its curated
+    inputs were not built yet), refused as a fresh plan would be when what was sent since, it
+    and the runs still to run exceed the limits."""
+    (own,) = plan(params, [run[0]], [run[1]])
+    pending = [r for r in rows if (r.model, r.methodology) not in {run, *done}]
+    sent = PlanRow("(sent since the plan)", "-", False, to_send=spent[0], cost=spent[1])
+    refuse_over(limits, [sent, own, *pending])
+    return [own if (r.model, r.methodology) == run else r for r in rows]
 
 
 def params_digest(params: StudyParams) -> str:
