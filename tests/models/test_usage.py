@@ -241,3 +241,15 @@ def test_a_budget_stops_sending_at_its_cost(cache) -> None:
     with budgeted(Budget(cost=5.0, per_call=2.0)) as budget:
         results = run_calls(backend, cache, [call(f"r{i}") for i in range(10)], judge, seed=1)
     assert budget is not None and (budget.sent, budget.spent, budget.stopped) == (2, 4.0, 8)
+
+
+def test_a_spent_budget_sends_nothing_and_waits_for_nothing(cache, caplog) -> None:
+    from genfair.models.usage import Budget, budgeted
+
+    caplog.set_level("INFO")
+    backend = FakeBackend(lambda content, attempt: "OK")
+    with budgeted(Budget(calls=0)) as budget:
+        results = run_calls(backend, cache, [call(f"q{i}") for i in range(5)], judge, seed=1)
+    assert budget is not None and budget.stopped == 5 and not backend.sent
+    assert set(results["status"]) == {"error"} and len(cache) == 0
+    assert "waiting for" not in caplog.text  # no other process holds them

@@ -278,7 +278,7 @@ def _answer(
                 flush,
             )
             later += held
-        elif not again:  # all held by other processes: wait for their answers
+        elif todo and not again:  # all held by other processes: wait for their answers
             if not waited:
                 log.info("waiting for %d calls that another process is answering", len(todo))
                 waited = True

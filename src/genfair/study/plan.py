@@ -384,10 +384,11 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
     for row in rows:
         if (row.to_send and row.lower_bound) or not row.planned:
             log.warning(
-                "%s · %s: %s; the budget counts its calls as they go out and stops it there",
+                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
                 row.model,
                 row.methodology,
                 row.note,
+                "" if row.planned else "planned at its own generate stage; ",
             )
     log.info(
         "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
