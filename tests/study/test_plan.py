@@ -568,3 +568,15 @@ def test_a_run_not_planned_with_the_study_is_planned_at_its_own_stage(
     make_probes(params, "toy_needs_input", layout)
     with pytest.raises(ConfigError, match=r"max_calls is 17 and the plan sends 2\d calls"):
         generate(params, "simulated_llm", "toy_needs_input", layout)
+
+
+def test_a_plan_that_cannot_be_saved_costs_a_warning(
+    base: dict, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from genfair.study import budget
+
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    (tmp_path / "cache" / budget.PLAN_FILE).mkdir(parents=True)  # no file can be written there
+    make_probes(params, "toy_quiz", layout)
+    assert generate(params, "simulated_llm", "toy_quiz", layout).is_file()
+    assert "the study's plan was not saved" in caplog.text

@@ -72,15 +72,18 @@ def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | 
     ledger_bytes = _size(ledger)  # before planning: a send meanwhile makes the next stage plan
     rows = plan(params)
     refuse_over(limits, rows)
-    write_json(
-        {
-            "params": digest,
-            "entries": entries,
-            "ledger_bytes": ledger_bytes,
-            "rows": [r.to_dict() for r in rows],
-        },
-        saved_at,
-    )
+    state = {
+        "params": digest,
+        "entries": entries,
+        "ledger_bytes": ledger_bytes,
+        "rows": [r.to_dict() for r in rows],
+    }
+    try:
+        write_json(state, saved_at)
+    except OSError as exc:  # local state, not an output: the next stage plans again
+        log.warning(
+            "%s: the study's plan was not saved (%s); the next stage plans again", saved_at, exc
+        )
     return allowance(limits, rows, run)
 
 
