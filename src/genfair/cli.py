@@ -377,7 +377,13 @@ def cmd_plan(args: argparse.Namespace) -> None:
     params = load_params(args.params) if args.params else _composed(args.override)[1]
     rows = plan(params, _names(args.models), _names(args.methodologies))
     if args.json:
-        print(json.dumps({"runs": [r.to_dict() for r in rows], "total": totals(rows)}, indent=2))
+        print(
+            json.dumps(
+                {"runs": [r.to_dict() for r in rows], "total": totals(rows)},
+                indent=2,
+                allow_nan=False,
+            )
+        )
     else:
         print(table(rows))
 

@@ -509,3 +509,23 @@ def test_request_decoding_and_schema_go_in_the_body(mock_openai: MockFactory) ->
         "type": "json_schema",
         "json_schema": {"name": "response", "schema": schema, "strict": False},
     }
+
+
+# --- issue 44.1 / 44.5: an endpoint's usage that is no count is never cached as one -------
+
+
+@pytest.mark.parametrize(
+    "bad", ["-7300000000000000000000000000000", "1e4000", "1" + "0" * 4000, "NaN", "-Infinity"]
+)
+def test_a_usage_that_is_no_count_is_dropped_and_the_answer_kept(
+    mock_openai: MockFactory, bad: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = (
+        '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, '
+        f'"finish_reason": "stop"}}], "usage": {{"prompt_tokens": {bad}, "completion_tokens": 2}}}}'
+    )
+    server = mock_openai(prompt_faults={"q": [Fault(body=body)]})
+    ((_, completion),) = run(make_backend(server.url), ask("q"))
+    assert completion.status == "ok" and completion.text == "fine"
+    assert completion.usage == {"completion_tokens": 2} and completion.problem() is None
+    assert "usage of prompt_tokens is no count" in caplog.text

@@ -4,18 +4,25 @@ stage output written and the cache's own keys, so "already cached" is exact; the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from genfair.cli import compose
 from genfair.config import ConfigError, StudyParams, load_params
+from genfair.errors import IncompleteGeneration
 from genfair.methodologies import register
 from genfair.models import ResponseCache, build_backend
 from genfair.models.base import ESTIMATE_RULE, Completion
+from genfair.models.config import MAX_RESPONSE_MB
 from genfair.study.answers import cache_opener
 from genfair.study.layout import Layout
 from genfair.study.plan import plan, totals
@@ -323,3 +330,253 @@ def test_an_interrupted_generate_still_records_what_it_sent(
         generate(params, "simulated_llm", "toy_quiz", layout)
     (entry,) = usage.read_ledger(usage_ledger(params.cache))
     assert entry["sent"] == usage.Counts(1, 5, 2, 0) and entry["responses"] is None
+
+
+# ---- issue 44.1 / 44.5: every guard compares finite numbers
+
+
+@given(value=st.floats(allow_nan=True, allow_infinity=True))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(value=math.inf)
+@example(value=math.nan)
+@example(value=-1.0)
+def test_a_price_or_limit_is_a_finite_number_or_refused_naming_its_key(
+    base: dict, value: float
+) -> None:
+    good = math.isfinite(value) and value >= 0
+    for generation, endpoint, key in (
+        ({}, {"price": {"per_image": value}}, "per_image"),
+        ({}, {"price": {"output_per_million": value}}, "output_per_million"),
+        ({"max_cost": value}, {}, "max_cost"),
+        ({}, {"max_response_mb": value}, "max_response_mb"),
+    ):
+        if good and key == "max_response_mb" and not 0 < value <= MAX_RESPONSE_MB:
+            continue
+        if good:
+            _params(base, generation, **endpoint)
+        else:
+            with pytest.raises(ValidationError, match=key):
+                _params(base, generation, **endpoint)
+
+
+def test_an_overflowing_cost_or_max_response_refuses_before_any_call(
+    base: dict, tmp_path: Path
+) -> None:
+    with pytest.raises(ValidationError, match="max_response_mb"):
+        _params(base, max_response_mb=1e300)  # its bytes would be inf
+    layout = Layout(tmp_path)
+    dear = _params(base, {"max_cost": 1e300}, price={"output_per_million": 1.7e308})
+    make_probes(dear, "toy_quiz", layout)
+    with pytest.raises(ConfigError, match=r"cannot bound the cost of endpoint.*conf/config.yaml"):
+        generate(dear, "simulated_llm", "toy_quiz", layout)
+    assert _entries(dear) == 0
+
+
+def test_a_negative_usage_in_the_cache_cannot_buy_a_budget(base: dict, tmp_path: Path) -> None:
+    """Issue 44.1: an endpoint's usage of -7.3e30 cached (before the guard) made the planned
+    cost negative, so max_cost=1 passed; now it is an unknown count (the text's length)."""
+    params = _params(base, {"max_cost": 1.0}, price={"output_per_million": 1e6})
+    backend = build_backend(params.model("endpoint"))
+    with cache_opener(params)() as cache:
+        cache.put(
+            "k",
+            f"openai:{backend.fingerprint['model_id']}",
+            Completion(status="ok", text="four", usage={"completion_tokens": -(7 * 10**30)}),
+        )
+    (row,) = plan(params, models=["endpoint"])
+    assert row.completion_tokens_expected == QUESTIONS and row.cost == pytest.approx(QUESTIONS)
+    layout = Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    with pytest.raises(ConfigError, match="max_cost is 1 and the plan costs 12"):
+        generate(params, "simulated_llm", "toy_quiz", layout)
+
+
+def test_plan_json_is_json_with_null_for_a_number_it_cannot_give(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from genfair.cli import main
+
+    def strict(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    monkeypatch.chdir(ROOT)
+    path = tmp_path / "plan.yaml"
+    params = _params(base, price={"output_per_million": 1.7e308})  # a cost of inf
+    path.write_text(yaml.safe_dump(params.model_dump(mode="json", exclude_unset=True)))
+    assert main(["plan", "--params", str(path), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out, parse_constant=strict)
+    (endpoint,) = [r for r in planned["runs"] if r["model"] == "endpoint"]
+    assert endpoint["cost"] is None and planned["total"]["cost"] is None
+
+
+class TwoStep(Quiz):
+    """A toy whose later calls depend on earlier answers: each answered question is asked
+    once more (so its plan is a lower bound: the first step's calls only)."""
+
+    name = "toy_two_step"
+
+    def generate(self, probes, config, ctx):  # type: ignore[no-untyped-def]
+        import pandas as pd
+
+        probes = probes.assign(prompt="First: " + probes["prompt"])  # not the quiz's calls
+        first = ctx.run(self.calls(probes, config, ctx.modality), self.judge)
+        answered = probes[probes["probe_id"].isin(first.loc[first["status"] == "ok", "probe_id"])]
+        again = answered.assign(
+            probe_id=answered["probe_id"] + "-again", prompt="Sure? " + answered["prompt"]
+        )
+        second = ctx.run(self.calls(again, config, ctx.modality), self.judge)
+        return pd.concat([first, second], ignore_index=True)
+
+
+def test_a_lower_bound_plan_stops_the_stage_at_the_budget(
+    base: dict, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 44 (weak): OpenBias planned 3 calls and sent 6 under max_calls=8. The budget
+    says its plan is a lower bound and the stage counts its calls as they go out."""
+    from genfair.models.usage import read_ledger
+    from genfair.params import usage_ledger
+
+    register(TwoStep)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {"toy_two_step": {"questions": QUESTIONS}}
+    raw["generation"] = {"max_calls": QUESTIONS + 3}
+    params = StudyParams.model_validate(with_runs(raw))
+    (row,) = plan(params)
+    assert row.to_send == QUESTIONS and row.lower_bound
+    layout = Layout(tmp_path)
+    make_probes(params, "toy_two_step", layout)
+    with pytest.raises(IncompleteGeneration):
+        generate(params, "simulated_llm", "toy_two_step", layout)
+    assert "is a lower bound" not in caplog.text and "lower bound: later calls" in caplog.text
+    assert "the budget stopped" in caplog.text
+    (entry,) = read_ledger(usage_ledger(params.cache))
+    assert entry["sent"].calls == QUESTIONS + 3 == _entries(params)  # what was sent is kept
+
+
+# ---- issue 43.6: the budget check plans once per params and cache state
+
+
+def _two_methodologies(base: dict, max_calls: int) -> StudyParams:
+    register(TwoStep)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        "toy_quiz": {"questions": QUESTIONS},
+        "toy_two_step": {"questions": QUESTIONS},
+    }
+    raw["generation"] = {"max_calls": max_calls}
+    return StudyParams.model_validate(with_runs(raw))
+
+
+def test_a_later_generate_reuses_the_plan_and_a_changed_cache_plans_again(
+    base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genfair.study import budget
+
+    planned: list[int] = []
+    real = budget.plan
+    monkeypatch.setattr(budget, "plan", lambda params: planned.append(1) or real(params))
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    for methodology in ("toy_quiz", "toy_two_step"):
+        make_probes(params, methodology, layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    saved = tmp_path / "cache" / budget.PLAN_FILE
+    assert len(planned) == 1 and saved.is_file()
+    generate(params, "simulated_llm", "toy_two_step", layout)  # the cache grew by its sends
+    generate(params, "simulated_llm", "toy_quiz", layout)  # a rerun: all cached
+    assert len(planned) == 1
+    with cache_opener(params)() as cache:  # a cache changed otherwise: planned again
+        cache.put("by-hand", "m", Completion(status="ok", text="x"))
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    assert len(planned) == 2
+    changed = _two_methodologies(base, 999)  # other params: planned again
+    generate(changed, "simulated_llm", "toy_quiz", layout)
+    assert len(planned) == 3
+
+
+def test_a_reused_plan_still_holds_the_study_to_its_budget(base: dict, tmp_path: Path) -> None:
+    """Planned 12 + 12 (a lower bound) under max_calls = 27: the quiz may send 27 - 12, the
+    two-step (on the reused plan) what the quiz left; the study sends 27, no more."""
+    from genfair.models.usage import read_ledger
+    from genfair.params import usage_ledger
+
+    params, layout = _two_methodologies(base, 2 * QUESTIONS + 3), Layout(tmp_path)
+    for methodology in ("toy_quiz", "toy_two_step"):
+        make_probes(params, methodology, layout)
+    with contextlib.suppress(IncompleteGeneration):  # re-asks may pass its share
+        generate(params, "simulated_llm", "toy_quiz", layout)
+    with pytest.raises(IncompleteGeneration):
+        generate(params, "simulated_llm", "toy_two_step", layout)
+    quiz, two_step = read_ledger(usage_ledger(params.cache))
+    assert QUESTIONS <= quiz["sent"].calls <= QUESTIONS + 3
+    assert quiz["sent"].calls + two_step["sent"].calls == 2 * QUESTIONS + 3 == _entries(params)
+
+
+def test_a_damaged_saved_plan_is_planned_again(base: dict, tmp_path: Path) -> None:
+    from genfair.study import budget
+
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    saved = tmp_path / "cache" / budget.PLAN_FILE
+    saved.parent.mkdir(parents=True)
+    saved.write_text('{"params": "x", "rows": [{"nope": 1}]}')
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    assert json.loads(saved.read_text())["params"] == budget.params_digest(params)
+
+
+def test_a_budgets_share_is_the_limits_less_the_other_runs_plan(base: dict) -> None:
+    from genfair.study.plan import check_budget
+
+    params = _params(base, {"max_cost": 100.0, "max_calls": 50}, price={"input_per_million": 1e3})
+    rows = {r.model: r for r in plan(params)}
+    share = check_budget(params, ("endpoint", "toy_quiz"))
+    assert share is not None and share.calls == 50 - rows["simulated_llm"].to_send
+    assert share.cost == pytest.approx(100.0)  # the simulator is free
+    assert share.per_call == pytest.approx(rows["endpoint"].cost / QUESTIONS)
+
+
+class NeedsInput(Quiz):
+    """A toy whose probes need a file a curation stage makes (not planned before it is)."""
+
+    name = "toy_needs_input"
+    marker: ClassVar[Path]
+
+    def build_probes(self, config, seed):  # type: ignore[no-untyped-def]
+        if not self.marker.is_file():
+            raise FileNotFoundError(f"{self.marker} not found: run its curation stage first")
+        return super().build_probes(config, seed).assign(prompt=lambda f: "Input: " + f.prompt)
+
+
+def test_a_run_not_planned_with_the_study_is_planned_at_its_own_stage(
+    base: dict, tmp_path: Path
+) -> None:
+    NeedsInput.marker = tmp_path / "curated.txt"
+    register(NeedsInput)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        "toy_quiz": {"questions": QUESTIONS},
+        "toy_needs_input": {"questions": QUESTIONS},
+    }
+    raw["generation"] = {"max_calls": QUESTIONS + 5}
+    params, layout = StudyParams.model_validate(with_runs(raw)), Layout(tmp_path)
+    make_probes(params, "toy_quiz", layout)
+    generate(params, "simulated_llm", "toy_quiz", layout)  # the other run: not planned
+    NeedsInput.marker.write_text("built")
+    make_probes(params, "toy_needs_input", layout)
+    with pytest.raises(ConfigError, match=r"max_calls is 17 and the plan sends 2\d calls"):
+        generate(params, "simulated_llm", "toy_needs_input", layout)
+
+
+def test_a_plan_that_cannot_be_saved_costs_a_warning(
+    base: dict, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from genfair.study import budget
+
+    params, layout = _two_methodologies(base, 1000), Layout(tmp_path)
+    (tmp_path / "cache" / budget.PLAN_FILE).mkdir(parents=True)  # no file can be written there
+    make_probes(params, "toy_quiz", layout)
+    assert generate(params, "simulated_llm", "toy_quiz", layout).is_file()
+    assert "the study's plan was not saved" in caplog.text

@@ -140,6 +140,40 @@ def test_a_disk_full_during_the_report_leaves_no_temporary_file(
     assert layout.report.read_bytes() == good
 
 
+def test_a_report_rerun_rewrites_only_the_sample_files_whose_rows_changed(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
+    """Issue 43.6: every report run rewrote each model's sample file (28 MB a model at paper
+    size), changed or not; now a file keeps its inode and mtime unless its rows changed."""
+    params, layout, _ = study
+    build_report(params, layout)
+    folder = layout.report.parent / "samples"
+
+    def seen() -> dict[Path, tuple[int, int]]:
+        return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*.js")}
+
+    before = seen()
+    assert len(before) >= 3
+    build_report(params, layout)
+    assert seen() == before
+    path = layout.responses("simulated_llm", "toy_evil")
+    original = path.read_bytes()
+    try:
+        responses = pd.read_parquet(path)
+        responses.loc[responses.index[-1], "text"] = "an answer edited by hand"
+        write_parquet(responses, path)
+        build_report(params, layout)
+        changed = folder / "toy_evil" / "simulated_llm.js"
+        after = seen()
+        assert after[changed] != before[changed]
+        assert "an answer edited by hand" in changed.read_text("utf-8")
+        assert {p: s for p, s in after.items() if p != changed} == {
+            p: s for p, s in before.items() if p != changed
+        }
+    finally:
+        path.write_bytes(original)
+
+
 def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout, Path]) -> None:
     params, layout, _ = study
     html = build_report(params, layout).read_text(encoding="utf-8")

@@ -14,6 +14,7 @@ from genfair.methodologies.base import Headline
 from genfair.methodologies.samples import SAMPLE_FIELDS, SampleView, guess_groups, join_samples
 from genfair.study.report import samples_href
 from genfair.study.samples import SampleFile, encode_rows, image_urls, script_json
+from tests.support.conf import ROOT
 
 HOSTILE = "<img src=x onerror=alert(1)></script><!-- & \u2028"
 
@@ -175,3 +176,69 @@ def test_open_bias_vqa_rows_show_the_image_they_asked_about() -> None:
     rows = get_methodology("open_bias").sample_rows(pd.DataFrame(), responses, labels, Path("i"))
     assert rows["image"].tolist() == ["i/aa.png", "i/aa.png", None]
     assert rows["label"].tolist() == [None, "male", "female"]
+
+
+# ---- issue 43.6: a report rerun rewrites only the sample files whose rows changed
+
+WRITER = """
+from pathlib import Path
+from genfair.io import write_text
+first = Path("input.txt").read_text()
+write_text(first, Path("samples/changed.js"), if_changed=True)
+write_text("the same rows\\n", Path("samples/same.js"), if_changed=True)
+"""
+
+
+def _stage(persist: bool) -> str:
+    out = "      - samples:\n          persist: true\n" if persist else "      - samples\n"
+    return (
+        "stages:\n  samples:\n    cmd: python writer.py\n    deps:\n      - input.txt\n"
+        f"      - writer.py\n    outs:\n{out}"
+    )
+
+
+def _seen(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+@pytest.mark.parametrize("persist", [True, False])
+def test_dvc_keeps_an_unchanged_sample_file_only_as_a_persist_output(
+    tmp_path: Path, persist: bool
+) -> None:
+    """The report stage's ``data/report/samples`` is ``persist: true`` (dvc.yaml): DVC does
+    not delete the folder before the stage, so a file ``write_text(if_changed=True)`` leaves
+    alone keeps its inode and mtime through ``dvc repro`` (DVC finds its hash in its state
+    database, its object already cached). Without ``persist`` (the control) every file is
+    new on every run."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    (tmp_path / "writer.py").write_text(WRITER)
+    (tmp_path / "dvc.yaml").write_text(_stage(persist))
+    (tmp_path / "input.txt").write_text("first rows\n")
+
+    def dvc(*args: str) -> None:
+        subprocess.run(["dvc", *args], cwd=tmp_path, env=env, check=True, capture_output=True)
+
+    dvc("init", "--no-scm")
+    dvc("repro")
+    same, changed = tmp_path / "samples/same.js", tmp_path / "samples/changed.js"
+    before = _seen(same), _seen(changed)
+    (tmp_path / "input.txt").write_text("other rows\n")
+    dvc("repro")
+    assert changed.read_text() == "other rows\n" and _seen(changed) != before[1]
+    assert (_seen(same) == before[0]) is persist
+    status = subprocess.run(
+        ["dvc", "status"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    assert "up to date" in status.stdout  # the lock holds the files as they are
+
+
+def test_the_report_stage_keeps_its_samples_between_runs() -> None:
+    import yaml
+
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["report"]
+    assert {"data/report/samples": {"persist": True}} in stage["outs"]

@@ -40,6 +40,10 @@ from genfair.urls import checked_url
 Architecture = Annotated[str | None, Field(min_length=1, pattern=r"^\S(.*\S)?$")]
 
 
+#: the largest ``max_response_mb`` (1 TiB): its byte count must stay a number a limit compares
+MAX_RESPONSE_MB = 1 << 20
+
+
 #: a probability or a rate: a float in [0, 1]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -198,7 +202,7 @@ class _OpenAIEndpoint(Strict):
     timeout_s: float = Field(60.0, gt=0)
     #: a response body larger than this (MiB, after decompression) is cut off and the call
     #: recorded as an ``error``: a runaway completion must not exhaust memory
-    max_response_mb: float = Field(8.0, gt=0)
+    max_response_mb: float = Field(8.0, gt=0, le=MAX_RESPONSE_MB)
     max_retries: int = Field(6, ge=0, le=MAX_ATTEMPTS)
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
@@ -432,7 +436,7 @@ class OpenAIT2IConfig(_T2IBase, _OpenAIEndpoint):
     #: OpenAI's images API takes no seed; some compatible servers do
     send_seed: bool = False
     #: base64 images are large: a 1792x1024 PNG is about 5 MiB
-    max_response_mb: float = Field(64.0, gt=0)
+    max_response_mb: float = Field(64.0, gt=0, le=MAX_RESPONSE_MB)
     #: ask for ``response_format: b64_json`` (dall-e-*); gpt-image-* always sends base64
     #: and rejects the field, so set this to false for them
     send_response_format: bool = True

@@ -50,6 +50,7 @@ from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
 from genfair.models.redaction import redact, register_key_env
+from genfair.models.usage import valid_count
 
 log = logging.getLogger(__name__)
 
@@ -363,11 +364,20 @@ def _kind(value: Any) -> str:
 
 
 def token_usage(data: dict[str, Any]) -> dict[str, int]:
-    """Token counts only: nested details such as ``completion_tokens_details`` dropped."""
+    """Token counts only: nested details such as ``completion_tokens_details`` dropped, and a
+    count that is none (negative, NaN, ``Infinity``, 10^4000: :func:`valid_count`) left out,
+    so the answer's tokens are counted as without ``usage`` and no budget adds it up."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return {}
-    return {str(k): v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    bad = sorted(
+        str(k)
+        for k, v in usage.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and not valid_count(v)
+    )
+    if bad:
+        log.warning("the endpoint's usage of %s is no count; counted as unknown", ", ".join(bad))
+    return {str(k): v for k, v in usage.items() if valid_count(v)}
 
 
 def response_json(response: httpx.Response) -> Any:

@@ -258,6 +258,11 @@ def _answer(
             continue
         mine = cache.claim([keys[i] for i in todo])
         send = [i for i in todo if keys[i] in mine]
+        if stopped := _over_budget(send, keys, cache, settle):
+            progress(len(stopped))
+            flush()
+            send = send[: len(send) - len(stopped)]
+            todo = [i for i in todo if i not in frozenset(stopped)]
         if send:
             held = _send(
                 backend,
@@ -273,7 +278,7 @@ def _answer(
                 flush,
             )
             later += held
-        elif not again:  # all held by other processes: wait for their answers
+        elif todo and not again:  # all held by other processes: wait for their answers
             if not waited:
                 log.info("waiting for %d calls that another process is answering", len(todo))
                 waited = True
@@ -345,6 +350,9 @@ def _send(
         mine = cache.claim(list(wanted.values()))
         now = [i for i in wanted if wanted[i] in mine]
         later.extend(i for i in wanted if wanted[i] not in mine)  # cached, or another's
+        if stopped := _over_budget(now, wanted, cache, settle):
+            progress(len(stopped))
+            now = now[: len(now) - len(stopped)]
         sent.extend(now)
         asked_of.extend(asked[i] for i in now)
         keys.extend(wanted[i] for i in now)
@@ -380,6 +388,22 @@ def _send(
             record(n, Completion(status="error", error="backend returned no completion"))
     flush()
     return later
+
+
+def _over_budget(
+    send: list[int],
+    keys: dict[int, str],
+    cache: ResponseCache,
+    settle: Callable[[int, Completion], bool],
+) -> list[int]:
+    """The tail of ``send`` the active budget stops (:func:`usage.admit`): released and
+    settled as an ``error`` (never cached: asked again once the budget allows)."""
+    stopped = send[usage.admit(len(send)) :]
+    if stopped:
+        cache.release([keys[i] for i in stopped])
+        for i in stopped:
+            settle(i, Completion(status="error", error=usage.OVER_BUDGET))
+    return stopped
 
 
 def _verdict(completion: Completion, judge: Judge, meta: dict[str, Any]) -> str:

@@ -11,12 +11,20 @@ counted). Each answer counts, in order of preference:
   token per 4 characters), e.g. a simulator's made-up text; the rule is recorded.
 
 An image drawn by a text-to-image model counts as one image. Failed calls count nothing.
+A count is a whole number in ``[0, MAX_COUNT]`` wherever it enters (an endpoint's ``usage``, a
+cached answer, a ledger line): anything else (negative, NaN, ``Infinity``, 10^4000) is unknown,
+never a number a budget adds up.
+
+A generate stage under ``generation.max_calls`` / ``max_cost`` runs in a :func:`budgeted`
+block: the runner asks :func:`admit` before each send, so the stage stops at its share of the
+budget even where the plan was only a lower bound (:mod:`genfair.study.budget`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -81,6 +89,25 @@ class Usage:
         }
 
 
+#: the most tokens or images one count may hold (a whole study's, with room): a larger one is
+#: no count but an endpoint's or a file's error
+MAX_COUNT = 10**15
+
+
+def valid_count(value: object) -> bool:
+    """Whether ``value`` is a count: an int (not a bool) in ``[0, MAX_COUNT]``."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def _ledger_count(value: object) -> int:
+    """A ledger line's count (a whole float such as ``3.0`` too); ``ValueError`` otherwise."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not valid_count(value):
+        raise ValueError(f"not a count in [0, {MAX_COUNT:.0e}]")
+    return value  # type: ignore[return-value]  # valid_count: an int
+
+
 _ledger: ContextVar[Usage | None] = ContextVar("genfair_usage", default=None)
 #: set in the threads that send follow-ups ahead (:func:`sent_ahead`)
 _ahead: ContextVar[bool] = ContextVar("genfair_usage_ahead", default=False)
@@ -104,7 +131,7 @@ def prompt_tokens(
 ) -> tuple[int, str]:
     """``request``'s prompt tokens and the rule that counted them (the answer's ``usage``
     when it has one)."""
-    if completion is not None and "prompt_tokens" in completion.usage:
+    if completion is not None and valid_count(completion.usage.get("prompt_tokens")):
         return completion.usage["prompt_tokens"], USAGE_RULE
     counted = backend.prompt_tokens(request)
     if counted is not None:
@@ -114,7 +141,7 @@ def prompt_tokens(
 
 def completion_tokens(backend: LLMBackend, completion: Completion) -> tuple[int, str]:
     """The answer's tokens and the rule that counted them."""
-    if "completion_tokens" in completion.usage:
+    if valid_count(completion.usage.get("completion_tokens")):  # an old cache's bad usage: unknown
         return completion.usage["completion_tokens"], USAGE_RULE
     text = completion.text or ""
     counted = backend.text_tokens(text) if text else None
@@ -135,6 +162,9 @@ def record(
 ) -> None:
     """Add one answer (cache ``key``) to the active ledger (nothing without one; failed calls
     count nothing). An answer sent ahead counts once: as sent, not when its step reads it."""
+    budget = _budget.get()
+    if budget is not None and source == "sent":
+        budget.spend(backend, request, completion)
     usage = _ledger.get()
     if usage is None or completion.status == "error":
         return
@@ -147,6 +177,93 @@ def record(
             return
         getattr(usage, source).add(counts)
         usage.rules |= rules
+
+
+#: the error of a call the budget stopped (never cached: asked again when the budget allows)
+OVER_BUDGET = (
+    "not sent: the study's budget (generation.max_calls / max_cost) is reached; raise it in "
+    "conf/config.yaml and run `genfair compose`, or see `genfair plan`"
+)
+
+
+def cost(price: Any, prompt: float, completion: float, images: float) -> float:
+    """What ``prompt`` and ``completion`` tokens and ``images`` cost at a model's ``price``
+    (:class:`~genfair.models.config.Price`)."""
+    return (
+        prompt * price.input_per_million / 1e6
+        + completion * price.output_per_million / 1e6
+        + images * price.per_image
+    )
+
+
+@dataclass
+class Budget:
+    """What one generate stage may still send: ``calls`` and ``cost`` (None: no limit).
+    Calls are counted as they are admitted (sent, whatever their answer); cost as their
+    answers arrive, at each model's ``price`` (an unpriced model costs nothing here: the plan
+    refused it). With ``per_call``, the plan's estimated cost of one call, a call goes out only
+    while the cost spent and estimated in flight leaves room for it; without one, while the
+    cost spent is under the limit (the calls already in flight then finish past it)."""
+
+    calls: int | None = None
+    cost: float | None = None
+    per_call: float | None = None
+    sent: int = 0
+    #: sent calls whose answers arrived (failed ones too)
+    answered: int = 0
+    spent: float = 0.0
+    #: calls not sent because the budget was reached
+    stopped: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def admit(self, wanted: int) -> int:
+        """How many of ``wanted`` calls may go out now (counted as sent)."""
+        with self._lock:
+            allowed = wanted
+            if self.calls is not None:
+                allowed = min(allowed, max(0, self.calls - self.sent))
+            if self.cost is not None:
+                room = self.cost - self.spent
+                if self.per_call:
+                    room -= (self.sent - self.answered) * self.per_call
+                    allowed = min(allowed, max(0, math.floor(room / self.per_call)))
+                elif room <= 0:
+                    allowed = 0
+            self.sent += allowed
+            self.stopped += wanted - allowed
+            return allowed
+
+    def spend(self, backend: LLMBackend, request: Request, completion: Completion) -> None:
+        """Count one sent call's answer, and its cost at its model's ``price``."""
+        price = getattr(getattr(backend, "model_config", None), "price", None)
+        counts = None
+        if price is not None and completion.status != "error":
+            counts, _ = count(backend, request, completion)
+        with self._lock:
+            self.answered += 1
+            if counts is not None:
+                self.spent += cost(
+                    price, counts.prompt_tokens, counts.completion_tokens, counts.images
+                )
+
+
+_budget: ContextVar[Budget | None] = ContextVar("genfair_budget", default=None)
+
+
+@contextmanager
+def budgeted(budget: Budget | None) -> Iterator[Budget | None]:
+    """Hold every call the runner sends in this block to ``budget`` (None: no limit)."""
+    token = _budget.set(budget)
+    try:
+        yield budget
+    finally:
+        _budget.reset(token)
+
+
+def admit(wanted: int) -> int:
+    """How many of ``wanted`` calls the active budget lets go out now (all without one)."""
+    budget = _budget.get()
+    return wanted if budget is None else budget.admit(wanted)
 
 
 def sent_ahead() -> None:
@@ -192,16 +309,18 @@ def append_entry(path: Path, entry: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    """The ledger's entries, oldest first (its last :data:`LEDGER_READ_BYTES`); a line that is
-    not an entry (damaged, cut short) is skipped with a warning naming it."""
+def read_ledger(path: Path, since: int = 0) -> list[dict[str, Any]]:
+    """The ledger's entries, oldest first (its last :data:`LEDGER_READ_BYTES`; those appended
+    after byte ``since``); a line that is not an entry (damaged, cut short) is skipped with a
+    warning naming it."""
     if not path.is_file():
         return []
     with path.open("rb") as fh:
         size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - LEDGER_READ_BYTES))
+        start = max(since, size - LEDGER_READ_BYTES, 0)
+        fh.seek(start)
         lines = fh.read().split(b"\n")
-    if size > LEDGER_READ_BYTES:
+    if start > since:
         lines = lines[1:]  # the first line read may be cut
     entries = []
     for number, line in enumerate(lines, 1):
@@ -210,7 +329,7 @@ def read_ledger(path: Path) -> list[dict[str, Any]]:
         try:
             entry = json.loads(line)
             for source in ("sent", "cached"):
-                entry[source] = Counts(**{k: int(v) for k, v in entry[source].items()})
+                entry[source] = Counts(**{k: _ledger_count(v) for k, v in entry[source].items()})
             str(entry["model"]), str(entry["methodology"])
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             log.warning(

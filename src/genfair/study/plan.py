@@ -18,8 +18,10 @@ it, else counted like prompts) times the calls to send. Cost comes from each mod
 call (``latency_s`` of its cached answers; divided by a configured ``concurrency``).
 
 ``generation.max_calls`` / ``max_cost`` make every ``generate`` stage check the whole
-study's plan first (:func:`check_budget`), so a ``dvc repro`` that would exceed them stops
-before its first call.
+study's plan first (:func:`check_budget`), so a ``dvc repro`` that would exceed them, or whose
+cost the plan cannot bound, stops before its first call. The stage then holds its own sends to
+the limits less what the plan's other runs send (:class:`~genfair.models.usage.Budget`): a run
+planned only as a lower bound stops at the budget instead of passing it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from genfair.methodologies.base import Methodology
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
-from genfair.models.usage import completion_tokens, prompt_tokens
+from genfair.models.usage import Budget, completion_tokens, cost, prompt_tokens
 from genfair.study.answers import answer, cache_opener
 from genfair.study.context import configured
 from genfair.study.fill import select_runs
@@ -49,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: the error a planned call is answered with (never cached: nothing was sent)
 PLANNED = "planned, not sent (genfair plan)"
+#: how a row that is only a lower bound begins its note
+LOWER_BOUND = "lower bound"
 #: how many of a model's latest cached answers give its observed length and speed
 OBSERVED_ANSWERS = 1000
 
@@ -103,8 +107,17 @@ class PlanRow:
     #: False: the run could not be planned (``note`` says why) and its counts are unknown
     planned: bool = True
 
+    @property
+    def lower_bound(self) -> bool:
+        return self.note.startswith(LOWER_BOUND)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: _finite(v) for k, v in asdict(self).items()}
+
+
+def _finite(value: Any) -> Any:
+    """``value``, or None for a float that is no finite number (JSON has no NaN)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 class _PlanCache:
@@ -200,7 +213,7 @@ def observe(cache: ResponseCache, model_key: str, backend: LLMBackend) -> Observ
     counted = [completion_tokens(backend, c) for c in answers if c.text is not None]
     tokens = [n for n, _ in counted]
     rules = {rule for _, rule in counted}
-    seconds = [c.latency_s for c in answers if c.latency_s > 0]
+    seconds = [c.latency_s for c in answers if 0 < c.latency_s < math.inf]
     return Observed(
         answers=len(answers),
         completion_tokens=sum(tokens) / len(tokens) if tokens else None,
@@ -213,11 +226,7 @@ def _cost(part: Part, completion: float) -> float | None:
     price = getattr(part.config, "price", None)
     if price is None:
         return 0.0 if part.backend.simulated else None
-    return (
-        part.prompt_tokens * price.input_per_million / 1e6
-        + completion * price.output_per_million / 1e6
-        + part.images * price.per_image
-    )
+    return cost(price, part.prompt_tokens, completion, part.images)
 
 
 def _plan_run(
@@ -268,7 +277,7 @@ def _plan_run(
     row.cost = None if None in costs else sum(c for c in costs if c is not None)
     row.seconds = None if None in seconds else sum(s for s in seconds if s is not None)
     if row.to_send and type(method).generate is not Methodology.generate:
-        row.note = "lower bound: later calls depend on answers still to send"
+        row.note = f"{LOWER_BOUND}: later calls depend on answers still to send"
     return row
 
 
@@ -323,17 +332,28 @@ def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
     }
     for name in ("cost", "seconds"):
         values = [getattr(r, name) for r in rows if r.to_send]
-        out[name] = None if None in values else sum(values)
+        out[name] = None if None in values else _finite(float(sum(values)))
     return out
 
 
-def check_budget(params: StudyParams) -> None:
+def check_budget(params: StudyParams, run: tuple[str, str] | None = None) -> Budget | None:
     """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``
-    or ``max_cost``, naming the plan's runs; nothing to do when neither is set."""
+    or ``max_cost``, or cannot bound them (an unpriced model, a cost that is no finite
+    number), naming the plan's runs; None when neither is set.
+
+    Else the :class:`~genfair.models.usage.Budget` of ``run`` (model, methodology): the
+    limits less what the plan's other runs send, which its ``generate`` holds its calls to as
+    they go out; a run planned only as a lower bound is thus stopped at the budget."""
     limits = params.generation
     if limits.max_calls is None and limits.max_cost is None:
-        return
+        return None
     rows = plan(params)
+    refuse_over(limits, rows)
+    return allowance(limits, rows, run)
+
+
+def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
+    """:func:`check_budget`'s refusal on a plan's ``rows`` (``limits``: ``generation``)."""
     total = totals(rows)
     sending = ", ".join(f"{r.model} · {r.methodology} {r.to_send:,}" for r in rows if r.to_send)
     over = None
@@ -344,10 +364,16 @@ def check_budget(params: StudyParams) -> None:
         )
     elif limits.max_cost is not None and total["to_send"]:
         unpriced = sorted({r.model for r in rows if r.to_send and r.cost is None})
+        unbounded = sorted({r.model for r in rows if r.to_send and not _bounded(r.cost)})
         if unpriced:
             over = (
                 f"generation.max_cost is set and {', '.join(unpriced)} has calls to send but no "
                 "`price` (give it one; `price: {}` for a free local model)"
+            )
+        elif unbounded:
+            over = (
+                f"generation.max_cost is set and the plan cannot bound the cost of "
+                f"{', '.join(unbounded)} (its `price` times its tokens is no finite number)"
             )
         elif total["cost"] > limits.max_cost:
             over = (
@@ -356,11 +382,46 @@ def check_budget(params: StudyParams) -> None:
     if over:
         raise ConfigError(
             f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
-            "in params.yaml's generation block or fill the cache"
+            "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
         )
+    for row in rows:
+        if (row.to_send and row.lower_bound) or not row.planned:
+            log.warning(
+                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
+                row.model,
+                row.methodology,
+                row.note,
+                "" if row.planned else "planned at its own generate stage; ",
+            )
     log.info(
         "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
     )
+
+
+def allowance(
+    limits: Any,
+    rows: Sequence[PlanRow],
+    run: tuple[str, str] | None,
+    spent: tuple[int, float] = (0, 0.0),
+    done: frozenset[tuple[str, str]] = frozenset(),
+) -> Budget:
+    """What ``run`` may send: the limits less the calls and cost ``spent`` since the plan
+    and what the plan's other runs not ``done`` since would send."""
+    others = [r for r in rows if (r.model, r.methodology) not in {run, *done}]
+    own = [r for r in rows if (r.model, r.methodology) == run and r.to_send]
+    return Budget(
+        per_call=own[0].cost / own[0].to_send if own and _bounded(own[0].cost) else None,
+        calls=None
+        if limits.max_calls is None
+        else limits.max_calls - spent[0] - sum(r.to_send for r in others),
+        cost=None
+        if limits.max_cost is None
+        else limits.max_cost - spent[1] - sum(r.cost or 0.0 for r in others if r.to_send),
+    )
+
+
+def _bounded(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:

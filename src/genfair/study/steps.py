@@ -23,7 +23,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.reads import fields_of, plant_fields, step_config, step_fields
 from genfair.models.config import PLACEMENT_KEYS
-from genfair.models.usage import Usage, append_entry, ledger_entry, recording
+from genfair.models.usage import Usage, append_entry, budgeted, ledger_entry, recording
 from genfair.params import (
     EXECUTION,
     PARAMS_FILE,
@@ -82,12 +82,11 @@ def generate(
     # and every other stage starts without them (tests/study/test_stage_startup.py)
     from genfair.models.dask_executor import calls_executor
     from genfair.study.answers import answer, cache_opener, check_errors
-    from genfair.study.plan import check_budget
+    from genfair.study.budget import stage_budget
 
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
-    if params.generation.max_calls is not None or params.generation.max_cost is not None:
-        check_budget(params)
+    budget = stage_budget(params, model, methodology)
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
         probes = probes.head(limit)
@@ -95,8 +94,22 @@ def generate(
     used: Usage | None = None
     written: Path | None = None
     try:
-        with calls_executor(params.generation, open_cache), recording() as used:
+        with (
+            calls_executor(params.generation, open_cache),
+            recording() as used,
+            budgeted(budget),
+        ):
             responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
+        if budget is not None and budget.stopped:
+            log.warning(
+                "%s · %s: the budget stopped %d calls (%d sent, cost %.4g); nothing computed "
+                "is lost",
+                model,
+                methodology,
+                budget.stopped,
+                budget.sent,
+                budget.spent,
+            )
         _log_status("responses", responses["status"])
         log.info("usage: %s", used.to_dict())
         check_errors(responses, params.generation.max_error_rate, f"{model} · {methodology}")
