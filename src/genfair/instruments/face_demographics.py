@@ -753,7 +753,9 @@ class FaceDemographics:
         """The one log line of ``device: cuda``: which networks the GPU runs, or the fallback."""
         nets = [c for c in (self.gender_age, self.race) if c is not None]
         gpu = [c.name for c in nets if getattr(c, "device", "cpu") == "cuda"]
-        if gpu:
+        if not nets:
+            log.info("face_demographics: device cuda: no network configured; all on the CPU")
+        elif gpu:
             cpu = [c.name for c in nets if c.name not in gpu] + [f"{self.detector.name} detector"]
             log.info(
                 "face_demographics: device cuda: %s on the GPU; %s on the CPU",
@@ -763,8 +765,9 @@ class FaceDemographics:
         else:
             log.warning(
                 "face_demographics: device cuda asked for but no GPU is usable here (onnxruntime "
-                "has no %s, torch sees no CUDA device): measuring on the CPU",
+                "lists no %s, which needs onnxruntime-gpu and a GPU): measuring %s on the CPU",
                 CUDA_PROVIDER,
+                ", ".join(c.name for c in nets),
             )
 
     # ---- model mode
