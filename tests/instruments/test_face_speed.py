@@ -74,14 +74,14 @@ def test_haar_boxes_come_in_one_order_whatever_the_threads() -> None:
 
 
 def test_agreement_of_a_smaller_detection_copy_is_counted_per_group(instrument) -> None:
-    items = [(p.image_id, p.load()) for p in full_size_photo_set(1024)[:8]]
+    items = [(p.image_id, p.load()) for p in full_size_photo_set(512)[:6]]
     ref = [instrument.measure(img, image_id=iid) for iid, img in items]
     same = agreement(ref, ref)
     assert same[["identical", "has_face", "n_faces", "gender"]].all().all()
     fast = FaceDemographics({"detector": {"name": "opencv_haar", "params": {"max_side": 384}}})
     other = [fast.measure(img, image_id=iid) for iid, img in items]
     table = agreement(ref, other)
-    assert not table["identical"].all()  # a 384-px copy moves boxes
+    assert not table["identical"].all()  # a 384-px copy of a 512-px image moves boxes
     by_group = agreement_by_group(table)
     # counted by hand from the table
     female = table[table["ref_gender"] == "female"]
