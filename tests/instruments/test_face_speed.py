@@ -145,3 +145,23 @@ def test_a_registered_network_without_a_device_argument_still_builds() -> None:
         assert inst.measure(data.astronaut()).primary.age_group == "young"
     finally:
         fd.GENDER_AGE.pop("speed_test_fixed")
+
+
+def test_a_torchscript_race_model_on_device_cuda_falls_back_to_the_cpu(tmp_path, caplog) -> None:
+    torch = pytest.importorskip("torch")
+
+    class Planted(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 7) + x.mean() * 0
+
+    weights = tmp_path / "race.pt"
+    torch.jit.trace(Planted(), torch.zeros(1, 3, 224, 224)).save(str(weights))
+    config = {"gender_age": None, "race": {"weights": str(weights)}}
+    with caplog.at_level(logging.INFO, logger=fd.__name__):
+        inst = FaceDemographics({**config, "device": "cuda"})
+    assert inst.race.device == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        (line,) = [r.getMessage() for r in caplog.records if r.name == fd.__name__]
+        assert line.endswith("measuring fairface:race.pt on the CPU")
+    face = inst.measure(data.astronaut()).primary
+    assert face.race == FaceDemographics(config).measure(data.astronaut()).primary.race
