@@ -663,15 +663,6 @@ def records_to_frames(records: Iterable[ImageRecord]):
 # --------------------------------------------------------------------------- images
 
 
-def _built(cls: Callable[..., Any], device: str, params: Mapping[str, Any]) -> Any:
-    """A network component from its params, given ``device`` when it takes one (a registered
-    component without a ``device`` argument runs where it runs)."""
-    kwargs = dict(params)
-    if "device" in inspect.signature(cls).parameters:
-        kwargs.setdefault("device", device)
-    return cls(**kwargs)
-
-
 def load_rgb(image: Any, image_id: str = "<image>") -> np.ndarray:
     """A path, PIL image or array -> uint8 (H, W, 3) RGB. Gray is repeated to 3 channels;
     float arrays must be in [0, 1]; an alpha channel is dropped."""
@@ -710,6 +701,15 @@ def load_rgb(image: Any, image_id: str = "<image>") -> np.ndarray:
 # --------------------------------------------------------------------------- instrument
 
 _TRUTH_KEYS = {"gender", "age", "age_group", "monk", "skin_group", "race"}
+
+
+def _built(cls: Callable[..., Any], device: str, params: Mapping[str, Any]) -> Any:
+    """A network component from its params, given ``device`` when it takes one (a registered
+    component without a ``device`` argument runs where it runs)."""
+    kwargs = dict(params)
+    if "device" in inspect.signature(cls).parameters:
+        kwargs.setdefault("device", device)
+    return cls(**kwargs)
 
 
 class FaceDemographics:
