@@ -294,3 +294,91 @@ def test_every_integer_count_of_every_config_has_an_upper_bound() -> None:
             if not any(isinstance(m, bounds) for m in field.metadata):
                 unbounded.append(f"{model.__module__}.{model.__qualname__}.{name}")
     assert not unbounded, unbounded
+
+
+# ---- issue 44.3: the guard sees what the loader sees; interpolated strings are bounded
+
+#: 30 lines, each value two copies of the one above: 2^29 x 16 characters once resolved
+STRING_BOMB = "a0: xxxxxxxxxxxxxxxx\n" + "".join(
+    f"a{i}: ${{.a{i - 1}}}${{.a{i - 1}}}\n" for i in range(1, 30)
+)
+
+
+def _bounded(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``args`` run in ``cwd`` under 3 GB of address space and 120 s: a bomb that got past
+    the guard ends in MemoryError or a timeout instead of taking the machine."""
+    return subprocess.run(
+        ["bash", "-c", 'ulimit -v 3000000 && exec timeout 120 "$@"', "bounded", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+    )
+
+
+@pytest.mark.parametrize("directive", ["%YAML 1.3", "%YAML 1.9", "%YAML 1.1"])
+def test_an_alias_bomb_behind_any_version_directive_is_refused(directive: str, study: Path) -> None:
+    """libyaml refuses ``%YAML 1.3``, PyYAML's pure-Python parser (OmegaConf's) reads it: the
+    guard skipped the file and `genfair config` hung before."""
+    text = f"{directive}\n---\n{BOMB}"
+    with pytest.raises(ConfigError, match=r"^x\.yaml: line 4: YAML alias \*a refused"):
+        check_yaml(text, "x.yaml")
+    (study / "conf/model/bomb.yaml").write_text(text)
+    run = _bounded(["genfair", "config", "-o", "+model@models.x=bomb"], study)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().count("\n") == 0
+    assert "conf/model/bomb.yaml: line 4: YAML alias *a refused" in run.stderr
+
+
+def test_a_string_interpolation_bomb_in_conf_is_refused_before_it_is_built(study: Path) -> None:
+    """572 bytes of ``${.a0}${.a0}`` chains: MemoryError at 3.3 GB before."""
+    with pytest.raises(ConfigError, match=r"build a string of about 8,589,934,592 characters"):
+        check_yaml(STRING_BOMB, "x.yaml")
+    (study / "conf/model/sbomb.yaml").write_text(STRING_BOMB)
+    run = _bounded(["genfair", "config", "-o", "+model@models.x=sbomb"], study)
+    assert run.returncode == 2, run.stderr
+    assert (
+        "conf/model/sbomb.yaml: its interpolations (${...}) build a string of about" in (run.stderr)
+        and run.stderr.strip().count("\n") == 0
+    )
+    check_yaml("a: xx\nb: '${.a} and ${.a}'\nc: '${b}${b}'\n", "fine.yaml")
+
+
+def test_a_string_bomb_no_file_shows_is_refused_where_omegaconf_builds_it(study: Path) -> None:
+    """Chained through overrides (each file is harmless), so only the bound where OmegaConf
+    joins an interpolated string sees it: in genfair's composition and in DVC's own
+    (``compose_and_dump``, what ``dvc exp run -S`` calls)."""
+    chain = [f"+a{i}=${{a{i - 1}}}${{a{i - 1}}}" for i in range(1, 30)]
+    overrides = ["+a0=xxxxxxxxxxxxxxxx", *chain]
+    run = _bounded(["genfair", "config", *[a for o in overrides for a in ("-o", o)]], study)
+    assert run.returncode == 2, run.stderr
+    assert "would build a string of more than 1,000,000 characters" in run.stderr
+    assert run.stderr.strip().count("\n") == 0
+    dvc_compose = (
+        "import sys; from dvc.utils.hydra import compose_and_dump; "
+        "compose_and_dump('out.yaml', sys.argv[1], None, 'config', '.', sys.argv[2:])"
+    )
+    run = _bounded(["python", "-c", dvc_compose, str(study / "conf"), *overrides], study)
+    assert run.returncode == 1 and "MemoryError" not in run.stderr, run.stderr
+    assert "would build a string of more than 1,000,000 characters" in run.stderr
+    assert not (study / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("where", ["override", "conf file"])
+def test_oc_env_is_refused_and_no_variable_reaches_params_yaml(
+    where: str, study: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: ``${oc.env:PGPASSWORD}`` wrote the password into the composed params.yaml."""
+    monkeypatch.setenv("PGPASSWORD", "canary-pg-password-5f1e")
+    if where == "override":
+        args = ["compose", "-o", "+tracking.note=${oc.env:PGPASSWORD}"]
+    else:
+        (study / "conf/model/leak.yaml").write_text(
+            "backend: simulated\nmodel_id: leak\ndescription: ${oc.env:PGPASSWORD}\n"
+        )
+        args = ["compose", "-o", "+model@models.leak=leak"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "${oc.env:PGPASSWORD} refused" in err
+    assert "canary-pg-password" not in err
+    assert (study / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()

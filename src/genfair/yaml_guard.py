@@ -5,42 +5,84 @@ billions of nodes once Hydra, OmegaConf or pydantic walks it ("billion laughs").
 never need them, so a file with an alias is refused, as is one nested deeper than
 :data:`MAX_DEPTH` (PyYAML's constructor recurses once per level). OmegaConf interpolations
 (``${a}``) copy the node they name where Hydra resolves them, so they can grow the same way:
-a file whose interpolations of its own keys expand past :data:`MAX_NODES` values is refused
-too. The check reads the parser's events and node graph only (libyaml where PyYAML has it):
-linear in the file's size, nothing is expanded.
+a file whose interpolations of its own keys expand past :data:`MAX_NODES` values, or build a
+string longer than :data:`MAX_INTERPOLATED_CHARS` (``${.a}${.a}`` doubling per line), is
+refused too. The check reads the parser's events and node graph only: linear in the file's
+size, nothing is expanded. libyaml parses first (several times faster); a file it refuses is
+parsed again by PyYAML's pure-Python parser, which is what OmegaConf and Hydra load with and
+which accepts more (``%YAML 1.3``), so the guard sees every document a loader reads.
 It runs for ``params.yaml`` wherever genfair reads it and, through genfair's Hydra plugin
 (:mod:`hydra_plugins.genfair`), for every file under a config folder before Hydra loads any
-(``genfair compose/config/try/exp`` and DVC's own ``dvc exp run``).
+(``genfair compose/config/try/exp`` and DVC's own ``dvc exp run``). What no file shows (an
+interpolation across files or in an override) is bounded where OmegaConf builds the string
+(:func:`bound_interpolated_strings`), and ``${oc.env:...}`` is refused there
+(:func:`refuse_environment_resolvers`).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from genfair.errors import ConfigError
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "check_yaml", "check_yaml_folder", "read_yaml"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INTERPOLATED_CHARS",
+    "MAX_NODES",
+    "bound_interpolated_strings",
+    "check_yaml",
+    "check_yaml_folder",
+    "read_yaml",
+    "refuse_environment_resolvers",
+]
 
 #: nesting a config may have (the composed study reaches 8)
 MAX_DEPTH = 64
 #: values one file may expand to through its interpolations (the composed study has ~1,500)
 MAX_NODES = 1_000_000
-#: a value that is one OmegaConf interpolation of a key (``${a.b}``, ``${.a}``)
+#: characters one interpolated string may reach (the study's longest is under 200)
+MAX_INTERPOLATED_CHARS = 1_000_000
+#: an OmegaConf interpolation of a key (``${a.b}``, ``${.a}``), not of a resolver (``${x:y}``)
 _INTERPOLATION = re.compile(r"\$\{(\.*[\w.-]+)\}")
 
 #: libyaml's loader where PyYAML has it (several times faster than the pure-Python one)
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _events(text: str) -> Iterator[yaml.Event]:
+    """The parser's events of ``text``: libyaml's, or PyYAML's pure-Python parser's (what
+    OmegaConf loads with) when libyaml refuses the text, which that parser may accept."""
+    try:
+        yield from list(yaml.parse(text, Loader=LOADER))
+    except yaml.YAMLError:
+        if LOADER is yaml.SafeLoader:
+            raise
+        yield from yaml.parse(text, Loader=yaml.SafeLoader)
+
+
+def _compose(text: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=LOADER)
+    except yaml.YAMLError:
+        if LOADER is yaml.SafeLoader:
+            raise
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def check_yaml(text: str, source: str) -> None:
-    """:class:`ConfigError` naming ``source`` and the line when ``text`` holds a YAML alias or
-    nests deeper than :data:`MAX_DEPTH`; a syntax error is left to the reader that follows."""
+    """:class:`ConfigError` naming ``source`` and the line when ``text`` holds a YAML alias,
+    nests deeper than :data:`MAX_DEPTH` or interpolates past :data:`MAX_NODES` values or
+    :data:`MAX_INTERPOLATED_CHARS` characters; a syntax error is left to the reader that
+    follows."""
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=LOADER):
+        for event in _events(text):
             if isinstance(event, yaml.AliasEvent):
                 raise ConfigError(
                     f"{source}: line {event.start_mark.line + 1}: YAML alias *{event.anchor} "
@@ -56,24 +98,29 @@ def check_yaml(text: str, source: str) -> None:
                     )
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-        root = yaml.compose(text, Loader=LOADER)
+        root = _compose(text) if "${" in text else None
     except yaml.YAMLError:
         return
-    if root is not None and "${" in text:
-        total = _expanded_size(root, source)
-        if total > MAX_NODES:
+    if root is not None:
+        nodes, chars = _expanded_size(root, source)
+        if nodes > MAX_NODES:
             raise ConfigError(
-                f"{source}: its interpolations (${{...}}) expand to about {total:,} values, more "
+                f"{source}: its interpolations (${{...}}) expand to about {nodes:,} values, more "
                 f"than {MAX_NODES:,}: write the values out, or interpolate scalars only"
+            )
+        if chars > MAX_INTERPOLATED_CHARS:
+            raise ConfigError(
+                f"{source}: its interpolations (${{...}}) build a string of about {chars:,} "
+                f"characters, more than {MAX_INTERPOLATED_CHARS:,}: write the value out"
             )
 
 
-def _expanded_size(root: yaml.Node, source: str) -> int:
-    """How many values ``root`` holds once each value that is one interpolation (``${a.b}``)
-    is replaced by the node of this file it names (a key path that ends the interpolated
-    one; the file's place in the composed config is not known here). Hydra and OmegaConf copy
-    an interpolated node where it is used, so repeated interpolations of interpolations grow
-    as aliases do."""
+def _expanded_size(root: yaml.Node, source: str) -> tuple[int, int]:
+    """How many values ``root`` holds, and how long its longest string is, once each
+    interpolation (``${a.b}``) is replaced by the node of this file it names (a key path that
+    ends the interpolated one; the file's place in the composed config is not known here).
+    Hydra and OmegaConf copy an interpolated node where it is used and concatenate
+    interpolated strings, so repeated interpolations of interpolations grow as aliases do."""
     paths: dict[str, yaml.Node] = {}
 
     def index(node: yaml.Node, path: str) -> None:
@@ -86,27 +133,42 @@ def _expanded_size(root: yaml.Node, source: str) -> int:
                 index(value, f"{path}.{i}" if path else str(i))
 
     index(root, "")
-    sizes: dict[int, int] = {}
+    sizes: dict[int, tuple[int, int]] = {}
+    longest = [0]  # characters of the longest string
 
-    def size(node: yaml.Node, open_: frozenset[int]) -> int:
+    def size(node: yaml.Node, open_: frozenset[int]) -> tuple[int, int]:
         if id(node) in sizes:
             return sizes[id(node)]
         if id(node) in open_:  # a cycle: OmegaConf refuses it itself
-            return 1
+            return 1, 1
         open_ = open_ | {id(node)}
-        if isinstance(node, yaml.MappingNode):
-            total = 1 + sum(size(value, open_) for _, value in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(size(value, open_) for value in node.value)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            children = (
+                [value for _, value in node.value]
+                if isinstance(node, yaml.MappingNode)
+                else node.value
+            )
+            parts = [size(value, open_) for value in children]
+            total = 1 + sum(n for n, _ in parts), 2 + sum(c + 2 for _, c in parts)
         else:
-            found = _INTERPOLATION.fullmatch(str(node.value))
+            text = str(node.value)
+            found = _INTERPOLATION.fullmatch(text)
             target = found and _target(found.group(1).lstrip("."), paths)
-            total = size(target, open_) if target is not None else 1
+            if target is not None:
+                total = size(target, open_)
+            else:  # a string with interpolations in it: their text replaces each
+                chars = len(text)
+                for found in _INTERPOLATION.finditer(text):
+                    part = _target(found.group(1).lstrip("."), paths)
+                    if part is not None:
+                        chars += size(part, open_)[1] - len(found.group(0))
+                total = 1, chars
+            longest[0] = max(longest[0], total[1])
         sizes[id(node)] = total
         return total
 
     try:
-        return size(root, frozenset())
+        return size(root, frozenset())[0], longest[0]
     except RecursionError:  # a chain of hundreds of interpolations: no config needs one
         raise ConfigError(
             f"{source}: interpolations chained too deep: write the values out"
@@ -141,3 +203,64 @@ def check_yaml_folder(folder: str | Path, shown: str | None = None) -> None:
                 path.read_text(encoding="utf-8", errors="replace"),
                 str(Path(shown or folder) / path.relative_to(folder)),
             )
+
+
+_building = threading.local()
+
+
+def bound_interpolated_strings() -> None:
+    """Make OmegaConf refuse, with a :class:`ConfigError`, a string its interpolations would
+    build past :data:`MAX_INTERPOLATED_CHARS` characters, before building it. Covers what
+    :func:`check_yaml` cannot see: interpolations across files and in overrides
+    (``-S 'a=${b}${b}'``), in every process that composes with Hydra (genfair's and DVC's
+    ``dvc exp run``: genfair's Hydra plugin calls this). OmegaConf joins a string's parts in
+    ``GrammarVisitor._unescape``, resolving each interpolation in it first: each part's
+    length is counted as it is resolved, and the join refused once their sum is too long."""
+    from omegaconf.grammar_visitor import GrammarVisitor
+
+    if getattr(GrammarVisitor, "_genfair_bounded", False):
+        return
+    unescape, interpolation = GrammarVisitor._unescape, GrammarVisitor.visitInterpolation
+
+    def bounded_unescape(self: GrammarVisitor, seq: list[Any]) -> str:
+        stack = _building.__dict__.setdefault("stack", [])
+        stack.append([self, 0])
+        try:
+            return unescape(self, seq)
+        finally:
+            stack.pop()
+
+    def counted_interpolation(self: GrammarVisitor, ctx: Any) -> Any:
+        value = interpolation(self, ctx)
+        stack = getattr(_building, "stack", None)
+        if stack and stack[-1][0] is self:  # a part of the string this visitor is joining
+            stack[-1][1] += len(value) if isinstance(value, str) else len(str(value))
+            if stack[-1][1] > MAX_INTERPOLATED_CHARS:
+                raise ConfigError(
+                    f"interpolations (${{...}}) would build a string of more than "
+                    f"{MAX_INTERPOLATED_CHARS:,} characters: write the value out"
+                )
+        return value
+
+    GrammarVisitor._unescape = bounded_unescape  # type: ignore[method-assign]
+    GrammarVisitor.visitInterpolation = counted_interpolation  # type: ignore[method-assign]
+    GrammarVisitor._genfair_bounded = True  # type: ignore[attr-defined]
+
+
+def _environment_refused(name: str, *_: object) -> None:
+    raise ConfigError(
+        f"${{oc.env:{name}}} refused: a composed config is written to params.yaml, dvc.lock "
+        "and MLflow, and a config from someone else must not choose which variable of this "
+        "machine lands there: write the value into conf/ or pass it with -S"
+    )
+
+
+def refuse_environment_resolvers() -> None:
+    """Replace OmegaConf's ``oc.env`` (the one resolver that reads the environment; none
+    reads files) with one that refuses, in every process that composes with Hydra: a
+    composed config is stored verbatim (``params.yaml``), so a variable read into it (a
+    password) would be committed. Secrets reach genfair only where its code reads them
+    (``api_key_env``, docs/security.md)."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("oc.env", _environment_refused, replace=True)
