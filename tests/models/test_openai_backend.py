@@ -16,13 +16,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from genfair.errors import ConfigError
 from genfair.models.base import Completion, Request
 from genfair.models.config import OpenAIModelConfig, SamplingParams
 from genfair.models.openai import OpenAIChatBackend, _retry_after_s
 from tests.support.mock_openai import Fault, MockOpenAI
 
 MockFactory = Callable[..., MockOpenAI]
-KEY_ENV = "GENFAIR_TEST_OPENAI_KEY"
+KEY_ENV = "GENFAIR_TEST_OPENAI_API_KEY"
 SECRET = "sk-test-Zq8v1TOPSECRETkey"
 
 
@@ -316,6 +317,21 @@ def test_missing_key_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) 
         make_backend("http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
 
 
+def test_a_secret_variable_is_never_sent_even_when_the_composing_machine_allowed_it(
+    mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is where the key is read too: the machine that runs a stage (a Dask
+    worker) has its own allow-list. Before: the endpoint received ``Bearer <PGPASSWORD>``."""
+    monkeypatch.setenv("GENFAIR_ALLOWED_KEY_ENVS", "PGPASSWORD")
+    config = OpenAIModelConfig(
+        backend="openai", model_id="m", base_url=mock_openai().url, api_key_env="PGPASSWORD"
+    )
+    monkeypatch.delenv("GENFAIR_ALLOWED_KEY_ENVS")
+    monkeypatch.setenv("PGPASSWORD", "canary-postgres-password")
+    with pytest.raises(ConfigError, match=r"^model 'm': api_key_env: only a variable named like"):
+        OpenAIChatBackend(config)
+
+
 def test_key_is_sent_but_never_exposed(
     mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -430,7 +446,7 @@ def test_a_slow_but_complete_trickle_within_the_deadline_is_ok(mock_openai: Mock
 def test_a_key_echoed_in_an_answer_is_redacted(
     mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    other_env = "GENFAIR_TEST_OTHER_KEY"
+    other_env = "GENFAIR_TEST_OTHER_API_KEY"
     other = "other-secret-value-123456"
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.setenv(other_env, other)

@@ -11,6 +11,7 @@ from genfair.config import format_errors
 from genfair.models.base import Completion
 from genfair.models.config import ModelConfig, OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig
 from genfair.models.redaction import (
+    ALLOWED_KEY_ENVS,
     MASK,
     key_env_problem,
     redact,
@@ -60,9 +61,40 @@ def test_the_study_config_error_names_the_key_without_the_value():
         "VERY_LONG_NAME_OF_AN_OPENAI_COMPATIBLE_ENDPOINT_API_KEY",
     ],
 )
-def test_variable_names_are_accepted(name):
+def test_variable_names_are_accepted(name, monkeypatch):
     assert key_env_problem(name) is None
+    if not name.endswith("_API_KEY"):  # another form: the user allows it by name
+        monkeypatch.setenv(ALLOWED_KEY_ENVS, f"OTHER, {name}")
     assert OpenAIModelConfig(backend="openai", model_id="m", api_key_env=name).api_key_env == name
+
+
+@pytest.mark.parametrize(
+    "name", ["PGPASSWORD", "MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"]
+)
+def test_a_config_cannot_name_another_secret_as_its_key(name, monkeypatch):
+    """Before: ``api_key_env: PGPASSWORD`` sent the PostgreSQL password to the config's
+    ``base_url`` as ``Bearer ...``."""
+    monkeypatch.delenv(ALLOWED_KEY_ENVS, raising=False)
+    data = {"backend": "openai", "model_id": "m", "api_key_env": name}
+    with pytest.raises(ValidationError) as caught:
+        TypeAdapter(ModelConfig).validate_python(data)
+    [problem] = format_errors(caught.value, "params.yaml", ("models", "gpt"), data=data).split(
+        "\n"
+    )[1:]  # under "invalid configuration:", one line a problem
+    assert (
+        problem.strip().startswith(
+            "params.yaml: models.gpt.api_key_env: Value error, only a variable named like "
+            "OPENAI_API_KEY"
+        )
+        and f"export {ALLOWED_KEY_ENVS}=" in problem
+    )
+
+
+def test_the_users_allow_list_is_the_only_one_when_set(monkeypatch):
+    monkeypatch.setenv(ALLOWED_KEY_ENVS, "LAB_ENDPOINT_SECRET")
+    OpenAIModelConfig(backend="openai", model_id="m", api_key_env="LAB_ENDPOINT_SECRET")
+    with pytest.raises(ValidationError, match=f"not listed in {ALLOWED_KEY_ENVS}"):
+        OpenAIModelConfig(backend="openai", model_id="m", api_key_env="OPENAI_API_KEY")
 
 
 def test_redact_masks_every_registered_value_longest_first(monkeypatch):

@@ -45,11 +45,12 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from genfair.errors import ConfigError
 from genfair.logs import printable
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
-from genfair.models.redaction import redact, register_key_env
+from genfair.models.redaction import key_env_refusal, redact, register_key_env
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,9 @@ class OpenAIChatBackend(LLMBackend):
         self._url = config.base_url.rstrip("/") + self._path
         self._api_key: str | None = None
         if config.api_key_env is not None:
+            refusal = key_env_refusal(config.api_key_env)
+            if refusal:  # this machine's allow-list may differ from the composing one's
+                raise ConfigError(f"model {config.model_id!r}: api_key_env: {refusal}")
             register_key_env(config.api_key_env)
             self._api_key = os.environ.get(config.api_key_env) or None
             if self._api_key is None:
