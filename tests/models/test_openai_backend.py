@@ -6,6 +6,8 @@ import json
 import logging
 import socket
 import time
+import tracemalloc
+import zlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -20,6 +22,7 @@ from genfair.errors import ConfigError
 from genfair.models.base import Completion, Request
 from genfair.models.config import OpenAIModelConfig, SamplingParams
 from genfair.models.openai import OpenAIChatBackend, _retry_after_s
+from tests.support.bombs import gzip_bomb, stacked_gzip_bomb
 from tests.support.mock_openai import Fault, MockOpenAI
 
 MockFactory = Callable[..., MockOpenAI]
@@ -406,6 +409,47 @@ def test_huge_answer_is_cut_off_and_an_error(mock_openai: MockFactory, chunked: 
     server = mock_openai(prompt_faults={"q": [Fault.huge(300_000, chunked)]})
     [(_, completion)] = run(make_backend(server.url, max_response_mb=1), ask("q"))
     assert completion.status == "ok" and len(completion.text or "") == 300_000
+
+
+def _gzipped_answer(layers: int) -> bytes:
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}}]}
+    body = json.dumps(answer).encode()
+    for _ in range(layers):
+        body = zlib.compress(body, wbits=16 + zlib.MAX_WBITS)
+    return body
+
+
+def test_stacked_content_encodings_are_an_error_read_in_little_memory(
+    mock_openai: MockFactory,
+) -> None:
+    """``Content-Encoding: gzip, gzip`` from a real server on 127.0.0.1: 4,910 bytes on the
+    wire, 2 GiB after both layers; before, httpx inflated it whole (4.4 GB resident)."""
+    stacked = (("Content-Encoding", "gzip, gzip"),)
+    server = mock_openai(prompt_faults={"q": [Fault(body=stacked_gzip_bomb(), headers=stacked)]})
+    tracemalloc.start()
+    try:
+        [(_, completion)] = run(make_backend(server.url), ask("q"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    assert completion.status == "error" and server.calls == 1  # not retried
+    assert completion.error == (
+        "Content-Encoding 'gzip, gzip': more than one coding refused "
+        "(each can multiply the body's size)"
+    )
+    # one layer is decoded, and its bomb cut at max_response_mb
+    one = (("Content-Encoding", "gzip"),)
+    server = mock_openai(
+        prompt_faults={
+            "q": [Fault(body=gzip_bomb(), headers=one)],
+            "ok": [Fault(body=_gzipped_answer(1), headers=one)],
+        }
+    )
+    done = {r.messages[-1]["content"]: c for r, c in run(make_backend(server.url), ask("q", "ok"))}
+    assert done["q"].status == "error" and "max_response_mb = 8 MiB" in (done["q"].error or "")
+    assert done["ok"].status == "ok" and done["ok"].text == "fine"
+    assert {r.headers["accept-encoding"] for r in server.requests} == {"gzip, deflate"}
 
 
 # --- timeout_s is a total deadline (issue 16) -------------------------------------------------
