@@ -3,11 +3,16 @@ already in the local Hugging Face cache: never fetched at run time (``local_file
 
 A missing folder or an id not in the cache is one :class:`~genfair.errors.ConfigError` line
 naming the config key and the fix (download once with ``huggingface-cli download <id>``, or
-``save_pretrained`` into a folder)."""
+``save_pretrained`` into a folder). A checkpoint is data, never code: its own code
+(``auto_map`` in ``config.json``) is never run, and transformers is told so
+(``trust_remote_code=False``) instead of asking "Do you wish to run the custom code? [y/N]"
+inside a stage; a weights pickle holding more than tensors is refused by torch's
+weights-only loader, unread. Both are one line naming the key."""
 
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +37,20 @@ def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
         )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        return cls.from_pretrained(source, local_files_only=True, **kwargs)
+        return cls.from_pretrained(source, local_files_only=True, trust_remote_code=False, **kwargs)
+    except pickle.UnpicklingError:
+        raise ConfigError(
+            f"params.yaml: {key}: {source}: a weights file holds a pickle of more than tensors, "
+            "refused unread (it could run code): use a safetensors checkpoint "
+            "(model.safetensors) from a source you trust"
+        ) from None
+    except ValueError as exc:
+        if "trust_remote_code" not in str(exc):
+            raise
+        raise ConfigError(
+            f"params.yaml: {key}: {source} asks to run its own code (auto_map in config.json), "
+            "which genfair never does: use a checkpoint of an architecture transformers ships"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"params.yaml: {key}: {ref!r} is neither a checkpoint folder nor a model id in the "
