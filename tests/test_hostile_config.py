@@ -382,3 +382,46 @@ def test_oc_env_is_refused_and_no_variable_reaches_params_yaml(
     assert "\n" not in err and "${oc.env:PGPASSWORD} refused" in err
     assert "canary-pg-password" not in err
     assert (study / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["__init__.py", "notes.txt", "responses"])
+def test_an_empty_file_of_another_kind_never_becomes_the_response_cache(
+    name: str, tmp_path: Path
+) -> None:
+    """Before: ``cache.url: sqlite:///pkg/__init__.py`` (an empty file) silently became a
+    SQLite database. An empty ``*.sqlite`` is still taken: another process may be creating
+    the cache this moment."""
+    from genfair.errors import CacheError
+    from genfair.models.cache import ResponseCache
+
+    target = tmp_path / name
+    target.touch()
+    with pytest.raises(CacheError, match=f"^response cache {target}: an existing empty file, "):
+        ResponseCache(f"sqlite:///{target}")
+    assert target.read_bytes() == b""
+    (tmp_path / "responses.sqlite").touch()
+    ResponseCache(f"sqlite:///{tmp_path / 'responses.sqlite'}")
+
+
+def test_yaml_tags_overrides_too_deep_and_numbers_too_long_are_one_line(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "unexpected ConstructorError", "unexpected RecursionError", and Python's
+    "Exceeds the limit (4300 digits)" naming no key."""
+    (study / "conf/model/evil.yaml").write_text(
+        "backend: simulated\nmodel_id: !!python/object/apply:os.system ['echo hi']\n"
+    )
+    huge = "9" * 5000
+    cases = {
+        ("-o", "+model@models.e=evil"): "conf/model/evil.yaml: line 2: YAML tag "
+        "tag:yaml.org,2002:python/object/apply:os.system refused",
+        ("-o", "+x=" + "[" * 10_000 + "]" * 10_000): "override +x: nested deeper than 64 levels",
+        ("-o", f"seed={huge}"): "override seed: a number of 5,000 digits, more than the 4,300",
+    }
+    for args, expected in cases.items():
+        assert main(["config", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"genfair: error: {expected}") and "\n" not in err, err
+    with pytest.raises(ConfigError, match=r"^params\.yaml: line 2: a number of 5,000 digits"):
+        check_yaml(f"a: 1\nseed: {huge}\n", "params.yaml")
+    check_yaml("a: !!str 1\nb: !!int '2'\nc: !!float 1\n", "tags.yaml")

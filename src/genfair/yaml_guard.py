@@ -22,6 +22,7 @@ interpolation across files or in an override) is bounded where OmegaConf builds 
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "MAX_INTERPOLATED_CHARS",
     "MAX_NODES",
     "bound_interpolated_strings",
+    "check_override",
     "check_yaml",
     "check_yaml_folder",
     "read_yaml",
@@ -48,6 +50,15 @@ MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 #: characters one interpolated string may reach (the study's longest is under 200)
 MAX_INTERPOLATED_CHARS = 1_000_000
+#: the most digits Python turns into an int (``sys.get_int_max_str_digits``; 0: no limit)
+_MAX_DIGITS = sys.get_int_max_str_digits() or 10**9
+_DIGITS = re.compile(r"[-+]?[0-9][0-9_]*")
+#: the explicit tags a config may carry (YAML's own types); any other (``!!python/object``)
+#: names a constructor no safe loader has
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary")
+) | {"!"}
 #: an OmegaConf interpolation of a key (``${a.b}``, ``${.a}``), not of a resolver (``${x:y}``)
 _INTERPOLATION = re.compile(r"\$\{(\.*[\w.-]+)\}")
 
@@ -77,9 +88,10 @@ def _compose(text: str) -> yaml.Node | None:
 
 def check_yaml(text: str, source: str) -> None:
     """:class:`ConfigError` naming ``source`` and the line when ``text`` holds a YAML alias,
-    nests deeper than :data:`MAX_DEPTH` or interpolates past :data:`MAX_NODES` values or
-    :data:`MAX_INTERPOLATED_CHARS` characters; a syntax error is left to the reader that
-    follows."""
+    a tag other than YAML's own types (``!!python/object/apply``) or a number longer than
+    Python reads, nests deeper than :data:`MAX_DEPTH`, or interpolates past
+    :data:`MAX_NODES` values or :data:`MAX_INTERPOLATED_CHARS` characters; a syntax error
+    is left to the reader that follows."""
     depth = 0
     try:
         for event in _events(text):
@@ -89,6 +101,14 @@ def check_yaml(text: str, source: str) -> None:
                     "refused (an alias can expand a small file into billions of values): "
                     "write the value out instead of &anchor / *alias"
                 )
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag not in _PLAIN_TAGS:
+                raise ConfigError(
+                    f"{source}: line {event.start_mark.line + 1}: YAML tag {tag} refused (a "
+                    "config holds plain values; such a tag asks to build an object): remove it"
+                )
+            if isinstance(event, yaml.ScalarEvent) and len(event.value) > _MAX_DIGITS:
+                _check_number(event.value, f"{source}: line {event.start_mark.line + 1}")
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -113,6 +133,36 @@ def check_yaml(text: str, source: str) -> None:
                 f"{source}: its interpolations (${{...}}) build a string of about {chars:,} "
                 f"characters, more than {MAX_INTERPOLATED_CHARS:,}: write the value out"
             )
+
+
+def _check_number(value: str, where: str) -> None:
+    """Refuse ``value`` when it is a whole number longer than Python reads (its ``int()``
+    would fail far from the key)."""
+    if _DIGITS.fullmatch(value.strip()) and len(value.strip()) > _MAX_DIGITS:
+        raise ConfigError(
+            f"{where}: a number of {len(value.strip()):,} digits, more than the {_MAX_DIGITS:,} "
+            "Python reads: give a smaller number"
+        )
+
+
+def check_override(override: str) -> None:
+    """:class:`ConfigError` naming the override's key when it nests deeper than
+    :data:`MAX_DEPTH` (Hydra's override parser recurses once per level: a 10,000-deep list
+    ended in RecursionError) or holds a number longer than Python reads; checked before
+    Hydra parses it."""
+    key, _, value = override.partition("=")
+    depth = deepest = 0
+    for char in value:
+        if char in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]})":
+            depth -= 1
+    where = f"override {key.strip()[:100]}"
+    if deepest > MAX_DEPTH:
+        raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels: flatten it")
+    for number in re.findall(rf"[0-9_]{{{_MAX_DIGITS + 1},}}", value):
+        _check_number(number, where)
 
 
 def _expanded_size(root: yaml.Node, source: str) -> tuple[int, int]:
