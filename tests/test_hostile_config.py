@@ -425,3 +425,27 @@ def test_yaml_tags_overrides_too_deep_and_numbers_too_long_are_one_line(
     with pytest.raises(ConfigError, match=r"^params\.yaml: line 2: a number of 5,000 digits"):
         check_yaml(f"a: 1\nseed: {huge}\n", "params.yaml")
     check_yaml("a: !!str 1\nb: !!int '2'\nc: !!float 1\n", "tags.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # before: 4.8 s of CPU through `genfair config` (6.2 s in issue 44)
+        ("a: " + "x" * 5_000_000 + "\n", "5,000,004 bytes, more than the 1,048,576"),
+        # before: 21 s of CPU (2 min 33 s in issue 44); refused by size
+        ("".join(f"k{i}: {i}\n" for i in range(100_000)), "1,377,780 bytes, more than"),
+        # small enough, too many values
+        ("".join(f"k{i}: {i}\n" for i in range(30_000)), "line 10001: more than 20,000 values"),
+    ],
+    ids=["5 MB scalar", "100,000 keys", "30,000 keys"],
+)
+def test_a_config_file_too_large_to_parse_quickly_is_refused_before_it_is_parsed(
+    text: str, expected: str, study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (study / "conf/model/big.yaml").write_text(text)
+    assert main(["config"]) == 2  # every file of conf/ is checked, selected or not
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"genfair: error: conf/model/big.yaml: {expected}") and "\n" not in err
+    (study / "params.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=f"^params.yaml: {expected}"):
+        read_params("params.yaml")

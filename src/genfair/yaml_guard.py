@@ -34,12 +34,15 @@ from genfair.errors import ConfigError
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "MAX_INTERPOLATED_CHARS",
     "MAX_NODES",
+    "MAX_VALUES",
     "bound_interpolated_strings",
     "check_override",
     "check_yaml",
     "check_yaml_folder",
+    "read_checked",
     "read_yaml",
     "refuse_environment_resolvers",
 ]
@@ -48,6 +51,12 @@ __all__ = [
 MAX_DEPTH = 64
 #: values one file may expand to through its interpolations (the composed study has ~1,500)
 MAX_NODES = 1_000_000
+#: bytes one config file may have (the study's params.yaml has 19 kB, its largest conf file
+#: a few): PyYAML's pure-Python loader, which Hydra uses, and OmegaConf take about half a
+#: millisecond a value, several passes over, so a 1.4 MB file of 100,000 keys took minutes
+MAX_FILE_BYTES = 2**20
+#: values (keys included) one config file may hold (the study's params.yaml has 1,229)
+MAX_VALUES = 20_000
 #: characters one interpolated string may reach (the study's longest is under 200)
 MAX_INTERPOLATED_CHARS = 1_000_000
 #: the most digits Python turns into an int (``sys.get_int_max_str_digits``; 0: no limit)
@@ -92,7 +101,9 @@ def check_yaml(text: str, source: str) -> None:
     Python reads, nests deeper than :data:`MAX_DEPTH`, or interpolates past
     :data:`MAX_NODES` values or :data:`MAX_INTERPOLATED_CHARS` characters; a syntax error
     is left to the reader that follows."""
-    depth = 0
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        _too_large(source, len(text.encode("utf-8", errors="replace")))
+    depth = values = 0
     try:
         for event in _events(text):
             if isinstance(event, yaml.AliasEvent):
@@ -107,8 +118,16 @@ def check_yaml(text: str, source: str) -> None:
                     f"{source}: line {event.start_mark.line + 1}: YAML tag {tag} refused (a "
                     "config holds plain values; such a tag asks to build an object): remove it"
                 )
-            if isinstance(event, yaml.ScalarEvent) and len(event.value) > _MAX_DIGITS:
-                _check_number(event.value, f"{source}: line {event.start_mark.line + 1}")
+            if isinstance(event, yaml.ScalarEvent):
+                values += 1
+                if values > MAX_VALUES:
+                    raise ConfigError(
+                        f"{source}: line {event.start_mark.line + 1}: more than {MAX_VALUES:,} "
+                        "values (keys included) in one config file: a config holds settings; "
+                        "put data in a file it names"
+                    )
+                if len(event.value) > _MAX_DIGITS:
+                    _check_number(event.value, f"{source}: line {event.start_mark.line + 1}")
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -235,12 +254,28 @@ def _target(key: str, paths: dict[str, yaml.Node]) -> yaml.Node | None:
     return None
 
 
+def _too_large(source: str, size: int) -> None:
+    raise ConfigError(
+        f"{source}: {size:,} bytes, more than the {MAX_FILE_BYTES:,} a config file may have: "
+        "a config holds settings; put data in a file it names"
+    )
+
+
+def read_checked(path: str | Path, source: str | None = None, errors: str = "strict") -> str:
+    """The text of ``path`` once :func:`check_yaml` passed; a file past
+    :data:`MAX_FILE_BYTES` is refused before it is read."""
+    size = Path(path).stat().st_size
+    if size > MAX_FILE_BYTES:
+        _too_large(source or str(path), size)
+    text = Path(path).read_text(encoding="utf-8", errors=errors)
+    check_yaml(text, source or str(path))
+    return text
+
+
 def read_yaml(path: str | Path, source: str | None = None) -> object:
     """The parsed YAML of ``path`` once :func:`check_yaml` passed (``yaml.YAMLError`` on bad
     syntax, ``OSError`` when unreadable)."""
-    text = Path(path).read_text(encoding="utf-8")
-    check_yaml(text, source or str(path))
-    return yaml.load(text, Loader=LOADER)
+    return yaml.load(read_checked(path, source), Loader=LOADER)
 
 
 def check_yaml_folder(folder: str | Path, shown: str | None = None) -> None:
@@ -249,10 +284,7 @@ def check_yaml_folder(folder: str | Path, shown: str | None = None) -> None:
     folder = Path(folder)
     for path in sorted((*folder.rglob("*.yaml"), *folder.rglob("*.yml"))):
         if path.is_file():
-            check_yaml(
-                path.read_text(encoding="utf-8", errors="replace"),
-                str(Path(shown or folder) / path.relative_to(folder)),
-            )
+            read_checked(path, str(Path(shown or folder) / path.relative_to(folder)), "replace")
 
 
 _building = threading.local()
