@@ -352,7 +352,9 @@ def test_a_string_bomb_no_file_shows_is_refused_where_omegaconf_builds_it(study:
     overrides = ["+a0=xxxxxxxxxxxxxxxx", *chain]
     run = _bounded(["genfair", "config", *[a for o in overrides for a in ("-o", o)]], study)
     assert run.returncode == 2, run.stderr
-    assert "would build a string of more than 1,000,000 characters" in run.stderr
+    assert (
+        "a16: its interpolations (${...}) would build a string of more than 1,000,000" in run.stderr
+    )
     assert run.stderr.strip().count("\n") == 0
     dvc_compose = (
         "import sys; from dvc.utils.hydra import compose_and_dump; "
@@ -360,7 +362,9 @@ def test_a_string_bomb_no_file_shows_is_refused_where_omegaconf_builds_it(study:
     )
     run = _bounded(["python", "-c", dvc_compose, str(study / "conf"), *overrides], study)
     assert run.returncode == 1 and "MemoryError" not in run.stderr, run.stderr
-    assert "would build a string of more than 1,000,000 characters" in run.stderr
+    assert (
+        "a16: its interpolations (${...}) would build a string of more than 1,000,000" in run.stderr
+    )
     assert not (study / "out.yaml").exists()
 
 

@@ -291,18 +291,29 @@ _building = threading.local()
 
 
 def bound_interpolated_strings() -> None:
-    """Make OmegaConf refuse, with a :class:`ConfigError`, a string its interpolations would
-    build past :data:`MAX_INTERPOLATED_CHARS` characters, before building it. Covers what
-    :func:`check_yaml` cannot see: interpolations across files and in overrides
-    (``-S 'a=${b}${b}'``), in every process that composes with Hydra (genfair's and DVC's
-    ``dvc exp run``: genfair's Hydra plugin calls this). OmegaConf joins a string's parts in
-    ``GrammarVisitor._unescape``, resolving each interpolation in it first: each part's
-    length is counted as it is resolved, and the join refused once their sum is too long."""
+    """Make OmegaConf refuse, with a :class:`ConfigError` naming the key, a string its
+    interpolations would build past :data:`MAX_INTERPOLATED_CHARS` characters, before
+    building it. Covers what :func:`check_yaml` cannot see: interpolations across files and
+    in overrides (``-S 'a=${b}${b}'``), in every process that composes with Hydra (genfair's
+    and DVC's ``dvc exp run``: genfair's Hydra plugin calls this). OmegaConf joins a
+    string's parts in ``GrammarVisitor._unescape``, resolving each interpolation in it
+    first: each part's length is counted as it is resolved, and the join refused once their
+    sum is too long (OmegaConf has no hook for this: three of its methods are wrapped)."""
+    from omegaconf.base import Container
     from omegaconf.grammar_visitor import GrammarVisitor
 
     if getattr(GrammarVisitor, "_genfair_bounded", False):
         return
     unescape, interpolation = GrammarVisitor._unescape, GrammarVisitor.visitInterpolation
+    resolve = Container.resolve_parse_tree
+
+    def keyed_resolve(self: Container, parse_tree: Any, node: Any, *args: Any, **kw: Any) -> Any:
+        nodes = _building.__dict__.setdefault("nodes", [])
+        nodes.append(node)  # the value being resolved: the refusal names its key
+        try:
+            return resolve(self, parse_tree, node, *args, **kw)
+        finally:
+            nodes.pop()
 
     def bounded_unescape(self: GrammarVisitor, seq: list[Any]) -> str:
         stack = _building.__dict__.setdefault("stack", [])
@@ -318,12 +329,15 @@ def bound_interpolated_strings() -> None:
         if stack and stack[-1][0] is self:  # a part of the string this visitor is joining
             stack[-1][1] += len(value) if isinstance(value, str) else len(str(value))
             if stack[-1][1] > MAX_INTERPOLATED_CHARS:
+                nodes = getattr(_building, "nodes", None)
+                key = nodes[-1]._get_full_key(None) if nodes else ""
                 raise ConfigError(
-                    f"interpolations (${{...}}) would build a string of more than "
-                    f"{MAX_INTERPOLATED_CHARS:,} characters: write the value out"
+                    f"{key or 'a value'}: its interpolations (${{...}}) would build a string "
+                    f"of more than {MAX_INTERPOLATED_CHARS:,} characters: write the value out"
                 )
         return value
 
+    Container.resolve_parse_tree = keyed_resolve  # type: ignore[method-assign]
     GrammarVisitor._unescape = bounded_unescape  # type: ignore[method-assign]
     GrammarVisitor.visitInterpolation = counted_interpolation  # type: ignore[method-assign]
     GrammarVisitor._genfair_bounded = True  # type: ignore[attr-defined]
