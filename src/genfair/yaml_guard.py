@@ -352,8 +352,9 @@ def _environment_refused(name: str, *_: object) -> None:
 
 
 def refuse_environment_resolvers() -> None:
-    """Replace OmegaConf's ``oc.env`` (the one resolver that reads the environment; none
-    reads files) with one that refuses, in every process that composes with Hydra: a
+    """Replace OmegaConf's ``oc.env`` (the one resolver that reads the environment; the
+    others of OmegaConf and Hydra read neither it nor files, genfair's record only names and
+    digests) with one that refuses, in every process that composes with Hydra: a
     composed config is stored verbatim (``params.yaml``), so a variable read into it (a
     password) would be committed. Secrets reach genfair only where its code reads them
     (``api_key_env``, docs/security.md)."""

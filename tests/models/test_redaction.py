@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from genfair.config import format_errors
@@ -132,3 +134,35 @@ def test_log_records_of_any_logger_are_redacted(monkeypatch, caplog):
         logging.getLogger("somewhere.else").exception("failed with %s", "it")
     assert secret not in caplog.text
     assert f"Bearer {MASK}" in caplog.text and f"server said {MASK}" in caplog.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.one_of(
+        st.text(max_size=40),
+        st.from_regex(r"[A-Z][A-Z0-9_]{0,20}(_API_KEY|_KEY|_TOKEN|PASSWORD)", fullmatch=True),
+    ),
+    allowed=st.one_of(st.none(), st.lists(st.from_regex(r"[A-Z_]{1,12}", fullmatch=True))),
+)
+def test_any_name_is_sent_only_by_the_form_or_the_users_list(
+    name: str, allowed: list[str] | None
+) -> None:
+    """A config's ``api_key_env`` is accepted exactly when it has the key form (no list set)
+    or the user's list holds it; a refusal never quotes the name."""
+    import os
+
+    from genfair.models.redaction import KEY_ENV_FORM, key_env_refusal
+
+    saved = os.environ.pop(ALLOWED_KEY_ENVS, None)
+    try:
+        if allowed is not None:
+            os.environ[ALLOWED_KEY_ENVS] = ",".join(allowed)
+        refusal = key_env_refusal(name)
+    finally:
+        os.environ.pop(ALLOWED_KEY_ENVS, None)
+        if saved is not None:
+            os.environ[ALLOWED_KEY_ENVS] = saved
+    accepted = name in allowed if allowed is not None else bool(KEY_ENV_FORM.fullmatch(name))
+    assert (refusal is None) == accepted
+    if refusal is not None and len(name) >= 3:
+        assert name not in refusal.replace(ALLOWED_KEY_ENVS, "").replace("OPENAI_API_KEY", "")

@@ -93,7 +93,7 @@ def key_env_refusal(name: str) -> str | None:
     ``name`` (it may be a pasted key)."""
     allowed = os.environ.get(ALLOWED_KEY_ENVS)
     if allowed is not None:
-        if name in {part.strip() for part in allowed.split(",")}:
+        if name in {part.strip() for part in allowed.split(",")} - {""}:
             return None
         return (
             f"this variable is not listed in {ALLOWED_KEY_ENVS}, the only names this machine "
