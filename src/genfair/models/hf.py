@@ -16,10 +16,12 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from genfair.errors import ConfigError
 from genfair.models.base import (
     Completion,
     LLMBackend,
@@ -113,12 +115,14 @@ class HFChatBackend(LLMBackend):
             dtype = resolve_dtype(config.dtype, config.device)
             engine = resolve_engine(config.engine)
         else:  # an hf model's "auto" is its checkpoint's
-            dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
+            with own_code_refused(source):
+                dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
         if engine == "ctranslate2" and (dtype != "float32" or config.device != "cpu"):
             raise ValueError(
                 "engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu"
             )
-        tokenizer = _tokenizer(source, hub)
+        with own_code_refused(source):
+            tokenizer = _tokenizer(source, hub)
         checkpoint_auto = isinstance(config, HFModelConfig) and config.dtype == "auto"
 
         def load() -> tuple[Any, CT2Generator | None]:
@@ -127,7 +131,8 @@ class HFChatBackend(LLMBackend):
             log.info("loading %s (%s, %s)", source, dtype or "dtype auto", engine)
             # hf's "auto" is left to transformers (the checkpoint's), the dtype checked after
             wanted = "auto" if checkpoint_auto else getattr(_torch(), dtype)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=wanted, **hub)
+            with own_code_refused(source):
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=wanted, **hub)
             model = model.to(config.device)
             if engine != "ctranslate2":
                 return model, None
@@ -335,6 +340,23 @@ class DtypeMismatch(ValueError):
     (resolved from the config before loading): refused, never silently keyed wrong."""
 
     config_key = "dtype"
+
+
+@contextmanager
+def own_code_refused(source: str) -> Iterator[None]:
+    """transformers' refusal of a checkpoint's own code (``auto_map`` in its config.json,
+    ``trust_remote_code`` off: the default, always passed, so it never asks "[y/N]") as one
+    line naming the checkpoint and the setting."""
+    try:
+        yield
+    except ValueError as exc:
+        if "trust_remote_code" not in str(exc):
+            raise
+        raise ConfigError(
+            f"{source} asks to run its own code (auto_map in config.json), which genfair runs "
+            "only with trust_remote_code: true in the model config: set it only for a "
+            "checkpoint you trust"
+        ) from None
 
 
 def _check_local_source(source: str) -> None:

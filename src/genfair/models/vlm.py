@@ -85,11 +85,14 @@ class HFVisionBackend(VLMBackend):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        from genfair.models.hf import own_code_refused
+
         hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
         dtype = "auto" if config.dtype == "auto" else getattr(torch, config.dtype)
         source = str(source or config.model_id)
-        processor = AutoProcessor.from_pretrained(source, **hub)
-        model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
+        with own_code_refused(source):
+            processor = AutoProcessor.from_pretrained(source, **hub)
+            model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
         return cls(model.to(config.device), processor, config)
 
     @property
