@@ -813,3 +813,28 @@ def test_a_checkpoint_asking_to_run_its_own_code_is_one_line_and_never_a_prompt(
         "only with trust_remote_code: true in the model config: set it only for a checkpoint "
         "you trust"
     )
+
+
+def test_a_malicious_weights_pickle_is_one_line_and_never_run(model_dir, tmp_path):
+    import os
+    import pickle
+    import shutil
+
+    import torch
+
+    from genfair.errors import ConfigError
+
+    class Evil:
+        def __reduce__(self) -> tuple:
+            return os.system, (f"touch {tmp_path / 'ran'}",)
+
+    folder = Path(shutil.copytree(model_dir, tmp_path / "pickled"))
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    torch.save({"weights": Evil()}, folder / "pytorch_model.bin", pickle_module=pickle)
+    with pytest.raises(ConfigError) as error:
+        run(make(folder), [ask("hello")])
+    assert str(error.value).startswith(
+        f"{folder}: a weights file holds a pickle of more than tensors, refused unread"
+    )
+    assert not (tmp_path / "ran").exists()

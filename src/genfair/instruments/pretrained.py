@@ -12,7 +12,6 @@ weights-only loader, unread. Both are one line naming the key."""
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +34,14 @@ def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
             f"params.yaml: {key}: {source} holds no checkpoint (config.json missing); "
             "point it at a folder written by save_pretrained"
         )
+    from genfair.models.hf import checkpoint_as_data
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        return cls.from_pretrained(source, local_files_only=True, trust_remote_code=False, **kwargs)
-    except pickle.UnpicklingError:
-        raise ConfigError(
-            f"params.yaml: {key}: {source}: a weights file holds a pickle of more than tensors, "
-            "refused unread (it could run code): use a safetensors checkpoint "
-            "(model.safetensors) from a source you trust"
-        ) from None
-    except ValueError as exc:
-        if "trust_remote_code" not in str(exc):
-            raise
-        raise ConfigError(
-            f"params.yaml: {key}: {source} asks to run its own code (auto_map in config.json), "
-            "which genfair never does: use a checkpoint of an architecture transformers ships"
-        ) from None
+        with checkpoint_as_data(source, f"params.yaml: {key}: ", code_setting=False):
+            return cls.from_pretrained(
+                source, local_files_only=True, trust_remote_code=False, **kwargs
+            )
     except OSError as exc:
         raise ConfigError(
             f"params.yaml: {key}: {ref!r} is neither a checkpoint folder nor a model id in the "

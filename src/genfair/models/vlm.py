@@ -85,12 +85,12 @@ class HFVisionBackend(VLMBackend):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        from genfair.models.hf import own_code_refused
+        from genfair.models.hf import checkpoint_as_data
 
         hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
         dtype = "auto" if config.dtype == "auto" else getattr(torch, config.dtype)
         source = str(source or config.model_id)
-        with own_code_refused(source):
+        with checkpoint_as_data(source):
             processor = AutoProcessor.from_pretrained(source, **hub)
             model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
         return cls(model.to(config.device), processor, config)
