@@ -112,3 +112,72 @@ def test_any_override_through_genfair_config_loads_or_fails_in_one_line(
     assert code in (0, 2), err  # 1 is an unexpected exception
     if code == 2:
         assert err.startswith("genfair: error: ") and "Traceback" not in err
+
+
+# ---- issue 44.3: any YAML document is checked as every loader reads it
+
+#: pieces of hostile YAML: version directives libyaml refuses and PyYAML reads, aliases,
+#: tags, interpolations (doubling, cross-key, resolvers), long numbers, deep nesting
+_DIRECTIVES = st.sampled_from(["", "%YAML 1.1\n---\n", "%YAML 1.3\n---\n", "%YAML 1.9\n---\n"])
+_SCALARS = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12).map(repr),
+    st.integers().map(str),
+    st.sampled_from(
+        [
+            "*a",
+            "&a [x, x]",
+            "CHAIN",  # four copies of the key above: 4^n characters n keys down
+            "'${k0} and ${k2}'",
+            "${oc.env:HOME}",
+            "!!python/object/apply:os.system ['true']",
+            "!!str 1",
+            "9" * 4400,
+            "[" * 70 + "]" * 70,
+        ]
+    ),
+)
+
+
+@st.composite
+def yaml_documents(draw: st.DrawFn) -> str:
+    lines = [
+        f"k{i}: {draw(_SCALARS)}".replace("CHAIN", f"${{.k{max(i - 1, 0)}}}" * 4)
+        for i in range(draw(st.integers(1, 14)))
+    ]
+    return draw(_DIRECTIVES) + "\n".join(lines) + "\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=yaml_documents())
+def test_any_yaml_document_is_refused_in_one_line_or_loads_bounded(text: str) -> None:
+    """What passes the guard loads, with OmegaConf's own loader too, into few values whose
+    interpolations resolve within the string bound (or fail as OmegaConf errors)."""
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from genfair.yaml_guard import (
+        MAX_INTERPOLATED_CHARS,
+        bound_interpolated_strings,
+        check_yaml,
+        refuse_environment_resolvers,
+    )
+
+    bound_interpolated_strings()
+    refuse_environment_resolvers()
+    try:
+        check_yaml(text, "doc.yaml")
+    except ConfigError as exc:
+        assert str(exc).startswith("doc.yaml: ") and "\n" not in str(exc)
+        return
+    try:
+        data = yaml.load(text, Loader=yaml.SafeLoader)  # OmegaConf's loader: pure Python
+    except yaml.YAMLError:
+        return
+    if not isinstance(data, dict):
+        return
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
+    except OmegaConfBaseException:  # OmegaConf's own refusals, and the guard's inside it
+        return
+    assert len(str(resolved)) < 10 * MAX_INTERPOLATED_CHARS

@@ -294,3 +294,162 @@ def test_every_integer_count_of_every_config_has_an_upper_bound() -> None:
             if not any(isinstance(m, bounds) for m in field.metadata):
                 unbounded.append(f"{model.__module__}.{model.__qualname__}.{name}")
     assert not unbounded, unbounded
+
+
+# ---- issue 44.3: the guard sees what the loader sees; interpolated strings are bounded
+
+#: 30 lines, each value two copies of the one above: 2^29 x 16 characters once resolved
+STRING_BOMB = "a0: xxxxxxxxxxxxxxxx\n" + "".join(
+    f"a{i}: ${{.a{i - 1}}}${{.a{i - 1}}}\n" for i in range(1, 30)
+)
+
+
+def _bounded(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``args`` run in ``cwd`` under 3 GB of address space and 120 s: a bomb that got past
+    the guard ends in MemoryError or a timeout instead of taking the machine."""
+    return subprocess.run(
+        ["bash", "-c", 'ulimit -v 3000000 && exec timeout 120 "$@"', "bounded", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+    )
+
+
+@pytest.mark.parametrize("directive", ["%YAML 1.3", "%YAML 1.9", "%YAML 1.1"])
+def test_an_alias_bomb_behind_any_version_directive_is_refused(directive: str, study: Path) -> None:
+    """libyaml refuses ``%YAML 1.3``, PyYAML's pure-Python parser (OmegaConf's) reads it: the
+    guard skipped the file and `genfair config` hung before."""
+    text = f"{directive}\n---\n{BOMB}"
+    with pytest.raises(ConfigError, match=r"^x\.yaml: line 4: YAML alias \*a refused"):
+        check_yaml(text, "x.yaml")
+    (study / "conf/model/bomb.yaml").write_text(text)
+    run = _bounded(["genfair", "config", "-o", "+model@models.x=bomb"], study)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().count("\n") == 0
+    assert "conf/model/bomb.yaml: line 4: YAML alias *a refused" in run.stderr
+
+
+def test_a_string_interpolation_bomb_in_conf_is_refused_before_it_is_built(study: Path) -> None:
+    """572 bytes of ``${.a0}${.a0}`` chains: MemoryError at 3.3 GB before."""
+    with pytest.raises(ConfigError, match=r"build a string of about 8,589,934,592 characters"):
+        check_yaml(STRING_BOMB, "x.yaml")
+    (study / "conf/model/sbomb.yaml").write_text(STRING_BOMB)
+    run = _bounded(["genfair", "config", "-o", "+model@models.x=sbomb"], study)
+    assert run.returncode == 2, run.stderr
+    assert (
+        "conf/model/sbomb.yaml: its interpolations (${...}) build a string of about" in (run.stderr)
+        and run.stderr.strip().count("\n") == 0
+    )
+    check_yaml("a: xx\nb: '${.a} and ${.a}'\nc: '${b}${b}'\n", "fine.yaml")
+
+
+def test_a_string_bomb_no_file_shows_is_refused_where_omegaconf_builds_it(study: Path) -> None:
+    """Chained through overrides (each file is harmless), so only the bound where OmegaConf
+    joins an interpolated string sees it: in genfair's composition and in DVC's own
+    (``compose_and_dump``, what ``dvc exp run -S`` calls)."""
+    chain = [f"+a{i}=${{a{i - 1}}}${{a{i - 1}}}" for i in range(1, 30)]
+    overrides = ["+a0=xxxxxxxxxxxxxxxx", *chain]
+    run = _bounded(["genfair", "config", *[a for o in overrides for a in ("-o", o)]], study)
+    assert run.returncode == 2, run.stderr
+    assert (
+        "a16: its interpolations (${...}) would build a string of more than 1,000,000" in run.stderr
+    )
+    assert run.stderr.strip().count("\n") == 0
+    dvc_compose = (
+        "import sys; from dvc.utils.hydra import compose_and_dump; "
+        "compose_and_dump('out.yaml', sys.argv[1], None, 'config', '.', sys.argv[2:])"
+    )
+    run = _bounded(["python", "-c", dvc_compose, str(study / "conf"), *overrides], study)
+    assert run.returncode == 1 and "MemoryError" not in run.stderr, run.stderr
+    assert (
+        "a16: its interpolations (${...}) would build a string of more than 1,000,000" in run.stderr
+    )
+    assert not (study / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("where", ["override", "conf file"])
+def test_oc_env_is_refused_and_no_variable_reaches_params_yaml(
+    where: str, study: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: ``${oc.env:PGPASSWORD}`` wrote the password into the composed params.yaml."""
+    monkeypatch.setenv("PGPASSWORD", "canary-pg-password-5f1e")
+    if where == "override":
+        args = ["compose", "-o", "+tracking.note=${oc.env:PGPASSWORD}"]
+    else:
+        (study / "conf/model/leak.yaml").write_text(
+            "backend: simulated\nmodel_id: leak\ndescription: ${oc.env:PGPASSWORD}\n"
+        )
+        args = ["compose", "-o", "+model@models.leak=leak"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "${oc.env:PGPASSWORD} refused" in err
+    assert "canary-pg-password" not in err
+    assert (study / "params.yaml").read_bytes() == (ROOT / "params.yaml").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["__init__.py", "notes.txt", "responses"])
+def test_an_empty_file_of_another_kind_never_becomes_the_response_cache(
+    name: str, tmp_path: Path
+) -> None:
+    """Before: ``cache.url: sqlite:///pkg/__init__.py`` (an empty file) silently became a
+    SQLite database. An empty ``*.sqlite`` is still taken: another process may be creating
+    the cache this moment."""
+    from genfair.errors import CacheError
+    from genfair.models.cache import ResponseCache
+
+    target = tmp_path / name
+    target.touch()
+    with pytest.raises(CacheError, match=f"^response cache {target}: an existing empty file, "):
+        ResponseCache(f"sqlite:///{target}")
+    assert target.read_bytes() == b""
+    (tmp_path / "responses.sqlite").touch()
+    ResponseCache(f"sqlite:///{tmp_path / 'responses.sqlite'}")
+
+
+def test_yaml_tags_overrides_too_deep_and_numbers_too_long_are_one_line(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "unexpected ConstructorError", "unexpected RecursionError", and Python's
+    "Exceeds the limit (4300 digits)" naming no key."""
+    (study / "conf/model/evil.yaml").write_text(
+        "backend: simulated\nmodel_id: !!python/object/apply:os.system ['echo hi']\n"
+    )
+    huge = "9" * 5000
+    cases = {
+        ("-o", "+model@models.e=evil"): "conf/model/evil.yaml: line 2: YAML tag "
+        "tag:yaml.org,2002:python/object/apply:os.system refused",
+        ("-o", "+x=" + "[" * 10_000 + "]" * 10_000): "override +x: nested deeper than 64 levels",
+        ("-o", f"seed={huge}"): "override seed: a number of 5,000 digits, more than the 4,300",
+    }
+    for args, expected in cases.items():
+        assert main(["config", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"genfair: error: {expected}") and "\n" not in err, err
+    with pytest.raises(ConfigError, match=r"^params\.yaml: line 2: a number of 5,000 digits"):
+        check_yaml(f"a: 1\nseed: {huge}\n", "params.yaml")
+    check_yaml("a: !!str 1\nb: !!int '2'\nc: !!float 1\n", "tags.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # before: 4.8 s of CPU through `genfair config` (6.2 s in issue 44)
+        ("a: " + "x" * 5_000_000 + "\n", "5,000,004 bytes, more than the 1,048,576"),
+        # before: 21 s of CPU (2 min 33 s in issue 44); refused by size
+        ("".join(f"k{i}: {i}\n" for i in range(100_000)), "1,377,780 bytes, more than"),
+        # small enough, too many values
+        ("".join(f"k{i}: {i}\n" for i in range(30_000)), "line 10001: more than 20,000 values"),
+    ],
+    ids=["5 MB scalar", "100,000 keys", "30,000 keys"],
+)
+def test_a_config_file_too_large_to_parse_quickly_is_refused_before_it_is_parsed(
+    text: str, expected: str, study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (study / "conf/model/big.yaml").write_text(text)
+    assert main(["config"]) == 2  # every file of conf/ is checked, selected or not
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"genfair: error: conf/model/big.yaml: {expected}") and "\n" not in err
+    (study / "params.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=f"^params.yaml: {expected}"):
+        read_params("params.yaml")

@@ -60,7 +60,10 @@ def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
     in is removed at once, whatever happens (it may hold a key pasted into a config)."""
     from genfair.params import read_params
     from genfair.study.selection import override_problem, partial_blocks
+    from genfair.yaml_guard import check_override
 
+    for override in overrides:
+        check_override(override)
     with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
         tmp = Path(folder) / PARAMS_FILE
         try:

@@ -7,7 +7,6 @@ its pages are fetched), another port of 127.0.0.1 is "the machine" a feed must n
 
 from __future__ import annotations
 
-import struct
 import time
 import tracemalloc
 import zlib
@@ -18,10 +17,13 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genfair.curation import news, news_web
 from genfair.curation.news import NewsCollectionConfig, WebSource, collect_news
-from genfair.curation.web_guard import GuardedBackend, Refused, is_public, read_capped
+from genfair.curation.web_guard import GuardedBackend, Inflater, Refused, is_public, read_capped
+from tests.support.bombs import gzip_bomb, stacked_gzip_bomb
 from tests.support.news_server import Page, Site, article_html, redirect, rss
 
 #: text only the "secret" service on another port holds
@@ -157,22 +159,6 @@ def test_is_public(address: str, public: bool) -> None:
 
 
 #: zlib.crc32 of 2 GiB of zero bytes (4 s to compute, so computed once)
-_CRC_2_GIB_OF_ZEROS = 0x4DBDF21C
-
-
-def gzip_bomb() -> bytes:
-    """2 MiB of gzip that inflates to 2 GiB of zero bytes, built without compressing them:
-    after a full flush a deflate stream starts afresh, so every further MiB compresses to
-    the same bytes."""
-    mib, n = bytes(2**20), 2048
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    first = deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH)
-    again = deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH)
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    trailer = struct.pack("<II", _CRC_2_GIB_OF_ZEROS, (n * len(mib)) % 2**32)
-    return header + first + again * (n - 1) + deflate.flush() + trailer
-
-
 def test_a_gzip_bomb_is_cut_at_the_cap_in_little_memory(
     tmp_path: Path, sites: tuple[Site, Site]
 ) -> None:
@@ -263,3 +249,61 @@ def _trickle(interval_s: float, n: int) -> Iterator[bytes]:
     for _ in range(n):
         time.sleep(interval_s)
         yield b" "
+
+
+@pytest.mark.parametrize("coding", ["gzip, gzip", "gzip,deflate", "deflate, gzip, identity, gzip"])
+def test_stacked_content_encodings_are_refused_unread(
+    coding: str, tmp_path: Path, sites: tuple[Site, Site]
+) -> None:
+    """Each stacked gzip multiplies the size again (a 4,910-byte body of 2 GiB): refused."""
+    source, _ = sites
+    encoded = (("Content-Type", "text/html"), ("Content-Encoding", coding))
+    source.pages |= {
+        "/rss.xml": Page(rss(source.url("/news/bomb"), source.url("/news/ok"))),
+        "/news/bomb": Page(stacked_gzip_bomb(), headers=encoded),
+    }
+    tracemalloc.start()
+    try:
+        df = collect(tmp_path, source.url("/rss.xml"), max_download_mb=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+    assert report(df)["skipped"] == {"bad_encoding": 1}
+    assert list(df["url"]) == [source.url("/news/ok")]
+
+
+def _layers(body: bytes, codings: list[str]) -> bytes:
+    for coding in codings:  # applied in order, as the header lists them
+        if coding != "identity":
+            body = zlib.compress(body, wbits=(16 if coding == "gzip" else 0) + zlib.MAX_WBITS)
+    return body
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    body=st.binary(max_size=3000),
+    codings=st.lists(st.sampled_from(["gzip", "deflate", "identity"]), max_size=3),
+    limit=st.integers(0, 4000),
+    split=st.integers(1, 64),
+)
+def test_any_encoding_is_decoded_within_the_limit_or_refused(
+    body: bytes, codings: list[str], limit: int, split: int
+) -> None:
+    """An Inflater never holds more than ``limit`` + 1 bytes: it returns the body exactly,
+    or refuses (too large, or more than one coding), whatever the header and chunking."""
+    raw = _layers(body, codings)
+    header = ", ".join(codings)
+    try:
+        inflater = Inflater(header, limit)
+        for at in range(0, len(raw), split):
+            inflater.feed(raw[at : at + split])
+            assert len(inflater.body) <= limit + 1
+    except Refused as exc:
+        real = [c for c in codings if c != "identity"]
+        assert (exc.reason, len(real) > 1 or len(body) > limit) in (
+            ("bad_encoding", True),
+            ("too_large", True),
+        )
+        return
+    assert bytes(inflater.body) == body

@@ -182,3 +182,61 @@ def test_validation_checks_reach_the_reports_instruments_section(folders, tmp_pa
         v["name"]: v["tables"][0] for v in instruments_view(configured, layout, set())["validation"]
     }
     assert "not configured" in str(view["image_quality"]["rows"])
+
+
+def _copy(folder: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(folder, tmp_path / "checkpoint"))
+
+
+def test_a_checkpoint_asking_to_run_its_own_code_is_refused_without_a_prompt(
+    folders, tmp_path: Path, monkeypatch
+) -> None:
+    """``auto_map`` in config.json: transformers asked "Do you wish to run the custom code?
+    [y/N]" inside the stage before; now trust_remote_code is off and it is one line."""
+    import json
+
+    folder = _copy(folders["dino"], tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    # an architecture transformers does not ship: only the folder's own code could build it
+    config["model_type"] = "evil_dino"
+    config["auto_map"] = {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel"}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "evil.py").write_text("raise SystemExit('custom code ran')\n")
+
+    def no_prompt(*_: object) -> str:
+        raise AssertionError("prompted")
+
+    monkeypatch.setattr("builtins.input", no_prompt)
+    semantics = ImageSemantics(ImageSemanticsConfig(dino=str(folder)))
+    with pytest.raises(ConfigError) as error:
+        semantics.embed(_images(1))
+    assert str(error.value) == (
+        f"params.yaml: instruments.image_semantics.dino: {folder} asks to run its own code "
+        "(auto_map in config.json), which genfair never does: use a checkpoint of an "
+        "architecture transformers ships"
+    )
+
+
+def test_a_malicious_pickle_in_a_checkpoint_is_refused_in_one_line(folders, tmp_path: Path) -> None:
+    """A pytorch_model.bin that would run a command when unpickled: torch's weights-only
+    loader refuses it (never run); before, the stage ended "unexpected UnpicklingError"."""
+    import os
+    import pickle
+
+    class Evil:
+        def __reduce__(self) -> tuple:
+            return os.system, ("touch /tmp/genfair-pickle-ran",)
+
+    folder = _copy(folders["iqa"], tmp_path)
+    (folder / "model.safetensors").unlink()
+    torch.save({"weights": Evil()}, folder / "pytorch_model.bin", pickle_module=pickle)
+    quality = ImageQuality(ImageQualityConfig(kind="regression", checkpoint=str(folder)))
+    with pytest.raises(ConfigError) as error:
+        quality.score(_images(1))
+    assert str(error.value).startswith(
+        f"params.yaml: instruments.image_quality.checkpoint: {folder}: a weights file holds "
+        "a pickle of more than tensors, refused unread"
+    ) and "\n" not in str(error.value)
+    assert not Path("/tmp/genfair-pickle-ran").exists()

@@ -778,3 +778,63 @@ def test_what_cached_answers_need_imports_no_torch(model_dir):
         check=True,
     )
     assert done.stdout.split() == ["False"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "auto"])
+def test_a_checkpoint_asking_to_run_its_own_code_is_one_line_and_never_a_prompt(
+    model_dir, tmp_path, monkeypatch, dtype
+):
+    """``auto_map`` for an architecture transformers does not ship: with trust_remote_code
+    off (the default) transformers raised a three-line ValueError, deep in the stage."""
+    import json
+    import shutil
+
+    from genfair.errors import ConfigError
+
+    folder = Path(shutil.copytree(model_dir, tmp_path / "custom"))
+    config = json.loads((folder / "config.json").read_text())
+    config["model_type"] = "evil_llama"
+    config["auto_map"] = {
+        "AutoConfig": "evil.EvilConfig",
+        "AutoModelForCausalLM": "evil.EvilModel",
+        "AutoTokenizer": ["evil.EvilTokenizer", None],
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "evil.py").write_text("raise SystemExit('custom code ran')\n")
+
+    def no_prompt(*_: object) -> str:
+        raise AssertionError("prompted")
+
+    monkeypatch.setattr("builtins.input", no_prompt)
+    with pytest.raises(ConfigError) as error:
+        run(make(folder, dtype=dtype), [ask("hello")])
+    assert str(error.value) == (
+        f"{folder} asks to run its own code (auto_map in config.json), which genfair runs "
+        "only with trust_remote_code: true in the model config: set it only for a checkpoint "
+        "you trust"
+    )
+
+
+def test_a_malicious_weights_pickle_is_one_line_and_never_run(model_dir, tmp_path):
+    import os
+    import pickle
+    import shutil
+
+    import torch
+
+    from genfair.errors import ConfigError
+
+    class Evil:
+        def __reduce__(self) -> tuple:
+            return os.system, (f"touch {tmp_path / 'ran'}",)
+
+    folder = Path(shutil.copytree(model_dir, tmp_path / "pickled"))
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    torch.save({"weights": Evil()}, folder / "pytorch_model.bin", pickle_module=pickle)
+    with pytest.raises(ConfigError) as error:
+        run(make(folder), [ask("hello")])
+    assert str(error.value).startswith(
+        f"{folder}: a weights file holds a pickle of more than tensors, refused unread"
+    )
+    assert not (tmp_path / "ran").exists()

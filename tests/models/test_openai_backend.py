@@ -6,6 +6,8 @@ import json
 import logging
 import socket
 import time
+import tracemalloc
+import zlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -16,13 +18,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from genfair.errors import ConfigError
 from genfair.models.base import Completion, Request
 from genfair.models.config import OpenAIModelConfig, SamplingParams
 from genfair.models.openai import OpenAIChatBackend, _retry_after_s
+from tests.support.bombs import gzip_bomb, stacked_gzip_bomb
 from tests.support.mock_openai import Fault, MockOpenAI
 
 MockFactory = Callable[..., MockOpenAI]
-KEY_ENV = "GENFAIR_TEST_OPENAI_KEY"
+KEY_ENV = "GENFAIR_TEST_OPENAI_API_KEY"
 SECRET = "sk-test-Zq8v1TOPSECRETkey"
 
 
@@ -316,6 +320,21 @@ def test_missing_key_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) 
         make_backend("http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
 
 
+def test_a_secret_variable_is_never_sent_even_when_the_composing_machine_allowed_it(
+    mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is where the key is read too: the machine that runs a stage (a Dask
+    worker) has its own allow-list. Before: the endpoint received ``Bearer <PGPASSWORD>``."""
+    monkeypatch.setenv("GENFAIR_ALLOWED_KEY_ENVS", "PGPASSWORD")
+    config = OpenAIModelConfig(
+        backend="openai", model_id="m", base_url=mock_openai().url, api_key_env="PGPASSWORD"
+    )
+    monkeypatch.delenv("GENFAIR_ALLOWED_KEY_ENVS")
+    monkeypatch.setenv("PGPASSWORD", "canary-postgres-password")
+    with pytest.raises(ConfigError, match=r"^model 'm': api_key_env: only a variable named like"):
+        OpenAIChatBackend(config)
+
+
 def test_key_is_sent_but_never_exposed(
     mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -392,6 +411,47 @@ def test_huge_answer_is_cut_off_and_an_error(mock_openai: MockFactory, chunked: 
     assert completion.status == "ok" and len(completion.text or "") == 300_000
 
 
+def _gzipped_answer(layers: int) -> bytes:
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}}]}
+    body = json.dumps(answer).encode()
+    for _ in range(layers):
+        body = zlib.compress(body, wbits=16 + zlib.MAX_WBITS)
+    return body
+
+
+def test_stacked_content_encodings_are_an_error_read_in_little_memory(
+    mock_openai: MockFactory,
+) -> None:
+    """``Content-Encoding: gzip, gzip`` from a real server on 127.0.0.1: 4,910 bytes on the
+    wire, 2 GiB after both layers; before, httpx inflated it whole (4.4 GB resident)."""
+    stacked = (("Content-Encoding", "gzip, gzip"),)
+    server = mock_openai(prompt_faults={"q": [Fault(body=stacked_gzip_bomb(), headers=stacked)]})
+    tracemalloc.start()
+    try:
+        [(_, completion)] = run(make_backend(server.url), ask("q"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    assert completion.status == "error" and server.calls == 1  # not retried
+    assert completion.error == (
+        "Content-Encoding 'gzip, gzip': more than one coding refused "
+        "(each can multiply the body's size)"
+    )
+    # one layer is decoded, and its bomb cut at max_response_mb
+    one = (("Content-Encoding", "gzip"),)
+    server = mock_openai(
+        prompt_faults={
+            "q": [Fault(body=gzip_bomb(), headers=one)],
+            "ok": [Fault(body=_gzipped_answer(1), headers=one)],
+        }
+    )
+    done = {r.messages[-1]["content"]: c for r, c in run(make_backend(server.url), ask("q", "ok"))}
+    assert done["q"].status == "error" and "max_response_mb = 8 MiB" in (done["q"].error or "")
+    assert done["ok"].status == "ok" and done["ok"].text == "fine"
+    assert {r.headers["accept-encoding"] for r in server.requests} == {"gzip, deflate"}
+
+
 # --- timeout_s is a total deadline (issue 16) -------------------------------------------------
 
 
@@ -430,7 +490,7 @@ def test_a_slow_but_complete_trickle_within_the_deadline_is_ok(mock_openai: Mock
 def test_a_key_echoed_in_an_answer_is_redacted(
     mock_openai: MockFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    other_env = "GENFAIR_TEST_OTHER_KEY"
+    other_env = "GENFAIR_TEST_OTHER_API_KEY"
     other = "other-secret-value-123456"
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.setenv(other_env, other)

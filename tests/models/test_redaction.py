@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from genfair.config import format_errors
 from genfair.models.base import Completion
 from genfair.models.config import ModelConfig, OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig
 from genfair.models.redaction import (
+    ALLOWED_KEY_ENVS,
     MASK,
     key_env_problem,
     redact,
@@ -60,9 +63,40 @@ def test_the_study_config_error_names_the_key_without_the_value():
         "VERY_LONG_NAME_OF_AN_OPENAI_COMPATIBLE_ENDPOINT_API_KEY",
     ],
 )
-def test_variable_names_are_accepted(name):
+def test_variable_names_are_accepted(name, monkeypatch):
     assert key_env_problem(name) is None
+    if not name.endswith("_API_KEY"):  # another form: the user allows it by name
+        monkeypatch.setenv(ALLOWED_KEY_ENVS, f"OTHER, {name}")
     assert OpenAIModelConfig(backend="openai", model_id="m", api_key_env=name).api_key_env == name
+
+
+@pytest.mark.parametrize(
+    "name", ["PGPASSWORD", "MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"]
+)
+def test_a_config_cannot_name_another_secret_as_its_key(name, monkeypatch):
+    """Before: ``api_key_env: PGPASSWORD`` sent the PostgreSQL password to the config's
+    ``base_url`` as ``Bearer ...``."""
+    monkeypatch.delenv(ALLOWED_KEY_ENVS, raising=False)
+    data = {"backend": "openai", "model_id": "m", "api_key_env": name}
+    with pytest.raises(ValidationError) as caught:
+        TypeAdapter(ModelConfig).validate_python(data)
+    [problem] = format_errors(caught.value, "params.yaml", ("models", "gpt"), data=data).split(
+        "\n"
+    )[1:]  # under "invalid configuration:", one line a problem
+    assert (
+        problem.strip().startswith(
+            "params.yaml: models.gpt.api_key_env: Value error, only a variable named like "
+            "OPENAI_API_KEY"
+        )
+        and f"export {ALLOWED_KEY_ENVS}=" in problem
+    )
+
+
+def test_the_users_allow_list_is_the_only_one_when_set(monkeypatch):
+    monkeypatch.setenv(ALLOWED_KEY_ENVS, "LAB_ENDPOINT_SECRET")
+    OpenAIModelConfig(backend="openai", model_id="m", api_key_env="LAB_ENDPOINT_SECRET")
+    with pytest.raises(ValidationError, match=f"not listed in {ALLOWED_KEY_ENVS}"):
+        OpenAIModelConfig(backend="openai", model_id="m", api_key_env="OPENAI_API_KEY")
 
 
 def test_redact_masks_every_registered_value_longest_first(monkeypatch):
@@ -100,3 +134,35 @@ def test_log_records_of_any_logger_are_redacted(monkeypatch, caplog):
         logging.getLogger("somewhere.else").exception("failed with %s", "it")
     assert secret not in caplog.text
     assert f"Bearer {MASK}" in caplog.text and f"server said {MASK}" in caplog.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.one_of(
+        st.text(max_size=40),
+        st.from_regex(r"[A-Z][A-Z0-9_]{0,20}(_API_KEY|_KEY|_TOKEN|PASSWORD)", fullmatch=True),
+    ),
+    allowed=st.one_of(st.none(), st.lists(st.from_regex(r"[A-Z_]{1,12}", fullmatch=True))),
+)
+def test_any_name_is_sent_only_by_the_form_or_the_users_list(
+    name: str, allowed: list[str] | None
+) -> None:
+    """A config's ``api_key_env`` is accepted exactly when it has the key form (no list set)
+    or the user's list holds it; a refusal never quotes the name."""
+    import os
+
+    from genfair.models.redaction import KEY_ENV_FORM, key_env_refusal
+
+    saved = os.environ.pop(ALLOWED_KEY_ENVS, None)
+    try:
+        if allowed is not None:
+            os.environ[ALLOWED_KEY_ENVS] = ",".join(allowed)
+        refusal = key_env_refusal(name)
+    finally:
+        os.environ.pop(ALLOWED_KEY_ENVS, None)
+        if saved is not None:
+            os.environ[ALLOWED_KEY_ENVS] = saved
+    accepted = name in allowed if allowed is not None else bool(KEY_ENV_FORM.fullmatch(name))
+    assert (refusal is None) == accepted
+    if refusal is not None and len(name) >= 3:
+        assert name not in refusal.replace(ALLOWED_KEY_ENVS, "").replace("OPENAI_API_KEY", "")

@@ -19,7 +19,7 @@ from genfair.models.t2i import generate_images, prompt_call
 from tests.support.mock_openai import IMAGES_PATH, Fault, MockOpenAI
 
 MockFactory = Callable[..., MockOpenAI]
-KEY_ENV = "GENFAIR_TEST_OPENAI_KEY"
+KEY_ENV = "GENFAIR_TEST_OPENAI_API_KEY"
 SECRET = "sk-test-Zq8v1TOPSECRETimagekey"
 
 

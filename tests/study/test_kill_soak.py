@@ -45,7 +45,7 @@ MAX_AHEAD = 8
 #: the variable holding each run's own API key: the mock holds a call of the running process,
 #: never a late request of the one killed before it (which took the held call's number and
 #: had the next run signalled before Python installed its SIGINT handler: exit -2, no stderr)
-KEY = "GENFAIR_KILL_SOAK_KEY"
+KEY = "GENFAIR_KILL_SOAK_API_KEY"
 
 # the stage script's body (stages/generate.py) with the toy quiz registered and outputs in
 # the working directory

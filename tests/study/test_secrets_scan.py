@@ -31,7 +31,7 @@ from tests.support.mlflow_server import mlflow_server
 from tests.support.mock_openai import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY_ENV = "GENFAIR_SCAN_TEST_KEY"
+KEY_ENV = "GENFAIR_SCAN_TEST_API_KEY"
 FAKE_KEY = "sk-scanTEST-9f3c2a7e5b1d4c8a6e0f2b9d7c3a1e5f"
 #: a password in the tracking URI (the environment's, as a team's shared server would be given)
 CANARY = "canaryPW-7d41e0b2c95a"

@@ -3,7 +3,11 @@ already in the local Hugging Face cache: never fetched at run time (``local_file
 
 A missing folder or an id not in the cache is one :class:`~genfair.errors.ConfigError` line
 naming the config key and the fix (download once with ``huggingface-cli download <id>``, or
-``save_pretrained`` into a folder)."""
+``save_pretrained`` into a folder). A checkpoint is data, never code: its own code
+(``auto_map`` in ``config.json``) is never run, and transformers is told so
+(``trust_remote_code=False``) instead of asking "Do you wish to run the custom code? [y/N]"
+inside a stage; a weights pickle holding more than tensors is refused by torch's
+weights-only loader, unread. Both are one line naming the key."""
 
 from __future__ import annotations
 
@@ -31,9 +35,14 @@ def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
             f"params.yaml: {key}: {source} holds no checkpoint (config.json missing); "
             "point it at a folder written by save_pretrained"
         )
+    from genfair.models.hf import checkpoint_as_data
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        return cls.from_pretrained(source, local_files_only=True, **kwargs)
+        with checkpoint_as_data(source, f"params.yaml: {key}: ", code_setting=False):
+            return cls.from_pretrained(
+                source, local_files_only=True, trust_remote_code=False, **kwargs
+            )
     except OSError as exc:
         raise ConfigError(
             f"params.yaml: {key}: {ref!r} is neither a checkpoint folder nor a model id in the "

@@ -109,13 +109,18 @@ def store_url(target: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(text).resolve()}"
 
 
+#: names of a SQLite file (an empty one may be a cache being created)
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+
 def foreign_file_problem(path: Path, *, strict: bool = False) -> str | None:
     """Why the existing file ``path`` is not a genfair response cache (one line), or None.
     Opening a SQLite store writes genfair's tables into it: it must never turn a database of
     something else into a cache. ``strict`` (a file the user named on the command line) also
     refuses an empty file and one that is not SQLite; without it those are left to the store
-    (an empty file may be one another process is creating; a damaged cache is named with its
-    fix when opened)."""
+    (an empty file named like a SQLite database may be one another process is creating; a
+    damaged cache is named with its fix when opened), and an empty file named otherwise is
+    refused."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -123,7 +128,11 @@ def foreign_file_problem(path: Path, *, strict: bool = False) -> str | None:
     if not path.is_file():
         return "not a regular file"
     if size == 0:
-        return "an existing empty file, not a genfair response cache" if strict else None
+        # an empty *.sqlite may be a cache another process is creating this moment; any other
+        # empty file (an __init__.py, a placeholder) is someone's, never made a database
+        if strict or path.suffix.lower() not in SQLITE_SUFFIXES:
+            return "an existing empty file, not a genfair response cache"
+        return None
     with path.open("rb") as fh:
         if fh.read(16) != b"SQLite format 3\x00":
             return (

@@ -30,7 +30,7 @@ from genfair.limits import (
     MAX_TOKENS,
 )
 from genfair.models.rate_limit import parse_rate
-from genfair.models.redaction import key_env_problem
+from genfair.models.redaction import key_env_problem, key_env_refusal
 from genfair.strict import Strict
 from genfair.urls import checked_url
 
@@ -235,6 +235,9 @@ class _OpenAIEndpoint(Strict):
                 "variable (export OPENAI_API_KEY=...) and set api_key_env: "
                 "OPENAI_API_KEY; if the key was saved in a file, rotate it."
             )
+        refusal = None if value is None else key_env_refusal(value)
+        if refusal:
+            raise ValueError(refusal)
         return value
 
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from genfair.errors import ConfigError
 from genfair.models.base import (
     Completion,
     LLMBackend,
@@ -113,12 +116,14 @@ class HFChatBackend(LLMBackend):
             dtype = resolve_dtype(config.dtype, config.device)
             engine = resolve_engine(config.engine)
         else:  # an hf model's "auto" is its checkpoint's
-            dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
+            with checkpoint_as_data(source):
+                dtype = config.dtype if config.dtype != "auto" else _checkpoint_dtype(source, hub)
         if engine == "ctranslate2" and (dtype != "float32" or config.device != "cpu"):
             raise ValueError(
                 "engine: ctranslate2 runs float32 on CPU: set dtype: float32 and device: cpu"
             )
-        tokenizer = _tokenizer(source, hub)
+        with checkpoint_as_data(source):
+            tokenizer = _tokenizer(source, hub)
         checkpoint_auto = isinstance(config, HFModelConfig) and config.dtype == "auto"
 
         def load() -> tuple[Any, CT2Generator | None]:
@@ -127,7 +132,8 @@ class HFChatBackend(LLMBackend):
             log.info("loading %s (%s, %s)", source, dtype or "dtype auto", engine)
             # hf's "auto" is left to transformers (the checkpoint's), the dtype checked after
             wanted = "auto" if checkpoint_auto else getattr(_torch(), dtype)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=wanted, **hub)
+            with checkpoint_as_data(source):
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=wanted, **hub)
             model = model.to(config.device)
             if engine != "ctranslate2":
                 return model, None
@@ -335,6 +341,34 @@ class DtypeMismatch(ValueError):
     (resolved from the config before loading): refused, never silently keyed wrong."""
 
     config_key = "dtype"
+
+
+@contextmanager
+def checkpoint_as_data(source: str, where: str = "", code_setting: bool = True) -> Iterator[None]:
+    """A checkpoint is data, never code: transformers' refusal of its own code (``auto_map``
+    in config.json, ``trust_remote_code`` off: always passed, so it never asks "[y/N]") and
+    torch's of a weights pickle holding more than tensors, each as one :class:`ConfigError`
+    line naming the checkpoint (after ``where``, e.g. ``params.yaml: <key>: ``) and the fix;
+    ``code_setting``: whether the config has a ``trust_remote_code`` to offer."""
+    try:
+        yield
+    except pickle.UnpicklingError:
+        raise ConfigError(
+            f"{where}{source}: a weights file holds a pickle of more than tensors, refused "
+            "unread (it could run code): use a safetensors checkpoint from a source you trust"
+        ) from None
+    except ValueError as exc:
+        if "trust_remote_code" not in str(exc):
+            raise
+        fix = (
+            "which genfair runs only with trust_remote_code: true in the model config: set it "
+            "only for a checkpoint you trust"
+            if code_setting
+            else "which genfair never does: use a checkpoint of an architecture transformers ships"
+        )
+        raise ConfigError(
+            f"{where}{source} asks to run its own code (auto_map in config.json), {fix}"
+        ) from None
 
 
 def _check_local_source(source: str) -> None:

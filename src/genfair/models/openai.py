@@ -15,7 +15,10 @@ response, retried like a 5xx and, if it persists, an ``error`` (never cached).
 ``timeout_s`` is a total deadline per HTTP request: connecting, sending, waiting and
 reading the whole body must fit in it, so a server that trickles a byte at a time cannot
 hold a call longer (httpx's own timeouts are per read). Each retry gets a fresh deadline.
-A body larger than ``max_response_mb`` is cut off unread and the call is an ``error``.
+A body larger than ``max_response_mb`` is cut off unread and the call is an ``error``; the
+limit counts decoded bytes, inflated a bounded step at a time, and a body with more than one
+``Content-Encoding`` (``gzip, gzip``) is an ``error`` unread
+(:class:`genfair.curation.web_guard.Inflater`).
 
 A request's decoding overrides (``temperature``, ``top_p``, ``max_tokens``) replace the
 model's ``sampling`` in the body; its ``json_schema`` becomes a structured-output
@@ -45,11 +48,13 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from genfair.curation.web_guard import ACCEPT_ENCODING, Inflater, Refused
+from genfair.errors import ConfigError
 from genfair.logs import printable
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
-from genfair.models.redaction import redact, register_key_env
+from genfair.models.redaction import key_env_refusal, redact, register_key_env
 from genfair.models.usage import valid_count
 
 log = logging.getLogger(__name__)
@@ -90,6 +95,9 @@ class OpenAIChatBackend(LLMBackend):
         self._url = config.base_url.rstrip("/") + self._path
         self._api_key: str | None = None
         if config.api_key_env is not None:
+            refusal = key_env_refusal(config.api_key_env)
+            if refusal:  # this machine's allow-list may differ from the composing one's
+                raise ConfigError(f"model {config.model_id!r}: api_key_env: {refusal}")
             register_key_env(config.api_key_env)
             self._api_key = os.environ.get(config.api_key_env) or None
             if self._api_key is None:
@@ -143,7 +151,9 @@ class OpenAIChatBackend(LLMBackend):
         more CPU than the request itself. A worker keeps its slot through backoff sleeps,
         so a rate-limited endpoint sees fewer requests, not the same number.
         """
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}  # what Inflater decodes
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
         async with httpx.AsyncClient(
             headers=headers,
             timeout=self.config.timeout_s,
@@ -243,12 +253,12 @@ class OpenAIChatBackend(LLMBackend):
             ):
                 await response.aread()  # the usual case: its size is known and within the cap
                 return response
-            parts, size = [], 0
-            async for part in response.aiter_bytes():  # decompressed: a gzip bomb counts in full
-                size += len(part)
-                if size > limit:
-                    raise too_big
-                parts.append(part)
+            try:  # decoded here, bounded per step: a gzip bomb counts in full, stacked ones
+                inflater = Inflater(response.headers.get("content-encoding", ""), limit)
+                async for part in response.aiter_raw():
+                    inflater.feed(part)
+            except Refused as exc:
+                raise (too_big if exc.reason == "too_large" else Rejected(str(exc))) from None
         # the body is decoded already: drop the headers that describe its wire form
         headers = [
             (k, v)
@@ -256,7 +266,10 @@ class OpenAIChatBackend(LLMBackend):
             if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
         ]
         return httpx.Response(
-            response.status_code, headers=headers, content=b"".join(parts), request=response.request
+            response.status_code,
+            headers=headers,
+            content=bytes(inflater.body),
+            request=response.request,
         )
 
     def _refusal(self, response: httpx.Response) -> Completion | None:

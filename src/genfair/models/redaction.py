@@ -15,6 +15,9 @@ everywhere would corrupt ordinary answers); a warning says so, without the value
 
 :func:`key_env_problem` tells a variable *name* from a pasted key, so that a config whose
 ``api_key_env`` holds the key itself is rejected before the value is printed anywhere.
+:func:`key_env_refusal` keeps a config (a colleague's branch, a downloaded study) from
+choosing which secret of the machine is sent to its ``base_url``: only variables of the key
+form (``*_API_KEY``), or those the user lists in ``GENFAIR_ALLOWED_KEY_ENVS``, may be named.
 """
 
 from __future__ import annotations
@@ -58,6 +61,11 @@ _KEY_PREFIXES = (
     "Bearer",
 )
 
+#: the documented form of a key variable, which a config may name unless the user lists names
+KEY_ENV_FORM = re.compile(r"[A-Z][A-Z0-9_]*_API_KEY")
+#: the environment variable in which the user lists the only names a config may use instead
+ALLOWED_KEY_ENVS = "GENFAIR_ALLOWED_KEY_ENVS"
+
 _lock = threading.Lock()
 _key_envs: set[str] = set()
 _installed = False
@@ -75,6 +83,30 @@ def key_env_problem(name: str) -> str | None:
     if len(name) > 100:
         return "it is too long for a variable name"
     return None
+
+
+def key_env_refusal(name: str) -> str | None:
+    """Why ``name`` may not be sent as a key, or ``None``: with ``GENFAIR_ALLOWED_KEY_ENVS``
+    set (comma-separated names), only the names it lists may be; otherwise only names of the
+    key form (:data:`KEY_ENV_FORM`: ``OPENAI_API_KEY``, ``GROQ_API_KEY``), never another
+    secret such as ``PGPASSWORD`` or ``MLFLOW_TRACKING_PASSWORD``. The answer never contains
+    ``name`` (it may be a pasted key)."""
+    allowed = os.environ.get(ALLOWED_KEY_ENVS)
+    if allowed is not None:
+        if name in {part.strip() for part in allowed.split(",")} - {""}:
+            return None
+        return (
+            f"this variable is not listed in {ALLOWED_KEY_ENVS}, the only names this machine "
+            "lets a config send as a key (value not shown): add it there, or name a listed one"
+        )
+    if KEY_ENV_FORM.fullmatch(name):
+        return None
+    return (
+        "only a variable named like OPENAI_API_KEY (upper case, ending in _API_KEY) may be "
+        "sent as a key, so that a config cannot send another secret (PGPASSWORD) to its "
+        "base_url (value not shown): rename the variable, or allow it with "
+        f"export {ALLOWED_KEY_ENVS}=<its name>"
+    )
 
 
 def register_key_env(name: str) -> None:

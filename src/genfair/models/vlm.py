@@ -85,11 +85,14 @@ class HFVisionBackend(VLMBackend):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        from genfair.models.hf import checkpoint_as_data
+
         hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
         dtype = "auto" if config.dtype == "auto" else getattr(torch, config.dtype)
         source = str(source or config.model_id)
-        processor = AutoProcessor.from_pretrained(source, **hub)
-        model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
+        with checkpoint_as_data(source):
+            processor = AutoProcessor.from_pretrained(source, **hub)
+            model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **hub)
         return cls(model.to(config.device), processor, config)
 
     @property

@@ -6,12 +6,16 @@ imports every module of the ``hydra_plugins`` namespace: registering here makes
 ``genfair_plots``,
 ``genfair_inputs``, ``genfair_digests``, ``genfair_sizes``) in
 ``conf/config.yaml`` resolve in either.
-Only the registration happens at import; genfair itself is imported when the resolver runs.
+Only the registration and the guards (:mod:`genfair.yaml_guard`, light) happen at import; the
+rest of genfair is imported when a resolver runs.
 
 :class:`CheckedConfigFiles`, a search-path plugin, is what Hydra calls before it loads any
 config: it checks every YAML file of the config folder (:mod:`genfair.yaml_guard`: no alias,
 no absurd nesting), so a "billion laughs" file in ``conf/`` fails in one line naming it instead
-of expanding in Hydra, in ``genfair compose`` and in ``dvc exp run`` alike.
+of expanding in Hydra, in ``genfair compose`` and in ``dvc exp run`` alike. At import it also
+bounds the strings OmegaConf's interpolations build and refuses ``${oc.env:...}``
+(:func:`genfair.yaml_guard.bound_interpolated_strings`, ``refuse_environment_resolvers``):
+what no single file shows (an override, an interpolation across files).
 """
 
 from typing import Any
@@ -76,6 +80,16 @@ OmegaConf.register_new_resolver("genfair_plots", _plots, replace=True)
 OmegaConf.register_new_resolver("genfair_inputs", _inputs, replace=True)
 OmegaConf.register_new_resolver("genfair_digests", _digests, replace=True)
 OmegaConf.register_new_resolver("genfair_sizes", _sizes, replace=True)
+
+
+def _guard() -> None:
+    from genfair.yaml_guard import bound_interpolated_strings, refuse_environment_resolvers
+
+    bound_interpolated_strings()
+    refuse_environment_resolvers()
+
+
+_guard()
 
 
 class CheckedConfigFiles(SearchPathPlugin):
