@@ -437,6 +437,11 @@ class Methodology(ABC):
 
     #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
     sample_view: ClassVar[SampleView] = SampleView()
+    #: the modalities on which a run's later calls depend on its earlier answers (e.g. prompts
+    #: built from the images it drew): ``genfair plan`` can count only the first uncached
+    #: step of such a run and marks its row a lower bound; an own :meth:`generate` alone
+    #: does not make a run dependent
+    dependent_calls: ClassVar[tuple[Modality, ...]] = ()
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
