@@ -20,7 +20,7 @@ from genfair.cli import compose
 from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
-from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.methodologies.base import NEUTRAL, Headline, MetricsResult, StepContext
 from genfair.study.always import sync_store
 from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
@@ -165,6 +165,25 @@ def test_two_renders_of_the_same_study_are_the_same_page_bytes(
         assert study_fingerprint(layout) != before
     finally:
         layout.headline.write_bytes(original)
+
+
+def test_a_neutral_headline_is_shown_as_reported_not_ranked(
+    study: tuple[StudyParams, Layout, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46.6: a number reported for information says so in the headline table, with
+    its value and no direction or rank."""
+    params, layout, _ = study
+    answered = Headline("answered", "n", {"measure": "accuracy"}, NEUTRAL)
+    monkeypatch.setattr(EvilQuiz, "headline", (*EvilQuiz.headline, answered))
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    row = re.search(
+        r"<tr><td>toy_evil</td><td>answered</td><td>(.*?)</td>(.*?)</tr>", html, re.DOTALL
+    )
+    assert row is not None and row[1] == "reported, not ranked"
+    board = pd.read_parquet(layout.scores / "toy_evil.parquet")
+    (n,) = board.loc[board["measure"] == "accuracy", "n"]  # the one model's answers counted
+    assert f'<td class="num">{n} <a' in row[2] and "(#" not in row[2]  # its value, no rank
+    assert "reported, not ranked" in html.split('id="headline"')[1].split("</p>")[0]
 
 
 def test_a_report_rerun_rewrites_only_the_sample_files_whose_rows_changed(

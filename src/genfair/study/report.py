@@ -42,11 +42,11 @@ from genfair.config import StudyParams
 from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.methodologies.base import NEUTRAL, ModelInfo, ReportContext, ReportSection, ReportTable
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.samples import SampleFile, script_json, write_samples
-from genfair.study.scoring import headline_rows
+from genfair.study.scoring import REPORTED, headline_rows
 from genfair.study.steps import read_study
 from genfair.study.store import workspace_root
 from genfair.study.tracking import git_commit
@@ -163,7 +163,12 @@ def headline_view(
                 row["samples"] = samples_href(file, method.sample_filter(headlines[row["name"]]))
             entry = by_name.setdefault(
                 row["name"],
-                {"methodology": name, "name": row["name"], "better": row["better"], "cells": {}},
+                {
+                    "methodology": name,
+                    "name": row["name"],
+                    "better": REPORTED if row["better"] == NEUTRAL else row["better"],
+                    "cells": {},
+                },
             )
             entry["cells"][row["model"]] = row
         rows.extend(by_name.values())
@@ -557,8 +562,8 @@ else "real model" }}</td></tr>
 <p class="caption">One fairness profile per model: each methodology's few headline numbers (its
 name says the measure, the next column which way is better), as estimate [low, high] where the
 methodology gives an interval. "#n" is the model's rank among real models of its modality;
-simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers:
-<code>dvc metrics show</code>.</p>
+simulators are never ranked, nor a number "reported, not ranked" (no direction is better).
+Full tables: <code>data/scores/</code>; the same numbers: <code>dvc metrics show</code>.</p>
 <div class="tablewrap">
 <table id="headline-table">
 <tr><th>methodology</th><th>headline</th><th>better</th>
