@@ -418,6 +418,7 @@ class TwoStep(Quiz):
     once more (so its plan is a lower bound: the first step's calls only)."""
 
     name = "toy_two_step"
+    dependent_calls = ("llm",)
 
     def generate(self, probes, config, ctx):  # type: ignore[no-untyped-def]
         import pandas as pd
@@ -430,6 +431,58 @@ class TwoStep(Quiz):
         )
         second = ctx.run(self.calls(again, config, ctx.modality), self.judge)
         return pd.concat([first, second], ignore_index=True)
+
+
+class OwnGenerate(Quiz):
+    """A toy with its own ``generate`` whose calls are all known from the probes (the quiz's
+    calls, each sent with a note): nothing depends on an answer, so no lower bound."""
+
+    name = "toy_own_generate"
+
+    def generate(self, probes, config, ctx):  # type: ignore[no-untyped-def]
+        return ctx.run(self.calls(probes, config, ctx.modality), self.judge).assign(note="own")
+
+
+def test_only_a_declared_dependence_makes_a_plan_row_a_lower_bound(base: dict) -> None:
+    """Issue 46.5: every methodology overriding ``generate`` was called a lower bound; now
+    the row says so where the methodology declares ``dependent_calls`` for the modality."""
+    for toy in (OwnGenerate, TwoStep):
+        register(toy)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        name: {"questions": QUESTIONS} for name in (OwnGenerate.name, TwoStep.name)
+    }
+    rows = {r.methodology: r for r in plan(StudyParams.model_validate(with_runs(raw)))}
+    own, two_step = rows[OwnGenerate.name], rows[TwoStep.name]
+    assert own.to_send == QUESTIONS and not own.lower_bound and not own.note
+    assert two_step.to_send == QUESTIONS and two_step.lower_bound
+    assert two_step.note.startswith("lower bound: later calls depend on answers")
+    # declared on the modality only: the same toy on another modality is planned whole
+    TwoStep.dependent_calls = ("t2i",)
+    try:
+        rows = {r.methodology: r for r in plan(StudyParams.model_validate(with_runs(raw)))}
+        assert not rows[TwoStep.name].lower_bound
+    finally:
+        TwoStep.dependent_calls = ("llm",)
+
+
+def test_the_built_in_methodologies_declare_their_dependent_calls_truthfully() -> None:
+    """IRIS on T2I (BIS-Gen prompts from its IFS-Gen images' stereotypes) and OpenBias
+    (images from the proposer's biases, VQA about the images) depend on answers; FACT-OR-FAIR,
+    news bias and LVLM-FACET send calls known from their probes (the default or one batch)."""
+    from genfair.methodologies import get_methodology
+
+    declared = {
+        name: get_methodology(name).dependent_calls
+        for name in ("fact_or_fair", "iris", "lvlm_facet", "news_bias", "open_bias")
+    }
+    assert declared == {
+        "fact_or_fair": (),
+        "iris": ("t2i",),
+        "lvlm_facet": (),
+        "news_bias": (),
+        "open_bias": ("t2i",),
+    }
 
 
 def test_a_lower_bound_plan_stops_the_stage_at_the_budget(

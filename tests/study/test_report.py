@@ -8,6 +8,7 @@ import json
 import os
 import re
 import urllib.parse
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,12 +20,12 @@ from genfair.cli import compose
 from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
-from genfair.methodologies.base import Headline, MetricsResult, StepContext
+from genfair.methodologies.base import NEUTRAL, Headline, MetricsResult, StepContext
 from genfair.study.always import sync_store
 from genfair.study.context import models_for
 from genfair.study.curation import occupations_table
 from genfair.study.layout import Layout
-from genfair.study.report import build_report
+from genfair.study.report import build_report, study_fingerprint
 from genfair.study.scoring import score_study, write_plot
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.store import listed_keys, missing_runs
@@ -136,8 +137,53 @@ def test_a_disk_full_during_the_report_leaves_no_temporary_file(
     monkeypatch.setattr("genfair.io.os.replace", full)
     with pytest.raises(OSError, match="No space left"):
         build_report(params, layout)
-    assert sorted(p.name for p in layout.report.parent.iterdir()) == ["index.html", "samples"]
+    listed = sorted(p.name for p in layout.report.parent.iterdir())
+    assert listed == ["build.js", "index.html", "samples"]
     assert layout.report.read_bytes() == good
+
+
+def test_two_renders_of_the_same_study_are_the_same_page_bytes(
+    study: tuple[StudyParams, Layout, Path],
+) -> None:
+    """Issue 48.6: the page printed its render time, so every rebuild changed it (and
+    ``dvc.lock``); now the page states the study's fingerprint, and the git commit and render
+    time go to ``build.js`` beside it, outside the DVC output."""
+    params, layout, _ = study
+    first = build_report(params, layout, now=datetime(2026, 1, 1, 9, 0, tzinfo=UTC)).read_bytes()
+    build = (layout.report.parent / "build.js").read_text("utf-8")
+    later = datetime(2026, 1, 2, 10, 30, tzinfo=UTC)
+    assert build_report(params, layout, now=later).read_bytes() == first
+    assert "rendered 2026-01-01 09:00 UTC" in build and b"09:00 UTC" not in first
+    assert re.search(r"git commit ([0-9a-f]{40}(-dirty)?|unknown), ", build), build
+    assert "rendered 2026-01-02 10:30 UTC" in (layout.report.parent / "build.js").read_text()
+    assert f"study fingerprint\n<code>{study_fingerprint(layout)}</code>" in first.decode()
+    # the fingerprint follows the numbers: another headline.json, another fingerprint
+    before = study_fingerprint(layout)
+    original = layout.headline.read_bytes()
+    try:
+        layout.headline.write_bytes(original.replace(b"}", b" }", 1))
+        assert study_fingerprint(layout) != before
+    finally:
+        layout.headline.write_bytes(original)
+
+
+def test_a_neutral_headline_is_shown_as_reported_not_ranked(
+    study: tuple[StudyParams, Layout, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46.6: a number reported for information says so in the headline table, with
+    its value and no direction or rank."""
+    params, layout, _ = study
+    answered = Headline("answered", "n", {"measure": "accuracy"}, NEUTRAL)
+    monkeypatch.setattr(EvilQuiz, "headline", (*EvilQuiz.headline, answered))
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    row = re.search(
+        r"<tr><td>toy_evil</td><td>answered</td><td>(.*?)</td>(.*?)</tr>", html, re.DOTALL
+    )
+    assert row is not None and row[1] == "reported, not ranked"
+    board = pd.read_parquet(layout.scores / "toy_evil.parquet")
+    (n,) = board.loc[board["measure"] == "accuracy", "n"]  # the one model's answers counted
+    assert f'<td class="num">{n} <a' in row[2] and "(#" not in row[2]  # its value, no rank
+    assert "reported, not ranked" in html.split('id="headline"')[1].split("</p>")[0]
 
 
 def test_a_report_rerun_rewrites_only_the_sample_files_whose_rows_changed(
@@ -179,7 +225,10 @@ def test_report_escapes_model_and_dataset_text(study: tuple[StudyParams, Layout,
     html = build_report(params, layout).read_text(encoding="utf-8")
     # two scripts only: the samples' index (JSON, not run) and the sample browser; no model
     # text is in either (the rows are in samples/, escaped)
-    assert html.lower().count("<script") == 2 and "<img src=x" not in html
+    # three scripts: the samples' index (JSON, not run), build.js's provenance line and the
+    # sample browser; no model text among them
+    assert html.lower().count("<script") == 3 and "<img src=x" not in html
+    assert '<script src="build.js"></script>' in html
     assert '<script type="application/json" id="samples-index">' in html
     index = html.split('id="samples-index">')[1].split("</script>")[0]
     assert "<" not in index and "alert" not in index
@@ -357,6 +406,7 @@ def test_report_renders_offline_in_chromium(
         sizes = figures.evaluate_all("imgs => imgs.map(i => [i.complete, i.naturalWidth])")
         assert all(done and width > 100 for done, width in sizes), sizes
         assert page.locator("#models .sim").count() == 2
+        assert page.locator("#build").inner_text().startswith("git commit ")  # build.js ran
         assert IMG in page.locator("#m-toy_evil").inner_text()  # shown as text
         assert SCRIPT in page.locator("#instruments").inner_text()
         # the model's markup in the sample browser: found by search, shown as text, inert

@@ -111,13 +111,14 @@ class Ranking:
 class Headline:
     """One headline number: the ``column`` of the leaderboard row matching ``where``,
     named ``name`` with the direction that is better (``dvc metrics show``, MLflow, the
-    report's summary); ``interval``: the (low, high) columns of its confidence interval,
-    shown beside it in the report."""
+    report's summary), or ``better=NEUTRAL`` for a number reported for information and never
+    ranked; ``interval``: the (low, high) columns of its confidence interval, shown beside it
+    in the report."""
 
     name: str
     column: str
     where: Mapping[str, Any]
-    better: Literal["lower", "higher", "closer to 0"]
+    better: Literal["lower", "higher", "closer to 0", "neither"]
     interval: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
@@ -129,8 +130,11 @@ class Headline:
             )
 
 
+#: :attr:`Headline.better` of a number reported, not ranked (no direction is better, e.g. a
+#: share given for information): no rank beside it, its ``dvc metrics`` file ``.reported``
+NEUTRAL = "neither"
 #: the directions a headline number may be better in (:attr:`Headline.better`)
-BETTER_VALUES = ("lower", "higher", "closer to 0")
+BETTER_VALUES = ("lower", "higher", "closer to 0", NEUTRAL)
 
 
 @dataclass(frozen=True)
@@ -437,6 +441,11 @@ class Methodology(ABC):
 
     #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
     sample_view: ClassVar[SampleView] = SampleView()
+    #: the modalities on which a run's later calls depend on its earlier answers (e.g. prompts
+    #: built from the images it drew): ``genfair plan`` can count only the first uncached
+    #: step of such a run and marks its row a lower bound; an own :meth:`generate` alone
+    #: does not make a run dependent
+    dependent_calls: ClassVar[tuple[Modality, ...]] = ()
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities

@@ -9,7 +9,8 @@ send is counted (its prompt tokens with the model's own tokenizer where the back
 else :func:`~genfair.models.base.estimated_tokens`, its token limit, an image for a
 text-to-image model) and answered with an ``error`` that is never cached. A methodology
 whose later calls depend on earlier answers (proposals, then images, then questions about
-them) plans its first uncached step only: its row is a lower bound and says so.
+them; it says so: :attr:`~genfair.methodologies.base.Methodology.dependent_calls`) plans its
+first uncached step only: its row is a lower bound and says so.
 
 Completion tokens are the calls' ``max_tokens`` (an upper bound) and, where the cache holds
 answers of that model, their observed mean length (``usage`` where the endpoint reported
@@ -37,7 +38,6 @@ from typing import Any
 
 from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
-from genfair.methodologies.base import Methodology
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
@@ -276,7 +276,7 @@ def _plan_run(
     row.completion_tokens_expected = round(expected) if known else None
     row.cost = None if None in costs else sum(c for c in costs if c is not None)
     row.seconds = None if None in seconds else sum(s for s in seconds if s is not None)
-    if row.to_send and type(method).generate is not Methodology.generate:
+    if row.to_send and params.model(model).modality in method.dependent_calls:
         row.note = f"{LOWER_BOUND}: later calls depend on answers still to send"
     return row
 

@@ -8,8 +8,9 @@ text can neither run nor call home. Every string that a model wrote or a dataset
 through Jinja2's autoescaping in the page and ``textContent`` in the browser. Sections:
 
 - the study: models (backend, modality, SIMULATED or not), methodologies (each with the sizes
-  it ran at), scale, seed, git
-  commit, date;
+  it ran at), scale, seed, the study's fingerprint; the git commit and render time come from
+  ``build.js`` beside the page (:func:`write_build`), outside the DVC output, so the page's
+  bytes depend on the study only and a rebuild leaves ``dvc.lock`` unchanged;
 - headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
   model, with the model's rank among real models (simulators are never ranked);
 - one section per methodology, from its
@@ -41,11 +42,11 @@ from genfair.config import StudyParams
 from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.methodologies.base import NEUTRAL, ModelInfo, ReportContext, ReportSection, ReportTable
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.samples import SampleFile, script_json, write_samples
-from genfair.study.scoring import headline_rows
+from genfair.study.scoring import REPORTED, headline_rows
 from genfair.study.steps import read_study
 from genfair.study.store import workspace_root
 from genfair.study.tracking import git_commit
@@ -162,7 +163,12 @@ def headline_view(
                 row["samples"] = samples_href(file, method.sample_filter(headlines[row["name"]]))
             entry = by_name.setdefault(
                 row["name"],
-                {"methodology": name, "name": row["name"], "better": row["better"], "cells": {}},
+                {
+                    "methodology": name,
+                    "name": row["name"],
+                    "better": REPORTED if row["better"] == NEUTRAL else row["better"],
+                    "cells": {},
+                },
             )
             entry["cells"][row["model"]] = row
         rows.extend(by_name.values())
@@ -394,10 +400,38 @@ def report_context(params: StudyParams, name: str, layout: Layout) -> ReportCont
     )
 
 
+#: the build's own facts beside the page (git commit, render time): not a DVC output
+BUILD = "build.js"
+
+
+def study_fingerprint(layout: Layout) -> str:
+    """What the page's numbers were made from, the same on every machine and checkout: a digest
+    of every headline number (``headline.json``) and the code fingerprints (``data/code``).
+    A git commit cannot take this place: the commit that holds ``dvc.lock`` is made after the
+    page it locks, so a page naming its commit never matches on a fresh clone."""
+    digest = hashlib.sha256()
+    for path in [layout.headline, *sorted((layout.data / "code").rglob("*.json"))]:
+        if path.is_file():
+            digest.update(path.relative_to(layout.data).as_posix().encode("utf-8") + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def write_build(layout: Layout, now: datetime | None = None) -> Path:
+    """``build.js`` beside the page: the git commit (``-dirty`` for uncommitted changes) and
+    the render time, which the page shows when the file is there. Kept out of the page (a DVC
+    output) so that two renders of the same study are the same bytes."""
+    when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    text = f"git commit {git_commit(workspace_root())}, rendered {when}"
+    script = f'document.getElementById("build").textContent = {json.dumps(text)};\n'
+    return write_text(script, layout.report.parent / BUILD)
+
+
 def build_report(
     params: StudyParams, layout: Layout = Layout(), now: datetime | None = None
 ) -> Path:
-    """``report``: write ``data/report/index.html`` from the study's outputs."""
+    """``report``: write ``data/report/index.html`` from the study's outputs (and
+    :func:`write_build`'s ``build.js`` beside it)."""
     from jinja2 import Environment
     from markupsafe import Markup
 
@@ -419,8 +453,8 @@ def build_report(
         methodologies=[f"{n} ({params.sizes_of(n)} sizes)" for n in params.methodologies],
         scale=params.scale,
         seed=params.seed,
-        commit=git_commit(workspace_root()),
-        date=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        fingerprint=study_fingerprint(layout),
+        build=BUILD,
         headline=headline_view(params, layout, samples),
         sections=sections,
         samples_index=Markup(script_json([f.index_entry() for f in samples])),
@@ -434,6 +468,7 @@ def build_report(
         tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
     )
     out = write_text(html, layout.report)  # atomic: a full disk leaves no temporary file
+    write_build(layout, now)
     log.info("report: %s (%d sections, %.0f kB)", out, len(sections), out.stat().st_size / 1024)
     return out
 
@@ -497,8 +532,10 @@ img.large { max-width: 256px; max-height: 256px; border: 1px solid #d0d7de; }
 <main>
 <section id="study">
 <h2>The study</h2>
-<p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, git commit <code>{{ commit }}</code>,
-rendered {{ date }}.
+<p>Scale <b>{{ scale }}</b>, seed <b>{{ seed }}</b>, study fingerprint
+<code>{{ fingerprint }}</code> (its headline numbers and code),
+<span id="build">git commit and render time not found ({{ build }} beside this page)</span>.
+<script src="{{ build }}"></script>
 {% if tracking %}
 MLflow: {{ tracking.runs }} runs in experiment <b>{{ tracking.experiment }}</b>
 of <code>{{ tracking.tracking_uri }}</code>.{% endif %}
@@ -525,8 +562,8 @@ else "real model" }}</td></tr>
 <p class="caption">One fairness profile per model: each methodology's few headline numbers (its
 name says the measure, the next column which way is better), as estimate [low, high] where the
 methodology gives an interval. "#n" is the model's rank among real models of its modality;
-simulators are never ranked. Full tables: <code>data/scores/</code>; the same numbers:
-<code>dvc metrics show</code>.</p>
+simulators are never ranked, nor a number "reported, not ranked" (no direction is better).
+Full tables: <code>data/scores/</code>; the same numbers: <code>dvc metrics show</code>.</p>
 <div class="tablewrap">
 <table id="headline-table">
 <tr><th>methodology</th><th>headline</th><th>better</th>

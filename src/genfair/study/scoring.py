@@ -19,7 +19,7 @@ import pandas as pd
 from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import Methodology, Ranking
+from genfair.methodologies.base import NEUTRAL, Methodology, Ranking
 from genfair.names import INSTRUMENTS_FOLDER
 from genfair.study.compare import compare_models, comparison_files, comparison_metrics
 from genfair.study.context import model_info, models_for
@@ -101,7 +101,8 @@ def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.Da
 def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, Any]]:
     """One row per model and headline number of the methodology: ``model``, ``simulated``,
     ``name``, ``better``, ``value``, ``low`` and ``high`` (its interval, when declared; None
-    for NaN) and ``rank`` (among real models; None for simulators or an unranked row), in
+    for NaN) and ``rank`` (among real models; None for simulators, an unranked row or a
+    :data:`~genfair.methodologies.base.NEUTRAL` number, reported and not ranked), in
     leaderboard order."""
     out: list[dict[str, Any]] = []
     if board.empty:
@@ -124,7 +125,9 @@ def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, An
                     "value": _number(match, item.column),
                     "low": _number(match, low),
                     "high": _number(match, high),
-                    "rank": None if rank is None or pd.isna(rank) else int(rank),
+                    "rank": None
+                    if rank is None or pd.isna(rank) or item.better == NEUTRAL
+                    else int(rank),
                 }
             )
     return out
@@ -152,12 +155,27 @@ def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, An
         if "incomplete" in rows and rows["incomplete"].iloc[0]:
             out[str(model)]["incomplete"] = True
     for row in headline_rows(method, board):
-        out[row["model"]][f"{row['name']} ({row['better']} is better)"] = row["value"]
+        out[row["model"]][f"{row['name']} ({direction(row['better'])})"] = row["value"]
     return out
 
 
-#: file-name suffix of a headline metric file: which way is better
-BETTER = {"lower": "lower_better", "higher": "higher_better", "closer to 0": "0_best"}
+#: what a :data:`~genfair.methodologies.base.NEUTRAL` headline says instead of a direction
+REPORTED = "reported, not ranked"
+
+
+def direction(better: str) -> str:
+    """How a headline's direction reads in ``data/headline.json``: "lower is better", or
+    :data:`REPORTED`."""
+    return REPORTED if better == NEUTRAL else f"{better} is better"
+
+
+#: file-name suffix of a headline metric file: which way is better, or none (reported)
+BETTER = {
+    "lower": "lower_better",
+    "higher": "higher_better",
+    "closer to 0": "0_best",
+    NEUTRAL: "reported",
+}
 
 
 def metric_files(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, Any]]:

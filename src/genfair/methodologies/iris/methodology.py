@@ -116,6 +116,9 @@ class Iris(Methodology):
         ),
     )
     modalities = ("llm", "t2i", "vlm")
+    #: on a T2I model BIS-Gen's prompts steer from the stereotypes measured on its own IFS-Gen
+    #: images; the LLM tournament and the VLM questions are all known from the probes
+    dependent_calls = ("t2i",)
     Config: ClassVar[type[IrisConfig]] = IrisConfig
     #: the fields each step reads (its stage depends on them alone): the metrics options are
     #: the label and metrics steps', the scoring the study step's

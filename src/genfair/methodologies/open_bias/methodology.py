@@ -150,6 +150,8 @@ class OpenBias(Methodology):
     name: ClassVar[str] = "open_bias"
     title: ClassVar[str] = "OpenBias: open-set bias discovery in text-to-image models"
     modalities = ("t2i",)
+    #: the images draw the proposer's biases, the VQA model asks about those images
+    dependent_calls = ("t2i",)
     Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
     #: the fields each step reads (its stage depends on them alone): the severity scoring is
     #: the metrics step's, the answer threshold the label step's
