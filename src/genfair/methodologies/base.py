@@ -434,6 +434,9 @@ class Methodology(ABC):
 
     #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
     sample_view: ClassVar[SampleView] = SampleView()
+    #: the instruments (``instruments.<name>``) its steps run on every image a text-to-image
+    #: model draws for it (``genfair plan``'s instrument core-hours)
+    measures: ClassVar[tuple[str, ...]] = ()
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities

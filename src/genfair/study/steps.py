@@ -86,8 +86,7 @@ def generate(
 
     out = layout.responses(model, methodology)
     _check_run(params, model, methodology)
-    if params.generation.max_calls is not None or params.generation.max_cost is not None:
-        check_budget(params)
+    check_budget(params)  # nothing to do when no generation limit is set
     probes = read_parquet(layout.probes(methodology))
     if limit is not None:
         probes = probes.head(limit)
