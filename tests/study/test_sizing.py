@@ -18,8 +18,7 @@ from genfair.study.sizing import (
     instrument_seconds,
     stored_bytes,
 )
-
-PHOTOS = ("astronaut", "coffee", "rocket", "chelsea", "hubble_deep_field", "immunohistochemistry")
+from tests.support.disk import PHOTOS
 
 
 def _openai(size: str) -> OpenAIT2IConfig:
