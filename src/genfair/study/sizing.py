@@ -30,7 +30,7 @@ OBSERVED_IMAGES = 200
 #: hubble_deep_field, immunohistochemistry) resized to 1024x1024 (Lanczos): 0.83-1.81 B/px,
 #: median 1.26, i.e. 1.32 MB per 1024-px image. Recomputed by
 #: tests/study/test_sizing.py::test_the_png_estimate_is_the_photos_median. The simulator's
-#: flat 64-px drawings are no guide (about 0.2 B/px, and 32 distinct files).
+#: flat drawings are no guide (0.25 B/px at 64 px, 0.02 at 1024 px).
 PNG_BYTES_PER_PIXEL = 1.26
 
 #: the side a text-to-image model whose config sets no size is taken to draw (SDXL's,
