@@ -77,3 +77,11 @@ def test_the_png_estimate_is_the_photos_median() -> None:
     photos = [Image.fromarray(getattr(data, name)()).convert("RGB") for name in PHOTOS]
     per_pixel = [len(encode_png(p.resize(size, lanczos))) / 1024**2 for p in photos]
     assert round(statistics.median(per_pixel), 2) == PNG_BYTES_PER_PIXEL
+
+
+def test_a_remote_store_gives_its_objects_size_without_fetching(tmp_path) -> None:
+    store = ImageStore("memory://sizing-test/images", mirror=tmp_path / "mirror")
+    kept = store.put(b"\x89PNG" + b"y" * 46)
+    store.path(kept).unlink()  # this machine's copy gone: the remote object answers
+    assert stored_bytes(store, [kept, "1" * 64]) == [50]
+    assert not (tmp_path / "mirror" / kept[:2] / f"{kept}.png").exists()  # nothing fetched
