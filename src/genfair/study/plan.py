@@ -384,8 +384,8 @@ def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
 
 
 def check_budget(params: StudyParams) -> None:
-    """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``
-    or ``max_cost``, naming the plan's runs; nothing to do when neither is set."""
+    """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``,
+    ``max_cost`` or ``max_disk_gb``, naming the plan's runs; nothing to do when none is set."""
     limits = params.generation
     if limits.max_calls is None and limits.max_cost is None and limits.max_disk_gb is None:
         return
@@ -417,7 +417,10 @@ def check_budget(params: StudyParams) -> None:
             "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
         )
     log.info(
-        "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
+        "plan within budget: %s calls to send, cost %s, new images %s GB",
+        f"{total['to_send']:,}",
+        total["cost"],
+        _gb(total["image_bytes"]),
     )
 
 
