@@ -133,11 +133,14 @@ class GenerationConfig(Strict):
     max_calls: int | None = Field(None, ge=0, le=MAX_CALLS)
     #: the most estimated cost of the calls still to send (models' ``price``); None: no limit
     max_cost: float | None = Field(None, ge=0.0)
+    #: the most gigabytes (10^9 bytes) the images still to draw may take (``genfair plan``'s
+    #: image GB); None: no limit
+    max_disk_gb: float | None = Field(None, gt=0.0, allow_inf_nan=False)
 
 
 #: the keys of ``generation`` that say where calls run or how many may be paid, not what
 #: they answer: outside ``generate``'s DVC params and its recorded ``run_params.json``
-EXECUTION = ("executor", "scheduler", "max_calls", "max_cost")
+EXECUTION = ("executor", "scheduler", "max_calls", "max_cost", "max_disk_gb")
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:

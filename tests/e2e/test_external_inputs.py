@@ -50,7 +50,9 @@ def test_dvc_status_names_a_changed_input_outside_the_repository(tmp_path: Path)
     run(["genfair", "compose"], work, env)
     commit(work, env)
     run(["dvc", "repro", "facet_fixture"], work, env)
-    shutil.copytree(work / "data/curated/facet_fixture", release)
+    # copyfile, not copy2: the outputs are DVC's read-only hard links (cache.type), the
+    # release a user's own writable files
+    shutil.copytree(work / "data/curated/facet_fixture", release, copy_function=shutil.copyfile)
     run(["genfair", "compose", "-o", f"curation.facet.release_dir={release}"], work, env)
     params = yaml.safe_load((work / "params.yaml").read_text())
     assert params["external_inputs"] == {

@@ -5,6 +5,7 @@ copies of it."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -151,6 +152,11 @@ def test_simulated_t2i_images_labels_scores_and_mlflow_run(
     )  # refusals re-asked
     folder = Layout(work).images("simulated_t2i", "fact_or_fair")
     assert {p.name for p in folder.glob("*.png")} == set(responses["file"])
+    # each image held once: the image store's file, its export and DVC's cache object
+    # (docs/scale-out.md, "Disk")
+    image = next(folder.glob("*.png"))
+    assert os.path.samefile(image, work / ".genfair-cache/images" / image.name[:2] / image.name)
+    assert image.stat().st_nlink >= 3
     labels = pd.read_parquet(Layout(work).labels("simulated_t2i", "fact_or_fair"))
     assert set(labels["source"].dropna()) == {"oracle"}
     assert set(labels["status"]) <= {"ok", "no_face", "refused", "error"}

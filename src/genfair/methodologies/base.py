@@ -446,6 +446,9 @@ class Methodology(ABC):
     #: step of such a run and marks its row a lower bound; an own :meth:`generate` alone
     #: does not make a run dependent
     dependent_calls: ClassVar[tuple[Modality, ...]] = ()
+    #: the instruments (``instruments.<name>``) its steps run on every image a text-to-image
+    #: model draws for it (``genfair plan``'s instrument core-hours)
+    measures: ClassVar[tuple[str, ...]] = ()
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities

@@ -134,6 +134,19 @@ class ImageStore:
             return bool(self.fs.exists(self._remote_path(sha256)))
         return self._local(sha256).is_file()
 
+    def size(self, sha256: str) -> int | None:
+        """The image's bytes as stored (this machine's copy, else the remote object's;
+        nothing is fetched), or None when the store does not hold it."""
+        local = self._local(sha256)
+        if local.is_file():
+            return local.stat().st_size
+        if self.fs is not None:
+            try:
+                return int(self.fs.size(self._remote_path(sha256)))
+            except FileNotFoundError:
+                return None
+        return None
+
     def put(self, png: bytes) -> str:
         """Store ``png`` (atomically, once) and return its hash."""
         sha256 = sha256_bytes(png)

@@ -52,24 +52,30 @@ def models_for(params: StudyParams, methodology: str) -> list[str]:
     return [m for m in params.models if runs_methodology(params, m, methodology)]
 
 
+def instrument_for(params: StudyParams, model: str, name: str) -> Any:
+    """The config of instrument ``name`` as it measures ``model``'s outputs. An instrument
+    with an ``oracle`` mode reads a simulator's planted attributes (``source = "oracle"``)
+    and is never in that mode for a real model."""
+    config = instrument_config(params, name)
+    if hasattr(config, "mode"):
+        if params.model(model).backend == "simulated":
+            config = config.model_copy(update={"mode": "oracle"})
+        elif config.mode == "oracle":
+            raise ConfigError(
+                f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
+                f"attributes, but model {model!r} is not a simulator; set mode: model"
+            )
+    return config
+
+
 def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
-    """A factory of the configured instruments for ``model``'s outputs. An instrument with
-    an ``oracle`` mode reads a simulator's planted attributes (``source = "oracle"``) and
-    is never in that mode for a real model."""
+    """A factory of the configured instruments for ``model``'s outputs
+    (:func:`instrument_for`)."""
     built: dict[str, Any] = {}
 
     def build(name: str) -> Any:
         if name not in built:
-            config = instrument_config(params, name)
-            if hasattr(config, "mode"):
-                if params.model(model).backend == "simulated":
-                    config = config.model_copy(update={"mode": "oracle"})
-                elif config.mode == "oracle":
-                    raise ConfigError(
-                        f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
-                        f"attributes, but model {model!r} is not a simulator; set mode: model"
-                    )
-            built[name] = instrument_class(name)(config)
+            built[name] = instrument_class(name)(instrument_for(params, model, name))
         return built[name]
 
     return build

@@ -17,12 +17,15 @@ answers of that model, their observed mean length (``usage`` where the endpoint 
 it, else counted like prompts) times the calls to send. Cost comes from each model's
 ``price`` (outside every hash and cache key); time from the model's observed seconds per
 call (``latency_s`` of its cached answers; divided by a configured ``concurrency``).
+A text-to-image run also gets the bytes its new images will take and the instrument
+CPU its methodology spends measuring them (:mod:`genfair.study.sizing`).
 
-``generation.max_calls`` / ``max_cost`` make every ``generate`` stage check the whole
-study's plan first (:func:`check_budget`), so a ``dvc repro`` that would exceed them, or whose
-cost the plan cannot bound, stops before its first call. The stage then holds its own sends to
-the limits less what the plan's other runs send (:class:`~genfair.models.usage.Budget`): a run
-planned only as a lower bound stops at the budget instead of passing it.
+``generation.max_calls`` / ``max_cost`` / ``max_disk_gb`` make every ``generate`` stage
+check the whole study's plan first (:func:`check_budget`), so a ``dvc repro`` that would
+exceed them, or whose cost the plan cannot bound, stops before its first call. The stage then
+holds its own sends to the limits less what the plan's other runs send
+(:class:`~genfair.models.usage.Budget`): a run planned only as a lower bound stops at the
+budget instead of passing it.
 """
 
 from __future__ import annotations
@@ -41,11 +44,18 @@ from genfair.errors import EXPECTED
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
+from genfair.models.images import ImageStore
 from genfair.models.usage import Budget, completion_tokens, cost, prompt_tokens
 from genfair.study.answers import answer, cache_opener
-from genfair.study.context import configured
+from genfair.study.context import configured, instrument_for
 from genfair.study.fill import select_runs
 from genfair.study.layout import Layout
+from genfair.study.sizing import (
+    OBSERVED_IMAGES,
+    bytes_per_image,
+    instrument_seconds,
+    stored_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +65,8 @@ PLANNED = "planned, not sent (genfair plan)"
 LOWER_BOUND = "lower bound"
 #: how many of a model's latest cached answers give its observed length and speed
 OBSERVED_ANSWERS = 1000
+#: ``generation.max_disk_gb`` and the plan's table count decimal gigabytes
+GB = 1e9
 
 
 @dataclass
@@ -65,6 +77,8 @@ class Observed:
     completion_tokens: float | None = None
     seconds: float | None = None
     rule: str = ""
+    #: the stored bytes of its latest cached images (text-to-image models)
+    image_sizes: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -103,6 +117,17 @@ class PlanRow:
     cost: float | None = None
     #: observed seconds per call times the calls to send (None: a model never observed)
     seconds: float | None = None
+    #: the images still to draw times bytes per image (each image stored once)
+    image_bytes: int | None = None
+    image_bytes_rule: str = ""
+    #: images its methodology's instruments measure: every image of the run, cached or not
+    instrument_images: int = 0
+    #: of those, images whose readings a readings cache already holds (they cost nothing);
+    #: None: no readings cache consulted
+    instrument_cached: int | None = None
+    #: CPU-seconds to measure the others (None: an instrument without a CPU figure)
+    instrument_seconds: float | None = None
+    instrument_rule: str = ""
     note: str = ""
     #: False: the run could not be planned (``note`` says why) and its counts are unknown
     planned: bool = True
@@ -127,6 +152,7 @@ class _PlanCache:
     def __init__(self, cache: ResponseCache) -> None:
         self._cache = cache
         self.hits = 0
+        self.image_hits = 0
 
     key = staticmethod(ResponseCache.key)
 
@@ -136,6 +162,7 @@ class _PlanCache:
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
         found = self._cache.get_many(keys)
         self.hits += len(found)
+        self.image_hits += sum(1 for c in found.values() if c.image)
         return found
 
     def claim(self, keys: list[str], ttl_s: float = 0.0) -> set[str]:
@@ -214,11 +241,13 @@ def observe(cache: ResponseCache, model_key: str, backend: LLMBackend) -> Observ
     tokens = [n for n, _ in counted]
     rules = {rule for _, rule in counted}
     seconds = [c.latency_s for c in answers if 0 < c.latency_s < math.inf]
+    images = [c.image for c in answers if c.image][:OBSERVED_IMAGES]
     return Observed(
         answers=len(answers),
         completion_tokens=sum(tokens) / len(tokens) if tokens else None,
         seconds=sum(seconds) / len(seconds) if seconds else None,
         rule=", ".join(sorted(rules)),
+        image_sizes=stored_bytes(ImageStore.beside(cache), images) if images else [],
     )
 
 
@@ -278,7 +307,35 @@ def _plan_run(
     row.seconds = None if None in seconds else sum(s for s in seconds if s is not None)
     if row.to_send and params.model(model).modality in method.dependent_calls:
         row.note = f"{LOWER_BOUND}: later calls depend on answers still to send"
+    measured = [seen.image_sizes for key, seen in observed.items() if key in planner.parts]
+    _plan_images(params, row, method, planner.cache.image_hits, [n for s in measured for n in s])
     return row
+
+
+def _plan_images(
+    params: StudyParams, row: PlanRow, method: Methodology, cached: int, measured: list[int]
+) -> None:
+    """A text-to-image run's bytes to store and instrument CPU (:mod:`genfair.study.sizing`)."""
+    config = params.model(row.model)
+    if getattr(config, "modality", None) != "t2i":
+        return
+    per_image, row.image_bytes_rule = bytes_per_image(config, measured)
+    row.image_bytes = round(row.images * per_image)
+    if not method.measures:
+        row.instrument_seconds, row.instrument_rule = 0.0, "no instrument measures its images"
+        return
+    row.instrument_images = cached + row.images
+    to_measure = row.instrument_images - (row.instrument_cached or 0)
+    costs, rules = [], []
+    for name in method.measures:
+        per, rule = instrument_seconds(
+            name, getattr(instrument_for(params, row.model, name), "mode", None), config
+        )
+        costs.append(per)
+        rules.append(rule)
+    row.instrument_rule = "; ".join(rules)
+    if None not in costs:
+        row.instrument_seconds = to_measure * sum(c for c in costs if c is not None)
 
 
 @contextmanager
@@ -325,27 +382,30 @@ def plan(
 
 
 def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
-    """The plan's sums (cost and time: None when a row's is unknown)."""
+    """The plan's sums (cost, time, bytes and instrument CPU: None when a row's is unknown)."""
     out: dict[str, Any] = {
         name: sum(getattr(r, name) for r in rows)
-        for name in ("calls", "cached", "to_send", "images", "prompt_tokens")
+        for name in ("calls", "cached", "to_send", "images", "prompt_tokens", "instrument_images")
     }
     for name in ("cost", "seconds"):
         values = [getattr(r, name) for r in rows if r.to_send]
         out[name] = None if None in values else _finite(float(sum(values)))
+    for name in ("image_bytes", "instrument_seconds"):
+        values = [getattr(r, name) for r in rows if r.instrument_images or r.images]
+        out[name] = None if None in values else sum(values)
     return out
 
 
 def check_budget(params: StudyParams, run: tuple[str, str] | None = None) -> Budget | None:
-    """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``
-    or ``max_cost``, or cannot bound them (an unpriced model, a cost that is no finite
-    number), naming the plan's runs; None when neither is set.
+    """Refuse (:class:`ConfigError`) when the study's plan exceeds ``generation.max_calls``,
+    ``max_cost`` or ``max_disk_gb``, or cannot bound them (an unpriced model, a cost that is no
+    finite number), naming the plan's runs; None when none is set.
 
     Else the :class:`~genfair.models.usage.Budget` of ``run`` (model, methodology): the
     limits less what the plan's other runs send, which its ``generate`` holds its calls to as
     they go out; a run planned only as a lower bound is thus stopped at the budget."""
     limits = params.generation
-    if limits.max_calls is None and limits.max_cost is None:
+    if limits.max_calls is None and limits.max_cost is None and limits.max_disk_gb is None:
         return None
     rows = plan(params)
     refuse_over(limits, rows)
@@ -379,6 +439,8 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
             over = (
                 f"generation.max_cost is {limits.max_cost:g} and the plan costs {total['cost']:.4g}"
             )
+    if over is None and limits.max_disk_gb is not None:
+        over = _over_disk(rows, limits.max_disk_gb)
     if over:
         raise ConfigError(
             f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
@@ -394,7 +456,20 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
                 "" if row.planned else "planned at its own generate stage; ",
             )
     log.info(
-        "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
+        "plan within budget: %s calls to send, cost %s, new images %s GB",
+        f"{total['to_send']:,}",
+        total["cost"],
+        _gb(total["image_bytes"]),
+    )
+
+
+def _over_disk(rows: Sequence[PlanRow], max_gb: float) -> str | None:
+    """Why the plan's new images pass ``generation.max_disk_gb`` (None: they do not)."""
+    planned = sum(r.image_bytes or 0 for r in rows)
+    if planned <= max_gb * GB:
+        return None
+    return (
+        f"generation.max_disk_gb is {max_gb:g} and the plan's new images take {planned / GB:.3g} GB"
     )
 
 
@@ -444,6 +519,8 @@ def table(rows: Sequence[PlanRow]) -> str:
         "compl. tok exp.",
         "cost",
         "time",
+        "image GB",
+        "instr. core-h",
     )
     body = [
         (
@@ -458,6 +535,8 @@ def table(rows: Sequence[PlanRow]) -> str:
             _fmt(r.completion_tokens_expected),
             _fmt(r.cost, 4),
             _duration(r.seconds),
+            _gb(r.image_bytes) if r.image_bytes_rule else "",
+            _hours(r.instrument_seconds) if r.instrument_rule else "",
         )
         for r in rows
     ]
@@ -466,6 +545,7 @@ def table(rows: Sequence[PlanRow]) -> str:
         for line, row in zip(body, rows, strict=True)
     ]
     total = totals(rows)
+    drawn = any(r.image_bytes_rule for r in rows)
     body.append(
         (
             "total",
@@ -479,6 +559,8 @@ def table(rows: Sequence[PlanRow]) -> str:
             "",
             _fmt(total["cost"], 4),
             _duration(total["seconds"]),
+            _gb(total["image_bytes"]) if drawn else "",
+            _hours(total["instrument_seconds"]) if drawn else "",
         )
     )
     widths = [max(len(str(line[i])) for line in (head, *body)) for i in range(len(head))]
@@ -493,15 +575,38 @@ def table(rows: Sequence[PlanRow]) -> str:
     if not all(r.planned for r in rows):
         notes.insert(0, "-: not planned (the total leaves these runs out)")
     rules = sorted({r.token_rule for r in rows if r.token_rule})
+    images = [
+        f"{r.model} · {r.methodology}: bytes {r.image_bytes_rule}; {r.instrument_rule}"
+        + ("" if r.instrument_cached is None else f" ({r.instrument_cached:,} readings cached)")
+        for r in rows
+        if r.image_bytes_rule
+    ]
     return "\n".join(
         [
             *lines,
             "",
             f"prompt tokens counted with: {'; '.join(rules) or '-'}",
             "?: not known (no price, or no cached answer of the model to measure)",
+            *(
+                [
+                    "image GB: new images, each stored once; instr. core-h: CPU to measure every "
+                    "image of the run",
+                    *images,
+                ]
+                if images
+                else []
+            ),
             *notes,
         ]
     )
+
+
+def _gb(size: int | None) -> str:
+    return "?" if size is None else f"{size / GB:,.2f}"
+
+
+def _hours(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds / 3600:,.2f}"
 
 
 def _duration(seconds: float | None) -> str:

@@ -105,6 +105,8 @@ class FactOrFair(Methodology):
         for a in ("gender", "race")
     )
     modalities = ("llm", "t2i")
+    #: the T2I portraits' faces (:meth:`label`)
+    measures = ("face_demographics",)
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
     #: the fields each step reads (its stage depends on them alone); the scoring choices are
     #: the metrics step's: changing one reruns metrics and what follows, never the calls

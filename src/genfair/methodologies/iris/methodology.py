@@ -155,6 +155,7 @@ class Iris(Methodology):
     )  # fmt: skip
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
+    measures = (instrument,)
 
     # ---- probes
 
