@@ -42,8 +42,9 @@ PLAN_FILE = "budget-plan.json"
 
 def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | None:
     """The :class:`~genfair.models.usage.Budget` of ``generate@<model>-<methodology>``
-    (None: no ``generation.max_calls`` / ``max_cost`` / ``max_disk_gb``); refuses (``ConfigError``) before any
-    call when the study's plan exceeds the limits or cannot bound them."""
+    (None: no ``generation.max_calls`` / ``max_cost`` / ``max_disk_gb``); refuses
+    (``ConfigError``) before any call when the study's plan exceeds the limits or cannot bound
+    them."""
     limits = params.generation
     if limits.max_calls is None and limits.max_cost is None and limits.max_disk_gb is None:
         return None

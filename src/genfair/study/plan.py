@@ -41,6 +41,7 @@ from typing import Any
 
 from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
+from genfair.methodologies.base import Methodology
 from genfair.models.base import Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
