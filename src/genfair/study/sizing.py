@@ -61,11 +61,12 @@ class PerImageCPU:
 INSTRUMENT_CPU: dict[str, PerImageCPU] = {
     "face_demographics": PerImageCPU(
         512,
-        0.25,
+        0.185,
         1024,
-        0.33,
-        "issue 43's measurement: 0.24-0.26 CPU-s per 512-px image, 0.30-0.36 per 1024-px "
-        "image (one image at a time, ONNX on one thread); docs/benchmarks.md",
+        0.295,
+        "the face instrument's benchmark after issue 43's cuts: 0.17-0.20 CPU-s per 512-px "
+        "image, 0.28-0.31 per 1024-px image (the midpoints; one image at a time, ONNX on one "
+        "thread); docs/methodology.md, 'Face instrument: cost per image'",
     ),
 }
 
