@@ -112,4 +112,4 @@ def instrument_seconds(instrument: str, mode: str | None, config: Any) -> tuple[
         return None, f"{instrument}: no CPU figure"
     width, height, _ = image_pixels(config)
     per_image = cpu.seconds(width * height)
-    return per_image, f"{instrument}: {per_image:.2f} CPU-s per {width}x{height} image"
+    return per_image, f"{instrument}: {per_image:.3g} CPU-s per {width}x{height} image"
