@@ -1,0 +1,108 @@
+"""Readings fan out like model calls (issue 43, point 2): in this process, on local worker
+processes and on a real local Dask cluster, every reading is the one a single process makes,
+placed by its index; each worker builds the instrument once; a reading that fails is reported
+after every other reading was delivered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from genfair.instruments.fanout import (
+    DaskReadings,
+    ProcessReadings,
+    ReadingFailed,
+    executing_readings,
+    measure_each,
+    readings_executor,
+)
+from genfair.params import GenerationConfig
+from tests.support.readings import (
+    FaceSpec,
+    ServiceSpec,
+    builds_per_process,
+    full_size_photos,
+    readings_of,
+)
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Six different 1024-px photos (portraits, composites, mirrored)."""
+    return full_size_photos(tmp_path_factory.mktemp("photos"), 6)
+
+
+def test_real_instrument_readings_on_two_local_workers_are_those_of_one_process(
+    photos: list[str], tmp_path: Path
+) -> None:
+    one, _ = readings_of(FaceSpec(), photos)
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    two, _ = readings_of(FaceSpec(str(builds)), photos, ProcessReadings(2))
+    assert two == one
+    rows = json.loads(one)
+    assert [r["n_faces"] >= 1 for r in rows].count(True) >= 4  # the portraits are found
+    # each worker process built the instrument once, however many tasks it ran
+    assert set(builds_per_process(builds).values()) == {1}
+    assert len(builds_per_process(builds)) <= 2
+
+
+def test_a_worker_keeps_its_instrument_across_calls_of_one_block(tmp_path: Path) -> None:
+    files = [tmp_path / f"f{n}.txt" for n in range(12)]
+    for n, file in enumerate(files):
+        file.write_text(str(n))
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    spec = ServiceSpec(0.0, str(builds))
+    executor = ProcessReadings(2)
+    with executing_readings(executor):
+        for _ in range(3):
+            measure_each(spec, [str(f) for f in files], lambda i, r: None)
+    counts = builds_per_process(builds)
+    assert len(counts) <= 2 and set(counts.values()) == {1}
+
+
+def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Path) -> None:
+    paths = []
+    for n in range(10):
+        path = tmp_path / (f"fail_{n}.txt" if n in (3, 7) else f"ok_{n}.txt")
+        path.write_text(str(n))
+        paths.append(str(path))
+    for executor in (None, ProcessReadings(2)):
+        got: dict[int, dict[str, Any]] = {}
+        with pytest.raises(ReadingFailed) as failed, executing_readings(executor):
+            measure_each(ServiceSpec(), paths, got.__setitem__)
+        assert sorted(got) == [n for n in range(10) if n not in (3, 7)]
+        message = str(failed.value)
+        assert message.startswith("2 of 10 readings failed; the first, ")
+        assert "fail_3.txt: ValueError: cannot read fail_3.txt" in message
+
+
+def test_nothing_to_read_starts_no_worker() -> None:
+    executor = ProcessReadings(2)
+    with executing_readings(executor):
+        measure_each(ServiceSpec(), [], lambda i, r: None)
+    assert executor._pool is None
+
+
+def test_the_study_settings_choose_the_executor() -> None:
+    seen: list[Any] = []
+
+    class Spy:
+        def build(self) -> Any:
+            raise AssertionError("not built: nothing to read")
+
+    from genfair.instruments import fanout
+
+    for generation, kind in (
+        (GenerationConfig(), type(None)),
+        (GenerationConfig(instrument_workers=2), ProcessReadings),
+        (GenerationConfig(executor="dask", scheduler="tcp://127.0.0.1:1"), DaskReadings),
+    ):
+        with readings_executor(generation):
+            seen.append(fanout._active.get())
+            measure_each(Spy(), [], lambda i, r: None)  # nothing to read: no connection
+        assert isinstance(seen[-1], kind)
