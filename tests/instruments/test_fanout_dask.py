@@ -4,6 +4,7 @@ one process, the instrument built once per worker, a failed reading reported."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
