@@ -6,6 +6,7 @@ after every other reading was delivered."""
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ def test_real_instrument_readings_on_two_local_workers_are_those_of_one_process(
     one, _ = readings_of(FaceSpec(), photos)
     builds = tmp_path / "builds"
     builds.mkdir()
-    two, _ = readings_of(FaceSpec(str(builds)), photos, ProcessReadings(2))
+    with closing(ProcessReadings(2)) as executor:
+        two, _ = readings_of(FaceSpec(str(builds)), photos, executor)
     assert two == one
     rows = json.loads(one)
     assert [r["n_faces"] >= 1 for r in rows].count(True) >= 4  # the portraits are found
@@ -57,8 +59,7 @@ def test_a_worker_keeps_its_instrument_across_calls_of_one_block(tmp_path: Path)
     builds = tmp_path / "builds"
     builds.mkdir()
     spec = ServiceSpec(0.0, str(builds))
-    executor = ProcessReadings(2)
-    with executing_readings(executor):
+    with closing(ProcessReadings(2)) as executor, executing_readings(executor):
         for _ in range(3):
             measure_each(spec, [str(f) for f in files], lambda i, r: None)
     counts = builds_per_process(builds)
@@ -75,6 +76,8 @@ def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Pa
         got: dict[int, dict[str, Any]] = {}
         with pytest.raises(ReadingFailed) as failed, executing_readings(executor):
             measure_each(ServiceSpec(), paths, got.__setitem__)
+        if executor is not None:
+            executor.close()
         assert sorted(got) == [n for n in range(10) if n not in (3, 7)]
         message = str(failed.value)
         assert message.startswith("2 of 10 readings failed; the first, ")

@@ -3,6 +3,7 @@ one process, the instrument built once per worker, a failed reading reported."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,6 @@ def test_a_failed_reading_on_the_cluster_is_reported(
         paths.append(str(path))
     got: dict[int, dict[str, Any]] = {}
     with pytest.raises(ReadingFailed, match="1 of 6 readings failed; the first, .*fail_4.txt"):
-        with executing_readings(DaskReadings(dask_cluster.address)):
+        with closing(DaskReadings(dask_cluster.address)) as executor, executing_readings(executor):
             measure_each(ServiceSpec(), paths, got.__setitem__)
     assert sorted(got) == [0, 1, 2, 3, 5]

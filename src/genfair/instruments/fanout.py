@@ -102,15 +102,12 @@ def measure_each(spec: InstrumentSpec, paths: Sequence[str], on_result: OnReadin
 
 @contextmanager
 def executing_readings(executor: ReadingsExecutor | None) -> Iterator[None]:
-    """Run every reading of the block on ``executor`` (``None``: in this process); closed
-    (its workers stopped) when the block ends."""
+    """Run every reading of the block on ``executor`` (``None``: in this process)."""
     token = _active.set(executor)
     try:
         yield
     finally:
         _active.reset(token)
-        if executor is not None:
-            executor.close()
 
 
 @contextmanager
@@ -125,8 +122,12 @@ def readings_executor(generation: Any) -> Iterator[None]:
         executor = DaskReadings(generation.scheduler)
     elif generation.instrument_workers > 1:
         executor = ProcessReadings(generation.instrument_workers)
-    with executing_readings(executor):
-        yield
+    try:
+        with executing_readings(executor):
+            yield
+    finally:  # its workers stop with the block
+        if executor is not None:
+            executor.close()
 
 
 # --- the executors ----------------------------------------------------------------------------
