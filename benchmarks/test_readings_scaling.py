@@ -20,10 +20,13 @@ Two instruments:
 
 Every configuration must give the same readings (byte-identical JSON, placed by index). The
 pools and clusters are started and the instrument built before the clock starts (a start is
-printed apart: a stage pays it once). One and N workers alternate round by round, so a
-change in the machine's load falls on both; the ratio is the median of the rounds' ratios.
-Goal (asserted in full mode): N workers >= ``GOAL`` x N of one. The load average is printed:
-this machine's 2 cores are shared with other jobs.
+printed apart: a stage pays it once). Beside the wall time, the readers' CPU seconds a reading
+(psutil, the worker processes'): equal at 1 and N workers, the fan-out costs no CPU, so on N
+free cores N workers read N times as fast; on a machine whose cores other jobs hold, the wall
+ratio shows the share the workers got, not the fan-out. One and N workers alternate round
+by round, so a change in the machine's load falls on both; the ratio is the median of the
+rounds' ratios. Goal (asserted in full mode): N workers >= ``GOAL`` x N of one. The load
+average is printed: this machine's 2 cores are shared with other jobs.
 
 Quick mode (benchmarks/conftest.py): 4 photos and 1/2 workers for the real instrument, 16
 simulated readings at 20 ms on 1 and 2 workers; the goals are printed, not asserted.
@@ -35,7 +38,7 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +57,7 @@ pytestmark = pytest.mark.dask
 GOAL = 0.85
 #: real photos, rounds; simulated readings, seconds a reading, rounds, most workers
 SIZES = {
-    "full": {"photos": 24, "rounds": 3, "simulated": 160, "service_s": 0.1, "many": 8},
+    "full": {"photos": 24, "rounds": 2, "simulated": 160, "service_s": 0.1, "many": 8},
     "quick": {"photos": 4, "rounds": 1, "simulated": 16, "service_s": 0.02, "many": 2},
 }
 
@@ -68,20 +71,39 @@ def _run(spec: Any, paths: list[str], executor: Any) -> tuple[bytes, float]:
     return json.dumps([got[i] for i in range(len(paths))], sort_keys=True).encode(), seconds
 
 
+def _pids(executor: Any) -> list[int]:
+    """The processes that read for ``executor``: its pool's, its Dask workers'."""
+    if isinstance(executor, DaskReadings):
+        return list(executor._client.run(os.getpid).values())
+    return list(executor._pool._processes)
+
+
+def _cpu(pids: list[int]) -> float:
+    import psutil
+
+    times = [psutil.Process(pid).cpu_times() for pid in pids]
+    return sum(t.user + t.system for t in times)
+
+
 def _scaling(
     spec: Any, paths: list[str], one: Any, many: Any, rounds: int
 ) -> tuple[bytes, dict[str, Any]]:
-    """Warm both (start, build), then ``rounds`` alternating timings: the readings, figures."""
+    """Warm both (start every worker, build), then ``rounds`` alternating timings: the
+    readings and the figures (wall seconds and the readers' CPU seconds a reading)."""
     started = {}
     for name, executor in (("one", one), ("many", many)):
         began = time.perf_counter()
-        _run(spec, paths[:4], executor)
+        _run(spec, paths[:16], executor)
         started[name] = time.perf_counter() - began
     seconds: dict[str, list[float]] = {"one": [], "many": []}
+    cpu: dict[str, list[float]] = {"one": [], "many": []}
     outputs = set()
     for _ in range(rounds):
         for name, executor in (("one", one), ("many", many)):
+            pids = _pids(executor)
+            before = _cpu(pids)
             out, s = _run(spec, paths, executor)
+            cpu[name].append((_cpu(pids) - before) / len(paths))
             outputs.add(out)
             seconds[name].append(s)
     assert len(outputs) == 1, "the readings differ between worker counts"
@@ -89,6 +111,7 @@ def _scaling(
     return outputs.pop(), {
         "start_s": {k: round(v, 2) for k, v in started.items()},
         "s_per_reading": {k: round(min(v) / len(paths), 4) for k, v in seconds.items()},
+        "cpu_s_per_reading": {k: round(statistics.median(v), 4) for k, v in cpu.items()},
         "x_one": round(ratio, 2),
     }
 
@@ -135,8 +158,22 @@ def _report(
     )
 
 
-def _timed(benchmark: Any, target: Callable[[], None]) -> None:
-    benchmark.pedantic(target, rounds=1, iterations=1)
+def _measured(
+    benchmark: Any, spec: Any, paths: list[str], pairs: Iterator[tuple[Any, Any]], rounds: int
+) -> tuple[bytes, dict[str, Any]]:
+    """:func:`_scaling` on the one pair of executors ``pairs`` yields, then closed."""
+    for one, many in pairs:
+        try:
+            out, figures = _scaling(spec, paths, one, many, rounds)
+            benchmark.pedantic(_run, args=(spec, paths, many), rounds=1, iterations=1)
+        finally:
+            one.close()
+            many.close()
+    return out, figures
+
+
+def _processes(counts: tuple[int, int]) -> Iterator[tuple[Any, Any]]:
+    yield ProcessReadings(counts[0]), ProcessReadings(counts[1])
 
 
 def test_real_instrument_on_local_processes_and_threads(  # type: ignore[no-untyped-def]
@@ -148,26 +185,23 @@ def test_real_instrument_on_local_processes_and_threads(  # type: ignore[no-unty
 
     threads = cv2.getNumThreads()
     own, _ = _run(FaceSpec(), photos[:2], None)  # built here, once
+    before = _cpu([os.getpid()])
     own, threads_s = _run(FaceSpec(), photos, None)
+    threads_cpu = (_cpu([os.getpid()]) - before) / len(photos)
     os.environ["OPENCV_FOR_THREADS_NUM"] = "1"  # the workers' one core each
     try:
-        one, two = ProcessReadings(1), ProcessReadings(2)
-        try:
-            out, figures = _scaling(FaceSpec(), photos, one, two, size["rounds"])
-            _timed(benchmark, lambda two=two: _run(FaceSpec(), photos, two))
-        finally:
-            one.close()
-            two.close()
+        out, figures = _measured(benchmark, FaceSpec(), photos, _processes((1, 2)), size["rounds"])
     finally:
         del os.environ["OPENCV_FOR_THREADS_NUM"]
     assert out == own, "readings on worker processes differ from this process's"
     per = figures["s_per_reading"]
     extra = (
         f"| one process on its instrument's threads ({threads} OpenCV threads): "
-        f"{threads_s / len(photos):.4f} s a reading, 2 processes "
+        f"{threads_s / len(photos):.4f} s and {threads_cpu:.4f} CPU-s a reading, 2 processes "
         f"{threads_s / len(photos) / per['many']:.2f} x that"
     )
     benchmark.extra_info["threads_s_per_reading"] = round(threads_s / len(photos), 4)
+    benchmark.extra_info["threads_cpu_s_per_reading"] = round(threads_cpu, 4)
     _report(benchmark, mode, "real instrument, local processes", 2, figures, extra)
 
 
@@ -176,13 +210,8 @@ def test_real_instrument_on_dask_workers(  # type: ignore[no-untyped-def]
 ) -> None:
     size = SIZES[mode.size("full", "quick")]
     own, _ = _run(FaceSpec(), photos, None)
-    for one, two in _clusters(tmp_path, (1, 2)):
-        try:
-            out, figures = _scaling(FaceSpec(), photos, one, two, size["rounds"])
-            _timed(benchmark, lambda two=two: _run(FaceSpec(), photos, two))
-        finally:
-            one.close()
-            two.close()
+    pairs = _clusters(tmp_path, (1, 2))
+    out, figures = _measured(benchmark, FaceSpec(), photos, pairs, size["rounds"])
     assert out == own, "readings on the Dask workers differ from this process's"
     _report(benchmark, mode, "real instrument, Dask workers", 2, figures)
 
@@ -200,16 +229,7 @@ def test_simulated_instrument_on_many_workers(  # type: ignore[no-untyped-def]
         paths.append(str(path))
     spec = ServiceSpec(size["service_s"])
     own, _ = _run(ServiceSpec(0.0), paths, None)
-    if where == "local":
-        pairs: Iterator[tuple[Any, Any]] = iter([(ProcessReadings(1), ProcessReadings(n))])
-    else:
-        pairs = _clusters(tmp_path, (1, n))
-    for one, many in pairs:
-        try:
-            out, figures = _scaling(spec, paths, one, many, size["rounds"])
-            _timed(benchmark, lambda many=many: _run(spec, paths, many))
-        finally:
-            one.close()
-            many.close()
+    pairs = _processes((1, n)) if where == "local" else _clusters(tmp_path, (1, n))
+    out, figures = _measured(benchmark, spec, paths, pairs, size["rounds"])
     assert out == own
     _report(benchmark, mode, f"SIMULATED instrument ({size['service_s']} s), {where}", n, figures)
