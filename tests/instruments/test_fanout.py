@@ -109,3 +109,35 @@ def test_the_study_settings_choose_the_executor() -> None:
             seen.append(fanout._active.get())
             measure_each(Spy(), [], lambda i, r: None)  # nothing to read: no connection
         assert isinstance(seen[-1], kind)
+
+
+def test_the_label_step_reads_on_the_executor_the_study_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Whatever methodology labels, its readings go where ``generation`` says."""
+    import pandas as pd
+
+    from genfair import params as params_module
+    from genfair.instruments import fanout
+    from genfair.study import steps
+    from genfair.study.layout import Layout
+
+    seen: list[Any] = []
+
+    class Method:
+        def label(self, probes: Any, responses: Any, config: Any, ctx: Any) -> pd.DataFrame:
+            seen.append(fanout._active.get())
+            return pd.DataFrame({"status": ["ok"]})
+
+    monkeypatch.setattr(steps, "_check_run", lambda *a: None)
+    monkeypatch.setattr(steps, "configured", lambda *a: (Method(), None))
+    monkeypatch.setattr(steps, "read_parquet", lambda path: pd.DataFrame())
+    monkeypatch.setattr(steps, "step_context", lambda *a: None)
+    monkeypatch.setattr(steps, "write_parquet", lambda frame, path: path)
+
+    class Study:
+        generation = params_module.GenerationConfig(instrument_workers=2)
+
+    steps.label(Study(), "m", "x", Layout(tmp_path))  # type: ignore[arg-type]
+    assert isinstance(seen[-1], ProcessReadings) and seen[-1].workers == 2
+    assert seen[-1]._pool is None  # nothing was read: no worker started
