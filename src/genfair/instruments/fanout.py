@@ -148,8 +148,9 @@ class InProcess:
 class ProcessReadings:
     """Readings on ``workers`` local processes, kept for every ``measure`` of the block. They
     fork from a fresh server process (``forkserver``; ``spawn`` where there is none) that
-    imported this module alone: no thread pool of this process is copied half-locked, and
-    the stage's script is not run again in each worker."""
+    imported this module alone, so no thread pool of this process is copied half-locked. As
+    for every start method but ``fork``, each worker imports the caller's main module: a
+    script needs the ``if __name__ == "__main__":`` guard (the stage scripts have it)."""
 
     def __init__(self, workers: int):
         self.workers = workers
