@@ -69,8 +69,9 @@ class Instrument(Protocol):
         ...
 
 
-class InstrumentSpec(Protocol):
-    """What rebuilds an instrument in another process: picklable, small."""
+class Spec(Protocol):
+    """What rebuilds an instrument in another process: picklable, small (e.g. the readings
+    cache's instrument spec, its name and config)."""
 
     def build(self) -> Instrument: ...
 
@@ -80,7 +81,7 @@ class ReadingFailed(RuntimeError):
 
 
 class ReadingsExecutor(Protocol):
-    def measure(self, spec: InstrumentSpec, paths: Sequence[str], on_result: OnReading) -> None:
+    def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         """Read every path of ``paths`` with ``spec``'s instrument; ``on_result`` per reading."""
         ...
 
@@ -90,7 +91,7 @@ class ReadingsExecutor(Protocol):
 _active: ContextVar[ReadingsExecutor | None] = ContextVar("genfair_readings", default=None)
 
 
-def measure_each(spec: InstrumentSpec, paths: Sequence[str], on_result: OnReading) -> None:
+def measure_each(spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
     """``spec.build().read(path)`` for each of ``paths``, where the active executor runs
     (this process when none is: :func:`readings_executor`); ``on_result(i, reading)`` in this
     process as each arrives. Raises :class:`ReadingFailed` after delivering the others when
@@ -137,7 +138,7 @@ class InProcess:
     """Every reading in this process, one after another (the instrument's own threads, if it
     has any, are its only parallelism)."""
 
-    def measure(self, spec: InstrumentSpec, paths: Sequence[str], on_result: OnReading) -> None:
+    def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         # one path at a time, each reading delivered before the next is read
         _deliver(((i, _read_shard(spec, [path])) for i, path in enumerate(paths)), paths, on_result)
 
@@ -176,7 +177,7 @@ class ProcessReadings:
             )
         return self._pool
 
-    def measure(self, spec: InstrumentSpec, paths: Sequence[str], on_result: OnReading) -> None:
+    def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         from concurrent.futures import as_completed
 
         pool = self._started()
@@ -198,7 +199,7 @@ class DaskReadings:
         self.scheduler = scheduler
         self._client: Any = None
 
-    def measure(self, spec: InstrumentSpec, paths: Sequence[str], on_result: OnReading) -> None:
+    def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         from distributed import as_completed
 
         if self._client is None:  # Dask and the task module load only when there is work
@@ -284,7 +285,7 @@ _instruments: dict[str, Instrument] = {}
 builds: Counter[str] = Counter()
 
 
-def worker_instrument(spec: InstrumentSpec) -> Instrument:
+def worker_instrument(spec: Spec) -> Instrument:
     """``spec``'s instrument, built once per process and kept for every later reading (keyed
     by the pickled spec: its name and config)."""
     key = hashlib.sha256(pickle.dumps(spec)).hexdigest()[:16]
@@ -295,7 +296,7 @@ def worker_instrument(spec: InstrumentSpec) -> Instrument:
         return _instruments[key]
 
 
-def _read_shard(spec: InstrumentSpec, paths: list[str]) -> list[Outcome]:
+def _read_shard(spec: Spec, paths: list[str]) -> list[Outcome]:
     """In a worker (or this process): each path's reading, or its error in one line."""
     instrument = worker_instrument(spec)
     outcomes: list[Outcome] = []
