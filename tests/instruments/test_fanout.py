@@ -84,6 +84,24 @@ def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Pa
         assert "fail_3.txt: ValueError: cannot read fail_3.txt" in message
 
 
+def test_a_worker_that_dies_fails_its_readings_and_the_next_call_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    paths = []
+    for n in range(8):
+        path = tmp_path / (f"crash_{n}.txt" if n == 5 else f"ok_{n}.txt")
+        path.write_text(str(n))
+        paths.append(str(path))
+    got: dict[int, dict[str, Any]] = {}
+    with closing(ProcessReadings(2)) as executor, executing_readings(executor):
+        with pytest.raises(ReadingFailed, match="readings failed; the first, .*BrokenProcessPool"):
+            measure_each(ServiceSpec(), paths, got.__setitem__)
+        assert 5 not in got
+        again: dict[int, dict[str, Any]] = {}
+        measure_each(ServiceSpec(), paths[:5], again.__setitem__)  # a new pool
+        assert sorted(again) == [0, 1, 2, 3, 4]
+
+
 def test_nothing_to_read_starts_no_worker() -> None:
     executor = ProcessReadings(2)
     with executing_readings(executor):

@@ -6,7 +6,8 @@ benchmarks, and full-size photos for them to read.
 * :class:`ServiceSpec`: a SIMULATED instrument, labelled as one: a reading waits
   ``service_s`` (a sleep, no CPU, as a GPU-bound network would from a CPU's view) and is the
   file's SHA-256, so eight workers fit on two cores and what a benchmark shows is the
-  fan-out, not the machine. A path whose name holds ``fail`` raises.
+  fan-out, not the machine. A path whose name holds ``fail`` raises; one whose name holds
+  ``crash`` ends the process reading it.
 
 Both record each build in ``builds`` (a folder: one file per build, named by process id), so a
 test counts builds per worker process whichever machine's process ran them.
@@ -71,6 +72,8 @@ class ServiceReader:
     def read(self, path: str) -> dict[str, Any]:
         if "fail" in Path(path).name:
             raise ValueError(f"cannot read {Path(path).name}: not an image")
+        if "crash" in Path(path).name:  # the worker process dies (a native crash, an OOM kill)
+            os._exit(1)
         time.sleep(self.service_s)
         return {
             "image": Path(path).name,

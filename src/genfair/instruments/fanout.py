@@ -183,7 +183,11 @@ class ProcessReadings:
         pool = self._started()
         spans = _spans(len(paths), self.workers)
         placed = {pool.submit(_read_shard, spec, list(paths[s : s + n])): s for s, n in spans}
-        _deliver(_completed(as_completed(placed), placed, spans), paths, on_result)
+        try:
+            _deliver(_completed(as_completed(placed), placed, spans), paths, on_result)
+        finally:
+            if getattr(pool, "_broken", False):  # a worker died: the next call starts afresh
+                self.close()
 
     def close(self) -> None:
         if self._pool is not None:
