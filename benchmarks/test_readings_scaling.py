@@ -51,7 +51,7 @@ from genfair.instruments.fanout import (
     executing_readings,
     measure_each,
 )
-from tests.support.readings import FaceSpec, ServiceSpec, full_size_photos
+from tests.support.readings import FaceSpec, ServiceSpec, full_size_photos, text_files
 
 pytestmark = pytest.mark.dask
 
@@ -226,11 +226,7 @@ def test_simulated_instrument_on_many_workers(  # type: ignore[no-untyped-def]
 ) -> None:
     size = SIZES[mode.size("full", "quick")]
     n = size["many"]
-    paths = []
-    for i in range(size["simulated"]):
-        path = tmp_path / f"r{i:04d}.txt"
-        path.write_text(f"reading {i}")
-        paths.append(str(path))
+    paths = text_files(tmp_path / "files", size["simulated"])
     spec = ServiceSpec(size["service_s"])
     own, _ = _run(ServiceSpec(0.0), paths, None)
     pairs = _processes((1, n)) if where == "local" else _clusters(tmp_path, (1, n))

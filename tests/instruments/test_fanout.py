@@ -27,6 +27,7 @@ from tests.support.readings import (
     builds_per_process,
     full_size_photos,
     readings_of,
+    text_files,
 )
 
 
@@ -53,25 +54,19 @@ def test_real_instrument_readings_on_two_local_workers_are_those_of_one_process(
 
 
 def test_a_worker_keeps_its_instrument_across_calls_of_one_block(tmp_path: Path) -> None:
-    files = [tmp_path / f"f{n}.txt" for n in range(12)]
-    for n, file in enumerate(files):
-        file.write_text(str(n))
+    files = text_files(tmp_path / "files", 12)
     builds = tmp_path / "builds"
     builds.mkdir()
     spec = ServiceSpec(0.0, str(builds))
     with closing(ProcessReadings(2)) as executor, executing_readings(executor):
         for _ in range(3):
-            measure_each(spec, [str(f) for f in files], lambda i, r: None)
+            measure_each(spec, files, lambda i, r: None)
     counts = builds_per_process(builds)
     assert len(counts) <= 2 and set(counts.values()) == {1}
 
 
 def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Path) -> None:
-    paths = []
-    for n in range(10):
-        path = tmp_path / (f"fail_{n}.txt" if n in (3, 7) else f"ok_{n}.txt")
-        path.write_text(str(n))
-        paths.append(str(path))
+    paths = text_files(tmp_path, 10, {3: "fail", 7: "fail"})
     for executor in (None, ProcessReadings(2)):
         got: dict[int, dict[str, Any]] = {}
         with pytest.raises(ReadingFailed) as failed, executing_readings(executor):
@@ -81,17 +76,13 @@ def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Pa
         assert sorted(got) == [n for n in range(10) if n not in (3, 7)]
         message = str(failed.value)
         assert message.startswith("2 of 10 readings failed; the first, ")
-        assert "fail_3.txt: ValueError: cannot read fail_3.txt" in message
+        assert "fail_0003.txt: ValueError: cannot read fail_0003.txt" in message
 
 
 def test_a_worker_that_dies_fails_its_readings_and_the_next_call_starts_afresh(
     tmp_path: Path,
 ) -> None:
-    paths = []
-    for n in range(8):
-        path = tmp_path / (f"crash_{n}.txt" if n == 5 else f"ok_{n}.txt")
-        path.write_text(str(n))
-        paths.append(str(path))
+    paths = text_files(tmp_path, 8, {5: "crash"})
     got: dict[int, dict[str, Any]] = {}
     with closing(ProcessReadings(2)) as executor, executing_readings(executor):
         with pytest.raises(ReadingFailed, match="readings failed; the first, .*BrokenProcessPool"):

@@ -17,6 +17,7 @@ from tests.support.readings import (
     builds_per_process,
     full_size_photos,
     readings_of,
+    text_files,
 )
 
 pytestmark = pytest.mark.dask
@@ -50,13 +51,9 @@ def test_a_failed_reading_on_the_cluster_is_reported(
     tmp_path: Path,
     dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
 ) -> None:
-    paths = []
-    for n in range(6):
-        path = tmp_path / (f"fail_{n}.txt" if n == 4 else f"ok_{n}.txt")
-        path.write_text(str(n))
-        paths.append(str(path))
+    paths = text_files(tmp_path, 6, {4: "fail"})
     got: dict[int, dict[str, Any]] = {}
-    with pytest.raises(ReadingFailed, match="1 of 6 readings failed; the first, .*fail_4.txt"):
+    with pytest.raises(ReadingFailed, match="1 of 6 readings failed; the first, .*fail_0004.txt"):
         with closing(DaskReadings(dask_cluster.address)) as executor, executing_readings(executor):
             measure_each(ServiceSpec(), paths, got.__setitem__)
     assert sorted(got) == [0, 1, 2, 3, 5]

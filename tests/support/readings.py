@@ -35,6 +35,18 @@ def _record_build(builds: str | None) -> None:
         (Path(builds) / f"{os.getpid()}-{uuid.uuid4().hex}").touch()
 
 
+def text_files(folder: Path, count: int, odd: dict[int, str] | None = None) -> list[str]:
+    """``count`` small files to read, ``<kind>_<n>.txt``: ``ok`` unless ``odd`` names the
+    index's kind (``fail``, ``crash``: what :class:`ServiceReader` does with it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = folder / f"{(odd or {}).get(n, 'ok')}_{n:04d}.txt"
+        path.write_text(f"reading {n}")
+        paths.append(str(path))
+    return paths
+
+
 def builds_per_process(builds: Path) -> dict[str, int]:
     """Process id -> how many times an instrument was built in it."""
     counts: dict[str, int] = {}
