@@ -35,7 +35,6 @@ import os
 import pickle
 import threading
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -285,8 +284,6 @@ def _deliver(
 
 _lock = threading.Lock()
 _instruments: dict[str, Instrument] = {}
-#: how many times each instrument (by spec digest) was built in this process
-builds: Counter[str] = Counter()
 
 
 def worker_instrument(spec: Spec) -> Instrument:
@@ -296,7 +293,6 @@ def worker_instrument(spec: Spec) -> Instrument:
     with _lock:  # a Dask worker with several threads builds it once
         if key not in _instruments:
             _instruments[key] = spec.build()
-            builds[key] += 1
         return _instruments[key]
 
 
