@@ -65,6 +65,29 @@ def test_a_worker_keeps_its_instrument_across_calls_of_one_block(tmp_path: Path)
     assert len(counts) <= 2 and set(counts.values()) == {1}
 
 
+def test_runs_side_by_side_share_one_pool(tmp_path: Path) -> None:
+    """``genfair fill`` runs several runs in threads, in copies of one context."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextvars import copy_context
+
+    files = text_files(tmp_path / "files", 16)
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    spec = ServiceSpec(0.01, str(builds))
+
+    def run(paths: list[str]) -> list[int]:
+        got: dict[int, dict[str, Any]] = {}
+        measure_each(spec, paths, got.__setitem__)
+        return sorted(got)
+
+    with closing(ProcessReadings(2)) as executor, executing_readings(executor):
+        with ThreadPoolExecutor(4) as threads:
+            done = [threads.submit(copy_context().run, run, files[n::4]) for n in range(4)]
+            assert [f.result() for f in done] == [[0, 1, 2, 3]] * 4
+    counts = builds_per_process(builds)
+    assert len(counts) <= 2 and set(counts.values()) == {1}
+
+
 def test_a_failed_reading_is_reported_and_every_other_one_delivered(tmp_path: Path) -> None:
     paths = text_files(tmp_path, 10, {3: "fail", 7: "fail"})
     for executor in (None, ProcessReadings(2)):

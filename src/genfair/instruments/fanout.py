@@ -155,26 +155,28 @@ class ProcessReadings:
     def __init__(self, workers: int):
         self.workers = workers
         self._pool: Any = None
+        self._starting = threading.Lock()  # runs filled side by side share one pool
 
     def _started(self) -> Any:
-        if self._pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+        with self._starting:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
 
-            share = max(1, (os.cpu_count() or 1) // self.workers)
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context(
-                "forkserver" if "forkserver" in methods else "spawn"
-            )
-            if context.get_start_method() == "forkserver":  # the server imports this alone
-                context.set_forkserver_preload([__name__])
-            self._pool = ProcessPoolExecutor(
-                self.workers,
-                mp_context=context,
-                initializer=_worker_threads,
-                initargs=(share,),
-            )
-        return self._pool
+                share = max(1, (os.cpu_count() or 1) // self.workers)
+                methods = multiprocessing.get_all_start_methods()
+                context = multiprocessing.get_context(
+                    "forkserver" if "forkserver" in methods else "spawn"
+                )
+                if context.get_start_method() == "forkserver":  # the server imports this alone
+                    context.set_forkserver_preload([__name__])
+                self._pool = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=context,
+                    initializer=_worker_threads,
+                    initargs=(share,),
+                )
+            return self._pool
 
     def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         from concurrent.futures import as_completed
@@ -201,15 +203,17 @@ class DaskReadings:
     def __init__(self, scheduler: str | None):
         self.scheduler = scheduler
         self._client: Any = None
+        self._connecting = threading.Lock()  # runs filled side by side share one client
 
     def measure(self, spec: Spec, paths: Sequence[str], on_result: OnReading) -> None:
         from distributed import as_completed
 
-        if self._client is None:  # Dask and the task module load only when there is work
-            from genfair.models.dask_executor import connect
+        with self._connecting:
+            if self._client is None:  # Dask and the task module load only when there is work
+                from genfair.models.dask_executor import connect
 
-            self._client = connect(self.scheduler)
-        client = self._client
+                self._client = connect(self.scheduler)
+            client = self._client
         info = client.sync(client.scheduler.identity, n_workers=-1)
         threads = max(1, sum(w.get("nthreads", 1) for w in info["workers"].values()))
         spans = _spans(len(paths), threads)
