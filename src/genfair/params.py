@@ -128,6 +128,12 @@ class GenerationConfig(Strict):
     executor: Literal["local", "dask"] = "local"
     #: the Dask scheduler's address (``tcp://host:8786``); None: ``DASK_SCHEDULER_ADDRESS``
     scheduler: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
+    #: local processes that read images (the instruments' readings, ``label``) when
+    #: ``executor`` is ``local``: 1 reads in the stage's own process, on the instrument's
+    #: own threads; more start that many worker processes, each loading the instrument once
+    #: (:mod:`genfair.instruments.fanout`; docs/benchmarks.md, "Readings: processes, threads
+    #: and Dask"). Where, not what: no reading depends on it
+    instrument_workers: int = Field(1, ge=1, le=256)
     #: the most calls still to send (``genfair plan``) a ``generate`` stage lets the study
     #: pay; None: no limit. Checked over the whole study before any call
     max_calls: int | None = Field(None, ge=0, le=MAX_CALLS)
@@ -140,7 +146,7 @@ class GenerationConfig(Strict):
 
 #: the keys of ``generation`` that say where calls run or how many may be paid, not what
 #: they answer: outside ``generate``'s DVC params and its recorded ``run_params.json``
-EXECUTION = ("executor", "scheduler", "max_calls", "max_cost", "max_disk_gb")
+EXECUTION = ("executor", "scheduler", "instrument_workers", "max_calls", "max_cost", "max_disk_gb")
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:

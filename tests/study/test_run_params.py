@@ -66,6 +66,7 @@ def test_generate_records_exactly_the_blocks_the_run_reads(
     edited["methodologies"]["toy_quiz"]["questions"] = 99
     edited["cache"] = {"dir": "elsewhere"}
     edited["seed"] = params.seed + 1
+    edited["generation"] = {**edited.get("generation", {}), "instrument_workers": 2}
     path.write_text(yaml.safe_dump(edited))
     stale = "digests.methodologies.toy_quiz do not follow.*edited by hand"
     with pytest.raises(ConfigError, match=stale):
@@ -79,6 +80,7 @@ def test_generate_records_exactly_the_blocks_the_run_reads(
         and recorded.seed == params.seed
     )
     assert recorded.cache.dir == "elsewhere"  # settings no result depends on come from params.yaml
+    assert recorded.generation.instrument_workers == 2  # so does where readings run
 
 
 def test_a_run_that_reads_other_models_records_them(tmp_path: Path) -> None:
@@ -115,9 +117,9 @@ def test_label_before_generate_names_the_stage_that_writes_its_params(tmp_path: 
 
 
 def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
-    """``generation.executor``/``scheduler``, a model's ``worker_resources`` and a simulator's
-    ``replica`` pacing change no output: run_params.json and the runs' model hashes ignore
-    them, so switching reruns nothing."""
+    """``generation.executor``/``scheduler``/``instrument_workers``, a model's
+    ``worker_resources`` and a simulator's ``replica`` pacing change no output:
+    run_params.json and the runs' model hashes ignore them, so switching reruns nothing."""
     from genfair.cli import compose
     from genfair.config import StudyParams, load_params
     from genfair.study.runs import model_hash
@@ -131,6 +133,7 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
         **raw.get("generation", {}),
         "executor": "dask",
         "scheduler": "tcp://127.0.0.1:8786",
+        "instrument_workers": 4,
     }
     raw["models"]["smollm2"]["worker_resources"] = {"GPU": 1}
     raw["models"]["simulated_llm"]["replica"] = {"service_time_s": 0.2, "batch_size": 8}

@@ -22,9 +22,11 @@ than the lookup, and their truth comes with the response, not with the pixels (a
 images deduplicate to a few files carrying many different planted attributes), so a key over
 the image's hash would be wrong.
 
-The missing readings are measured by :func:`_measure_missing` (serially, here), which needs
-only a picklable :class:`InstrumentSpec` and the image paths: the instrument is rebuilt from
-its spec wherever the measuring runs.
+The missing readings are measured by :func:`_measure_missing` through
+:func:`genfair.instruments.fanout.measure_each` (this process, local worker processes or the
+Dask cluster, as the active readings executor says), which needs only a picklable
+:class:`InstrumentSpec` and the image paths: the instrument is rebuilt from its spec wherever
+the measuring runs.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from genfair.instruments.fanout import measure_each
 from genfair.io import file_sha256, stable_hash
 from genfair.logs import progress
 from genfair.params import INSTRUMENTS, instrument_class, section_class
@@ -248,12 +251,21 @@ def _measure_missing(
     desc: str = "",
 ) -> None:
     """Measure each of ``paths`` with ``spec``'s instrument, handing ``on_result(index,
-    reading)`` each reading as soon as it exists (here serially, in this process)."""
+    reading)`` each reading as soon as it exists, wherever the active readings executor runs
+    them (:func:`genfair.instruments.fanout.measure_each`: this process, local worker
+    processes or the Dask cluster)."""
     if not paths:
         return
-    instrument = spec.build()
-    for index, path in enumerate(progress(paths, desc=desc or spec.name, unit="image")):
-        on_result(index, instrument.read(path))
+    bar = progress(total=len(paths), desc=desc or spec.name, unit="image")
+
+    def counted(index: int, reading: dict[str, Any]) -> None:
+        on_result(index, reading)
+        bar.update(1)
+
+    try:
+        measure_each(spec, [str(path) for path in paths], counted)
+    finally:
+        bar.close()
 
 
 @contextmanager

@@ -26,6 +26,7 @@ import pandas as pd
 
 from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
+from genfair.instruments.fanout import readings_executor
 from genfair.models.dask_executor import calls_executor
 from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import configured
@@ -81,6 +82,7 @@ def fill(
     )
     with (
         calls_executor(params.generation, open_cache),
+        readings_executor(params.generation),  # a run may read its images (IRIS's stereotypes)
         tempfile.TemporaryDirectory(prefix="genfair-fill-") as scratch,
     ):
         layout = Layout(Path(scratch))

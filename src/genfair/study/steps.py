@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from genfair.config import ConfigError, StudyParams, params_from
+from genfair.instruments.fanout import readings_executor
 from genfair.io import file_sha256, read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
 from genfair.methodologies import get_methodology
@@ -94,8 +95,10 @@ def generate(
     used: Usage | None = None
     written: Path | None = None
     try:
+        # a methodology may read its images here too (IRIS's stereotypes for BIS-Gen)
         with (
             calls_executor(params.generation, open_cache),
+            readings_executor(params.generation),
             recording() as used,
             budgeted(budget),
         ):
@@ -199,6 +202,11 @@ def recorded_params(
     check_digests(raw, path, fields_of)
     block = (raw.get("methodologies") or {}).get(methodology)
     own = {"methodologies": {methodology: block}} if isinstance(block, dict) else {}
+    # where readings run is params.yaml's now, not generate's record (which leaves it out)
+    generation = raw.get("generation")
+    if isinstance(generation, dict):
+        where = {k: generation[k] for k in EXECUTION if k in generation}
+        written["generation"] = {**(written.get("generation") or {}), **where}
     return params_from(
         {**{k: raw[k] for k in SETTINGS if k in raw}, **written, **own}, str(recorded)
     )
@@ -210,9 +218,12 @@ def label(params: StudyParams, model: str, methodology: str, layout: Layout = La
     method, config = configured(params, methodology, "label")
     probes = read_parquet(layout.probes(methodology))
     responses = read_parquet(layout.responses(model, methodology))
-    labels = method.label(
-        probes, responses, config, step_context(params, model, methodology, layout)
-    )
+    # the instruments' readings run where generation.executor/instrument_workers say; the
+    # executor starts workers (or imports Dask) only when there is something to read
+    with readings_executor(params.generation):
+        labels = method.label(
+            probes, responses, config, step_context(params, model, methodology, layout)
+        )
     _log_status("labels", labels["status"])
     return write_parquet(labels, out)
 
