@@ -271,3 +271,31 @@ def test_a_label_step_reads_and_stores_in_the_study_cache_that_cache_url_names(
             opened.put_readings([("k", NAME, {"status": "no_face"})])
         with ResponseCache(where) as store:
             assert store.reading_counts() == {NAME: 1}
+
+
+def test_missing_readings_fan_out_to_local_workers_and_are_cached_as_they_arrive(
+    tmp_path: Path, instrument: FaceDemographics
+) -> None:
+    """The missing readings go through the active readings executor (here two local worker
+    processes, each building its own instrument from the spec): the same readings as this
+    process measures, every one stored in the cache, and a rerun measures nothing."""
+    from types import SimpleNamespace
+
+    from genfair.instruments.fanout import readings_executor
+
+    images = _photos(tmp_path / "images", variants=2)
+    cache = tmp_path / "cache" / "responses.sqlite"
+    here = read_images(instrument, NAME, images, None)
+    generation = SimpleNamespace(executor="local", instrument_workers=2, scheduler=None)
+    mine = FaceDemographics()
+    measured_here = _counting(mine)
+    with readings_executor(generation):
+        there = read_images(mine, NAME, images, lambda: ResponseCache(cache))
+    assert there == here
+    assert measured_here == []  # the workers measured them all
+    with ResponseCache(cache) as store:
+        assert store.reading_counts() == {NAME: len({sha for sha, _ in images})}
+    again = FaceDemographics()
+    seen = _counting(again)
+    assert read_images(again, NAME, images, lambda: ResponseCache(cache)) == here
+    assert seen == []

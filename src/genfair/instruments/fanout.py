@@ -300,6 +300,14 @@ def worker_instrument(spec: Spec) -> Instrument:
         return _instruments[key]
 
 
+def adopt(spec: Spec, instrument: Instrument) -> None:
+    """Use ``instrument`` for ``spec`` in this process from now on (the caller's own, already
+    loaded: its networks are not loaded a second time)."""
+    key = hashlib.sha256(pickle.dumps(spec)).hexdigest()[:16]
+    with _lock:
+        _instruments[key] = instrument
+
+
 def _read_shard(spec: Spec, paths: list[str]) -> list[Outcome]:
     """In a worker (or this process): each path's reading, or its error in one line."""
     instrument = worker_instrument(spec)

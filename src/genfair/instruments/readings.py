@@ -43,7 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from genfair.instruments.fanout import measure_each
+from genfair.instruments.fanout import adopt, measure_each
 from genfair.io import file_sha256, stable_hash
 from genfair.logs import progress
 from genfair.params import INSTRUMENTS, instrument_class, section_class
@@ -80,6 +80,7 @@ class InstrumentSpec:
         config = instrument.config.model_dump(mode="json")
         spec = cls(name, json.dumps(config, sort_keys=True, separators=(",", ":")))
         _BUILT[spec] = instrument
+        adopt(spec, instrument)
         return spec
 
     def build(self) -> Any:
