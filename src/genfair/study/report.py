@@ -42,6 +42,7 @@ from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.names import split_pair
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.samples import SampleFile, script_json, write_samples
@@ -321,7 +322,7 @@ def comparisons_view(
         for headline, pairs in headlines.items():
             cells: dict[str, dict[str, str]] = {}
             for key, c in pairs.items():
-                a, b = key.split("_vs_", 1)
+                a, b = split_pair(key)
                 if c.get("difference") is None:
                     continue
                 lo, hi = c.get("ci_low"), c.get("ci_high")
