@@ -237,6 +237,6 @@ _PAIRABLE = st.text(alphabet="av_s", min_size=1, max_size=8).filter(
 
 
 @given(_PAIRABLE, _PAIRABLE, _PAIRABLE, _PAIRABLE)
-def test_two_pairs_of_names_a_config_accepts_never_share_a_key(a: str, b: str, c: str, d: str) -> None:
+def test_two_pairs_of_accepted_names_never_share_a_key(a: str, b: str, c: str, d: str) -> None:
     assert split_pair(pair_key(a, b)) == (a, b)
     assert (a, b) == (c, d) or pair_key(a, b) != pair_key(c, d)

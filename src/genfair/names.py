@@ -26,9 +26,9 @@ from typing import Any
 from genfair.errors import ConfigError
 from genfair.urls import strip_in_text
 
-__all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "PAIR_SEPARATOR",
-           "check_name", "flatten", "inside", "mlflow_key", "name_problem", "pair_key",
-           "pair_problem", "split_pair"]  # fmt: skip
+__all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE",
+           "PAIR_SEPARATOR", "check_name", "flatten", "inside", "mlflow_key", "name_problem",
+           "pair_key", "pair_problem", "split_pair"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)

@@ -28,10 +28,10 @@ import pandas as pd
 
 from genfair.config import StudyParams
 from genfair.io import read_parquet
-from genfair.names import pair_key
 from genfair.methodologies.base import HeadlineCounts, PairedCounts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
+from genfair.names import pair_key
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
