@@ -202,3 +202,35 @@ def test_unusable_files_are_one_clear_error(
 def test_missing_file_names_the_path_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(NewsSourceError, match=r"nowhere\.csv: no such file; fix the path"):
         collect(tmp_path / "nowhere.csv", tmp_path)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_one_line_file_beyond_the_record_bound_stops_streamed(
+    tmp_path: Path, suffix: str
+) -> None:
+    """Issue 44: a 2 GiB one-line news file was read whole (4.3 GB resident) before "missing
+    required column(s)". Files are streamed line by line within a record's bound: 64 MB of
+    one line (with small limits) stops at the bound, having read no more than it."""
+    import tracemalloc
+
+    path = tmp_path / f"huge{suffix}"
+    with path.open("w") as fh:
+        for _ in range(64):
+            fh.write("x" * 2**20)
+    tracemalloc.start()
+    with pytest.raises(NewsSourceError) as error:
+        collect(path, tmp_path, max_body_chars=10_000, max_headline_chars=100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message and "longer than 126136" in message
+    assert peak < 8 * 2**20  # a few records' worth, not the 64 MB file
+
+
+def test_a_parquet_file_beyond_the_record_bound_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "huge.parquet"
+    pd.DataFrame({"headline": ["h"], "body": ["x" * 2_000_000]}).to_parquet(path)
+    with pytest.raises(NewsSourceError, match=r"huge\.parquet: \d+ bytes uncompressed for 1 row"):
+        collect(path, tmp_path, max_body_chars=10_000, max_headline_chars=100)
