@@ -234,3 +234,37 @@ def test_a_parquet_file_beyond_the_record_bound_is_refused_before_it_is_read(
     pd.DataFrame({"headline": ["h"], "body": ["x" * 2_000_000]}).to_parquet(path)
     with pytest.raises(NewsSourceError, match=r"huge\.parquet: \d+ bytes uncompressed for 1 row"):
         collect(path, tmp_path, max_body_chars=10_000, max_headline_chars=100)
+
+
+def test_every_input_file_read_whole_is_refused_above_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44 point 8: the other file sources (FACET annotations, the occupations tables,
+    Flickr30k captions and the caption set, OpenBias's published proposals and synonyms) are
+    read whole, so each is refused above genfair.limits.MAX_INPUT_FILE_BYTES before it is read
+    (here set to 1 KiB), in one line naming the file and the bound."""
+    import genfair.limits
+    from genfair.curation.facet import FacetAnnotationError, _read_annotations
+    from genfair.curation.occupations import ReferenceDataError, _read_csv
+    from genfair.methodologies.open_bias.captions import (
+        CaptionDataError,
+        _flickr_rows,
+        load_caption_set,
+    )
+    from genfair.methodologies.open_bias.knowledge_base import SynonymTable
+    from genfair.methodologies.open_bias.published import load_published_proposals
+
+    monkeypatch.setattr(genfair.limits, "MAX_INPUT_FILE_BYTES", 1024)
+    big = tmp_path / "big.csv"
+    big.write_text("a,b\n" + "x,y\n" * 1000)
+    for read, error in (
+        (_read_annotations, FacetAnnotationError),
+        (lambda p: _read_csv(p, ["a", "b"]), ReferenceDataError),
+        (_flickr_rows, CaptionDataError),
+        (load_caption_set, CaptionDataError),
+        (load_published_proposals, CaptionDataError),
+        (SynonymTable.from_csv, ValueError),
+    ):
+        with pytest.raises(error, match=r"big\.csv: 4,004 bytes, above the 1,024") as caught:
+            read(big)
+        assert "\n" not in str(caught.value)
