@@ -405,3 +405,7 @@ def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
     assert result.summary["knowledge_base"]["biases"] == 0
     assert result.summary["proposals"]["statuses"] == {"invalid": 2}
     assert result.summary["proposals"]["yield"] == 0.0
+    method = get_methodology("open_bias")  # the study's later steps read the empty scores
+    scores = result.scores.assign(model="m")
+    assert method.figures(scores, "m") == []
+    assert method.leaderboard(scores, None).empty
