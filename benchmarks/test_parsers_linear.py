@@ -1,8 +1,9 @@
 """Every parser of model text grows linearly with the answer (issue 44, point 5): the time to
 read 1 MB of each hostile answer (tests/support/hostile_answers.py) over the time to read
 100 kB stays near 10 (goal: at most 30, room for a shared machine; a quadratic parser gives
-~100), for every parser and news_bias's sentence splitter. Measured (full mode, 2 shared cores): all 13 within the goal,
-the worst 1 MB read in 0.2 s of CPU (the splitter: 0.9 s, 14x to 23x its 100 kB time).
+~100), for every parser and news_bias's sentence splitter. Measured (full mode, 2 shared
+cores): all 13 within the goal, the worst 1 MB read in 0.2 s of CPU (the splitter: 0.9 s,
+14x to 23x its 100 kB time).
 
 Quick mode (benchmarks/conftest.py): 10 kB vs 100 kB, the ratio printed, not asserted (at
 such sizes a call is a few milliseconds and the ratio is mostly noise of a shared machine).
