@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from genfair.cli import main
 from genfair.io import spreadsheet_safe, write_csv
-from genfair.logs import printable, setup
+from genfair.logs import printable, setup, shown
 from genfair.names import MLFLOW_KEY_PATTERN, mlflow_key
 from genfair.study.runs import compose_digests
 from genfair.study.steps import brief
@@ -162,6 +162,7 @@ def test_any_model_text_in_a_figure_is_drawn_as_itself(text: str) -> None:
     from genfair.methodologies.open_bias.figures import ranking_figure
     from genfair.methodologies.plotting import plt
 
+    text = shown(text)  # what a figure shows: a bidi override or zero-width character escaped
     assert text in _drawn_texts(ranking_figure(_open_bias_scores([text, text + "$"]), text))
     figure, ax = plt.subplots(figsize=(2, 1.5))
     ax.bar([0], [1], label=text)
@@ -171,6 +172,31 @@ def test_any_model_text_in_a_figure_is_drawn_as_itself(text: str) -> None:
     figure.suptitle(text)
     figure.tight_layout()
     assert _drawn_texts(figure).count(text) >= 6
+
+
+@example("gender \u202e99.0")
+@example("zero\u200bwidth\u2066isolate\u2069\ufeff")
+@given(TEXT)
+def test_shown_text_has_no_format_character_and_keeps_every_other(text: str) -> None:
+    """Issue 44: a bias named "gender \u202e99.0" read "person gender 0.99" in the
+    leaderboard and the figure. Shown text (report, figures) has no format character left
+    (bidi overrides and isolates, zero-width characters), and nothing else changes."""
+    import unicodedata
+
+    out = shown(text)
+    assert not any(unicodedata.category(ch) == "Cf" for ch in out)
+    rest = iter(out)  # every other character is kept, in order
+    assert all(ch in rest for ch in text if unicodedata.category(ch) != "Cf")
+    if all(unicodedata.category(ch) != "Cf" for ch in text):
+        assert out == text
+
+
+@GLYPHS
+def test_a_bidi_override_in_a_bias_name_is_shown_not_obeyed() -> None:
+    from genfair.methodologies.open_bias.figures import ranking_figure
+
+    drawn = _drawn_texts(ranking_figure(_open_bias_scores(["gender \u202e99.0"]), "m"))
+    assert "gender \\u202e99.0" in drawn and not any("\u202e" in t for t in drawn)
 
 
 # ---- the report ----------------------------------------------------------------------------
@@ -183,18 +209,17 @@ def test_any_model_text_in_a_figure_is_drawn_as_itself(text: str) -> None:
 def test_any_model_text_in_a_report_section_is_escaped_text(text: str) -> None:
     """A methodology section's title, intro, notes, table title, caption, column names and
     cells, rendered by the report's own template: every one is the text, escaped."""
-    from jinja2 import Environment
     from markupsafe import escape
 
     from genfair.methodologies.base import ReportSection, ReportTable
-    from genfair.study.report import TEMPLATE, section_view
+    from genfair.study.report import TEMPLATE, report_environment, section_view
 
     frame = pd.DataFrame([[text, -0.5]], columns=[text or "x", "value"])
     section = ReportSection(
         title=text, intro=text, notes=[text], tables=[ReportTable(text, frame, text)]
     )
     html = (
-        Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        report_environment()
         .from_string(TEMPLATE)
         .render(
             sections=[section_view(section, "m-x", set())],
@@ -204,10 +229,10 @@ def test_any_model_text_in_a_report_section_is_escaped_text(text: str) -> None:
             simulated_names=set(),
         )
     )
-    shown = html.split('id="m-x"')[1].split("</section>")[0]
-    assert "<script" not in shown and "<img" not in shown
+    section_html = html.split('id="m-x"')[1].split("</section>")[0]
+    assert "<script" not in section_html and "<img" not in section_html
     if text.strip():  # Jinja's trim_blocks may drop an all-whitespace text at a line end
-        assert shown.count(str(escape(text))) >= 6
+        assert section_html.count(str(escape(shown(text)))) >= 6
 
 
 # ---- log lines and the terminal ------------------------------------------------------------
@@ -394,14 +419,29 @@ def test_any_key_maps_to_one_mlflow_takes(key: str) -> None:
 
     mapped = mlflow_key(key)
     assert _mlflow_takes(mapped) and re.fullmatch(MLFLOW_KEY_PATTERN, mapped)
-    assert mlflow_key(mapped) == mapped  # the mapping is stable
-    if _mlflow_takes(key) and ":" not in key and key.strip("\n") == key:
+    if mapped != key:  # a mapped key is not kept: no key MLflow takes can equal it
+        assert mlflow_key(mapped) != mapped
+    looks_mapped = re.search(r"-[0-9a-f]{8}\Z", key)
+    if _mlflow_takes(key) and ":" not in key and key.strip("\n") == key and not looks_mapped:
         assert mapped == key  # a key MLflow takes (on every platform) is kept
 
 
 @given(st.text(max_size=8), st.text(max_size=8))
 def test_two_keys_never_map_to_one(a: str, b: str) -> None:
     assert a == b or mlflow_key(a) != mlflow_key(b)
+
+
+def test_a_key_shaped_like_a_mapped_one_is_mapped_too() -> None:
+    """Issue 44: ``{"x!y": 1, "x_y-1472d3f1": 2}`` logged one key, one value lost."""
+    mapped = mlflow_key("x!y")
+    assert mapped.startswith("x_y-") and len(mapped) == len("x_y-") + 8
+    assert mlflow_key(mapped) != mapped
+
+
+@given(st.text(alphabet="xy!_-0123456789abcdef", max_size=14))
+def test_no_key_maps_onto_the_mapping_of_another(key: str) -> None:
+    other = mlflow_key(key)
+    assert mlflow_key(other) != other or other == key
 
 
 def test_a_dict_typed_model_field_reaches_mlflow_under_valid_keys() -> None:

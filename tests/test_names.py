@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 from genfair.cli import main
 from genfair.config import params_from
 from genfair.errors import ConfigError
-from genfair.names import NAME_PATTERN, check_name, inside, name_problem
+from genfair.names import (
+    NAME_PATTERN,
+    check_name,
+    inside,
+    name_problem,
+    pair_key,
+    pair_problem,
+    split_pair,
+)
 from genfair.params import read_params
 from genfair.study.layout import Layout
 from genfair.study.runs import compose_runs
@@ -211,3 +219,24 @@ def test_any_string_is_a_name_or_a_one_line_error_and_a_name_stays_inside(text: 
     ):
         assert os.path.commonpath(["/srv/study", os.path.normpath(path)]) == "/srv/study"
         assert name in path.parts or f"{name}.parquet" in path.parts
+
+
+@pytest.mark.parametrize("name", ["b_vs_c", "a_vs_b", "vs_b", "a_vs", "vs"])
+def test_a_model_name_that_could_join_two_pairs_into_one_key_does_not_load(name: str) -> None:
+    """Issue 44: models a, b_vs_c, a_vs_b and c made 6 comparisons into 5 keys."""
+    raw = read_params(ROOT / "params.yaml")
+    raw["models"] = {name: raw["models"]["simulated_llm"], **raw["models"]}
+    with pytest.raises(ConfigError, match=r"params\.yaml: models: .* would make two comparisons"):
+        params_from(raw, "params.yaml")
+
+
+#: names a config accepts, over an alphabet that makes "_vs_" likely
+_PAIRABLE = st.text(alphabet="av_s", min_size=1, max_size=8).filter(
+    lambda n: name_problem(n) is None and pair_problem(n) is None
+)
+
+
+@given(_PAIRABLE, _PAIRABLE, _PAIRABLE, _PAIRABLE)
+def test_two_pairs_of_accepted_names_never_share_a_key(a: str, b: str, c: str, d: str) -> None:
+    assert split_pair(pair_key(a, b)) == (a, b)
+    assert (a, b) == (c, d) or pair_key(a, b) != pair_key(c, d)

@@ -191,6 +191,24 @@ def write_json(data: Any, path: str | Path, *, if_changed: bool = False) -> Path
     )
 
 
+def check_file_size(
+    path: str | Path, error: type[Exception] = ValueError, limit: int | None = None
+) -> Path:
+    """``path`` when it has at most ``limit`` bytes (:data:`genfair.limits.MAX_INPUT_FILE_BYTES`
+    by default), checked before a reader holds it whole; else ``error``, one line naming the
+    file and the bound."""
+    from genfair.limits import MAX_INPUT_FILE_BYTES
+
+    limit = MAX_INPUT_FILE_BYTES if limit is None else limit
+    size = Path(path).stat().st_size
+    if size > limit:
+        raise error(
+            f"{path}: {size:,} bytes, above the {limit:,} an input file read whole may have "
+            "(genfair.limits.MAX_INPUT_FILE_BYTES): give the right file, or split it"
+        )
+    return Path(path)
+
+
 def read_parquet(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():

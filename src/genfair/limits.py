@@ -27,3 +27,8 @@ MAX_ITERATIONS = 100_000
 MAX_SIDE = 16_384
 #: characters of one text (a news body)
 MAX_CHARS = 100_000_000
+#: bytes of an input file read whole (FACET's annotations, the occupations tables, Flickr30k
+#: captions, OpenBias's published proposals): each known release is under a twentieth of it,
+#: and a 2 GiB file read whole took 4.3 GB resident (issue 44); streamed sources (news files)
+#: bound each record instead
+MAX_INPUT_FILE_BYTES = 512 * 2**20

@@ -8,6 +8,7 @@ import numbers
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,6 +24,22 @@ def printable(text: object) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def shown(text: object) -> str:
+    """``text`` as a report, a figure or a table shows it: every format character (Unicode
+    category Cf: bidirectional overrides and isolates such as U+202E, zero-width spaces and
+    joiners, byte-order marks) escaped as ``\\u202e``, so that a model's "gender \\u202e99.0"
+    cannot read "gender 0.99" (issue 44). Line breaks stay (a figure's title may wrap); the
+    stored data keeps the raw text. :func:`printable` escapes these and every other
+    unprintable character for a terminal or a log line."""
+    text = str(text)
+    if text.isprintable() or not any(unicodedata.category(ch) == "Cf" for ch in text):
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode() if unicodedata.category(ch) == "Cf" else ch
+        for ch in text
+    )
 
 
 def _inert(value: Any) -> Any:

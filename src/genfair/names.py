@@ -26,8 +26,9 @@ from typing import Any
 from genfair.errors import ConfigError
 from genfair.urls import strip_in_text
 
-__all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE", "check_name",
-           "flatten", "inside", "mlflow_key", "name_problem"]  # fmt: skip
+__all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE",
+           "PAIR_SEPARATOR", "check_name", "flatten", "inside", "mlflow_key", "name_problem",
+           "pair_key", "pair_problem", "split_pair"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
@@ -57,6 +58,34 @@ def name_problem(value: object) -> str | None:
     )
 
 
+#: joins two model names into a comparison's key, folder and matrix cell (``a_vs_b``)
+PAIR_SEPARATOR = "_vs_"
+
+
+def pair_problem(name: str) -> str | None:
+    """Why the model name ``name`` could make two pairs one key (one line), or ``None``.
+    A name that contains ``_vs_``, starts with ``vs_`` or ends with ``_vs`` can: models
+    ``a``, ``b_vs_c``, ``a_vs_b`` and ``c`` give ``a_vs_b_vs_c`` twice (issue 44)."""
+    if PAIR_SEPARATOR not in f"_{name}_":
+        return None
+    return (
+        f"{_quoted(name)} would make two comparisons one key ('{PAIR_SEPARATOR}' joins a pair "
+        "of models): name the model without '_vs_', a leading 'vs_' or a trailing '_vs'"
+    )
+
+
+def pair_key(a: str, b: str) -> str:
+    """The one key of the pair (``a``, ``b``); unique while no name has a
+    :func:`pair_problem`."""
+    return f"{a}{PAIR_SEPARATOR}{b}"
+
+
+def split_pair(key: str) -> tuple[str, str]:
+    """The names :func:`pair_key` joined."""
+    a, _, b = key.partition(PAIR_SEPARATOR)
+    return a, b
+
+
 def check_name(value: object, key: str) -> str:
     """``value`` when it is a name; else :class:`ConfigError` naming ``key`` and the pattern."""
     problem = name_problem(value)
@@ -82,6 +111,8 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
 #: ``.``, ``-``, space and ``/``; its ``:`` is refused on Windows), at most 250 characters
 MLFLOW_KEY_PATTERN = r"[\w./ -]{1,250}"
 _MLFLOW_KEY = re.compile(MLFLOW_KEY_PATTERN)
+#: how a mapped key ends (see :func:`mlflow_key`)
+_MAPPED_KEY_END = re.compile(r"-[0-9a-f]{8}\Z")
 
 
 def mlflow_key(key: str) -> str:
@@ -89,11 +120,14 @@ def mlflow_key(key: str) -> str:
     character outside :data:`MLFLOW_KEY_PATTERN` (``/`` too) becomes ``_``, a leading ``.``
     gets a ``_`` before it, and ``-`` plus the first 8 hex digits of the key's SHA-256 follow
     (so two keys never map to one), within 250 characters: ``model.extra_body.x!y`` ->
-    ``model.extra_body.x_y-<8 hex>``. MLflow also refuses a key that its path rules would
+    ``model.extra_body.x_y-<8 hex>``. A key that already ends in ``-`` and 8 hex digits is
+    mapped too, so a kept key never equals a mapped one (``x_y-1472d3f1`` and ``x!y`` were
+    one key, issue 44). MLflow also refuses a key that its path rules would
     change (``a//b``, ``a/../b``, ``/a``, ``a/``), which is mapped the same way."""
     norm = posixpath.normpath(key)
     if (
         _MLFLOW_KEY.fullmatch(key)
+        and not _MAPPED_KEY_END.search(key)
         and norm == key
         and norm != "."
         and not norm.startswith(("..", "/"))

@@ -22,7 +22,7 @@ from genfair.errors import ConfigError, NotConfigured
 from genfair.io import stable_hash
 from genfair.limits import MAX_CALLS
 from genfair.logs import printable
-from genfair.names import INSTRUMENTS_FOLDER, PARAMS_FILE, name_problem
+from genfair.names import INSTRUMENTS_FOLDER, PARAMS_FILE, name_problem, pair_problem
 from genfair.strict import Strict
 from genfair.urls import checked_url, strip_in_text
 from genfair.yaml_guard import read_yaml
@@ -235,6 +235,15 @@ class StudyFrame(Strict):
                     for field in ("model", "methodology"):
                         if field in entry and not isinstance(entry[field], dict):
                             _named(entry[field], f"{key}.{field}: ")
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _pairs_stay_apart(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            problem = pair_problem(key)
+            if problem:
+                raise PydanticCustomError("name", "{problem}", {"problem": problem})
         return value
 
     @field_validator("methodologies")

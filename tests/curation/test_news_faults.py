@@ -202,3 +202,69 @@ def test_unusable_files_are_one_clear_error(
 def test_missing_file_names_the_path_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(NewsSourceError, match=r"nowhere\.csv: no such file; fix the path"):
         collect(tmp_path / "nowhere.csv", tmp_path)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_one_line_file_beyond_the_record_bound_stops_streamed(
+    tmp_path: Path, suffix: str
+) -> None:
+    """Issue 44: a 2 GiB one-line news file was read whole (4.3 GB resident) before "missing
+    required column(s)". Files are streamed line by line within a record's bound: 64 MB of
+    one line (with small limits) stops at the bound, having read no more than it."""
+    import tracemalloc
+
+    path = tmp_path / f"huge{suffix}"
+    with path.open("w") as fh:
+        for _ in range(64):
+            fh.write("x" * 2**20)
+    tracemalloc.start()
+    with pytest.raises(NewsSourceError) as error:
+        collect(path, tmp_path, max_body_chars=10_000, max_headline_chars=100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message and "longer than 126136" in message
+    assert peak < 8 * 2**20  # a few records' worth, not the 64 MB file
+
+
+def test_a_parquet_file_beyond_the_record_bound_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "huge.parquet"
+    pd.DataFrame({"headline": ["h"], "body": ["x" * 2_000_000]}).to_parquet(path)
+    with pytest.raises(NewsSourceError, match=r"huge\.parquet: \d+ bytes uncompressed for 1 row"):
+        collect(path, tmp_path, max_body_chars=10_000, max_headline_chars=100)
+
+
+def test_every_input_file_read_whole_is_refused_above_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44 point 8: the other file sources (FACET annotations, the occupations tables,
+    Flickr30k captions and the caption set, OpenBias's published proposals and synonyms) are
+    read whole, so each is refused above genfair.limits.MAX_INPUT_FILE_BYTES before it is read
+    (here set to 1 KiB), in one line naming the file and the bound."""
+    import genfair.limits
+    from genfair.curation.facet import FacetAnnotationError, _read_annotations
+    from genfair.curation.occupations import ReferenceDataError, _read_csv
+    from genfair.methodologies.open_bias.captions import (
+        CaptionDataError,
+        _flickr_rows,
+        load_caption_set,
+    )
+    from genfair.methodologies.open_bias.knowledge_base import SynonymTable
+    from genfair.methodologies.open_bias.published import load_published_proposals
+
+    monkeypatch.setattr(genfair.limits, "MAX_INPUT_FILE_BYTES", 1024)
+    big = tmp_path / "big.csv"
+    big.write_text("a,b\n" + "x,y\n" * 1000)
+    for read, error in (
+        (_read_annotations, FacetAnnotationError),
+        (lambda p: _read_csv(p, ["a", "b"]), ReferenceDataError),
+        (_flickr_rows, CaptionDataError),
+        (load_caption_set, CaptionDataError),
+        (load_published_proposals, CaptionDataError),
+        (SynonymTable.from_csv, ValueError),
+    ):
+        with pytest.raises(error, match=r"big\.csv: 4,004 bytes, above the 1,024") as caught:
+            read(big)
+        assert "\n" not in str(caught.value)

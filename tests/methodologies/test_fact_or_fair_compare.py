@@ -145,3 +145,12 @@ def test_with_no_difference_the_paired_intervals_cover_zero() -> None:
             covered += result["ci_low"] <= 0 <= result["ci_high"]
     assert compared == 15 * len(METHODOLOGY.headline)
     assert covered / compared >= 0.88
+
+
+def test_no_valid_answer_is_a_result_not_an_error(run) -> None:
+    """Issue 44 point 7: every answer invalid, or no label row at all: metrics report it."""
+    config, labels, _ = run
+    invalid = labels.assign(status="invalid", choice=None, chosen_gender=None, chosen_race=None)
+    for empty in (invalid, labels.iloc[:0]):
+        result = METHODOLOGY.metrics(empty, config, step_context(seed=1))
+        assert result.summary is not None

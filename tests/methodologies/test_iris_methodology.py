@@ -13,12 +13,13 @@ import pytest
 import yaml
 
 from genfair.instruments.face_demographics import FaceDemographics, FaceDemographicsConfig
+from genfair.methodologies import get_methodology
 from genfair.methodologies.iris.granular import GranularConfig, granular_metrics, reference_shares
 from genfair.methodologies.iris.methodology import IrisConfig, reference_from_occupations
 from genfair.metrics import js_divergence, representation_disparity
 from genfair.models import build_backend
 from genfair.models.config import SimulatedModelConfig, SimulatedT2IConfig, SimulatedVLMConfig
-from tests.support.contexts import run_steps
+from tests.support.contexts import run_steps, step_context
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 11
@@ -197,3 +198,12 @@ def test_tournament_on_a_vlm_sends_a_blank_white_image(
     assert set(result.scores["sector"]) == {"IFS-Und", "RFS-Und", "BIS-Und"}
     und = result.scores[result.scores["sector"].isin(["IFS-Und", "BIS-Und"])]
     assert und["value"].isna().all() and und["note"].str.startswith("not computed").all()
+
+
+def test_no_label_row_is_a_result_not_an_error(t2i_run) -> None:
+    """Issue 44 point 7: metrics of a run with no usable label (no face) report it."""
+    config, (_, _, labels, _), tmp = t2i_run
+    method = get_methodology("iris")
+    ctx = step_context("t2i", SEED, tmp=tmp)
+    result = method.metrics(labels.iloc[:0], config, ctx)
+    assert result.summary is not None

@@ -297,3 +297,15 @@ def test_no_selected_image_is_a_clear_error(fixture_release) -> None:
     wrong = config.model_copy(update={"classes": "all", "images_dir": str(release)})
     with pytest.raises(FileNotFoundError, match="images_dir"):
         get_methodology("lvlm_facet").build_probes(wrong, SEED)
+
+
+def test_no_valid_answer_is_a_result_not_an_error(fixture_run) -> None:
+    """Issue 44 point 7: every call failed (no valid answer, no face): metrics report it."""
+    config, tmp, (probes, responses, _, _) = fixture_run
+    method = get_methodology("lvlm_facet")
+    failed = responses.assign(status="error", text=None)
+    ctx = step_context("vlm", SEED, tmp=tmp)
+    labels = method.label(probes, failed, config, ctx)
+    for rows in (labels, labels.iloc[:0]):
+        result = method.metrics(rows, config, ctx)
+        assert result.summary is not None

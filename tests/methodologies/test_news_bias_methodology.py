@@ -245,3 +245,13 @@ def test_refusal_rate_is_measured_and_refusals_are_left_out(tmp_path, corpus):
     assert set(result.tables["sentence_pairs"]["attribute"]) == {"gender", "race"}
     sentence = result.scores[result.scores["level"] == "sentence"]
     assert set(sentence["measure"]) == {"sentiment", "toxicity"}
+
+
+def test_no_valid_answer_is_a_result_not_an_error(tmp_path) -> None:
+    """Issue 44 point 7: every answer refused, or no label row at all: metrics report it."""
+    path, _, _ = synthetic_corpus(tmp_path, n=20)
+    cfg = config(path, articles=20)
+    _, labels, result = run(tmp_path, cfg, 1.0, refusal_rate=1.0)
+    assert result.summary is not None
+    empty = METHODOLOGY.metrics(labels.iloc[:0], cfg, step_context(seed=0))
+    assert empty.summary is not None

@@ -385,3 +385,27 @@ def test_a_proposer_that_can_constrain_gets_the_schema_when_configured(
     formats = [r.body.get("response_format") for r in server.requests]
     expected = openai_response_format(name="response")
     assert formats == ([expected] * 2 if constrained else [None, None])
+
+
+def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
+    """Issue 44: every proposal unusable failed ``metrics`` with "genfair: error: 'bias_id'"."""
+    labels = pd.DataFrame(
+        {
+            "step": ["proposal", "proposal"],
+            "probe_id": ["p0", "p1"],
+            "caption_id": ["c0", "c1"],
+            "status": ["invalid", "invalid"],
+            "n_proposals": [0, 0],
+            "proposer": ["broken", "broken"],
+        }
+    )
+    config = OpenBiasConfig.model_validate({})
+    result = get_methodology("open_bias").metrics(labels, config)
+    assert result.scores.empty
+    assert result.summary["knowledge_base"]["biases"] == 0
+    assert result.summary["proposals"]["statuses"] == {"invalid": 2}
+    assert result.summary["proposals"]["yield"] == 0.0
+    method = get_methodology("open_bias")  # the study's later steps read the empty scores
+    scores = result.scores.assign(model="m")
+    assert method.figures(scores, "m") == []
+    assert method.leaderboard(scores, None).empty

@@ -61,7 +61,7 @@ from PIL import Image, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 
 from genfair.curation.config import DetectorConfig, FacetConfig
-from genfair.io import file_sha256, write_bytes, write_json, write_parquet
+from genfair.io import check_file_size, file_sha256, write_bytes, write_json, write_parquet
 from genfair.logs import progress as show_progress
 
 log = logging.getLogger(__name__)
@@ -289,7 +289,7 @@ def _read_annotations(path: Path) -> tuple[list[str], list[tuple[int, dict[str, 
             f"{path}: no such file; set release_dir/annotations_file to the FACET "
             "release's annotations.csv"
         )
-    raw = path.read_bytes()
+    raw = check_file_size(path, FacetAnnotationError).read_bytes()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

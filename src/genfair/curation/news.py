@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import logging
 import sys
@@ -280,10 +279,27 @@ def _has_bad_bytes(text: str) -> bool:
     return any("\udc80" <= ch <= "\udcff" for ch in text)
 
 
-def _decode(path: Path) -> str:
-    """The file as text; bytes that are not UTF-8 survive as surrogates, so the record that
-    holds them (not the whole file) is rejected."""
-    return path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+def record_chars(cfg: NewsCollectionConfig) -> int:
+    """The longest line a file source's record may take: its headline and body at their
+    limits, each character written as a 6-character JSON escape, plus 64 Ki for the other
+    fields. A file is streamed line by line within this bound, never read whole (a 2 GiB
+    one-line file took 4.3 GB resident; issue 44)."""
+    return 6 * (cfg.max_headline_chars + cfg.max_body_chars) + 65_536
+
+
+def _lines(path: Path, limit: int, newline: str) -> Iterator[str]:
+    """The file's lines, streamed; bytes that are not UTF-8 survive as surrogates, so the
+    record that holds them (not the whole file) is rejected. A line longer than ``limit``
+    characters stops the file with one line naming it and the bound."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline=newline) as fh:
+        for number, line in enumerate(iter(lambda: fh.readline(limit + 1), ""), start=1):
+            if len(line) > limit:
+                raise NewsSourceError(
+                    f"{path}: line {number} is longer than {limit} characters, the most a "
+                    "record may take (6 x (max_headline_chars + max_body_chars) + 64 Ki): "
+                    "split the file into one record per line or raise those limits"
+                )
+            yield line.removeprefix("\ufeff") if number == 1 else line
 
 
 @contextmanager
@@ -298,12 +314,11 @@ def _csv_field_limit(limit: int) -> Iterator[None]:
         csv.field_size_limit(previous)
 
 
-def _read_csv_records(path: Path) -> tuple[list[str], list[_Record]]:
-    text = _decode(path)
+def _read_csv_records(path: Path, limit: int) -> tuple[list[str], list[_Record]]:
     records: list[_Record] = []
-    with _csv_field_limit(len(text) + 1), io.StringIO(text, newline="") as fh:
+    with _csv_field_limit(limit + 1):
         # strict: an unclosed quote is an error, not a field that swallows the next rows
-        reader = csv.reader(fh, strict=True)
+        reader = csv.reader(_lines(path, limit, ""), strict=True)
         next_line = 1
         try:
             header = next(reader, None)
@@ -333,11 +348,11 @@ def _read_csv_records(path: Path) -> tuple[list[str], list[_Record]]:
     return header, records
 
 
-def _read_jsonl_records(path: Path) -> tuple[list[str], list[_Record]]:
+def _read_jsonl_records(path: Path, limit: int) -> tuple[list[str], list[_Record]]:
     records: list[_Record] = []
     # split on newlines only: JSON strings may hold U+2028 and other characters that
     # str.splitlines() treats as line breaks
-    for line, text in enumerate(_decode(path).split("\n"), start=1):
+    for line, text in enumerate(_lines(path, limit, "\n"), start=1):
         if not text.strip():
             continue
         number = len(records) + 1
@@ -358,16 +373,17 @@ def _read_jsonl_records(path: Path) -> tuple[list[str], list[_Record]]:
     return sorted({k for r in records if r.fields for k in r.fields}), records
 
 
-def _read_records(path: Path) -> tuple[list[str], list[_Record]]:
-    """The columns and the records of a file source."""
+def _read_records(path: Path, limit: int) -> tuple[list[str], list[_Record]]:
+    """The columns and the records of a file source, each within ``limit`` characters."""
     if not path.is_file():
         raise NewsSourceError(f"{path}: no such file; fix the path in the file source")
     suffix = path.suffix.lower()
     if suffix in {".jsonl", ".ndjson"}:
-        return _read_jsonl_records(path)
+        return _read_jsonl_records(path, limit)
     if suffix == ".csv":
-        return _read_csv_records(path)
+        return _read_csv_records(path, limit)
     try:
+        _check_parquet_size(path, limit)
         table = pd.read_parquet(path)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise NewsSourceError(
@@ -375,6 +391,20 @@ def _read_records(path: Path) -> tuple[list[str], list[_Record]]:
         ) from exc
     records = [_Record(i, None, rec) for i, rec in enumerate(table.to_dict("records"), start=1)]
     return list(table.columns), records
+
+
+def _check_parquet_size(path: Path, limit: int) -> None:
+    """A parquet file is read whole: its uncompressed size (from its footer, before any data
+    is read) must stay within ``limit`` bytes a row."""
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only a parquet source needs it
+
+    meta = pq.ParquetFile(path).metadata
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if size > max(meta.num_rows, 1) * limit:
+        raise NewsSourceError(
+            f"{path}: {size} bytes uncompressed for {meta.num_rows} row(s), above {limit} a "
+            "row (6 x (max_headline_chars + max_body_chars) + 64 Ki); split the records"
+        )
 
 
 def _text(value: Any) -> str | None:
@@ -430,7 +460,7 @@ def _collect_file(
     source: FileSource, cfg: NewsCollectionConfig, report: CollectionReport
 ) -> list[dict[str, Any]]:
     path = source.path
-    columns, records = _read_records(path)
+    columns, records = _read_records(path, record_chars(cfg))
     missing = [c for c in ("headline", "body") if c not in columns]
     if missing:
         raise NewsSourceError(

@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.curation.config import OccupationsConfig
-from genfair.io import write_parquet
+from genfair.io import check_file_size, write_parquet
 from genfair.resources.group_words import plural_forms
 
 __all__ = [
@@ -157,7 +157,7 @@ def _with_plurals(term: str) -> set[str]:
 def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: it ships in data/reference/ (see SOURCES.md)")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = pd.read_csv(check_file_size(path, ReferenceDataError), dtype=str, keep_default_na=False)
     if list(frame.columns) != columns:
         raise ReferenceDataError(f"{path}: columns {list(frame.columns)}, expected {columns}")
     return frame

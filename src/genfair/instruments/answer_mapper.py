@@ -75,7 +75,7 @@ _VERB = (
     r"might be|may be|is likely|is probably|is most likely)"
 )
 _PREFIXES = re.compile(
-    "^(?:"
+    "(?:"
     + "|".join(
         [
             rf"{_SUBJECT}{_WHERE} {_VERB}",  # "the person in the image is"
@@ -98,11 +98,10 @@ _LABEL = re.compile(r"^\s*(?:answer|occupation|profession|job|role)\s*:", re.IGN
 def clean_answer(text: str) -> str:
     """The answer as tier 1 compares it (see the module docstring)."""
     cleaned = normalize_term(_LABEL.sub("", text))
-    while True:
-        shorter = _PREFIXES.sub("", cleaned, count=1).strip()
-        if shorter == cleaned:
-            return cleaned
-        cleaned = shorter
+    at = 0  # prefixes end where the next starts: one pass, not one copy per prefix (issue 44)
+    while (prefix := _PREFIXES.match(cleaned, at)) is not None:
+        at = prefix.end()
+    return cleaned[at:].strip()
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

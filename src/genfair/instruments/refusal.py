@@ -88,8 +88,13 @@ _LEAD = (
 _OPENER = re.compile(_LEAD + "(?:" + "|".join(REFUSAL_OPENERS) + ")", re.IGNORECASE)
 _IMPERSONAL = re.compile(_LEAD + "(?:" + "|".join(IMPERSONAL_DECLINES) + ")", re.IGNORECASE)
 _DECLINE = re.compile("|".join(FIRST_PERSON_DECLINES), re.IGNORECASE)
-# quoted speech: "..." “...” and '...' (an apostrophe inside a word does not open a quote)
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'.*?'(?!\w)|(?<!\w)‘.*?’(?!\w)", re.DOTALL)
+# quoted speech: "..." “...” and '...' (an apostrophe inside a word does not open a quote),
+# removed by :func:`_unquoted`, which finds the same spans as the pattern
+# r"\"[^\"]*\"|“[^”]*”|(?<!\w)'.*?'(?!\w)|(?<!\w)‘.*?’(?!\w)" in one pass: the pattern
+# itself rescans to the end from every quote that is never closed, quadratic in the text
+_OPEN_QUOTE = re.compile(r"[\"“]|(?<!\w)['‘]")
+_CLOSE_QUOTE = {'"': '"', "“": "”", "'": "'", "‘": "’"}
+_WORD_CHAR = re.compile(r"\w")
 # reported speech: a sentence that attributes its words to someone is news, not a refusal
 _REPORTED = re.compile(r"\b(?:said|says|told|according to|added|stated)\b", re.IGNORECASE)
 
@@ -115,16 +120,43 @@ _ADDRESSED = re.compile(
 )
 
 
+#: characters of a text the patterns read: a refusal says so in its opening sentences, and
+#: splitting a megabyte that has no sentence end would otherwise cost seconds (issue 44)
+MAX_OPENING_CHARS = 10_000
+
+
+def _unquoted(text: str) -> str:
+    """``text`` with each quoted span replaced by a space (see :data:`_OPEN_QUOTE`)."""
+    parts, at, search_from = [], 0, 0
+    unclosed: set[str] = set()  # quote kinds with no closing mark after the current point
+    while match := _OPEN_QUOTE.search(text, search_from):
+        quote, search_from = match.group(), match.end()
+        if quote in unclosed:
+            continue
+        close, end = _CLOSE_QUOTE[quote], match.end()
+        while (end := text.find(close, end)) != -1:
+            if quote in '"“' or not _WORD_CHAR.match(text, end + 1):
+                break
+            end += 1  # an apostrophe inside a word does not close a quote
+        if end == -1:
+            unclosed.add(quote)
+            continue
+        parts += [text[at : match.start()], " "]
+        at = search_from = end + 1
+    return "".join([*parts, text[at:]])
+
+
 def _addressed(opening_text: str) -> bool:
-    unquoted = _QUOTED.sub(" ", opening_text)
+    unquoted = _unquoted(opening_text)
     return bool(_ADDRESSED.search(unquoted)) and not _REPORTED.search(unquoted)
 
 
 def opening_sentences(text: str, max_sentences: int = 2) -> list[str]:
-    """The first ``max_sentences`` sentences of ``text``; each line is split on its own, so
-    a title line or a bare answer letter is a sentence."""
+    """The first ``max_sentences`` sentences of ``text``'s first :data:`MAX_OPENING_CHARS`
+    characters; each line is split on its own, so a title line or a bare answer letter is a
+    sentence."""
     out: list[str] = []
-    for line in (text or "").splitlines():
+    for line in (text or "")[:MAX_OPENING_CHARS].splitlines():
         for sentence in split_sentences(line):
             out.append(sentence.strip())
             if len(out) >= max_sentences:
@@ -141,7 +173,7 @@ def is_refusal(text: str, max_sentences: int = 2) -> bool:
 
 
 def _refuses(sentence: str) -> bool:
-    unquoted = _QUOTED.sub(" ", sentence)
+    unquoted = _unquoted(sentence)
     if _REPORTED.search(unquoted):  # "I'm sorry, but I can't comment, the minister told the ABC"
         return False
     return bool(

@@ -29,6 +29,9 @@ import matplotlib.pyplot as plt  # noqa: E402 - after the backend and text setti
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter  # noqa: E402
+
+from genfair.logs import shown  # noqa: E402
 
 __all__ = ["DATA_TEXT", "as_data", "laid_out", "mathtext", "one_pass", "plt"]
 
@@ -44,13 +47,30 @@ def mathtext(*texts: Text) -> None:
 
 
 def as_data(figure: Figure) -> Figure:
-    """``figure`` with every text it holds drawn as data (no mathtext, no LaTeX), but those
-    the code marked with :func:`mathtext`."""
+    """``figure`` with every text it holds drawn as data (no mathtext, no LaTeX, format
+    characters such as bidi overrides escaped by :func:`genfair.logs.shown`), but those the
+    code marked with :func:`mathtext`."""
     for text in figure.findobj(Text):
         if text.get_gid() != _MATHTEXT:
             text.set_parse_math(False)
             text.set_usetex(False)
+            if (raw := text.get_text()) != (safe := shown(raw)):
+                text.set_text(safe)  # a bidi override or zero-width character, made visible
+    for axes in figure.axes:  # tick labels are written again from their formatter at each draw
+        for axis in (axes.xaxis, axes.yaxis):
+            if isinstance(axis.get_major_formatter(), (FixedFormatter, FuncFormatter)):
+                axis.set_major_formatter(_Shown(axis.get_major_formatter()))
+            if isinstance(axis.get_minor_formatter(), (FixedFormatter, FuncFormatter)):
+                axis.set_minor_formatter(_Shown(axis.get_minor_formatter()))
     return figure
+
+
+class _Shown(FuncFormatter):
+    """A tick-label formatter (labels set from data: ``set_yticklabels(names)``) whose labels
+    are shown by :func:`genfair.logs.shown`."""
+
+    def __init__(self, inner: Formatter) -> None:
+        super().__init__(lambda x, pos=None: shown(inner(x, pos)))
 
 
 def laid_out(figure: Figure) -> bool:

@@ -31,6 +31,7 @@ from genfair.io import read_parquet
 from genfair.methodologies.base import HeadlineCounts, PairedCounts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
+from genfair.names import pair_key
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
@@ -230,7 +231,7 @@ def comparison_metrics(frame: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for row in frame.to_dict("records"):
         out.setdefault(row["methodology"], {}).setdefault(row["headline"], {})[
-            f"{row['model_a']}_vs_{row['model_b']}"
+            pair_key(row["model_a"], row["model_b"])
         ] = {
             k: (None if pd.isna(row[k]) else (bool(row[k]) if k == "marked" else row[k]))
             for k in ("difference", "ci_low", "ci_high", "p_value", "p_holm", "marked", "n_units")
@@ -244,7 +245,7 @@ def comparison_files(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     row per comparison, beside the headline numbers, in two columns."""
     files = {}
     for row in frame.to_dict("records"):
-        folder = f"{row['model_a']}_vs_{row['model_b']}" + (
+        folder = pair_key(row["model_a"], row["model_b"]) + (
             ".SIMULATED" if row["simulated"] else ""
         )
         mark = ".marked" if row["marked"] else ""

@@ -34,15 +34,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from genfair.config import StudyParams
 from genfair.io import read_json, read_parquet, write_text
-from genfair.logs import progress
+from genfair.logs import progress, shown
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import NEUTRAL, ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.names import split_pair
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.samples import SampleFile, script_json, write_samples
@@ -50,6 +51,9 @@ from genfair.study.scoring import REPORTED, headline_rows
 from genfair.study.steps import read_study
 from genfair.study.store import workspace_root
 from genfair.study.tracking import git_commit
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +331,7 @@ def comparisons_view(
         for headline, pairs in headlines.items():
             cells: dict[str, dict[str, str]] = {}
             for key, c in pairs.items():
-                a, b = key.split("_vs_", 1)
+                a, b = split_pair(key)
                 if c.get("difference") is None:
                     continue
                 lo, hi = c.get("ci_low"), c.get("ci_high")
@@ -427,12 +431,26 @@ def write_build(layout: Layout, now: datetime | None = None) -> Path:
     return write_text(script, layout.report.parent / BUILD)
 
 
+def report_environment() -> Environment:
+    """The report's Jinja environment: every text escaped, and shown with its bidi overrides
+    and zero-width characters made visible (:func:`genfair.logs.shown`; a model's bias name
+    "gender \\u202e99.0" read "gender 0.99"); the code's own markup passes as it is."""
+    from jinja2 import Environment
+    from markupsafe import Markup
+
+    return Environment(
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=lambda v: shown(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+    )
+
+
 def build_report(
     params: StudyParams, layout: Layout = Layout(), now: datetime | None = None
 ) -> Path:
     """``report``: write ``data/report/index.html`` from the study's outputs (and
     :func:`write_build`'s ``build.js`` beside it)."""
-    from jinja2 import Environment
     from markupsafe import Markup
 
     infos: list[ModelInfo] = [model_info(params, m) for m in params.models]
@@ -447,25 +465,28 @@ def build_report(
         sections.append(section_view(section, f"m-{name}", simulated, mine))
     viewer = VIEWER.read_text(encoding="utf-8")
     digest = base64.b64encode(hashlib.sha256(viewer.encode("utf-8")).digest()).decode("ascii")
-    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    html = env.from_string(TEMPLATE).render(
-        models=infos,
-        methodologies=[f"{n} ({params.sizes_of(n)} sizes)" for n in params.methodologies],
-        scale=params.scale,
-        seed=params.seed,
-        fingerprint=study_fingerprint(layout),
-        build=BUILD,
-        headline=headline_view(params, layout, samples),
-        sections=sections,
-        samples_index=Markup(script_json([f.index_entry() for f in samples])),
-        viewer=Markup(viewer),
-        viewer_hash=f"sha256-{digest}",
-        instruments=instruments_view(params, layout, simulated),
-        usage=usage_view(params, layout, simulated),
-        comparisons=comparisons_view(params, layout, simulated),
-        any_simulated=bool(simulated),
-        simulated_names=simulated,
-        tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
+    html = (
+        report_environment()
+        .from_string(TEMPLATE)
+        .render(
+            models=infos,
+            methodologies=[f"{n} ({params.sizes_of(n)} sizes)" for n in params.methodologies],
+            scale=params.scale,
+            seed=params.seed,
+            fingerprint=study_fingerprint(layout),
+            build=BUILD,
+            headline=headline_view(params, layout, samples),
+            sections=sections,
+            samples_index=Markup(script_json([f.index_entry() for f in samples])),
+            viewer=Markup(viewer),
+            viewer_hash=f"sha256-{digest}",
+            instruments=instruments_view(params, layout, simulated),
+            usage=usage_view(params, layout, simulated),
+            comparisons=comparisons_view(params, layout, simulated),
+            any_simulated=bool(simulated),
+            simulated_names=simulated,
+            tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
+        )
     )
     out = write_text(html, layout.report)  # atomic: a full disk leaves no temporary file
     write_build(layout, now)

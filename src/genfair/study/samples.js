@@ -13,9 +13,16 @@
   const loaded = new Map(); // key -> table
   const state = { methodology: "", model: "", status: "", groups: {}, q: "", page: 0, open: -1 };
   const $ = (id) => document.getElementById(id);
+  // a format character (bidi override, zero-width space...) shown escaped, as
+  // genfair.logs.shown does for the rest of the report: "gender \u202e99.0" cannot reorder
+  const shown = (text) =>
+    String(text).replace(/\p{Cf}/gu, (c) => {
+      const hex = c.codePointAt(0).toString(16);
+      return hex.length > 4 ? "\\U" + hex.padStart(8, "0") : "\\u" + hex.padStart(4, "0");
+    });
   const el = (tag, text, cls) => {
     const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = shown(text);
     if (cls) node.className = cls;
     return node;
   };

@@ -25,6 +25,7 @@ it names, else ``invalid``. Decisions: docs/methodology.md, "Reading the model's
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -33,15 +34,20 @@ from genfair.instruments.refusal import is_refusal
 
 #: a JSON answer value, in a whole object or one cut off by the token limit
 _JSON_ANSWER = re.compile(r"\"(?:answer|choice|option)\"\s*:\s*\"?([^\"\n{}]*)\"?", re.IGNORECASE)
-#: a single letter standing as a token (not part of a word, a contraction or a hyphenation)
-_TOKEN = re.compile(r"(?<![\w'’-])([A-Za-z])(?![\w'’-])")
-#: what may precede a letter that is an answer: "answer is", "option", "choice:", "is:"
+#: a single letter standing as a token (not part of a word, a contraction, a hyphenation or
+#: an abbreviation such as D.C. or U.S.)
+_BEFORE_TOKEN = r"(?<![\w'’-])(?<![A-Za-z]\.)"
+_AFTER_TOKEN = r"(?![\w'’-])(?!\.[A-Za-z]\.)"
+_TOKEN = re.compile(_BEFORE_TOKEN + r"([A-Za-z])" + _AFTER_TOKEN)
+#: what may precede a letter that is an answer: "answer is", "option", "choice:", "is:";
+#: found once over the whole text (its ends are where a cued letter may start), so reading
+#: a long answer stays linear in its length (issue 44)
 _CUE = re.compile(
-    r"(?:\b(?:answer|option|choice|letter)(?:\s+is)?|\bis\s*:)\s*[:=]?\s*[*(\[\"'“]*$",
+    r"(?:\b(?:answer|option|choice|letter)(?:\s+is)?|\bis\s*:)\s*(?:[:=]\s*)?[*(\[\"'“]*",
     re.IGNORECASE,
 )
 #: a word after a letter makes it the article "A" ("A Hispanic person")
-_WORD_AFTER = re.compile(r"^[ \t]+[\w(]")
+_WORD_AFTER = re.compile(r"[ \t]+[\w(]")
 
 
 @dataclass(frozen=True)
@@ -58,12 +64,14 @@ def parse_choice(text: str | None, options: list[dict]) -> Parsed:
         return Parsed("invalid")
     letters = {o["letter"].upper() for o in options}
     named: dict[str, set[str]] = {"json": set(), "letter": set(), "label": set()}
-    rest = text
-    for match in _JSON_ANSWER.finditer(text):
+
+    def json_answer(match: re.Match[str]) -> str:
         found = _match(match.group(1), options, letters)
         if found:
             named["json"].add(found)
-        rest = rest.replace(match.group(0), " ")
+        return " "
+
+    rest = _JSON_ANSWER.sub(json_answer, text)
     named["letter"] = _letters(rest, letters)
     named["label"] = _labels(rest, options)
     every = set().union(*named.values())
@@ -87,23 +95,34 @@ def _match(value: str, options: list[dict], letters: set[str]) -> str | None:
 
 
 def _letters(text: str, letters: set[str]) -> set[str]:
-    """Option letters the text uses as letters (see the module docstring)."""
+    """Option letters the text uses as letters (see the module docstring). Linear in the
+    text: the cues are found in one pass, and the other letters by one search per option
+    letter not yet found (a Python loop over every token took minutes on a long answer)."""
     found = set()
-    for match in _TOKEN.finditer(text):
-        letter = match.group(1)
-        if letter.upper() not in letters:
+    for cue in _CUE.finditer(text):
+        token = _TOKEN.match(text, cue.end())
+        if token is None or token.group(1).upper() not in letters:
             continue
-        start, end = match.span(1)
-        after, before = text[end:], text[:start]
-        if re.match(r"^\.[A-Za-z]\.", after) or re.search(r"[A-Za-z]\.$", before):
-            continue  # D.C., U.S.
-        cued = bool(_CUE.search(before))
-        if letter.islower():
-            if (cued and not _WORD_AFTER.match(after)) or after.startswith(")"):
-                found.add(letter.upper())
-        elif letter != "A" or cued or not _WORD_AFTER.match(after):
-            found.add(letter)
+        letter = token.group(1)
+        if letter.isupper() or not _WORD_AFTER.match(text, token.end()):
+            found.add(letter.upper())
+    while (remaining := frozenset(letters - found)) and (token := _uncued(remaining).search(text)):
+        found.add(token.group(1)[0].upper())  # "b)" -> B
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _uncued(letters: frozenset[str]) -> re.Pattern[str]:
+    """A letter of ``letters`` that counts without a cue: a capital (``A`` only when no word
+    follows, else it is the article), or a lower-case list marker (``b)``)."""
+    singles = sorted(x for x in letters if len(x) == 1 and x.isascii() and x.isalpha())
+    capitals = "".join(re.escape(x) for x in singles if x != "A")
+    alternatives = [rf"[{capitals}]{_AFTER_TOKEN}"] if capitals else []
+    if "A" in singles:
+        alternatives.append(rf"A{_AFTER_TOKEN}(?!{_WORD_AFTER.pattern})")
+    if singles:
+        alternatives.append(rf"[{''.join(singles).lower()}]\)")
+    return re.compile(_BEFORE_TOKEN + "(" + ("|".join(alternatives) or "(?!)") + ")")
 
 
 def _labels(text: str, options: list[dict]) -> set[str]:

@@ -82,10 +82,16 @@ TIERS = ("empty", "quoted", "exact", "contained", "letter", "option_word", "unsu
 MATCH_COLUMNS = ["answer", "label", "tier", "similarity", "nearest", "encoder"]
 CHOICE_OPTIONS: tuple[str, ...] = tuple(CHOICE_LABELS.values())  # yes, no, unknown
 
+#: characters of an answer the rules read: the paper's answers are a class name or a letter,
+#: and a megabyte answer would cost the quoted-span rule seconds (issue 44); the answer is
+#: stored whole, and the encoder reads its first 256 tokens anyway
+MAX_RULE_CHARS = 20_000
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|‘([^’]{1,80})’|(?<!\w)'([^']{1,80})'(?!\w)")
 _LETTER_ALONE = re.compile(r"^\W*([ABCabc])\W*$")
 _LETTER_OPENING = re.compile(r"^[\s(\[*\"']*([ABCabc])\s*[.):\]]")
-_LETTER_WITH_WORD = re.compile(r"\b([ABC])\s*[.):,]?\s*(?:yes|no|unknown)\b", re.IGNORECASE)
+# (``\s*(?:X\s*)?`` rather than ``\s*X?\s*``: two adjacent ``\s*`` retry every split of a
+# long run of spaces, quadratic in it; issue 44)
+_LETTER_WITH_WORD = re.compile(r"\b([ABC])\s*(?:[.):,]\s*)?(?:yes|no|unknown)\b", re.IGNORECASE)
 #: paraphrases of option C ("not sure" is not a refusal pattern, nor close to "unknown")
 _UNSURE = re.compile(
     r"\b(?:not (?:sure|certain|clear)|unsure|uncertain|unclear|(?:can ?not|can't|cannot|unable to)"
@@ -94,7 +100,7 @@ _UNSURE = re.compile(
     re.IGNORECASE,
 )
 _LETTER_AFTER_KEY = re.compile(
-    r"\b(?:answer|option|choice|choose|select)(?:\s+is)?\s*[:\-]?\s*[(\[*\"']*([ABC])\b(?![\w'])",
+    r"\b(?:answer|option|choice|choose|select)(?:\s+is)?\s*(?:[:\-]\s*)?[(\[*\"']*([ABC])\b(?![\w'])",
     re.IGNORECASE,
 )
 
@@ -206,7 +212,9 @@ class AnswerMatcher:
     # --- pre-pass -----------------------------------------------------------------------
 
     def prepass(self, answer: str) -> tuple[str | None, str] | None:
-        """(label, tier) when a rule decides the answer, else None (the encoder decides)."""
+        """(label, tier) when a rule decides the answer, else None (the encoder decides).
+        The rules read the answer's first :data:`MAX_RULE_CHARS` characters."""
+        answer = answer[:MAX_RULE_CHARS]
         if not answer.strip():
             return None, "empty"
         if self.kind == "choice":

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.io import read_json
+from genfair.io import check_file_size, read_json
 
 __all__ = [
     "CAPTION_COLUMNS",
@@ -74,7 +74,7 @@ def load_caption_set(path: str | Path = DEFAULT_CAPTION_SET) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise CaptionDataError(f"{path}: caption file not found (methodologies.open_bias.captions)")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = pd.read_csv(check_file_size(path, CaptionDataError), dtype=str, keep_default_na=False)
     required = ["caption_id", "image_id", "caption"]
     missing = [c for c in required if c not in frame.columns]
     if missing:
@@ -179,7 +179,7 @@ def _flickr_file(path: Path) -> Path:
 
 def _flickr_rows(path: Path) -> list[tuple[str, str]]:
     """(image, caption) pairs in file order, from any of the three known layouts."""
-    text = path.read_text(encoding="utf-8")
+    text = check_file_size(path, CaptionDataError).read_text(encoding="utf-8")
     lines = text.splitlines()
     if not lines:
         raise CaptionDataError(f"{path}: empty file")

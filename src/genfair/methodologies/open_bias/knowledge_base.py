@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from genfair.io import check_file_size
 from genfair.limits import MAX_RECORDS, MAX_SMALL
 from genfair.methodologies.open_bias.proposals import BiasProposal
 from genfair.strict import Strict
@@ -304,7 +305,7 @@ class SynonymTable:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: synonym table not found (knowledge_base.synonyms)")
         pairs: dict[str, list[str]] = defaultdict(list)
-        with path.open(newline="", encoding="utf-8") as handle:
+        with check_file_size(path).open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             if reader.fieldnames is None or not {"term", "synonym"} <= set(reader.fieldnames):
                 raise ValueError(f"{path}: expected columns term,synonym; got {reader.fieldnames}")

@@ -143,6 +143,10 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+#: the label columns :meth:`OpenBias.metrics` reads, present even when no step wrote them
+_LABEL_COLUMNS = ("status", "caption_id", "bias_id", "classes", "label", "tier", "encoder", "text")
+
+
 class OpenBias(Methodology):
     """OpenBias (D'Incà et al., CVPR 2024, paper 003): open-set bias discovery (an LLM proposes
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
@@ -566,6 +570,9 @@ class OpenBias(Methodology):
         self, labels: pd.DataFrame, config: OpenBiasConfig, ctx: StepContext | None = None
     ) -> MetricsResult:
         steps = labels["step"] if "step" in labels else pd.Series(dtype=str)
+        # a proposer whose every answer was unusable finds no bias: the labels then hold no
+        # knowledge-base or VQA rows, nor their columns (issue 44), and the study says so
+        labels = labels.reindex(columns=list(dict.fromkeys([*labels.columns, *_LABEL_COLUMNS])))
         proposals = labels[steps == "proposal"]
         kb = labels[steps == "knowledge_base"]
         vqa = labels[steps == "vqa"]

@@ -205,11 +205,11 @@ def _decode(text: str, repair: bool) -> tuple[Any, bool] | None:
                 continue
             try:
                 return json.loads(attempt), repaired
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # too deep a nesting is no answer
                 pass
             try:  # an object followed by more text ("{...} I hope this helps {")
                 return decoder.raw_decode(attempt)[0], repaired
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
     return None
 
@@ -236,7 +236,7 @@ def salvage_items(text: str) -> list[Any]:
             at += 1
         try:
             item, at = decoder.raw_decode(text, at)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return items
         items.append(item)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.io import read_json
+from genfair.io import check_file_size, read_json
 from genfair.methodologies.open_bias.captions import (
     CAPTION_COLUMNS,
     CaptionDataError,
@@ -50,6 +50,8 @@ def load_published_proposals(
 ) -> tuple[pd.DataFrame, list[tuple[str, BiasProposal]], pd.DataFrame]:
     """(captions, proposals, statuses) from one of the authors' bias-proposal files."""
     path = Path(path)
+    if path.is_file():
+        check_file_size(path, CaptionDataError)
     data = read_json(
         path,
         CaptionDataError,
