@@ -3,7 +3,8 @@
 The runner is methodology-agnostic: a methodology hands it :class:`Call` objects (one per
 probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``refused`` or
 ``invalid``. An answer that is not ``ok`` is asked again, with a new attempt index (so a new
-cache entry and seed), up to the call's ``max_attempts``; a call the backend would answer
+cache entry and seed), up to the call's ``max_attempts`` (capped by the model config's
+``max_attempts``: :func:`allowed`); a call the backend would answer
 the same way again (:meth:`LLMBackend.repeats`: greedy decoding, by the call's own
 ``temperature`` when it sets one) is not re-asked. A call with a ``json_schema`` is sent
 only to a backend that ``supports_json_schema`` (``ValueError`` otherwise): callers check
@@ -123,7 +124,7 @@ def ask(
             again = status in ("refused", "invalid") and not backend.repeats(
                 _request(calls[i], attempt[i], seed)
             )
-            if again and attempt[i] + 1 < calls[i].max_attempts:
+            if again and attempt[i] + 1 < allowed(backend, calls[i]):
                 attempt[i] += 1
                 bar.total += 1
                 return True
@@ -285,6 +286,13 @@ def _answer(
             time.sleep(_CLAIM_POLL_S)
         todo = [i for i in todo if i not in send] + again
     return later
+
+
+def allowed(backend: LLMBackend, call: Call) -> int:
+    """How many attempts ``call`` may take on ``backend``: its methodology's ``max_attempts``
+    (the paper's), capped by the model config's own ``max_attempts`` when it sets one."""
+    cap = getattr(backend.model_config, "max_attempts", None)
+    return call.max_attempts if cap is None else min(call.max_attempts, cap)
 
 
 def _request(call: Call, attempt: int, seed: int) -> Request:
