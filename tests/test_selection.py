@@ -49,7 +49,7 @@ def test_a_selection_in_the_study_file_lasts_and_one_by_override_is_said_dropped
     capsys.readouterr()
     assert main(["compose"]) == 0  # before: extra silently left params.yaml
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "params.yaml's models extra are not in the composed" in err
+    assert err.count("\n") == 0 and "models extra (in the current params.yaml) are dropped" in err
     assert "add its line to conf/study.yaml" in err and "extra" not in _params(study)["models"]
 
     _select(study, "/model@models.extra: simulated_llm")
@@ -160,7 +160,10 @@ def test_dropped_names_methodologies_and_models() -> None:
     before = {"methodologies": {"a": {}, "b": {}}, "models": {"x": {}, "y": {}}}
     assert dropped(before, before) is None and dropped({}, before) is None
     line = dropped(before, {"methodologies": {"a": {}}, "models": {"y": {}}})
-    assert line and "methodologies b; models x are not in the composed study" in line
+    assert line and line.startswith(
+        "methodologies b; models x (in the current params.yaml) are dropped: conf/study.yaml "
+        "does not select them (their line was removed from it, or an override selected them"
+    )
 
 
 def test_headline_better_is_one_of_three() -> None:

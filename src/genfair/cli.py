@@ -385,7 +385,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
             )
         )
     else:
-        print(table(rows))
+        print(table(rows, params.generation))
 
 
 def _names(value: str | None) -> list[str] | None:

@@ -88,3 +88,18 @@ def test_the_new_settings_left_at_their_defaults_keep_the_configs_hash() -> None
 def test_max_attempts_is_bounded() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
         model("http://127.0.0.1:9/v1", max_attempts=0)
+
+
+def test_the_log_line_adds_up(mock_openai, tmp_path, caplog) -> None:
+    server = mock_openai()
+    backend = build_backend(model(server.url, max_attempts=3))
+    with ResponseCache(tmp_path / "cache.sqlite") as cache:
+        for _ in range(2):  # sent, then read back
+            with caplog.at_level("INFO", logger="genfair.models.runner"):
+                run_calls(backend, cache, calls(), judge, seed=SEED, desc="served")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("served:")]
+    assert lines == [
+        "served: 3 calls + 6 re-asks = 0 answers from the cache + 9 sent",
+        "served: 3 calls + 6 re-asks = 9 answers from the cache + 0 sent",
+    ]
+    assert server.calls == 9

@@ -229,6 +229,27 @@ def test_genfair_plan_prints_a_table_and_json(
     assert {r["model"] for r in planned["runs"]} == {"endpoint", "simulated_llm"}
 
 
+def test_the_plan_table_marks_a_budget_it_exceeds(base: dict) -> None:
+    from genfair.study.plan import table
+
+    price = {"input_per_million": 2.0, "output_per_million": 8.0}
+    for generation, over in (
+        ({"max_calls": 2 * QUESTIONS - 1}, f"the plan sends {2 * QUESTIONS} calls"),
+        ({"max_cost": 1e-9}, "generation.max_cost is 1e-09 and the plan costs"),
+        ({"max_calls": 2 * QUESTIONS, "max_cost": 1.0}, None),
+        ({}, None),
+    ):
+        params = _params(base, generation, price=price)
+        text = table(plan(params), params.generation)
+        total = next(line for line in text.splitlines() if line.startswith("total"))
+        if over is None:
+            assert "OVER BUDGET" not in text, text
+        else:
+            assert total.startswith("total [OVER BUDGET]"), text
+            note = next(line for line in text.splitlines() if line.startswith("OVER BUDGET: "))
+            assert over in note and "conf/config.yaml" in note
+
+
 def test_cache_stats_prints_each_runs_usage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -110,7 +110,9 @@ def ask(
     finished: list[int] = []  # settled, not yet handed to on_final
     attempt = {i: 0 for i in range(len(calls))}
     pending = list(range(len(calls)))
-    stats = {"cached": 0, "called": 0}
+    #: every attempt ends read from the cache, sent, or stopped by the budget, so that
+    #: calls + re-asks = cached + called + stopped (the log line below says it so)
+    stats = {"cached": 0, "called": 0, "reasks": 0, "stopped": 0}
     if active() is not None:  # a cluster: one stream, whose shards follow the calls left (a
         chunk_size = max(chunk_size, EXECUTOR_CHUNK)  # chunk's end would idle its workers)
 
@@ -126,6 +128,7 @@ def ask(
             )
             if again and attempt[i] + 1 < allowed(backend, calls[i]):
                 attempt[i] += 1
+                stats["reasks"] += 1
                 bar.total += 1
                 return True
             final[i] = (completion, status, attempt[i] + 1)
@@ -158,13 +161,16 @@ def ask(
                 )
             pending = retry
 
+    stopped = f" + {stats['stopped']} stopped by the budget" if stats["stopped"] else ""
     log.info(
-        "%s: %d %ss (%d from cache, %d sent)",
+        "%s: %d %ss + %d re-asks = %d answers from the cache + %d sent%s",
         desc,
         len(calls),
         unit,
+        stats["reasks"],
         stats["cached"],
         stats["called"],
+        stopped,
     )
     return [final[i] for i in range(len(calls))]
 
@@ -260,6 +266,7 @@ def _answer(
         mine = cache.claim([keys[i] for i in todo])
         send = [i for i in todo if keys[i] in mine]
         if stopped := _over_budget(send, keys, cache, settle):
+            stats["stopped"] += len(stopped)
             progress(len(stopped))
             flush()
             send = send[: len(send) - len(stopped)]
@@ -359,6 +366,7 @@ def _send(
         now = [i for i in wanted if wanted[i] in mine]
         later.extend(i for i in wanted if wanted[i] not in mine)  # cached, or another's
         if stopped := _over_budget(now, wanted, cache, settle):
+            stats["stopped"] += len(stopped)
             progress(len(stopped))
             now = now[: len(now) - len(stopped)]
         sent.extend(now)

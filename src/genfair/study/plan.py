@@ -356,6 +356,30 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
     """:func:`check_budget`'s refusal on a plan's ``rows`` (``limits``: ``generation``)."""
     total = totals(rows)
     sending = ", ".join(f"{r.model} · {r.methodology} {r.to_send:,}" for r in rows if r.to_send)
+    over = over_budget(limits, rows)
+    if over:
+        raise ConfigError(
+            f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
+            "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
+        )
+    for row in rows:
+        if (row.to_send and row.lower_bound) or not row.planned:
+            log.warning(
+                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
+                row.model,
+                row.methodology,
+                row.note,
+                "" if row.planned else "planned at its own generate stage; ",
+            )
+    log.info(
+        "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
+    )
+
+
+def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
+    """How the plan's ``rows`` exceed ``generation.max_calls`` / ``max_cost`` (``limits``), or
+    cannot be bounded by them, in words; ``None`` within them."""
+    total = totals(rows)
     over = None
     if limits.max_calls is not None and total["to_send"] > limits.max_calls:
         over = (
@@ -379,23 +403,7 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
             over = (
                 f"generation.max_cost is {limits.max_cost:g} and the plan costs {total['cost']:.4g}"
             )
-    if over:
-        raise ConfigError(
-            f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
-            "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
-        )
-    for row in rows:
-        if (row.to_send and row.lower_bound) or not row.planned:
-            log.warning(
-                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
-                row.model,
-                row.methodology,
-                row.note,
-                "" if row.planned else "planned at its own generate stage; ",
-            )
-    log.info(
-        "plan within budget: %s calls to send, cost %s", f"{total['to_send']:,}", total["cost"]
-    )
+    return over
 
 
 def allowance(
@@ -430,8 +438,9 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(rows: Sequence[PlanRow]) -> str:
-    """The plan as a text table (``genfair plan``)."""
+def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
+    """The plan as a text table (``genfair plan``); with ``limits`` (``generation``), a plan
+    over its budget is marked in the total row and said under the table."""
     head = (
         "model",
         "methodology",
@@ -466,9 +475,10 @@ def table(rows: Sequence[PlanRow]) -> str:
         for line, row in zip(body, rows, strict=True)
     ]
     total = totals(rows)
+    over = None if limits is None else over_budget(limits, rows)
     body.append(
         (
-            "total",
+            "total" + (" [OVER BUDGET]" if over else ""),
             "",
             _fmt(total["calls"]),
             _fmt(total["cached"]),
@@ -493,6 +503,12 @@ def table(rows: Sequence[PlanRow]) -> str:
     if not all(r.planned for r in rows):
         notes.insert(0, "-: not planned (the total leaves these runs out)")
     rules = sorted({r.token_rule for r in rows if r.token_rule})
+    if over:
+        notes.insert(
+            0,
+            f"OVER BUDGET: {over}; `dvc repro` would refuse before sending (raise the limit in "
+            "conf/config.yaml's generation block, then `genfair compose`, or fill the cache)",
+        )
     return "\n".join(
         [
             *lines,

@@ -48,9 +48,12 @@ def dropped(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
                 parts.append(f"{section} {', '.join(gone)}")
     if not parts:
         return None
+    # the cause is not known here: a line removed from the study file (on purpose, or not)
+    # and an override that selected it for one command look the same
     return (
-        f"params.yaml's {'; '.join(parts)} are not in the composed study and are dropped "
-        f"(selected by an override earlier?); to keep one, add its line to {STUDY_FILE}"
+        f"{'; '.join(parts)} (in the current params.yaml) are dropped: {STUDY_FILE} does not "
+        "select them (their line was removed from it, or an override selected them for one "
+        f"command); to keep one, add its line to {STUDY_FILE}"
     )
 
 
