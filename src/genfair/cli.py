@@ -287,11 +287,20 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
 
 
 def _print_usage() -> None:
-    """The study's runs' usage (each generate's ``usage.json``), when run in a study."""
+    """The study's runs' usage (each generate's ``usage.json``), when run in a study: the runs
+    of ``params.yaml``'s study only (a methodology or model it dropped left its file behind)."""
     from genfair.io import read_json
+    from genfair.study.context import runs_methodology
     from genfair.study.layout import Layout
 
     found = Layout().usages()
+    if Path(PARAMS_FILE).is_file():
+        params = load_params(PARAMS_FILE)
+        found = [
+            (model, methodology, path)
+            for model, methodology, path in found
+            if model in params.models and runs_methodology(params, model, methodology)
+        ]
     if not found:
         return
     names = ("calls", "prompt_tokens", "completion_tokens", "images")

@@ -270,6 +270,32 @@ def test_cache_stats_prints_each_runs_usage(
     assert f"counted with: {ESTIMATE_RULE}" in out
 
 
+def test_cache_stats_lists_only_the_studys_runs(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from genfair.cli import main
+
+    params = _params(base)
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(params.model_dump(mode="json", exclude_unset=True))
+    )
+    # a methodology the study dropped, and a model it dropped, left their files behind
+    for model, methodology in (
+        ("endpoint", "toy_quiz"),
+        ("endpoint", "iris"),
+        ("gone", "toy_quiz"),
+    ):
+        path = Layout(tmp_path).usage(model, methodology)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"calls": 7, "rules": [ESTIMATE_RULE]}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "stats", str(tmp_path / "c.sqlite")]) == 0
+    runs = [line.split()[:3] for line in capsys.readouterr().out.splitlines() if " · " in line]
+    assert runs == [["model", "·", "methodology"], ["endpoint", "·", "toy_quiz"]]
+
+
 def test_each_generate_appends_its_split_to_the_cache_folders_ledger(
     base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
