@@ -208,6 +208,22 @@ def test_a_run_records_its_usage_the_same_with_or_without_a_cache(
         "toy_quiz",
         str(usage["calls"]),
     ]
+    # the report's usage section says "Usage" once: its heading, not its table's title again
+    import re
+
+    from jinja2 import Environment
+
+    from genfair.study.report import TEMPLATE
+
+    section = re.search(r'<section id="usage">.*?</section>', TEMPLATE, re.S)
+    assert section is not None
+    macro = TEMPLATE[TEMPLATE.index("{% macro table(t) %}") :].split("{% endmacro %}")[0]
+    html = (
+        Environment(autoescape=True)
+        .from_string(macro + "{% endmacro %}" + section.group(0))
+        .render(usage=view)
+    )
+    assert re.findall(r"<h\d>([^<]*)</h\d>", html) == ["Usage", "Calls, tokens and images per run"]
 
 
 def test_genfair_plan_prints_a_table_and_json(

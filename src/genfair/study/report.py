@@ -298,7 +298,7 @@ def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict
         return None
     return table_view(
         ReportTable(
-            "Usage",
+            "Calls, tokens and images per run",  # under the section's own "Usage" heading
             pd.DataFrame(rows),
             "Every answer a run used, re-asks included, whether it came from the response cache "
             "or was sent (the split is in the generate log): tokens from the endpoint's usage, "
