@@ -310,6 +310,10 @@ def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict
     )
 
 
+#: a comparison whose paired values are equal on every probe, said in words, not [0, 0]
+IDENTICAL = "(identical on every probe)"
+
+
 def comparisons_view(
     params: StudyParams, layout: Layout, simulated: set[str]
 ) -> list[dict[str, Any]]:
@@ -333,6 +337,8 @@ def comparisons_view(
                         else f" [{_num(sign * (lo if sign > 0 else hi))}, "
                         f"{_num(sign * (hi if sign > 0 else lo))}]"
                     )
+                    if c["difference"] == lo == hi == 0:  # every resample: a degenerate [0, 0]
+                        interval = f" {IDENTICAL}"
                     cells.setdefault(row, {})[column] = (
                         f"{_num(sign * c['difference'])}{interval}{mark}"
                     )
@@ -347,7 +353,9 @@ def comparisons_view(
                         frame,
                         "Row model minus column model, with its paired 95% bootstrap interval "
                         "(the same probes resampled for both); * where the Holm-adjusted p-value "
-                        "across the study's comparisons is below 0.05. Simulators are compared "
+                        "across the study's comparisons is below 0.05. "
+                        f"{IDENTICAL}: the two models score the same on every probe, so every "
+                        "resample differs by 0 (the interval [0, 0]). Simulators are compared "
                         "only with simulators.",
                     ),
                     simulated,
@@ -357,7 +365,7 @@ def comparisons_view(
 
 
 def _num(value: float) -> str:
-    return f"{value:.4g}"
+    return f"{value + 0.0:.4g}"  # + 0.0: a negated 0 is "0", not "-0"
 
 
 def _find(node: Any, key: str, path: str = "") -> list[tuple[str, dict[str, Any]]]:
