@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def message(exc: BaseException, model: str | None) -> str:
     """The error's one line; a model config key at fault is named in full
-    (``params.yaml: models.<model>.model_id: ...``)."""
+    (``params.yaml: models.<model>.model_id: ...``), with the file in ``conf/`` that sets it."""
+    from genfair.study.selection import where_to_edit
+
     key = getattr(exc, "config_key", None)
-    if key and model:
-        return f"{PARAMS_FILE}: models.{model}.{key}: {exc}"
-    return str(exc)
+    text = f"{PARAMS_FILE}: models.{model}.{key}: {exc}" if key and model else str(exc)
+    return where_to_edit(text)  # params.yaml is composed: the line names the conf/ file
 
 
 def _study_params() -> Any:

@@ -530,8 +530,11 @@ def main(argv: list[str] | None = None) -> int:
             else exc
         )
         # a message's own lines stay (a config error lists one problem a line); any other
-        # control character in it (an endpoint's escape code) is escaped
-        text = "\n".join(map(printable, str(text).split("\n")))
+        # control character in it (an endpoint's escape code) is escaped; a line naming a key
+        # of params.yaml (composed) says which conf/ file sets it
+        from genfair.study.selection import where_to_edit
+
+        text = where_to_edit("\n".join(map(printable, str(text).split("\n"))))
         print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
         if debug:
             logging.getLogger("genfair").error("traceback", exc_info=True)
