@@ -416,12 +416,16 @@ def fold_journals(ledger: Path) -> int:
     folder = ledger.parent / JOURNALS
     if not folder.is_dir():
         return 0
+    dead = [
+        path
+        for path in sorted(folder.glob("*.jsonl"))
+        if (pid := path.name.partition("-")[0]).isdigit() and not _alive(int(pid))
+    ]
+    if not dead:  # the usual case: the ledger is not read
+        return 0
     logged = {entry.get("journal") for entry in read_ledger(ledger)}
     folded = 0
-    for path in sorted(folder.glob("*.jsonl")):
-        pid = path.name.partition("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
+    for path in dead:
         if path.name not in logged:
             entry = _journal_entry(path)
             if entry is not None:
