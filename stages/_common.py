@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def message(exc: BaseException, model: str | None) -> str:
     """The error's one line; a model config key at fault is named in full
-    (``params.yaml: models.<model>.model_id: ...``)."""
+    (``params.yaml: models.<model>.model_id: ...``), with the file in ``conf/`` that sets it."""
+    from genfair.study.selection import where_to_edit
+
     key = getattr(exc, "config_key", None)
-    if key and model:
-        return f"{PARAMS_FILE}: models.{model}.{key}: {exc}"
-    return str(exc)
+    text = f"{PARAMS_FILE}: models.{model}.{key}: {exc}" if key and model else str(exc)
+    return where_to_edit(text)  # params.yaml is composed: the line names the conf/ file
 
 
 def _study_params() -> Any:
@@ -37,6 +41,30 @@ def _study_params() -> Any:
             f"(after a failed `dvc exp run -S`, put the workspace back with `{EXP_RESTORE}`; "
             "`genfair exp -S ...` validates overrides before DVC changes anything)"
         ) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's timeout, ``kill``), raised in the main thread so that every
+    ``finally`` runs: a generate stage's paid calls reach the usage ledger as sent. A
+    ``KeyboardInterrupt``, so that what lets Ctrl-C through (asyncio's loop) lets it through."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in this block (Python's default ends the process at
+    once, skipping ``finally``); only the main thread can install a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run(
@@ -64,7 +92,8 @@ def run(
             if a is not None
         ]
         params = (load or _study_params)()
-        step(params, *args)
+        with _sigterm_raises():
+            step(params, *args)
     except EXPECTED as exc:
         # one clear line (the traceback with GENFAIR_LOG_LEVEL=DEBUG); a config error's own
         # lines (one problem each) stay lines, each escaped like any logged text
@@ -72,6 +101,12 @@ def run(
             log.error("%s", line)
         log.debug("traceback", exc_info=True)
         sys.exit(1)
+    except Terminated:
+        log.error(
+            "terminated (SIGTERM): everything answered so far is in the response cache and its "
+            "sent calls in the usage ledger; rerun to resume"
+        )
+        sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
         log.error(
             "interrupted: everything answered so far is in the response cache; rerun to resume"

@@ -49,7 +49,7 @@ def test_a_selection_in_the_study_file_lasts_and_one_by_override_is_said_dropped
     capsys.readouterr()
     assert main(["compose"]) == 0  # before: extra silently left params.yaml
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "params.yaml's models extra are not in the composed" in err
+    assert err.count("\n") == 0 and "models extra (in the current params.yaml) are dropped" in err
     assert "add its line to conf/study.yaml" in err and "extra" not in _params(study)["models"]
 
     _select(study, "/model@models.extra: simulated_llm")
@@ -160,7 +160,10 @@ def test_dropped_names_methodologies_and_models() -> None:
     before = {"methodologies": {"a": {}, "b": {}}, "models": {"x": {}, "y": {}}}
     assert dropped(before, before) is None and dropped({}, before) is None
     line = dropped(before, {"methodologies": {"a": {}}, "models": {"y": {}}})
-    assert line and "methodologies b; models x are not in the composed study" in line
+    assert line and line.startswith(
+        "methodologies b; models x (in the current params.yaml) are dropped: conf/study.yaml "
+        "does not select them (their line was removed from it, or an override selected them"
+    )
 
 
 def test_headline_better_is_one_of_three() -> None:
@@ -168,3 +171,35 @@ def test_headline_better_is_one_of_three() -> None:
         assert Headline("n", "c", {}, better).better == better  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"Headline 'n': better='up'; use one of 'lower', "):
         Headline("n", "c", {}, "up")  # type: ignore[arg-type]
+
+
+def test_a_line_naming_a_key_of_params_yaml_says_which_conf_file_sets_it(tmp_path: Path) -> None:
+    from genfair.study.selection import conf_file, where_to_edit
+
+    conf = tmp_path / "conf"
+    (conf / "sizes" / "m").mkdir(parents=True)
+    (conf / "instrument").mkdir()
+    (conf / "instrument" / "faces.yaml").write_text("{}")
+    (conf / "study.yaml").write_text("defaults:\n  - /model@models.mine: served_smollm2\n")
+    assert conf_file("models.mine.max_attempts", conf) == "conf/model/served_smollm2.yaml"
+    assert conf_file("models.other.x", conf) == "the model file conf/study.yaml names"
+    assert (
+        conf_file("methodologies.m.n", conf)
+        == "conf/methodology/m.yaml or its sizes, conf/sizes/m/"
+    )
+    assert conf_file("methodologies.k.n", conf) == "conf/methodology/k.yaml"
+    assert conf_file("instruments.faces.mode", conf) == "conf/instrument/faces.yaml"
+    assert conf_file("generation.max_cost", conf) == "conf/config.yaml"
+    assert conf_file("runs", conf) is None and conf_file("digests.methodologies.m", conf) is None
+    text = (
+        "invalid configuration:\n"
+        "  params.yaml: models.mine.max_attempts: Input should be greater than or equal to 1\n"
+        "  params.yaml: generation.max_cost: raise it in conf/config.yaml (already said)"
+    )
+    assert where_to_edit(text, conf).split("\n") == [
+        "invalid configuration:",
+        "  params.yaml: models.mine.max_attempts: Input should be greater than or equal to 1 "
+        "(params.yaml is composed: set it in conf/model/served_smollm2.yaml, then "
+        "`genfair compose`)",
+        "  params.yaml: generation.max_cost: raise it in conf/config.yaml (already said)",
+    ]

@@ -94,6 +94,8 @@ def test_a_missing_local_model_folder_in_a_stage_names_the_key(
     assert exit_.value.code == 1
     err = capfd.readouterr().err
     assert "params.yaml: models.mine.model_id: ./models/absent not found" in err
+    # params.yaml is composed: the line names where the key is set (mine is in no study file)
+    assert "(params.yaml is composed: set it in the model file conf/study.yaml names, then" in err
     assert "Traceback" not in err
 
 
@@ -225,6 +227,32 @@ def test_stage_interrupt_is_a_clean_stop(
         in capfd.readouterr().err
     )
     assert sys.modules["_common"] is _common
+
+
+def test_stage_sigterm_is_a_clean_stop_whose_finally_runs(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    monkeypatch.syspath_prepend(str(ROOT / "stages"))
+    import _common
+
+    ran: list[str] = []
+
+    def step(params: object) -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # a scheduler's timeout: raises here
+            ran.append("not reached")
+        finally:
+            ran.append("finally")
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as exit_:
+        _common.run("probes", step)
+    assert exit_.value.code == 128 + signal.SIGTERM and ran == ["finally"]
+    assert "terminated (SIGTERM): everything answered so far" in capfd.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before  # the stage's handler is put back
 
 
 def test_a_truncated_parquet_under_data_names_the_file_and_the_fix(tmp_path: Path) -> None:

@@ -290,11 +290,20 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
 
 
 def _print_usage() -> None:
-    """The study's runs' usage (each generate's ``usage.json``), when run in a study."""
+    """The study's runs' usage (each generate's ``usage.json``), when run in a study: the runs
+    of ``params.yaml``'s study only (a methodology or model it dropped left its file behind)."""
     from genfair.io import read_json
+    from genfair.study.context import runs_methodology
     from genfair.study.layout import Layout
 
     found = Layout().usages()
+    if Path(PARAMS_FILE).is_file():
+        params = load_params(PARAMS_FILE)
+        found = [
+            (model, methodology, path)
+            for model, methodology, path in found
+            if model in params.models and runs_methodology(params, model, methodology)
+        ]
     if not found:
         return
     names = ("calls", "prompt_tokens", "completion_tokens", "images")
@@ -388,7 +397,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
             )
         )
     else:
-        print(table(rows))
+        print(table(rows, params.generation))
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -524,8 +533,11 @@ def main(argv: list[str] | None = None) -> int:
             else exc
         )
         # a message's own lines stay (a config error lists one problem a line); any other
-        # control character in it (an endpoint's escape code) is escaped
-        text = "\n".join(map(printable, str(text).split("\n")))
+        # control character in it (an endpoint's escape code) is escaped; a line naming a key
+        # of params.yaml (composed) says which conf/ file sets it
+        from genfair.study.selection import where_to_edit
+
+        text = where_to_edit("\n".join(map(printable, str(text).split("\n"))))
         print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
         if debug:
             logging.getLogger("genfair").error("traceback", exc_info=True)

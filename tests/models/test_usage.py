@@ -5,6 +5,7 @@ cache and sent apart; a run's totals are the same with or without a cache."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -253,3 +254,45 @@ def test_a_spent_budget_sends_nothing_and_waits_for_nothing(cache, caplog) -> No
     assert budget is not None and budget.stopped == 5 and not backend.sent
     assert set(results["status"]) == {"error"} and len(cache) == 0
     assert "waiting for" not in caplog.text  # no other process holds them
+
+
+def test_a_dead_runs_journal_becomes_its_ledger_line_once(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from genfair.models.usage import JOURNALS, fold_journals, read_ledger, start_journal
+
+    ledger = tmp_path / "usage.jsonl"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    pid = int(dead.stdout)  # a process that has ended
+    folder = tmp_path / JOURNALS
+    folder.mkdir()
+    head = json.dumps({"model": "m", "methodology": "x", "run": "k"})
+    line = json.dumps(
+        {
+            "sent": {"calls": 1, "prompt_tokens": 5, "completion_tokens": 2, "images": 0},
+            "rules": ["the endpoint's usage"],
+        }
+    )
+    (folder / f"{pid}-a.jsonl").write_text(
+        f"{head}\n{line}\n{line}\n{line[:20]}"
+    )  # cut by the kill
+    (folder / f"{pid}-b.jsonl").write_text("not json\n")  # damaged: removed, no line
+    (folder / f"{pid}-c.jsonl").write_text(f"{head}\n")  # killed before its first answer
+    mine = start_journal(ledger, "m", "x", "k")  # this process is alive: its journal stays
+    assert mine is not None and mine.parent == folder
+    assert fold_journals(ledger) == 1
+    [entry] = read_ledger(ledger)
+    assert (entry["model"], entry["methodology"], entry["run"]) == ("m", "x", "k")
+    assert (entry["sent"].calls, entry["sent"].prompt_tokens, entry["cached"].calls) == (2, 10, 0)
+    assert entry["responses"] is None and entry["journal"] == f"{pid}-a.jsonl"
+    assert sorted(p.name for p in folder.iterdir()) == [mine.name]
+    # a journal whose line the ledger already has (killed between the two) is only removed
+    (folder / f"{pid}-a.jsonl").write_text(f"{head}\n{line}\n")
+    assert fold_journals(ledger) == 0 and len(read_ledger(ledger)) == 1

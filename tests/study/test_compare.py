@@ -103,6 +103,25 @@ def test_pairs_of_one_kind_are_compared_and_a_planted_gap_is_marked(
     assert cells["real_b"][view["columns"].index("real_a") - 1].startswith("-0.5 [")
 
 
+def test_identical_models_are_said_identical_not_a_degenerate_interval(
+    params: StudyParams, tmp_path: Path
+) -> None:
+    layout = Layout(tmp_path)
+    same = np.arange(N) % 3 == 0
+    _labels(layout, "real_a", same)
+    _labels(layout, "real_b", same)
+    compared = compare_models(params, layout, resamples=100)
+    (real,) = [r for r in compared.itertuples() if r.model_a == "real_a"]
+    assert (real.difference, real.ci_low, real.ci_high) == (0, 0, 0)
+    layout.comparisons.parent.mkdir(parents=True, exist_ok=True)
+    layout.comparisons.write_text(json.dumps(comparison_metrics(compared)))
+    (view,) = comparisons_view(params, layout, set())
+    cells = {row[0]["text"]: [c["text"] for c in row[1:]] for row in view["rows"]}
+    assert cells["real_a"] == ["", "0 (identical on every probe)"]
+    assert cells["real_b"] == ["0 (identical on every probe)", ""]
+    assert "(identical on every probe): the two models score the same" in view["caption"]
+
+
 def test_models_without_common_units_or_labels_are_not_compared(
     params: StudyParams, tmp_path: Path
 ) -> None:

@@ -83,6 +83,21 @@ def _cached_prompts(cache: Path) -> set[str]:
     return {json.loads(blob)["text"].removeprefix("echo: ") for (blob,) in rows}
 
 
+def start_driver(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """The stage (:data:`DRIVER`, in ``work``) as its own process, its stderr piped."""
+    # SIGINT as a terminal delivers it, whatever this process inherited: a suite started in
+    # the background by a non-interactive shell ignores SIGINT, and so would the run
+    return subprocess.Popen(
+        [sys.executable, "driver.py"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
 def _sent(server: MockOpenAI, start: int) -> list[str]:
     """Prompts of the requests the mock received since request number ``start``."""
     # a request cut off mid-body by the signal has no body: it was never answered
@@ -138,17 +153,7 @@ def test_killed_and_interrupted_generation_resumes_without_paying_twice(
                 # held (the run has more calls than that left: see MAX_AHEAD)
                 assert len(prompts - cached_before) > MAX_AHEAD
                 server.hold(calls + rng.randint(0, MAX_AHEAD - 1), f"Bearer {key}")
-            # SIGINT as a terminal delivers it, whatever this process inherited: a suite started
-            # in the background by a non-interactive shell ignores SIGINT, and so would the run
-            proc = subprocess.Popen(
-                [sys.executable, "driver.py"],
-                cwd=work,
-                env={**env, KEY: key},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )
+            proc = start_driver(work, {**env, KEY: key})
             try:
                 if sig is not None:
                     deadline = time.monotonic() + 120

@@ -208,6 +208,22 @@ def test_a_run_records_its_usage_the_same_with_or_without_a_cache(
         "toy_quiz",
         str(usage["calls"]),
     ]
+    # the report's usage section says "Usage" once: its heading, not its table's title again
+    import re
+
+    from jinja2 import Environment
+
+    from genfair.study.report import TEMPLATE
+
+    section = re.search(r'<section id="usage">.*?</section>', TEMPLATE, re.S)
+    assert section is not None
+    macro = TEMPLATE[TEMPLATE.index("{% macro table(t) %}") :].split("{% endmacro %}")[0]
+    html = (
+        Environment(autoescape=True)
+        .from_string(macro + "{% endmacro %}" + section.group(0))
+        .render(usage=view)
+    )
+    assert re.findall(r"<h\d>([^<]*)</h\d>", html) == ["Usage", "Calls, tokens and images per run"]
 
 
 def test_genfair_plan_prints_a_table_and_json(
@@ -229,6 +245,27 @@ def test_genfair_plan_prints_a_table_and_json(
     assert {r["model"] for r in planned["runs"]} == {"endpoint", "simulated_llm"}
 
 
+def test_the_plan_table_marks_a_budget_it_exceeds(base: dict) -> None:
+    from genfair.study.plan import table
+
+    price = {"input_per_million": 2.0, "output_per_million": 8.0}
+    for generation, over in (
+        ({"max_calls": 2 * QUESTIONS - 1}, f"the plan sends {2 * QUESTIONS} calls"),
+        ({"max_cost": 1e-9}, "generation.max_cost is 1e-09 and the plan costs"),
+        ({"max_calls": 2 * QUESTIONS, "max_cost": 1.0}, None),
+        ({}, None),
+    ):
+        params = _params(base, generation, price=price)
+        text = table(plan(params), params.generation)
+        total = next(line for line in text.splitlines() if line.startswith("total"))
+        if over is None:
+            assert "OVER BUDGET" not in text, text
+        else:
+            assert total.startswith("total [OVER BUDGET]"), text
+            note = next(line for line in text.splitlines() if line.startswith("OVER BUDGET: "))
+            assert over in note and "conf/config.yaml" in note
+
+
 def test_cache_stats_prints_each_runs_usage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,6 +284,32 @@ def test_cache_stats_prints_each_runs_usage(
     line = next(x for x in out.splitlines() if "simulated_llm · toy_quiz" in x)
     assert line.split()[-4:] == ["1,234", "56,789", "42", "0"]
     assert f"counted with: {ESTIMATE_RULE}" in out
+
+
+def test_cache_stats_lists_only_the_studys_runs(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from genfair.cli import main
+
+    params = _params(base)
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(params.model_dump(mode="json", exclude_unset=True))
+    )
+    # a methodology the study dropped, and a model it dropped, left their files behind
+    for model, methodology in (
+        ("endpoint", "toy_quiz"),
+        ("endpoint", "iris"),
+        ("gone", "toy_quiz"),
+    ):
+        path = Layout(tmp_path).usage(model, methodology)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"calls": 7, "rules": [ESTIMATE_RULE]}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "stats", str(tmp_path / "c.sqlite")]) == 0
+    runs = [line.split()[:3] for line in capsys.readouterr().out.splitlines() if " · " in line]
+    assert runs == [["model", "·", "methodology"], ["endpoint", "·", "toy_quiz"]]
 
 
 def test_each_generate_appends_its_split_to_the_cache_folders_ledger(

@@ -7,7 +7,7 @@ and fail fast with the offending key named.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
@@ -107,6 +107,20 @@ class _UnderTest(Strict):
     worker_resources: dict[str, float] = {}
     #: what its calls cost (None: not priced); changes no answer, no hash, no cache key
     price: Price | None = None
+    #: at most this many attempts per call for this model (a cap on each methodology's own
+    #: ``max_attempts``, the paper's value: FACT-OR-FAIR asks an invalid objective answer up
+    #: to 5 times); ``None``: the methodology's value. ``1``: never re-ask (a paid endpoint)
+    max_attempts: int | None = Field(None, ge=1, le=MAX_ATTEMPTS)
+
+    #: keys left out of the config's dump (its content hash, MLflow params) at these values:
+    #: a config that does not set a key keeps the hash it had before the key existed
+    quiet_defaults: ClassVar[dict[str, Any]] = {"max_attempts": None}
+
+    @model_serializer(mode="wrap")
+    def _without_quiet_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        quiet = self.quiet_defaults
+        return {k: v for k, v in data.items() if not (k in quiet and v == quiet[k])}
 
     @field_validator("worker_resources")
     @classmethod
@@ -170,12 +184,12 @@ class EmbeddedModelConfig(_ModelBase, _Local):
     #: in the cache key unless transformers
     engine: Literal["auto", "transformers", "ctranslate2"] = "auto"
 
-    @model_serializer(mode="wrap")
-    def _without_auto(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``dtype`` and ``engine`` left out at ``auto``: a config that does not set them
-        keeps the content hash (runs' ``reads``, MLflow run keys) it had before they existed."""
-        data = handler(self)
-        return {k: v for k, v in data.items() if not (k in ("dtype", "engine") and v == "auto")}
+    #: ``dtype`` and ``engine`` at ``auto`` are left out of the dump as well
+    quiet_defaults: ClassVar[dict[str, Any]] = {
+        **_UnderTest.quiet_defaults,
+        "dtype": "auto",
+        "engine": "auto",
+    }
 
 
 class _OpenAIEndpoint(Strict):
@@ -241,10 +255,26 @@ class _OpenAIEndpoint(Strict):
         return value
 
 
-class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint):
+class _Declared(Strict):
+    """What an endpoint's owner declares about its decoding (genfair cannot see it)."""
+
+    #: ``True``: the endpoint decodes greedily and repeatably at temperature 0 (vLLM,
+    #: ``transformers serve``, llama.cpp), so an invalid answer at temperature 0 is not asked
+    #: again: the re-ask would return the same text and cost a call. ``False`` (the default):
+    #: temperature 0 is not taken to repeat itself (OpenAI's API says "mostly deterministic")
+    deterministic: bool = False
+
+    quiet_defaults: ClassVar[dict[str, Any]] = {"deterministic": False}
+
+
+class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint, _Declared):
     """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, TGI, Ollama...)."""
 
     system_prompt: str | None = None
+    quiet_defaults: ClassVar[dict[str, Any]] = {
+        **_UnderTest.quiet_defaults,
+        **_Declared.quiet_defaults,
+    }
 
 
 class ReplicaService(Strict):
@@ -565,10 +595,11 @@ class HFVLMConfig(_VLMBase, _Transformers):
     batch_size: int = Field(4, gt=0, le=MAX_PARALLEL)
 
 
-class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint):
+class OpenAIVLMConfig(_VLMBase, _OpenAIEndpoint, _Declared):
     """Any OpenAI-compatible chat endpoint that takes images (as base64 data URLs)."""
 
     system_prompt: str | None = None
+    quiet_defaults: ClassVar[dict[str, Any]] = OpenAIModelConfig.quiet_defaults
     #: OpenAI's ``image_url.detail``: low (512 px, cheap), high, or auto
     image_detail: Literal["auto", "low", "high"] = "auto"
 

@@ -131,6 +131,13 @@ class OpenAIChatBackend(LLMBackend):
             "system_prompt": self.config.system_prompt,
         }
 
+    def repeats(self, request: Request) -> bool:
+        """A model declared ``deterministic`` repeats itself at the request's effective
+        temperature 0; genfair cannot tell otherwise (an endpoint's decoding is unseen)."""
+        return getattr(self.config, "deterministic", False) and (
+            request.sampling(self.config.sampling).temperature == 0
+        )
+
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if requests:
             asyncio.run(self._complete_all(requests, on_done))

@@ -3,7 +3,8 @@
 The runner is methodology-agnostic: a methodology hands it :class:`Call` objects (one per
 probe row and sample) and a ``judge`` that classifies an answer as ``ok``, ``refused`` or
 ``invalid``. An answer that is not ``ok`` is asked again, with a new attempt index (so a new
-cache entry and seed), up to the call's ``max_attempts``; a call the backend would answer
+cache entry and seed), up to the call's ``max_attempts`` (capped by the model config's
+``max_attempts``: :func:`allowed`); a call the backend would answer
 the same way again (:meth:`LLMBackend.repeats`: greedy decoding, by the call's own
 ``temperature`` when it sets one) is not re-asked. A call with a ``json_schema`` is sent
 only to a backend that ``supports_json_schema`` (``ValueError`` otherwise): callers check
@@ -109,7 +110,9 @@ def ask(
     finished: list[int] = []  # settled, not yet handed to on_final
     attempt = {i: 0 for i in range(len(calls))}
     pending = list(range(len(calls)))
-    stats = {"cached": 0, "called": 0}
+    #: every attempt ends read from the cache, sent, or stopped by the budget, so that
+    #: calls + re-asks = cached + called + stopped (the log line below says it so)
+    stats = {"cached": 0, "called": 0, "reasks": 0, "stopped": 0}
     if active() is not None:  # a cluster: one stream, whose shards follow the calls left (a
         chunk_size = max(chunk_size, EXECUTOR_CHUNK)  # chunk's end would idle its workers)
 
@@ -123,8 +126,9 @@ def ask(
             again = status in ("refused", "invalid") and not backend.repeats(
                 _request(calls[i], attempt[i], seed)
             )
-            if again and attempt[i] + 1 < calls[i].max_attempts:
+            if again and attempt[i] + 1 < allowed(backend, calls[i]):
                 attempt[i] += 1
+                stats["reasks"] += 1
                 bar.total += 1
                 return True
             final[i] = (completion, status, attempt[i] + 1)
@@ -157,13 +161,16 @@ def ask(
                 )
             pending = retry
 
+    stopped = f" + {stats['stopped']} stopped by the budget" if stats["stopped"] else ""
     log.info(
-        "%s: %d %ss (%d from cache, %d sent)",
+        "%s: %d %ss + %d re-asks = %d answers from the cache + %d sent%s",
         desc,
         len(calls),
         unit,
+        stats["reasks"],
         stats["cached"],
         stats["called"],
+        stopped,
     )
     return [final[i] for i in range(len(calls))]
 
@@ -259,6 +266,7 @@ def _answer(
         mine = cache.claim([keys[i] for i in todo])
         send = [i for i in todo if keys[i] in mine]
         if stopped := _over_budget(send, keys, cache, settle):
+            stats["stopped"] += len(stopped)
             progress(len(stopped))
             flush()
             send = send[: len(send) - len(stopped)]
@@ -285,6 +293,13 @@ def _answer(
             time.sleep(_CLAIM_POLL_S)
         todo = [i for i in todo if i not in send] + again
     return later
+
+
+def allowed(backend: LLMBackend, call: Call) -> int:
+    """How many attempts ``call`` may take on ``backend``: its methodology's ``max_attempts``
+    (the paper's), capped by the model config's own ``max_attempts`` when it sets one."""
+    cap = getattr(backend.model_config, "max_attempts", None)
+    return call.max_attempts if cap is None else min(call.max_attempts, cap)
 
 
 def _request(call: Call, attempt: int, seed: int) -> Request:
@@ -351,6 +366,7 @@ def _send(
         now = [i for i in wanted if wanted[i] in mine]
         later.extend(i for i in wanted if wanted[i] not in mine)  # cached, or another's
         if stopped := _over_budget(now, wanted, cache, settle):
+            stats["stopped"] += len(stopped)
             progress(len(stopped))
             now = now[: len(now) - len(stopped)]
         sent.extend(now)

@@ -18,6 +18,10 @@ never a number a budget adds up.
 A generate stage under ``generation.max_calls`` / ``max_cost`` runs in a :func:`budgeted`
 block: the runner asks :func:`admit` before each send, so the stage stops at its share of the
 budget even where the plan was only a lower bound (:mod:`genfair.study.budget`).
+
+A generate's cache/sent split goes to a ledger beside the cache when it ends; each sent
+answer is journaled as it is counted (:func:`start_journal`), so a run killed where nothing
+runs on the way out (SIGKILL) still counts its paid calls as sent (:func:`fold_journals`).
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ class Usage:
     #: cache keys sent ahead of their step's own ask (:mod:`genfair.models.ahead`): counted
     #: when sent, not again when the step reads them from the cache
     ahead: set[str] = field(default_factory=set)
+    #: where each sent answer is journaled as it is counted (:func:`start_journal`): what a
+    #: killed run sent reaches the ledger all the same (:func:`fold_journals`)
+    journal: Path | None = None
 
     def total(self) -> Counts:
         both = Counts()
@@ -116,9 +123,9 @@ _adding = threading.Lock()
 
 
 @contextmanager
-def recording() -> Iterator[Usage]:
-    """Count every answer the runner uses in this block."""
-    usage = Usage()
+def recording(journal: Path | None = None) -> Iterator[Usage]:
+    """Count every answer the runner uses in this block (each sent one journaled too)."""
+    usage = Usage(journal=journal)
     token = _ledger.set(usage)
     try:
         yield usage
@@ -177,6 +184,12 @@ def record(
             return
         getattr(usage, source).add(counts)
         usage.rules |= rules
+        if source == "sent" and usage.journal is not None:
+            try:  # before the answer is used: a kill from here on loses no paid call
+                append_entry(usage.journal, {"sent": asdict(counts), "rules": sorted(rules)})
+            except OSError as exc:
+                log.warning("%s: not journaled (%s); counted at the end", usage.journal, exc)
+                usage.journal = None
 
 
 #: the error of a call the budget stopped (never cached: asked again when the budget allows)
@@ -360,3 +373,93 @@ def latest_split(entries: list[dict[str, Any]], responses: str) -> dict[str, Cou
         if entry.get("responses") == responses:
             return {"sent": entry["sent"], "cached": entry["cached"]}
     return None
+
+
+# Journals: a generate appends each sent answer's counts to a file of its own beside the
+# ledger as the answer is counted, and removes the file once its ledger line is written. A
+# run killed where no handler runs (SIGKILL, a lost machine) leaves its journal, which the
+# next generate folds into the ledger as that run's line, so its paid calls count as sent.
+
+#: the folder, beside the ledger, of the journals of running (or killed) generates
+JOURNALS = "usage.journals"
+
+
+def start_journal(ledger: Path, model: str, methodology: str, run: str) -> Path | None:
+    """A new journal for this process's generate of ``run`` (its first line names it);
+    ``None``, with a warning, where none can be written (the split is then counted at the end
+    only, as before journals)."""
+    from uuid import uuid4
+
+    path = ledger.parent / JOURNALS / f"{os.getpid()}-{uuid4().hex}.jsonl"
+    try:
+        append_entry(path, {"model": model, "methodology": methodology, "run": run})
+    except OSError as exc:
+        log.warning("%s: no usage journal (%s); the split is counted at the end", path, exc)
+        return None
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def fold_journals(ledger: Path) -> int:
+    """Append to ``ledger`` one line per journal a dead process left (its sent counts; no
+    responses: it wrote none) and remove the journal; how many were folded. A journal whose
+    line is already in the ledger (killed between the two) is only removed."""
+    folder = ledger.parent / JOURNALS
+    if not folder.is_dir():
+        return 0
+    dead = [
+        path
+        for path in sorted(folder.glob("*.jsonl"))
+        if (pid := path.name.partition("-")[0]).isdigit() and not _alive(int(pid))
+    ]
+    if not dead:  # the usual case: the ledger is not read
+        return 0
+    logged = {entry.get("journal") for entry in read_ledger(ledger)}
+    folded = 0
+    for path in dead:
+        if path.name not in logged:
+            entry = _journal_entry(path)
+            if entry is not None:
+                append_entry(ledger, entry)
+                folded += 1
+        path.unlink(missing_ok=True)
+    return folded
+
+
+def _journal_entry(path: Path) -> dict[str, Any] | None:
+    """The ledger line of a killed run's journal; ``None`` when it journaled no answer, or
+    (with a warning) when its first line does not name the run. A line cut by the kill is
+    left out."""
+    usage = Usage()
+    with path.open("rb") as fh:
+        try:
+            head = json.loads(fh.readline())
+            model, methodology, run = str(head["model"]), str(head["methodology"]), head["run"]
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("%s: not a usage journal (%s); removed", path, type(exc).__name__)
+            return None
+        for line in fh:
+            try:
+                item = json.loads(line)
+                usage.sent.add(Counts(**{k: _ledger_count(v) for k, v in item["sent"].items()}))
+                usage.rules |= {str(rule) for rule in item["rules"]}
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+    if not usage.sent.calls:  # killed before its first answer: nothing to count
+        return None
+    log.info(
+        "%s · %s: a killed run's %d sent calls added to the ledger",
+        model,
+        methodology,
+        usage.sent.calls,
+    )
+    return {**ledger_entry(model, methodology, str(run), usage, None), "journal": path.name}

@@ -417,6 +417,33 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
     """:func:`check_budget`'s refusal on a plan's ``rows`` (``limits``: ``generation``)."""
     total = totals(rows)
     sending = ", ".join(f"{r.model} · {r.methodology} {r.to_send:,}" for r in rows if r.to_send)
+    over = over_budget(limits, rows)
+    if over:
+        raise ConfigError(
+            f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
+            "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
+        )
+    for row in rows:
+        if (row.to_send and row.lower_bound) or not row.planned:
+            log.warning(
+                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
+                row.model,
+                row.methodology,
+                row.note,
+                "" if row.planned else "planned at its own generate stage; ",
+            )
+    log.info(
+        "plan within budget: %s calls to send, cost %s, new images %s GB",
+        f"{total['to_send']:,}",
+        total["cost"],
+        _gb(total["image_bytes"]),
+    )
+
+
+def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
+    """How the plan's ``rows`` exceed ``generation.max_calls`` / ``max_cost`` / ``max_disk_gb``
+    (``limits``), or cannot be bounded by them, in words; ``None`` within them."""
+    total = totals(rows)
     over = None
     if limits.max_calls is not None and total["to_send"] > limits.max_calls:
         over = (
@@ -442,26 +469,7 @@ def refuse_over(limits: Any, rows: Sequence[PlanRow]) -> None:
             )
     if over is None and limits.max_disk_gb is not None:
         over = _over_disk(rows, limits.max_disk_gb)
-    if over:
-        raise ConfigError(
-            f"{over} ({sending}): nothing was sent; see `genfair plan`, then raise the limit "
-            "in conf/config.yaml's generation block (then `genfair compose`) or fill the cache"
-        )
-    for row in rows:
-        if (row.to_send and row.lower_bound) or not row.planned:
-            log.warning(
-                "%s · %s: %s; %sthe budget counts its calls as they go out and stops it there",
-                row.model,
-                row.methodology,
-                row.note,
-                "" if row.planned else "planned at its own generate stage; ",
-            )
-    log.info(
-        "plan within budget: %s calls to send, cost %s, new images %s GB",
-        f"{total['to_send']:,}",
-        total["cost"],
-        _gb(total["image_bytes"]),
-    )
+    return over
 
 
 def _over_disk(rows: Sequence[PlanRow], max_gb: float) -> str | None:
@@ -506,8 +514,9 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(rows: Sequence[PlanRow]) -> str:
-    """The plan as a text table (``genfair plan``)."""
+def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
+    """The plan as a text table (``genfair plan``); with ``limits`` (``generation``), a plan
+    over its budget is marked in the total row and said under the table."""
     head = (
         "model",
         "methodology",
@@ -547,9 +556,10 @@ def table(rows: Sequence[PlanRow]) -> str:
     ]
     total = totals(rows)
     drawn = any(r.image_bytes_rule for r in rows)
+    over = None if limits is None else over_budget(limits, rows)
     body.append(
         (
-            "total",
+            "total" + (" [OVER BUDGET]" if over else ""),
             "",
             _fmt(total["calls"]),
             _fmt(total["cached"]),
@@ -582,6 +592,12 @@ def table(rows: Sequence[PlanRow]) -> str:
         for r in rows
         if r.image_bytes_rule
     ]
+    if over:
+        notes.insert(
+            0,
+            f"OVER BUDGET: {over}; `dvc repro` would refuse before sending (raise the limit in "
+            "conf/config.yaml's generation block, then `genfair compose`, or fill the cache)",
+        )
     return "\n".join(
         [
             *lines,

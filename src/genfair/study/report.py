@@ -308,7 +308,7 @@ def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict
         return None
     return table_view(
         ReportTable(
-            "Usage",
+            "Calls, tokens and images per run",  # under the section's own "Usage" heading
             pd.DataFrame(rows),
             "Every answer a run used, re-asks included, whether it came from the response cache "
             "or was sent (the split is in the generate log): tokens from the endpoint's usage, "
@@ -318,6 +318,10 @@ def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict
         simulated,
         max_rows=10_000,
     )
+
+
+#: a comparison whose paired values are equal on every probe, said in words, not [0, 0]
+IDENTICAL = "(identical on every probe)"
 
 
 def comparisons_view(
@@ -343,6 +347,8 @@ def comparisons_view(
                         else f" [{_num(sign * (lo if sign > 0 else hi))}, "
                         f"{_num(sign * (hi if sign > 0 else lo))}]"
                     )
+                    if c["difference"] == lo == hi == 0:  # every resample: a degenerate [0, 0]
+                        interval = f" {IDENTICAL}"
                     cells.setdefault(row, {})[column] = (
                         f"{_num(sign * c['difference'])}{interval}{mark}"
                     )
@@ -357,7 +363,9 @@ def comparisons_view(
                         frame,
                         "Row model minus column model, with its paired 95% bootstrap interval "
                         "(the same probes resampled for both); * where the Holm-adjusted p-value "
-                        "across the study's comparisons is below 0.05. Simulators are compared "
+                        "across the study's comparisons is below 0.05. "
+                        f"{IDENTICAL}: the two models score the same on every probe, so every "
+                        "resample differs by 0 (the interval [0, 0]). Simulators are compared "
                         "only with simulators.",
                     ),
                     simulated,
@@ -367,7 +375,7 @@ def comparisons_view(
 
 
 def _num(value: float) -> str:
-    return f"{value:.4g}"
+    return f"{value + 0.0:.4g}"  # + 0.0: a negated 0 is "0", not "-0"
 
 
 def _find(node: Any, key: str, path: str = "") -> list[tuple[str, dict[str, Any]]]:

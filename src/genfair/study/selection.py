@@ -20,7 +20,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STUDY_FILE", "dropped", "override_problem", "partial_blocks", "select_line"]
+__all__ = [
+    "STUDY_FILE",
+    "conf_file",
+    "dropped",
+    "override_problem",
+    "partial_blocks",
+    "select_line",
+    "where_to_edit",
+]
 
 #: the user's study: which methodologies run on which models, at which scale
 STUDY_FILE = "conf/study.yaml"
@@ -48,9 +56,12 @@ def dropped(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
                 parts.append(f"{section} {', '.join(gone)}")
     if not parts:
         return None
+    # the cause is not known here: a line removed from the study file (on purpose, or not)
+    # and an override that selected it for one command look the same
     return (
-        f"params.yaml's {'; '.join(parts)} are not in the composed study and are dropped "
-        f"(selected by an override earlier?); to keep one, add its line to {STUDY_FILE}"
+        f"{'; '.join(parts)} (in the current params.yaml) are dropped: {STUDY_FILE} does not "
+        "select them (their line was removed from it, or an override selected them for one "
+        f"command); to keep one, add its line to {STUDY_FILE}"
     )
 
 
@@ -142,3 +153,50 @@ def _listed(names: list[str]) -> str:
     """``names``, the first :data:`SHOWN` of them and how many more."""
     more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
     return ", ".join(names[:SHOWN]) + more
+
+
+#: params.yaml's blocks computed when conf/ is composed: never set by hand
+COMPUTED = frozenset(
+    {"runs", "digests", "methodology_code", "study_steps", "plots", "sizes", "external_inputs"}
+)
+#: a message line naming a key of params.yaml: ``params.yaml: <key>: ...``
+_KEY_LINE = re.compile(r"^(\s*)params\.yaml: ([A-Za-z0-9_][A-Za-z0-9_.-]*): ")
+
+
+def conf_file(key: str, conf: Path = Path("conf")) -> str | None:
+    """Where params.yaml's ``key`` is set in ``conf`` (a file the user edits, then
+    ``genfair compose``); ``None`` for a computed block."""
+    head, _, rest = key.partition(".")
+    name = rest.partition(".")[0]
+    if head in COMPUTED:
+        return None
+    if head == "models" and name:
+        study = conf / "study.yaml"
+        text = study.read_text(encoding="utf-8") if study.is_file() else ""
+        chosen = re.search(rf"^\s*-\s*/model@models\.{re.escape(name)}:\s*(\S+)\s*$", text, re.M)
+        return (
+            f"conf/model/{chosen.group(1)}.yaml" if chosen else f"the model file {STUDY_FILE} names"
+        )
+    if head == "methodologies" and name:
+        sizes = (
+            " or its sizes, conf/sizes/" + name + "/" if (conf / "sizes" / name).is_dir() else ""
+        )
+        return f"conf/methodology/{name}.yaml{sizes}"
+    if head == "instruments" and name and (conf / "instrument" / f"{name}.yaml").is_file():
+        return f"conf/instrument/{name}.yaml"
+    if head == "curation":
+        return "its file in conf/curation/ (conf/config.yaml names it)"
+    return "conf/config.yaml"
+
+
+def where_to_edit(text: str, conf: Path = Path("conf")) -> str:
+    """``text`` with each line that names a key of params.yaml (a composed file) told where the
+    key is set, unless it says so already."""
+    lines = []
+    for line in text.split("\n"):
+        found = _KEY_LINE.match(line)
+        where = conf_file(found.group(2), conf) if found else None
+        if where and "conf/" not in line and "genfair compose" not in line:
+            line = f"{line} (params.yaml is composed: set it in {where}, then `genfair compose`)"
+        lines.append(line)
+    return "\n".join(lines)

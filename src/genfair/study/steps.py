@@ -24,7 +24,15 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.reads import fields_of, plant_fields, step_config, step_fields
 from genfair.models.config import PLACEMENT_KEYS
-from genfair.models.usage import Usage, append_entry, budgeted, ledger_entry, recording
+from genfair.models.usage import (
+    Usage,
+    append_entry,
+    budgeted,
+    fold_journals,
+    ledger_entry,
+    recording,
+    start_journal,
+)
 from genfair.params import (
     EXECUTION,
     PARAMS_FILE,
@@ -94,12 +102,13 @@ def generate(
     open_cache = cache_opener(params)
     used: Usage | None = None
     written: Path | None = None
+    journal = _journal(params, model, methodology)
     try:
         # a methodology may read its images here too (IRIS's stereotypes for BIS-Gen)
         with (
             calls_executor(params.generation, open_cache),
             readings_executor(params.generation),
-            recording() as used,
+            recording(journal) as used,
             budgeted(budget),
         ):
             responses, runtime = answer(params, model, methodology, probes, layout, open_cache)
@@ -141,9 +150,24 @@ def _append_split(
     try:
         digest = file_sha256(written) if written else None
         entry = ledger_entry(model, methodology, run_key(model, methodology), used, digest)
+        if used.journal is not None:  # the line says which journal it closes
+            entry["journal"] = used.journal.name
         append_entry(ledger, entry)
+        if used.journal is not None:
+            used.journal.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("%s: the usage ledger was not written (%s); outputs are complete", ledger, exc)
+
+
+def _journal(params: StudyParams, model: str, methodology: str) -> Path | None:
+    """This generate's usage journal, after folding those killed runs left into the ledger
+    (:func:`genfair.models.usage.fold_journals`): a record, never the run's failure."""
+    ledger = usage_ledger(params.cache)
+    try:
+        fold_journals(ledger)
+    except OSError as exc:
+        log.warning("%s: killed runs' journals not folded (%s)", ledger, exc)
+    return start_journal(ledger, model, methodology, run_key(model, methodology))
 
 
 #: the blocks of params.yaml besides the run's models and methodology that its steps read;

@@ -4,7 +4,10 @@ Study"), and how many generated articles the token limit cut short.
 Per prompt type, over the ``ok`` generated articles: the mean word count (whitespace-
 separated tokens; the paper does not say how it counted) with a t-interval, and the share
 whose completion stopped at the token limit (``finish_reason == "length"``; the hf and
-embedded backends record it, OpenAI returns it) with a Wilson interval. A row
+embedded backends record it, OpenAI returns it) with a Wilson interval. ``length`` means the
+limit cut an answer the model had not ended; an endpoint that says ``length`` for an answer
+ended at the last allowed token (``transformers serve``) makes the share an upper bound
+(docs/methodology.md, "Article length"). A row
 ``original`` gives the same word count for the distinct original articles, the paper's
 New York Times / Reuters row. Articles cut by ``max_tokens`` are shorter than the paper's
 and may miss the end of the story, which the word-level shares then miss too.
