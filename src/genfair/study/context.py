@@ -53,16 +53,20 @@ def models_for(params: StudyParams, methodology: str) -> list[str]:
 def instruments(params: StudyParams, model: str) -> Callable[[str], Any]:
     """A factory of the configured instruments for ``model``'s outputs. An instrument with
     an ``oracle`` mode reads a simulator's planted attributes (``source = "oracle"``) and
-    is never in that mode for a real model."""
+    is never in that mode for a real model, nor forced into it for a simulator whose pixels
+    are made to be measured (``measured``: the realistic t2i simulator)."""
     built: dict[str, Any] = {}
+    under_test = params.model(model)
+    simulated = under_test.backend == "simulated"
+    oracle = simulated and not getattr(under_test, "measured", False)
 
     def build(name: str) -> Any:
         if name not in built:
             config = instrument_config(params, name)
             if hasattr(config, "mode"):
-                if params.model(model).backend == "simulated":
+                if oracle:
                     config = config.model_copy(update={"mode": "oracle"})
-                elif config.mode == "oracle":
+                elif config.mode == "oracle" and not simulated:
                     raise ConfigError(
                         f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
                         f"attributes, but model {model!r} is not a simulator; set mode: model"
