@@ -1,0 +1,214 @@
+"""A paper-scale rehearsal of the image audits (issue 43, point 3): IRIS and FACT-OR-FAIR's T2I
+part on the realistic-pixel SIMULATOR (conf/model/simulated_t2i_realistic.yaml: 1024-px
+compositions of shipped photos, measured by the REAL demographic instrument, not the oracle),
+through every stage of `dvc repro`, each stage measured on its own.
+
+The study: the two methodologies on that one model (no LLM, no VLM: their parts of these
+methodologies are not images), composed with ``scale=paper`` and every image count divided by
+:data:`FRACTION` (full mode: 1/20 of the paper's counts, the smallest fraction that keeps
+FACT-OR-FAIR's one image per query: IRIS 8 images per occupation for IFS-Gen (paper 160) and 5
+per BIS-Gen prompt (paper 100), FACT-OR-FAIR 1 per query (paper 20); about 1,000 images).
+Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
+256 px: the same stages and code paths on 16 images, about 60 CPU-s (25 stages, mostly DVC's
+and each stage's start-up; 7 min of wall time beside other jobs at load average 11).
+
+Each stage runs as ``dvc repro --single-item <stage>`` under ``/usr/bin/time -v``, in the
+pipeline's order: its wall time, CPU (user + system of DVC and the stage's processes) and
+peak RSS (the largest process of the tree), then the bytes on disk of ``data/``, the response
+cache (its image store included) and DVC's cache after it. Each figure includes DVC's own
+start-up and lock work (about 2 s a stage here).
+
+Cases (:data:`CASES`): where the instrument's readings run, one override string each: one
+local process (today: the label stage's own), 2 local workers, 2 Dask workers (a real
+scheduler and 2 one-thread workers on 127.0.0.1). The fan-out of readings is another change
+(issue 43 point 2, the setting ``generation.instrument_workers``): a case whose setting
+genfair does not have yet is skipped with that reason.
+
+Asserted in both modes: every stage ran, the images are the configured size and distinct
+files, and the label stages measured them in model mode (``source = model``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from genfair.params import GenerationConfig
+from tests.support.project import copy_study, study_env
+
+pytestmark = pytest.mark.builds("rehearsal")
+
+#: full mode runs 1/FRACTION of the paper's image counts (conf/sizes/<methodology>/paper.yaml)
+FRACTION = 20
+PAPER_COUNTS = {
+    "methodologies.iris.ifs_gen.images_per_occupation": 160,
+    "methodologies.iris.bis_gen.images_per_prompt": 100,
+    "methodologies.fact_or_fair.t2i.images_per_query": 20,
+}
+#: the study: IRIS and FACT-OR-FAIR on the realistic-pixel simulator alone
+STUDY = (
+    "~methodology@methodologies.news_bias",
+    "~methodology@methodologies.lvlm_facet",
+    "~methodology@methodologies.open_bias",
+    "~model@models.smollm2",
+    "~model@models.simulated_llm",
+    "~model@models.simulated_vlm",
+    "model@models.simulated_t2i=simulated_t2i_realistic",
+)
+FULL = ("scale=paper", *(f"{k}={n // FRACTION}" for k, n in PAPER_COUNTS.items()))
+QUICK = (
+    "scale=smoke",
+    "methodologies.iris.ifs_gen.images_per_occupation=1",
+    "methodologies.iris.bis_gen.top=1",
+    "methodologies.iris.bis_gen.images_per_prompt=1",
+    "methodologies.fact_or_fair.only_statistics=[Employment Rate]",
+    "methodologies.fact_or_fair.t2i.images_per_query=1",
+    "models.simulated_t2i.size=256",
+)
+#: where the readings run: (override, the generation setting it needs, Dask workers to start)
+CASES: dict[str, tuple[str | None, str | None, int]] = {
+    "local-1": (None, None, 0),
+    "local-2": ("generation.instrument_workers=2", "instrument_workers", 0),
+    "dask-2": ("generation.executor=dask", "instrument_workers", 2),
+}
+_TIME = {
+    "wall_s": r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)",
+    "user_s": r"User time \(seconds\): (\S+)",
+    "system_s": r"System time \(seconds\): (\S+)",
+    "peak_rss_kb": r"Maximum resident set size \(kbytes\): (\d+)",
+}
+
+
+def _seconds(clock: str) -> float:
+    parts = [float(p) for p in clock.split(":")]
+    return sum(p * 60**i for i, p in enumerate(reversed(parts)))
+
+
+def timed(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
+    """``args`` under ``/usr/bin/time -v``: wall, CPU (user + system, the whole process tree)
+    and the peak RSS of its largest process."""
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"{' '.join(args)} failed:\n{(done.stdout + done.stderr)[-4000:]}"
+    found = {k: re.search(p, done.stderr) for k, p in _TIME.items()}
+    assert all(found.values()), done.stderr[-2000:]
+    wall = _seconds(found["wall_s"].group(1))
+    cpu = float(found["user_s"].group(1)) + float(found["system_s"].group(1))
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": int(found["peak_rss_kb"].group(1)) / 1024}
+
+
+def disk_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder``, each inode once (DVC may link its cache)."""
+    seen, total = set(), 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            st = os.lstat(os.path.join(root, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def stages_in_order(work: Path) -> list[str]:
+    """The pipeline's stages, each after the stages it depends on."""
+    import networkx as nx
+    from dvc.repo import Repo
+
+    with contextlib.chdir(work), Repo(".") as repo:  # addresses relative to the study
+        return [s.addressing for s in reversed(list(nx.topological_sort(repo.index.graph)))]
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A Dask cluster of the case's workers (none for the local cases)."""
+    workers = CASES[request.node.callspec.params["case"]][2]
+    if not workers:
+        yield None
+        return
+    from tests.support.dask_cluster import Cluster
+
+    (tmp_path / "dask").mkdir()
+    started = Cluster(tmp_path / "dask", workers=workers)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    override, setting, _ = CASES[case]
+    if setting is not None and setting not in GenerationConfig.model_fields:
+        pytest.skip(f"genfair has no generation.{setting} yet (issue 43 point 2: the fan-out)")
+    work = tmp_path / "study"
+    work.mkdir()
+    extra = {"DASK_SCHEDULER_ADDRESS": cluster.address} if cluster is not None else {}
+    env = study_env(work, **extra)
+    overrides = (*STUDY, *mode.size(FULL, QUICK), *([override] if override else []))
+    copy_study(work, env, *overrides)
+    stages = stages_in_order(work)
+    folders = {"data": work / "data", "cache": work / ".genfair-cache", "dvc": work / ".dvc/cache"}
+    rows: list[dict[str, Any]] = []
+
+    def rehearse() -> None:
+        for stage in stages:
+            figures = timed(["dvc", "repro", "--single-item", stage], work, env)
+            disk = {f"{k}_mb": disk_bytes(v) / 2**20 for k, v in folders.items() if v.exists()}
+            rows.append({"stage": stage, **figures, **disk})
+            print(f"[{case}] {json.dumps(rows[-1])}", flush=True)  # a long run's progress
+
+    if mode.quick:
+        benchmark(rehearse)
+    else:
+        benchmark.pedantic(rehearse, rounds=1, iterations=1)
+    assert [r["stage"] for r in rows] == stages
+    images = _check_images(work, size=mode.size(1024, 256))
+    total = {k: sum(r[k] for r in rows) for k in ("wall_s", "cpu_s")}
+    last = rows[-1]
+    summary = {
+        "case": case,
+        "fraction": mode.size(f"1/{FRACTION} of paper", "quick"),
+        "images": images,
+        **{k: round(v, 1) for k, v in total.items()},
+        "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
+        **{k: round(last.get(f"{k}_mb", 0.0), 1) for k in folders},
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+    benchmark.extra_info.update(summary)
+    (tmp_path / "rehearsal.json").write_text(json.dumps({"summary": summary, "stages": rows}))
+    print(f"\nrehearsal [{case}] SIMULATED images (realistic pixels), measured by the real "
+          f"instrument: {json.dumps(summary)}")  # fmt: skip
+    print("| stage | wall s | CPU s | peak RSS MB | data MB | cache MB | DVC cache MB |")
+    for r in rows:
+        print(
+            f"| {r['stage']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | "
+            f"{r.get('data_mb', 0):.1f} | {r.get('cache_mb', 0):.1f} | {r.get('dvc_mb', 0):.1f} |"
+        )
+
+
+def _check_images(work: Path, size: int) -> int:
+    """The image store holds distinct PNGs of ``size`` px, and the label stages read them
+    with the real instrument (``source = model``): the number of images."""
+    import pandas as pd
+    from PIL import Image
+
+    pngs = sorted((work / ".genfair-cache/images").rglob("*.png"))
+    assert pngs, "no image drawn"
+    for png in pngs[:: max(1, len(pngs) // 20)]:
+        with Image.open(io.BytesIO(png.read_bytes())) as image:
+            assert image.size == (size, size)
+    # the store names a file by its content hash: one file per distinct image
+    labels = [pd.read_parquet(p) for p in (work / "data/labels").rglob("*.parquet")]
+    sources = set().union(*(set(t["source"].dropna()) for t in labels if "source" in t))
+    assert sources == {"model"}, f"the label stages read {sources}, not the real instrument"
+    return len(pngs)
