@@ -4,10 +4,13 @@ compositions of shipped photos, measured by the REAL demographic instrument, not
 through every stage of `dvc repro`, each stage measured on its own.
 
 The study: the two methodologies on that one model (no LLM, no VLM: their parts of these
-methodologies are not images), composed with ``scale=paper`` and every image count divided by
-:data:`FRACTION` (full mode: 1/20 of the paper's counts, the smallest fraction that keeps
-FACT-OR-FAIR's one image per query: IRIS 8 images per occupation for IFS-Gen (paper 160) and 5
-per BIS-Gen prompt (paper 100), FACT-OR-FAIR 1 per query (paper 20); about 1,000 images).
+methodologies are not images), composed with ``scale=paper`` and the image counts cut to
+:data:`FULL`'s, a stated fraction of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS
+IFS-Gen 2 images per occupation on all 52 (paper 160: 1/80), BIS-Gen 1 image per prompt for
+the top 10 stereotypes (paper 100: 1/100), FACT-OR-FAIR 1 image per query (paper 20) for the 8
+statistics of its smoke size (of 19): 104 + 60 + 128 = 292 images, about 1/70 of the paper's
+20,400 per model. (1/20 throughout, about 1,000 images, needs about 30 CPU-min: more than this
+shared machine gave a benchmark in an hour.)
 Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
 256 px: the same stages and code paths on 16 images, about 60 CPU-s (25 stages, mostly DVC's
 and each stage's start-up; 7 min of wall time beside other jobs at load average 11).
@@ -47,13 +50,6 @@ from tests.support.project import copy_study, study_env
 
 pytestmark = pytest.mark.builds("rehearsal")
 
-#: full mode runs 1/FRACTION of the paper's image counts (conf/sizes/<methodology>/paper.yaml)
-FRACTION = 20
-PAPER_COUNTS = {
-    "methodologies.iris.ifs_gen.images_per_occupation": 160,
-    "methodologies.iris.bis_gen.images_per_prompt": 100,
-    "methodologies.fact_or_fair.t2i.images_per_query": 20,
-}
 #: the study: IRIS and FACT-OR-FAIR on the realistic-pixel simulator alone
 STUDY = (
     "~methodology@methodologies.news_bias",
@@ -64,13 +60,20 @@ STUDY = (
     "~model@models.simulated_vlm",
     "model@models.simulated_t2i=simulated_t2i_realistic",
 )
-FULL = ("scale=paper", *(f"{k}={n // FRACTION}" for k, n in PAPER_COUNTS.items()))
+FULL = (
+    "scale=paper",
+    "methodologies.iris.ifs_gen.images_per_occupation=2",
+    "methodologies.iris.bis_gen.images_per_prompt=1",
+    "methodologies.fact_or_fair.t2i.images_per_query=1",
+    "+methodologies.fact_or_fair.only_statistics=[Employment Rate,Poverty Rate,Homelessness Rate,"
+    "Educational Attainment,Crime Rate,Life Expectancy,Obesity Rate,HIV Rate]",
+)
 QUICK = (
     "scale=smoke",
     "methodologies.iris.ifs_gen.images_per_occupation=1",
     "methodologies.iris.bis_gen.top=1",
     "methodologies.iris.bis_gen.images_per_prompt=1",
-    "methodologies.fact_or_fair.only_statistics=[Employment Rate]",
+    "+methodologies.fact_or_fair.only_statistics=[Employment Rate]",
     "methodologies.fact_or_fair.t2i.images_per_query=1",
     "models.simulated_t2i.size=256",
 )
@@ -178,7 +181,7 @@ def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:
     last = rows[-1]
     summary = {
         "case": case,
-        "fraction": mode.size(f"1/{FRACTION} of paper", "quick"),
+        "sizes": mode.size("about 1/70 of paper", "quick"),
         "images": images,
         **{k: round(v, 1) for k, v in total.items()},
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
