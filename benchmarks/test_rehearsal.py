@@ -7,10 +7,10 @@ The study: the two methodologies on that one model (no LLM, no VLM: their parts 
 methodologies are not images), composed with ``scale=paper`` and the image counts cut to
 :data:`FULL`'s, a stated fraction of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS
 IFS-Gen 2 images per occupation on all 52 (paper 160: 1/80), BIS-Gen 1 image per prompt for
-the top 10 stereotypes (paper 100: 1/100), FACT-OR-FAIR 1 image per query (paper 20) for the 8
-statistics of its smoke size (of 19): 104 + 60 + 128 = 292 images, about 1/70 of the paper's
-20,400 per model. (1/20 throughout, about 1,000 images, needs about 30 CPU-min: more than this
-shared machine gave a benchmark in an hour.)
+the top 10 stereotypes (paper 100: 1/100), FACT-OR-FAIR 1 image per query on all 76 T2I
+queries (paper 20: 1/20): 104 + 60 + 76 = 240 images of the paper's 15,840 per model, about
+1/66. (1/20 throughout, about 790 images and 800 readings, needs about 25 CPU-min: more than
+this shared machine, at load average 11, gave a benchmark in an hour.)
 Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
 256 px: the same stages and code paths on 16 images, about 60 CPU-s (25 stages, mostly DVC's
 and each stage's start-up; 7 min of wall time beside other jobs at load average 11).
@@ -65,8 +65,6 @@ FULL = (
     "methodologies.iris.ifs_gen.images_per_occupation=2",
     "methodologies.iris.bis_gen.images_per_prompt=1",
     "methodologies.fact_or_fair.t2i.images_per_query=1",
-    "+methodologies.fact_or_fair.only_statistics=[Employment Rate,Poverty Rate,Homelessness Rate,"
-    "Educational Attainment,Crime Rate,Life Expectancy,Obesity Rate,HIV Rate]",
 )
 QUICK = (
     "scale=smoke",
@@ -181,7 +179,7 @@ def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:
     last = rows[-1]
     summary = {
         "case": case,
-        "sizes": mode.size("about 1/70 of paper", "quick"),
+        "sizes": mode.size("about 1/66 of paper", "quick"),
         "images": images,
         **{k: round(v, 1) for k, v in total.items()},
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
@@ -212,7 +210,14 @@ def _check_images(work: Path, size: int) -> int:
         with Image.open(io.BytesIO(png.read_bytes())) as image:
             assert image.size == (size, size)
     # the store names a file by its content hash: one file per distinct image
-    labels = [pd.read_parquet(p) for p in (work / "data/labels").rglob("*.parquet")]
-    sources = set().union(*(set(t["source"].dropna()) for t in labels if "source" in t))
-    assert sources == {"model"}, f"the label stages read {sources}, not the real instrument"
+    fof = pd.read_parquet(work / "data/labels/fact_or_fair/simulated_t2i.parquet")
+    assert set(fof["source"]) == {"model"}, "FACT-OR-FAIR's labels are not the instrument's"
+    # IRIS's labels name no source: an oracle would read back every planted gender exactly
+    iris = pd.read_parquet(work / "data/labels/iris/simulated_t2i.parquet")
+    drawn = pd.read_parquet(work / "data/responses/iris/simulated_t2i/responses.parquet")
+    truth = drawn.set_index("image")["true_attributes"].map(
+        lambda t: json.loads(t) if isinstance(t, str) else {}
+    )
+    planted = iris["image"].map(lambda i: truth.get(i, {}).get("gender"))
+    assert (planted.notna() & (iris["gender"] != planted)).any(), "IRIS read the planted genders"
     return len(pngs)
