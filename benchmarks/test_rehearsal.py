@@ -190,7 +190,7 @@ def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:
     (tmp_path / "rehearsal.json").write_text(json.dumps({"summary": summary, "stages": rows}))
     print(f"\nrehearsal [{case}] SIMULATED images (realistic pixels), measured by the real "
           f"instrument: {json.dumps(summary)}")  # fmt: skip
-    print("| stage | wall s | CPU s | peak RSS MB | data MB | cache MB | DVC cache MB |")
+    print("| stage | wall s | CPU s | peak RSS MiB | data MiB | cache MiB | DVC cache MiB |")
     for r in rows:
         print(
             f"| {r['stage']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | "

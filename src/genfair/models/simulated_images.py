@@ -256,8 +256,8 @@ def compose(truth: dict[str, str], size: int, seed: int) -> Any:
     call, whose x86-64 variants glibc picks by CPU: the same bytes on every CPU) to 45-85% of
     the side (an LFW face crop: 22-38%), at a random place above the banner, on a vertical
     two-colour gradient; then integer noise of +-2 on every pixel, so a 1024-px PNG is about
-    1.35 MB, as a real one is. Every random choice comes from ``seed``: the same request gives
-    the same bytes, another seed another file."""
+    1.3 MB (1.25 MiB), as a real one is. Every random choice comes from ``seed``: the same
+    request gives the same bytes, another seed another file."""
     from PIL import Image
 
     rng = np.random.default_rng([seed, 0x9C05])
