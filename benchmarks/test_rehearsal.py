@@ -12,8 +12,9 @@ queries (paper 20: 1/20): 104 + 60 + 76 = 240 images of the paper's 15,840 per m
 1/66. (1/20 throughout, about 790 images and 800 readings, needs about 25 CPU-min: more than
 this shared machine, at load average 11, gave a benchmark in an hour.)
 Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
-256 px: the same stages and code paths on 16 images, about 60 CPU-s (25 stages, mostly DVC's
-and each stage's start-up; 7 min of wall time beside other jobs at load average 11).
+256 px: the same stages and code paths on 16 images, 50-60 CPU-s, mostly DVC's and the 25
+stages' start-up (about 2 CPU-s a stage), so more than a minute of wall time: 2 min 14 s at
+load average 7, 7 min at 11.
 
 Each stage runs as ``dvc repro --single-item <stage>`` under ``/usr/bin/time -v``, in the
 pipeline's order: its wall time, CPU (user + system of DVC and the stage's processes) and
