@@ -4,17 +4,15 @@ compositions of shipped photos, measured by the REAL demographic instrument, not
 through every stage of `dvc repro`, each stage measured on its own.
 
 The study: the two methodologies on that one model (no LLM, no VLM: their parts of these
-methodologies are not images), composed with ``scale=paper`` and the image counts cut to
-:data:`FULL`'s, a stated fraction of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS
-IFS-Gen 2 images per occupation on all 52 (paper 160: 1/80), BIS-Gen 1 image per prompt for
-the top 10 stereotypes (paper 100: 1/100), FACT-OR-FAIR 1 image per query on all 76 T2I
-queries (paper 20: 1/20): 104 + 60 + 76 = 240 images of the paper's 15,840 per model, about
-1/66. (1/20 throughout, about 790 images and 800 readings, needs about 25 CPU-min: more than
-this shared machine, at load average 11, gave a benchmark in an hour.)
+methodologies are not images), composed with ``scale=paper`` and the image counts cut to 1/20
+of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS IFS-Gen 8 images per occupation on
+all 52 (paper 160), BIS-Gen 5 per prompt for the top 10 stereotypes (paper 100), FACT-OR-FAIR 1
+per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model, about
+14 minutes and 620 CPU-s here (docs/benchmarks.md, "Paper-scale rehearsal (images)").
 Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
 256 px: the same stages and code paths on 16 images, 50-60 CPU-s, mostly DVC's and the 25
-stages' start-up (about 2 CPU-s a stage), so more than a minute of wall time: 2 min 14 s at
-load average 7, 7 min at 11.
+stages' start-up (about 2 CPU-s a stage): 63 s of wall time at load average 3.6, 2 min 14 s
+at 7, 7 min at 11.
 
 Each stage runs as ``dvc repro --single-item <stage>`` under ``/usr/bin/time -v``, in the
 pipeline's order: its wall time, CPU (user + system of DVC and the stage's processes) and
@@ -29,7 +27,9 @@ scheduler and 2 one-thread workers on 127.0.0.1). The fan-out of readings is ano
 genfair does not have yet is skipped with that reason.
 
 Asserted in both modes: every stage ran, the images are the configured size and distinct
-files, and the label stages measured them in model mode (``source = model``).
+files (one file in the content-addressed store per image drawn), and the label stages measured
+them with the real instrument (FACT-OR-FAIR's ``source = model``; IRIS's labels differ from
+some planted genders, which an oracle's never do).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ STUDY = (
 )
 FULL = (
     "scale=paper",
-    "methodologies.iris.ifs_gen.images_per_occupation=2",
-    "methodologies.iris.bis_gen.images_per_prompt=1",
+    "methodologies.iris.ifs_gen.images_per_occupation=8",
+    "methodologies.iris.bis_gen.images_per_prompt=5",
     "methodologies.fact_or_fair.t2i.images_per_query=1",
 )
 QUICK = (
@@ -180,7 +180,7 @@ def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:
     last = rows[-1]
     summary = {
         "case": case,
-        "sizes": mode.size("about 1/66 of paper", "quick"),
+        "sizes": mode.size("1/20 of paper", "quick"),
         "images": images,
         **{k: round(v, 1) for k, v in total.items()},
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
@@ -210,7 +210,13 @@ def _check_images(work: Path, size: int) -> int:
     for png in pngs[:: max(1, len(pngs) // 20)]:
         with Image.open(io.BytesIO(png.read_bytes())) as image:
             assert image.size == (size, size)
-    # the store names a file by its content hash: one file per distinct image
+    # the store names a file by its content hash: as many files as images drawn, or two were one
+    answers = [
+        pd.read_parquet(work / f"data/responses/{m}/simulated_t2i/responses.parquet")
+        for m in ("iris", "fact_or_fair")
+    ]
+    hashes = [h for t in answers for h in t.loc[t["status"] == "ok", "image"]]
+    assert len(hashes) == len(set(hashes)) == len(pngs), "two drawn images are the same file"
     fof = pd.read_parquet(work / "data/labels/fact_or_fair/simulated_t2i.parquet")
     assert set(fof["source"]) == {"model"}, "FACT-OR-FAIR's labels are not the instrument's"
     # IRIS's labels name no source: an oracle would read back every planted gender exactly
