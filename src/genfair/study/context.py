@@ -55,12 +55,15 @@ def models_for(params: StudyParams, methodology: str) -> list[str]:
 def instrument_for(params: StudyParams, model: str, name: str) -> Any:
     """The config of instrument ``name`` as it measures ``model``'s outputs. An instrument
     with an ``oracle`` mode reads a simulator's planted attributes (``source = "oracle"``)
-    and is never in that mode for a real model."""
+    and is never in that mode for a real model, nor forced into it for a simulator whose
+    pixels are made to be measured (``measured``: the realistic t2i simulator)."""
     config = instrument_config(params, name)
+    under_test = params.model(model)
+    simulated = under_test.backend == "simulated"
     if hasattr(config, "mode"):
-        if params.model(model).backend == "simulated":
+        if simulated and not getattr(under_test, "measured", False):
             config = config.model_copy(update={"mode": "oracle"})
-        elif config.mode == "oracle":
+        elif config.mode == "oracle" and not simulated:
             raise ConfigError(
                 f"params.yaml: instruments.{name}.mode: oracle reads a simulator's planted "
                 f"attributes, but model {model!r} is not a simulator; set mode: model"
