@@ -9,10 +9,12 @@ of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS IFS-Gen 8 images per 
 all 52 (paper 160), BIS-Gen 5 per prompt for the top 10 stereotypes (paper 100), FACT-OR-FAIR 1
 per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model, about
 14 minutes and 620 CPU-s here (docs/benchmarks.md, "Paper-scale rehearsal (images)").
-Quick mode (`make test`): the smoke scale's 6 occupations, 1 statistic, 1 image each, at
-256 px: the same stages and code paths on 16 images, 50-60 CPU-s, mostly DVC's and the 25
-stages' start-up (about 2 CPU-s a stage): 63 s of wall time at load average 3.6, 2 min 14 s
-at 7, 7 min at 11.
+Quick mode (`make test`): no study of its own (a build of its own cost 50-60 CPU-s and
+2-7 minutes under the suite's load, mostly DVC's and 25 stages' start-up). A copy of the
+session's shared smoke study has its simulated T2I model swapped for the realistic one at
+256 px, and that model's four image stages (`generate` and `label` of IRIS and FACT-OR-FAIR)
+run one by one, measured the same way, on 2 local readings workers: the same code paths, the
+fan-out included, on the smoke scale's few dozen images. The other cases run in full mode.
 
 Each stage runs as ``dvc repro --single-item <stage>`` under ``/usr/bin/time -v``, in the
 pipeline's order: its wall time, CPU (user + system of DVC and the stage's processes) and
@@ -47,9 +49,12 @@ from typing import Any
 import pytest
 
 from genfair.params import GenerationConfig
-from tests.support.project import copy_study, study_env
+from tests.support.project import copy_study, run, study_env
+from tests.support.studies import Study, shared_study, study_copy
 
-pytestmark = pytest.mark.builds("rehearsal")
+# quick mode reads the shared smoke study; full mode builds a study of its own, as
+# test_dvc_noop.py's does (a benchmark's full run is not a suite build)
+pytestmark = pytest.mark.builds("smoke")
 
 #: the study: IRIS and FACT-OR-FAIR on the realistic-pixel simulator alone
 STUDY = (
@@ -67,14 +72,13 @@ FULL = (
     "methodologies.iris.bis_gen.images_per_prompt=5",
     "methodologies.fact_or_fair.t2i.images_per_query=1",
 )
-QUICK = (
-    "scale=smoke",
-    "methodologies.iris.ifs_gen.images_per_occupation=1",
-    "methodologies.iris.bis_gen.top=1",
-    "methodologies.iris.bis_gen.images_per_prompt=1",
-    "+methodologies.fact_or_fair.only_statistics=[Employment Rate]",
-    "methodologies.fact_or_fair.t2i.images_per_query=1",
-    "models.simulated_t2i.size=256",
+#: quick mode: the shared smoke study's simulated T2I model made the realistic one, smaller
+QUICK = ("model@models.simulated_t2i=simulated_t2i_realistic", "models.simulated_t2i.size=256")
+#: the case quick mode runs (the readings fan-out through DVC); the others run in full mode
+QUICK_CASE = "local-2"
+#: the stages quick mode measures: the realistic model's image stages
+QUICK_STAGES = tuple(
+    f"{step}@simulated_t2i-{m}" for m in ("fact_or_fair", "iris") for step in ("generate", "label")
 )
 #: where the readings run: (override, the generation setting it needs, Dask workers to start)
 CASES: dict[str, tuple[str | None, str | None, int]] = {
@@ -150,16 +154,33 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         started.stop()
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_rehearsal(benchmark, mode, case: str, cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _study(request: pytest.FixtureRequest, mode, case: str, cluster, tmp_path: Path) -> Study:  # type: ignore[no-untyped-def]
+    """Full: the rehearsal's study, composed here. Quick: a copy of the shared smoke study with
+    the realistic model in the simulated T2I model's place."""
     override = CASES[case][0]
+    extra = {"DASK_SCHEDULER_ADDRESS": cluster.address} if cluster is not None else {}
+    if mode.quick:
+        copy = study_copy(shared_study(request, "smoke"), tmp_path / "study")
+        env = study_env(copy.work, **extra)
+        words = [x for o in (*QUICK, *([override] if override else [])) for x in ("-o", o)]
+        run(["genfair", "compose", *words], copy.work, env)
+        return Study(copy.work, env, copy.output)
     work = tmp_path / "study"
     work.mkdir()
-    extra = {"DASK_SCHEDULER_ADDRESS": cluster.address} if cluster is not None else {}
     env = study_env(work, **extra)
-    overrides = (*STUDY, *mode.size(FULL, QUICK), *([override] if override else []))
-    copy_study(work, env, *overrides)
+    copy_study(work, env, *STUDY, *FULL, *([override] if override else []))
+    return Study(work, env, "")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_rehearsal(benchmark, mode, case: str, cluster, request, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    if mode.quick and case != QUICK_CASE:
+        pytest.skip(f"quick mode runs the {QUICK_CASE} case; this one runs in `make benchmark`")
+    study = _study(request, mode, case, cluster, tmp_path)
+    work, env = study.work, study.env
     stages = stages_in_order(work)
+    if mode.quick:
+        stages = [s for s in stages if s in QUICK_STAGES]
     folders = {"data": work / "data", "cache": work / ".genfair-cache", "dvc": work / ".dvc/cache"}
     rows: list[dict[str, Any]] = []
 
@@ -205,18 +226,20 @@ def _check_images(work: Path, size: int) -> int:
     import pandas as pd
     from PIL import Image
 
-    pngs = sorted((work / ".genfair-cache/images").rglob("*.png"))
-    assert pngs, "no image drawn"
-    for png in pngs[:: max(1, len(pngs) // 20)]:
-        with Image.open(io.BytesIO(png.read_bytes())) as image:
-            assert image.size == (size, size)
-    # the store names a file by its content hash: as many files as images drawn, or two were one
     answers = [
         pd.read_parquet(work / f"data/responses/{m}/simulated_t2i/responses.parquet")
         for m in ("iris", "fact_or_fair")
     ]
     hashes = [h for t in answers for h in t.loc[t["status"] == "ok", "image"]]
-    assert len(hashes) == len(set(hashes)) == len(pngs), "two drawn images are the same file"
+    assert hashes, "no image drawn"
+    # the store names a file by its content hash: as many files as images drawn, or two were one
+    assert len(hashes) == len(set(hashes)), "two drawn images are the same file"
+    store = work / ".genfair-cache/images"
+    pngs = [store / h[:2] / f"{h}.png" for h in hashes]
+    assert all(p.is_file() for p in pngs), "a drawn image is not in the image store"
+    for png in pngs[:: max(1, len(pngs) // 20)]:
+        with Image.open(io.BytesIO(png.read_bytes())) as image:
+            assert image.size == (size, size)
     fof = pd.read_parquet(work / "data/labels/fact_or_fair/simulated_t2i.parquet")
     assert set(fof["source"]) == {"model"}, "FACT-OR-FAIR's labels are not the instrument's"
     # IRIS's labels name no source: an oracle would read back every planted gender exactly

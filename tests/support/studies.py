@@ -42,8 +42,6 @@ BUILDS: dict[str, str] = {
         for name in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
     },
     "external": "curation of a FACET release outside the repository (two stages)",
-    "rehearsal": "IRIS + FACT-OR-FAIR T2I on the realistic-pixel simulator, stage by stage "
-    "(benchmarks/test_rehearsal.py)",
 }
 #: the ceiling on distinct builds among the collected tests: adding one means raising this
 #: number in the same change, with its cost (a smoke build is 2-5 min on 2 cores)
