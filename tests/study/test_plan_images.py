@@ -11,6 +11,7 @@ import pytest
 
 from genfair.cli import compose
 from genfair.config import ConfigError, StudyParams, load_params
+from genfair.io import read_parquet
 from genfair.models import build_backend
 from genfair.models.base import Completion
 from genfair.models.images import ImageStore
@@ -69,8 +70,8 @@ def test_a_t2i_run_plans_bytes_and_instrument_hours(base: dict) -> None:
     # a real model with no cached image: its configured pixels x the photos' bytes per pixel
     assert drawer.image_bytes == round(drawer.images * PNG_BYTES_PER_PIXEL * 1024**2)
     assert drawer.image_bytes_rule == "estimate: 1024x1024 x 1.26 B/px"
-    # every image measured by the face instrument (mode: model), none cached yet
-    assert drawer.instrument_images == drawer.images and drawer.instrument_cached is None
+    # every image measured by the face instrument (mode: model), no reading cached yet
+    assert drawer.instrument_images == drawer.images and drawer.instrument_cached == 0
     per_image = INSTRUMENT_CPU["face_demographics"].seconds(1024**2)
     assert drawer.instrument_seconds == pytest.approx(drawer.images * per_image)
     # the simulator: 64-px images, read in oracle mode (no pixel measured)
@@ -137,3 +138,27 @@ def test_max_disk_gb_must_be_a_finite_positive_number(base: dict, value: object)
     raw["generation"] = {"max_disk_gb": value}
     with pytest.raises(ConfigError, match=r"conf/config.yaml: generation.max_disk_gb: Input"):
         validate(StudyFrame, raw, "conf/config.yaml")
+
+
+def test_images_whose_readings_are_cached_cost_no_instrument_time(base: dict, tmp_path) -> None:
+    """A simulator whose pixels the real instrument measures (``pixels: realistic``): before
+    ``label`` every image of the run is still to measure; after it, the readings cache holds
+    each one (the same keys ``label`` used) and the plan spends no instrument CPU on them."""
+    from genfair.study.steps import label
+
+    raw = copy.deepcopy(base)
+    raw["models"]["simulated_t2i"].update(pixels="realistic", size=128)
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(tmp_path)
+    make_probes(params, "fact_or_fair", layout)
+    generate(params, "simulated_t2i", "fact_or_fair", layout)
+    (drawn,) = plan(params, models=["simulated_t2i"])
+    assert drawn.to_send == 0 and drawn.instrument_images > 0
+    assert drawn.instrument_cached == 0 and drawn.instrument_seconds > 0
+    label(params, "simulated_t2i", "fact_or_fair", layout)
+    (measured,) = plan(params, models=["simulated_t2i"])
+    assert measured.instrument_cached == len(
+        set(read_parquet(layout.responses("simulated_t2i", "fact_or_fair"))["image"].dropna())
+    )
+    assert measured.instrument_seconds < drawn.instrument_seconds
+    assert "readings cached" in table([measured])

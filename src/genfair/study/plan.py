@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genfair.config import ConfigError, StudyParams
+from genfair.config import ConfigError, StudyParams, instrument_class
 from genfair.errors import EXPECTED
 from genfair.methodologies.base import Methodology
 from genfair.models.base import Completion, LLMBackend, Request
@@ -123,8 +123,8 @@ class PlanRow:
     image_bytes_rule: str = ""
     #: images its methodology's instruments measure: every image of the run, cached or not
     instrument_images: int = 0
-    #: of those, images whose readings a readings cache already holds (they cost nothing);
-    #: None: no readings cache consulted
+    #: of those, images whose readings the readings cache already holds (they cost nothing;
+    #: the fewest of its model-mode instruments); None: every instrument is in oracle mode
     instrument_cached: int | None = None
     #: CPU-seconds to measure the others (None: an instrument without a CPU figure)
     instrument_seconds: float | None = None
@@ -154,6 +154,9 @@ class _PlanCache:
         self._cache = cache
         self.hits = 0
         self.image_hits = 0
+        #: the sha256 of every cached image the run's lookups found (their readings may be
+        #: cached too)
+        self.image_shas: set[str] = set()
 
     key = staticmethod(ResponseCache.key)
 
@@ -164,6 +167,7 @@ class _PlanCache:
         found = self._cache.get_many(keys)
         self.hits += len(found)
         self.image_hits += sum(1 for c in found.values() if c.image)
+        self.image_shas.update(c.image for c in found.values() if c.image)
         return found
 
     def claim(self, keys: list[str], ttl_s: float = 0.0) -> set[str]:
@@ -309,14 +313,46 @@ def _plan_run(
     if row.to_send and params.model(model).modality in method.dependent_calls:
         row.note = f"{LOWER_BOUND}: later calls depend on answers still to send"
     measured = [seen.image_sizes for key, seen in observed.items() if key in planner.parts]
-    _plan_images(params, row, method, planner.cache.image_hits, [n for s in measured for n in s])
+    _plan_images(
+        params,
+        row,
+        method,
+        planner.cache.image_hits,
+        [n for s in measured for n in s],
+        _readings_counter(params, row.model, planner.cache),
+    )
     return row
 
 
+def _readings_counter(params: StudyParams, model: str, cache: _PlanCache) -> Callable[[str], int]:
+    """How many of the run's cached images instrument ``name`` (as it measures ``model``'s
+    images) already has a reading of in the readings cache (:mod:`genfair.instruments.readings`:
+    the same keys, so exact); the instrument is built only when there are cached images."""
+
+    def count(name: str) -> int:
+        if not cache.image_shas:
+            return 0
+        from genfair.instruments.readings import InstrumentSpec, code_identity, reading_key
+
+        instrument = instrument_class(name)(instrument_for(params, model, name))
+        spec = InstrumentSpec.of(name, instrument)
+        code = code_identity(instrument)
+        keys = [reading_key(sha, spec, code) for sha in sorted(cache.image_shas)]
+        return len(cache.get_readings(keys))
+
+    return count
+
+
 def _plan_images(
-    params: StudyParams, row: PlanRow, method: Methodology, cached: int, measured: list[int]
+    params: StudyParams,
+    row: PlanRow,
+    method: Methodology,
+    cached: int,
+    measured: list[int],
+    readings: Callable[[str], int] = lambda name: 0,
 ) -> None:
-    """A text-to-image run's bytes to store and instrument CPU (:mod:`genfair.study.sizing`)."""
+    """A text-to-image run's bytes to store and instrument CPU (:mod:`genfair.study.sizing`):
+    every image of the run less those whose readings are cached (``readings(instrument)``)."""
     config = params.model(row.model)
     if getattr(config, "modality", None) != "t2i":
         return
@@ -326,17 +362,19 @@ def _plan_images(
         row.instrument_seconds, row.instrument_rule = 0.0, "no instrument measures its images"
         return
     row.instrument_images = cached + row.images
-    to_measure = row.instrument_images - (row.instrument_cached or 0)
-    costs, rules = [], []
+    costs, rules, held = [], [], []
     for name in method.measures:
-        per, rule = instrument_seconds(
-            name, getattr(instrument_for(params, row.model, name), "mode", None), config
-        )
-        costs.append(per)
+        mode = getattr(instrument_for(params, row.model, name), "mode", None)
+        per, rule = instrument_seconds(name, mode, config)
+        have = 0 if mode == "oracle" else min(readings(name), row.instrument_images)
+        if mode != "oracle":
+            held.append(have)
+        costs.append(None if per is None else per * (row.instrument_images - have))
         rules.append(rule)
     row.instrument_rule = "; ".join(rules)
+    row.instrument_cached = min(held) if held else None
     if None not in costs:
-        row.instrument_seconds = to_measure * sum(c for c in costs if c is not None)
+        row.instrument_seconds = sum(c for c in costs if c is not None)
 
 
 @contextmanager
