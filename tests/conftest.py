@@ -8,7 +8,13 @@ import pytest
 from genfair.resources.group_words import GroupWordCounter
 from tests.support.conf import ROOT
 from tests.support.mock_openai import mock_openai  # noqa: F401 - a fixture, found by name
-from tests.support.servers import postgres, postgres_db, s3, s3_bucket  # noqa: F401 - fixtures
+from tests.support.servers import (  # noqa: F401 - fixtures
+    postgres,
+    postgres_db,
+    s3,
+    s3_bucket,
+    store_url,
+)
 from tests.support.studies import MAX_BUILDS, ORDER, builds_of, declared
 
 

@@ -15,14 +15,10 @@ from tests.support.servers import PostgresServer
 FACE = {"status": "ok", "source": "model", "instrument": "opencv_haar", "faces": [{"age": 33.5}]}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh store of each kind (PostgreSQL: the password in PGPASSWORD, not the URL)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'cache' / 'responses.sqlite'}"
-    server: PostgresServer = request.getfixturevalue("postgres")
-    monkeypatch.setenv("PGPASSWORD", server.password)
-    return request.getfixturevalue("postgres_db")
+@pytest.fixture
+def url(store_url: str) -> str:
+    """A fresh store of each kind (tests/support/servers.py)."""
+    return store_url
 
 
 def test_readings_are_stored_served_kept_and_counted_per_instrument(url: str) -> None:

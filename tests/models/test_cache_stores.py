@@ -24,14 +24,10 @@ from tests.support.servers import PostgresServer
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh store of each kind (PostgreSQL: the password in PGPASSWORD, not the URL)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'cache' / 'responses.sqlite'}"
-    server: PostgresServer = request.getfixturevalue("postgres")
-    monkeypatch.setenv("PGPASSWORD", server.password)
-    return request.getfixturevalue("postgres_db")
+@pytest.fixture
+def url(store_url: str) -> str:
+    """A fresh store of each kind (tests/support/servers.py)."""
+    return store_url
 
 
 def test_one_code_path_stores_serves_and_refuses_the_same(url: str) -> None:

@@ -320,6 +320,19 @@ def postgres_db(postgres: PostgresServer) -> Iterator[str]:
     postgres.drop_database(name)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """A fresh response cache of each kind, by URL (PostgreSQL: the password in PGPASSWORD,
+    not the URL)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'cache' / 'responses.sqlite'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    monkeypatch.setenv("PGPASSWORD", server.password)
+    return request.getfixturevalue("postgres_db")
+
+
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3Server]:
     """One loopback S3-compatible server for the session."""
