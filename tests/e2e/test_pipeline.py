@@ -348,8 +348,9 @@ def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str]
     html = (work / "data/report/index.html").read_text(encoding="utf-8")
     for section in ("study", "headline", "m-fact_or_fair", "m-news_bias", "m-iris", "instruments"):
         assert f'id="{section}"' in html
-    # two scripts: the samples' index (JSON) and the sample browser (docs/report.md)
-    assert html.count("data:image/png;base64,") >= 5 and html.count("<script") == 2
+    # three scripts: the samples' index (JSON), the sample browser and build.js, the build's
+    # commit and render time kept beside the page (docs/report.md)
+    assert html.count("data:image/png;base64,") >= 5 and html.count("<script") == 3
     shown = _run(["dvc", "metrics", "show"], work, {**env, "COLUMNS": "120"})
     lines = [line for line in shown.splitlines() if line.strip()]
     assert len(lines) <= 60 and max(map(len, lines)) <= 120, shown
