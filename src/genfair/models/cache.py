@@ -129,7 +129,7 @@ def foreign_file_problem(path: Path, *, strict: bool = False) -> str | None:
         return "not a regular file"
     if size == 0:
         # an empty *.sqlite may be a cache another process is creating this moment; any other
-        # empty file (an __init__.py, a placeholder) is someone's, never made a database
+        # empty file (an __init__.py, a .keep marker) belongs to someone else: never made a database
         if strict or path.suffix.lower() not in SQLITE_SUFFIXES:
             return "an existing empty file, not a genfair response cache"
         return None
