@@ -1,11 +1,13 @@
-"""Instrument readings cached like answers: each image is measured once per study.
+"""Instrument readings cached like answers: each image or text is measured once per study.
 
-A *reading* is what an instrument measured of one image, as JSON (the face instrument's
-:meth:`~genfair.instruments.face_demographics.FaceDemographics.read`). It is stored in the
+A *reading* is what an instrument measured of one image or one text, as JSON (the face
+instrument's :meth:`~genfair.instruments.face_demographics.FaceDemographics.read`, a
+sentence's TextBlob polarity: :func:`read_texts`). It is stored in the
 response cache's ``readings`` table (:meth:`~genfair.models.cache.ResponseCache.put_readings`;
 the SQLite file or the team's PostgreSQL database) under :func:`reading_key`: the SHA-256 of
 
-- the measured content's hash (an image's sha256, the image store's name for it),
+- the measured content's hash (an image's sha256, the image store's name for it; a text's
+  sha256, :func:`text_content`),
 - the instrument's name and its validated config as canonical JSON,
 - its code identity (:func:`code_identity`): the source of the modules that compute the
   reading, the versions of the packages it runs and the hashes of the weights files its
@@ -54,7 +56,10 @@ __all__ = [
     "code_identity",
     "read_images",
     "read_in_chunks",
+    "read_texts",
     "reading_key",
+    "scored_once",
+    "text_content",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,8 +81,11 @@ class InstrumentSpec:
     @classmethod
     def of(cls, name: str, instrument: Any) -> InstrumentSpec:
         """The spec of ``instrument`` (built from ``instruments.<name>``); this process uses
-        ``instrument`` for it (the latest given) rather than loading its networks again."""
-        config = instrument.config.model_dump(mode="json")
+        ``instrument`` for it (the latest given) rather than loading its networks again.
+        ``instrument.config``: its validated pydantic config, or a mapping of JSON values (a
+        text instrument's settings that change its readings)."""
+        config = instrument.config
+        config = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
         spec = cls(name, json.dumps(config, sort_keys=True, separators=(",", ":")))
         _BUILT[spec] = instrument
         adopt(spec, instrument)
@@ -186,6 +194,80 @@ def read_in_chunks(
                 on_result(start + offset, reading)
 
     return _cached(instrument, name, contents, measure, cache, chunk, problem)
+
+
+def text_content(text: str) -> str:
+    """The content hash of a text: the sha256 of its exact UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def read_texts(
+    instrument: Any,
+    name: str,
+    texts: Sequence[str],
+    compute: Callable[[list[str]], list[dict[str, Any]]],
+    cache: Any,
+    *,
+    chunk: int = 512,
+    problem: Callable[[dict[str, Any]], str | None] = lambda reading: None,
+) -> list[dict[str, Any]]:
+    """The readings of ``texts``, in order, by a text instrument (its ``config`` and
+    ``reading_identity()`` as an image instrument's): keyed by each exact text's sha256
+    (:func:`text_content`), the missing ones computed by ``compute(distinct texts)``,
+    ``chunk`` at a time, and stored as each chunk is done (:func:`read_in_chunks`)."""
+    texts = list(texts)
+    contents = [text_content(text) for text in texts]
+    return read_in_chunks(
+        instrument,
+        name,
+        contents,
+        lambda todo: compute([texts[i] for i in todo]),
+        cache,
+        chunk=chunk,
+        problem=problem,
+    )
+
+
+class CachedScores:
+    """``scorer`` (``score(texts) -> array``, one number per text) with each text's score a
+    reading (:func:`read_texts`, ``{"score": <number>}``, stored as
+    ``scorer.reading_name``), returned in ``scorer.dtype`` (default float64) so the array
+    is the one the scorer returns: JSON keeps a float's exact value."""
+
+    def __init__(self, scorer: Any, cache: Any) -> None:
+        self.scorer, self.cache = scorer, cache
+        self.name = scorer.name  # what results record as the instrument that ran
+        self.fallback_reason = getattr(scorer, "fallback_reason", None)
+
+    def score(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        dtype = getattr(self.scorer, "dtype", np.float64)
+        found = read_texts(
+            self.scorer,
+            self.scorer.reading_name,
+            texts,
+            lambda todo: [{"score": float(v)} for v in self.scorer.score(todo)],
+            self.cache,
+            problem=_not_a_score,
+        )
+        return np.array([reading["score"] for reading in found], dtype=dtype)
+
+
+def _not_a_score(reading: dict[str, Any]) -> str | None:
+    score = reading.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return f"score is {score!r}, not a number"
+    return None
+
+
+def scored_once(scorer: Any, cache: Any) -> Any:
+    """``scorer`` with its scores cached in ``cache`` (:class:`CachedScores`) when it costs
+    more than a lookup (it names its readings: ``reading_name``) and there is a cache (an
+    open store or an opener); else ``scorer`` itself, as it was."""
+    if cache is None or getattr(scorer, "reading_name", None) is None:
+        return scorer
+    return CachedScores(scorer, cache)
 
 
 OnResult = Callable[[int, dict[str, Any]], None]

@@ -58,7 +58,9 @@ class ToxicityScorer(Protocol):
 
 
 class AltProfanityCheck:
-    """Offline profanity probability (alt-profanity-check ``predict_prob``), batched."""
+    """Offline profanity probability (alt-profanity-check ``predict_prob``), batched. Not
+    cached: a sentence costs about 0.01 CPU-ms, about a lookup in the readings cache
+    (docs/architecture.md, "Readings")."""
 
     name = "alt-profanity-check"
 
@@ -88,9 +90,12 @@ def _torch_hub_checkpoints() -> Path:
 
 
 class Detoxify:
-    """Detoxify ``toxicity`` head, only from a checkpoint already on disk."""
+    """Detoxify ``toxicity`` head, only from a checkpoint already on disk. Its scores are
+    cached readings (``reading_name``; :func:`genfair.instruments.readings.scored_once`): a
+    BERT network costs milliseconds a sentence, hundreds of lookups."""
 
     name = "detoxify"
+    reading_name = "toxicity_detoxify"
 
     def __init__(
         self,
@@ -120,6 +125,17 @@ class Detoxify:
         self._model = _Detoxify(model_type, checkpoint=str(checkpoint), device=device)
         self.batch_size = batch_size
         self.fallback_reason = None
+        self.config = {"model_type": model_type, "device": device}
+        self.checkpoint = checkpoint
+
+    def reading_identity(self) -> dict[str, list[str]]:  # pragma: no cover
+        """What computes a score besides the config: this module, the packages that run
+        the network, and its checkpoint file."""
+        return {
+            "modules": [__name__],
+            "packages": ["detoxify", "torch", "transformers"],
+            "files": [str(self.checkpoint)],
+        }
 
     def score(self, sentences: Sequence[str]) -> np.ndarray:  # pragma: no cover
         sentences = list(sentences)

@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from genfair.instruments.readings import scored_once
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
@@ -130,6 +131,12 @@ ATTRIBUTES = ("gender", "race")
 MEASURING_FIELDS = (
     "gender_words", "occupations", "names", "toxicity", "confidence_level", "documents",
 )  # fmt: skip
+
+
+def _readings(ctx: StepContext | None) -> Any:
+    """Where the text instruments keep their readings: the study's response cache (an
+    opener, :attr:`StepContext.open_cache`), or None (measured every time)."""
+    return ctx.open_cache if ctx is not None else None
 
 
 def _headline(level: str, attribute: str, measure: str) -> Headline:
@@ -321,7 +328,7 @@ class NewsBias(Methodology):
         answered = (merged["status"] == "ok").to_numpy()
         refused = np.zeros(len(merged), dtype=bool)
         if answered.any():
-            detector = RefusalDetector(similarity=config.refusal_similarity)
+            detector = RefusalDetector(similarity=config.refusal_similarity, cache=_readings(ctx))
             refused[answered] = detector.detect(merged.loc[answered, "text"].fillna("").tolist())
         status = np.where(answered & refused, "refused", merged["status"].to_numpy())
         return pd.DataFrame(
@@ -346,7 +353,11 @@ class NewsBias(Methodology):
         """Refusal rate, word level and sentence level per prompt type (no resampling:
         t-intervals)."""
         counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
-        scorers = {"sentiment": TextBlobSentiment(), "toxicity": build_toxicity(config.toxicity)}
+        readings = _readings(ctx)  # the instruments that cost more than a lookup keep scores
+        scorers = {
+            "sentiment": scored_once(TextBlobSentiment(), readings),
+            "toxicity": scored_once(build_toxicity(config.toxicity), readings),
+        }
         level = config.confidence_level
         rows: list[dict[str, Any]] = []
         refusals: list[dict[str, Any]] = []
@@ -406,7 +417,9 @@ class NewsBias(Methodology):
         summary["prompt_comparison"] = tables["prompt_comparison"].to_dict("records")
         # the refusal detector's rate on the original articles: its false-positive estimate
         fp = refusal_false_positive(
-            labels, RefusalDetector(similarity=config.refusal_similarity).detect, level
+            labels,
+            RefusalDetector(similarity=config.refusal_similarity, cache=readings).detect,
+            level,
         )
         summary["refusal_false_positive"] = fp
         tables["refusal_false_positive"] = pd.DataFrame([fp])
