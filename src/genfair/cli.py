@@ -280,7 +280,7 @@ def cmd_cache_stats(args: argparse.Namespace) -> None:
         readings = cache.reading_counts()
         if readings:
             width = max([len("total"), *map(len, readings)])
-            print("instrument readings (measured once per image, config and code)")
+            print("instrument readings (measured once per image or text, config and code)")
             for name, count in readings.items():
                 print(f"  {printable(name):<{width}}  {count:>9,}")
             print(f"  {'total':<{width}}  {sum(readings.values()):>9,}")

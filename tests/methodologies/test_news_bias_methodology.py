@@ -255,3 +255,68 @@ def test_no_valid_answer_is_a_result_not_an_error(tmp_path) -> None:
     assert result.summary is not None
     empty = METHODOLOGY.metrics(labels.iloc[:0], cfg, step_context(seed=0))
     assert empty.summary is not None
+
+
+def test_text_readings_are_kept_in_the_study_cache_and_change_no_table(
+    tmp_path, corpus, monkeypatch
+) -> None:
+    """label and metrics with the study's cache (``ctx.open_cache``) write the tables they
+    write without one, and a rerun measures nothing: no TextBlob polarity, no MiniLM
+    embedding (the refusal check's openings "In my view, ..." speak as the writer and
+    report nobody)."""
+    from dataclasses import replace
+
+    from genfair.instruments import refusal, sentiment
+    from genfair.io import write_parquet
+
+    path, _, _ = corpus
+    articles = pd.read_parquet(path)
+    opening = "In my view, this is about the town. It is a fine town. "
+    articles.loc[articles.index[:3], "body"] = opening + articles["body"].iloc[:3]
+    articles.to_parquet(path)
+    cfg = config(path, refusal_similarity=0.6)
+    probes = METHODOLOGY.build_probes(cfg, seed=0)
+    with ResponseCache(tmp_path / "answers.sqlite") as cache:
+        responses = run_calls(
+            SimulatedLLM(SimulatedModelConfig(backend="simulated")),
+            cache,
+            METHODOLOGY.calls(probes, cfg, "llm"),
+            METHODOLOGY.judge,
+            seed=11,
+        )
+    measured = {"polarity": 0, "embedded": 0}
+    polarity, minilm = sentiment.sentiment, refusal.minilm()
+
+    class Counting:
+        def encode(self, texts, **kw):
+            measured["embedded"] += len(texts)
+            return minilm.encode(texts, **kw)
+
+    def counted(text):
+        measured["polarity"] += 1
+        return polarity(text)
+
+    monkeypatch.setattr(sentiment, "sentiment", counted)
+    monkeypatch.setattr(refusal, "minilm", Counting)
+
+    def steps(ctx, name):
+        labels = METHODOLOGY.label(probes, responses, cfg, ctx)
+        result = METHODOLOGY.metrics(labels, cfg, ctx)
+        tables = {"labels": labels, "scores": result.scores, **result.tables}
+        folder = tmp_path / name
+        folder.mkdir()
+        return {
+            t: write_parquet(f, folder / f"{t}.parquet").read_bytes() for t, f in tables.items()
+        }
+
+    plain = steps(step_context(), "plain")
+    assert measured["polarity"] > 0 and measured["embedded"] > 0
+    opener = lambda: ResponseCache(tmp_path / "readings.sqlite")  # noqa: E731
+    cached = replace(step_context(), open_cache=opener)
+    assert steps(cached, "first") == plain
+    measured.update(polarity=0, embedded=0)
+    assert steps(cached, "rerun") == plain
+    assert measured == {"polarity": 0, "embedded": 0}
+    with opener() as store:
+        counts = store.reading_counts()
+    assert set(counts) == {"sentiment_textblob", "refusal_similarity"}
