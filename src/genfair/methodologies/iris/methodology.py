@@ -685,7 +685,9 @@ class Iris(Methodology):
         answers = responses[responses["sector"] == "IFS-Und"]
         if len(answers):
             parts.append(
-                self._label_ifs_und(probes, answers, config or IrisConfig(), cache_dir, embedder)
+                self._label_ifs_und(
+                    probes, answers, config or IrisConfig(), cache_dir, embedder, readings
+                )
             )
         answers = responses[responses["sector"] == "BIS-Und"]
         if len(answers):
@@ -705,6 +707,7 @@ class Iris(Methodology):
         config: IrisConfig,
         cache_dir: Path | None,
         embedder: Any,
+        readings: Any = None,
     ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
@@ -724,6 +727,7 @@ class Iris(Methodology):
             cache_path=(Path(cache_dir) / "answer_mapper" / "embeddings.npz")
             if cache_dir
             else None,
+            readings=readings,
         )
         ok = (merged["status"] == "ok").to_numpy()
         mapped = mapper.map(merged.loc[ok, "text"].fillna("").tolist())

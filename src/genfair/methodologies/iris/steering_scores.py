@@ -21,7 +21,6 @@ Each column is written only when its instrument measures it; an oracle-mode inst
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.instruments.readings import read_in_chunks
+from genfair.instruments.readings import pack_vector, read_in_chunks, unpack_vector
 from genfair.io import stable_hash
 
 __all__ = ["steering_scores"]
@@ -175,14 +174,14 @@ def _embeddings(
         "image_semantics",
         [f"{s}/dino" for s in shas],
         lambda idx: [
-            {"dino": base64.b64encode(np.ascontiguousarray(e, np.float32).tobytes()).decode()}
-            for e in semantics.embed([_open(path_of(shas[i])) for i in idx])
+            {"dino": pack_vector(vector)}
+            for vector in semantics.embed([_open(path_of(shas[i])) for i in idx])
         ],
         readings,
         chunk=CHUNK,
         problem=lambda r: None if isinstance(r.get("dino"), str) else "no embedding",
     )
-    return [np.frombuffer(base64.b64decode(f["dino"]), dtype=np.float32) for f in found]
+    return [unpack_vector(f["dino"]) for f in found]
 
 
 def _references(

@@ -26,9 +26,11 @@ def label_answers(
     config: LvlmFacetConfig,
     cache_dir: Path | None = None,
     encoder: Any = None,
+    readings: Any = None,
 ) -> pd.DataFrame:
     """:meth:`~.methodology.LvlmFacet.label` (``cache_dir``: where the embeddings are kept,
-    None = in memory; ``encoder``: instead of ``config.encoder``, e.g. a test's)."""
+    None = in memory; ``encoder``: instead of ``config.encoder``, e.g. a test's;
+    ``readings``: the study's readings cache, which keeps them instead of ``cache_dir``)."""
     rows = probes[["probe_id", "person_id", "prompt", "prompt_id", "class", *ATTRIBUTES, "fixture"]]
     merged = responses[["probe_id", "status", "text"]].merge(
         rows, on="probe_id", how="left", validate="one_to_one"
@@ -54,7 +56,12 @@ def label_answers(
             continue
         cache = Path(cache_dir) / f"{kind}_embeddings.npz" if cache_dir is not None else None
         matcher = AnswerMatcher(
-            kind, encoder, labels=labels, min_similarity=config.min_similarity, cache_path=cache
+            kind,
+            encoder,
+            labels=labels,
+            min_similarity=config.min_similarity,
+            cache_path=cache,
+            readings=readings,
         )
         found = matcher.match(merged.loc[chosen, "answer"].tolist())
         for column in ("label", "similarity", "encoder"):

@@ -47,7 +47,7 @@ import re
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -173,6 +173,7 @@ class AnswerMatcher:
         label_template: str = "{}",
         answer_template: str = "{}",
         cache_path: str | Path | None = None,
+        readings: Any = None,
     ) -> None:
         if kind not in ("class", "choice"):
             raise ValueError(f"match kind {kind!r}: use 'class' or 'choice'")
@@ -192,7 +193,7 @@ class AnswerMatcher:
             raise ValueError("AnswerMatcher needs at least one label")
         self.min_similarity = min_similarity
         self.answer_template = answer_template
-        self.cache = EmbeddingCache(encoder, cache_path)
+        self.cache = EmbeddingCache(encoder, cache_path, readings=readings)
         self.encoder_name = self.cache.namespace
         self._forms: dict[str, str] = {}
         for label in self.labels:

@@ -253,7 +253,9 @@ class LvlmFacet(Methodology):
         """One row per answer: the probe's class, prompt and groups, ``status``, the
         ``answer`` and its matched ``label`` (a class, or yes / no / unknown), ``tier``,
         ``similarity`` and ``encoder``. Error rows (no answer) stay unmatched."""
-        return label_answers(probes, responses, config, Path(ctx.cache_dir) / "lvlm_facet")
+        return label_answers(
+            probes, responses, config, Path(ctx.cache_dir) / "lvlm_facet", readings=ctx.open_cache
+        )
 
     # ---- metrics@<model>-lvlm_facet
 

@@ -555,6 +555,7 @@ class OpenBias(Methodology):
             mapper = AnswerToClass(
                 threshold=config.answer_threshold,
                 cache_path=Path(ctx.cache_dir) / "answer_mapper" / "open_bias_embeddings.npz",
+                readings=ctx.open_cache,
             )
             questions = vqa[
                 ["probe_id", "bias_id", "caption_id", "sample_index", "image_probe_id", "choices"]

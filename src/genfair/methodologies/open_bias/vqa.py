@@ -91,6 +91,7 @@ class AnswerToClass:
         threshold: float | None = None,
         cache_path: str | Path | None = None,
         name: str | None = None,
+        readings: Any = None,
     ) -> None:
         if threshold is not None and not -1.0 <= threshold <= 1.0:
             raise ValueError(
@@ -102,7 +103,7 @@ class AnswerToClass:
             if not callable(encoder):
                 raise TypeError("encoder must have an encode(texts) method or be a callable")
             encoder = _CallableEncoder(encoder, name or getattr(encoder, "__name__", "encoder"))
-        self.cache = EmbeddingCache(encoder, cache_path)
+        self.cache = EmbeddingCache(encoder, cache_path, readings=readings)
         self.encoder_name = name or self.cache.namespace
         self.threshold = threshold
 
