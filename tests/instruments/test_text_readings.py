@@ -258,3 +258,32 @@ def test_cache_stats_lists_the_text_readings_per_instrument(
     assert "instrument readings (measured once per image or text" in out
     assert f"{TEXTBLOB}          5" in out
     assert f"{OpeningSimilarity.reading_name}          1" in out
+
+
+def test_answer_embeddings_are_readings_embedded_once(store_url: str) -> None:
+    """The answer matchers' :class:`EmbeddingCache` over the study's readings cache (SQLite
+    and a real PostgreSQL): the vectors the file-backed cache gives, bit for bit, each text
+    embedded once, and a new cache (a rerun) embeds nothing."""
+    from genfair.instruments.answer_mapper import (
+        READING_NAME,
+        EmbeddingCache,
+        LazyEmbedder,
+        MiniLMEmbedder,
+    )
+
+    answers = ["a nurse", "the doctor", "firefighter", "a nurse", "software developer"]
+    expected = EmbeddingCache(MiniLMEmbedder()).embed(answers)
+    opener = lambda: ResponseCache(store_url)  # noqa: E731
+    first = EmbeddingCache(MiniLMEmbedder(), readings=opener)
+    assert first.embed(answers).tobytes() == expected.tobytes()
+    assert first.encoded == 4
+    assert first.embed(answers[:2]).tobytes() == expected[:2].tobytes() and first.encoded == 4
+
+    def never() -> MiniLMEmbedder:
+        raise AssertionError("MiniLM was loaded although every embedding is a reading")
+
+    rerun = EmbeddingCache(LazyEmbedder(never, MiniLMEmbedder.name), readings=opener)
+    assert rerun.embed(answers).tobytes() == expected.tobytes() and rerun.encoded == 0
+    assert rerun.save() is None  # nothing written beside the readings
+    with ResponseCache(store_url) as store:
+        assert store.reading_counts() == {READING_NAME: 4}

@@ -309,3 +309,33 @@ def test_no_valid_answer_is_a_result_not_an_error(fixture_run) -> None:
     for rows in (labels, labels.iloc[:0]):
         result = method.metrics(rows, config, ctx)
         assert result.summary is not None
+
+
+def test_embeddings_in_the_study_readings_cache_change_no_label(
+    fixture_run, tmp_path, monkeypatch
+) -> None:
+    """With the study's cache (``ctx.open_cache``) the answers' embeddings are readings: the
+    labels are those kept in the embeddings file, and a relabelling loads no encoder."""
+    from dataclasses import replace
+
+    from genfair.instruments.answer_mapper import READING_NAME
+    from genfair.io import write_parquet
+
+    config, tmp, (probes, responses, labels, _) = fixture_run
+    opener = lambda: ResponseCache(tmp_path / "readings.sqlite")  # noqa: E731
+    ctx = replace(step_context("vlm", SEED, tmp=tmp_path), open_cache=opener)
+    method = get_methodology("lvlm_facet")
+    first = method.label(probes, responses, config, ctx)
+    with opener() as store:
+        assert store.reading_counts()[READING_NAME] > 0
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the encoder was loaded although every embedding is a reading")
+
+    monkeypatch.setattr("genfair.methodologies.lvlm_facet.matching.make_encoder", no_model)
+    again = method.label(probes, responses, config, ctx)
+    files = [
+        write_parquet(frame, tmp_path / f"labels{i}.parquet").read_bytes()
+        for i, frame in enumerate((labels, first, again))
+    ]
+    assert files[0] == files[1] == files[2]
