@@ -200,8 +200,8 @@ def opening(text: str, max_chars: int = 300, max_sentences: int = 2) -> str:
 class OpeningSimilarity:
     """The similarity check's measurement: each opening's highest cosine similarity to the
     ``exemplars`` (float32). Its scores are cached readings (``reading_name``;
-    :func:`genfair.instruments.readings.scored_once`): an opening costs about 9 CPU-ms of
-    MiniLM, about 1,300 lookups (docs/architecture.md, "Readings"); the threshold is applied
+    :func:`genfair.instruments.readings.scored_once`): an opening costs about 10 CPU-ms of
+    MiniLM, about 1,100 lookups (docs/architecture.md, "Readings"); the threshold is applied
     after, so another ``refusal_similarity`` measures nothing. The embedder is loaded only
     when an opening must be measured."""
 

@@ -23,8 +23,8 @@ class TextBlobSentiment:
     """Batch wrapper: ``score(sentences) -> np.ndarray`` of polarities in [-1, 1].
 
     Its scores are cached readings (``reading_name``;
-    :func:`genfair.instruments.readings.scored_once`): a sentence costs about 0.09 CPU-ms,
-    about 13 times a lookup in the readings cache (docs/architecture.md, "Readings")."""
+    :func:`genfair.instruments.readings.scored_once`): a sentence costs about 0.11 CPU-ms,
+    about 11 times a lookup in the readings cache (docs/architecture.md, "Readings")."""
 
     name = "textblob"
     reading_name = "sentiment_textblob"
