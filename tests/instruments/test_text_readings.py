@@ -287,3 +287,25 @@ def test_answer_embeddings_are_readings_embedded_once(store_url: str) -> None:
     assert rerun.save() is None  # nothing written beside the readings
     with ResponseCache(store_url) as store:
         assert store.reading_counts() == {READING_NAME: 4}
+
+
+def test_the_answer_mapper_maps_the_same_from_readings(
+    tmp_path: Path, occupations_table: Path
+) -> None:
+    """IRIS's answer mapper (its IFS-Und label passes the study's cache as ``readings``):
+    the same mapping as with its embeddings file, and a second mapper embeds nothing."""
+    import pandas as pd
+
+    from genfair.instruments.answer_mapper import READING_NAME, AnswerMapper, MiniLMEmbedder
+
+    table = pd.read_parquet(occupations_table)
+    answers = ["a medic who saves lives", "someone who fixes pipes", "doctor", "chef de cuisine"]
+    expected = AnswerMapper(table, MiniLMEmbedder(), cache_path=tmp_path / "e.npz").map(answers)
+    opener = lambda: ResponseCache(tmp_path / "responses.sqlite")  # noqa: E731
+    first = AnswerMapper(table, MiniLMEmbedder(), readings=opener)
+    pd.testing.assert_frame_equal(first.map(answers), expected)
+    again = AnswerMapper(table, MiniLMEmbedder(), readings=opener)
+    pd.testing.assert_frame_equal(again.map(answers), expected)
+    assert first.cache.encoded > 0 and again.cache.encoded == 0
+    with opener() as store:
+        assert store.reading_counts() == {READING_NAME: first.cache.encoded}

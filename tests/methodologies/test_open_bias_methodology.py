@@ -409,3 +409,26 @@ def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
     scores = result.scores.assign(model="m")
     assert method.figures(scores, "m") == []
     assert method.leaderboard(scores, None).empty
+
+
+def test_vqa_answer_embeddings_as_readings_change_no_label(exact, tmp_path: Path) -> None:
+    """``label`` with the study's cache (``ctx.open_cache``) keeps the VQA answers'
+    embeddings as readings: the labels are the bytes the embeddings file gave, twice."""
+    from dataclasses import replace
+
+    from genfair.instruments.answer_mapper import READING_NAME
+
+    _, probes, responses, labels, _ = exact
+    opener = lambda: ResponseCache(tmp_path / "readings.sqlite")  # noqa: E731
+    ctx = replace(step_context("t2i", SEED, tmp=tmp_path), open_cache=opener)
+    method = get_methodology("open_bias")
+    config = OpenBiasConfig.model_validate({"caption_set": str(_captions(tmp_path))})
+    expected = write_parquet(labels, tmp_path / "expected.parquet").read_bytes()
+    counts: list[dict[str, int]] = []
+    for run in ("first", "rerun"):
+        labelled = method.label(probes, responses, config, ctx)
+        again = _roundtrip(labelled, tmp_path / f"{run}.parquet")
+        assert write_parquet(again, tmp_path / f"{run}.parquet").read_bytes() == expected
+        with opener() as store:
+            counts.append(store.reading_counts())
+    assert counts[0][READING_NAME] > 0 and counts[1] == counts[0]  # the rerun embedded nothing
