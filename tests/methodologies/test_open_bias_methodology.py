@@ -411,12 +411,19 @@ def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
     assert method.leaderboard(scores, None).empty
 
 
-def test_vqa_answer_embeddings_as_readings_change_no_label(exact, tmp_path: Path) -> None:
+def test_vqa_answer_embeddings_as_readings_change_no_label(
+    exact, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``label`` with the study's cache (``ctx.open_cache``) keeps the VQA answers'
-    embeddings as readings: the labels are the bytes the embeddings file gave, twice."""
+    embeddings as readings: the labels are the bytes the embeddings file gave, twice, and
+    the rerun loads no encoder."""
     from dataclasses import replace
 
-    from genfair.instruments.answer_mapper import READING_NAME
+    from genfair.instruments.answer_mapper import READING_NAME, LazyEmbedder, MiniLMEmbedder
+    from genfair.methodologies.open_bias import vqa
+
+    def never() -> MiniLMEmbedder:
+        raise AssertionError("the encoder was loaded although every embedding is a reading")
 
     _, probes, responses, labels, _ = exact
     opener = lambda: ResponseCache(tmp_path / "readings.sqlite")  # noqa: E731
@@ -426,9 +433,13 @@ def test_vqa_answer_embeddings_as_readings_change_no_label(exact, tmp_path: Path
     expected = write_parquet(labels, tmp_path / "expected.parquet").read_bytes()
     counts: list[dict[str, int]] = []
     for run in ("first", "rerun"):
+        if run == "rerun":
+            monkeypatch.setattr(
+                vqa, "default_encoder", lambda: LazyEmbedder(never, MiniLMEmbedder.name)
+            )
         labelled = method.label(probes, responses, config, ctx)
         again = _roundtrip(labelled, tmp_path / f"{run}.parquet")
         assert write_parquet(again, tmp_path / f"{run}.parquet").read_bytes() == expected
         with opener() as store:
             counts.append(store.reading_counts())
-    assert counts[0][READING_NAME] > 0 and counts[1] == counts[0]  # the rerun embedded nothing
+    assert counts[0][READING_NAME] > 0 and counts[1] == counts[0]
