@@ -21,6 +21,11 @@ and ``Fault.moderation_blocked()`` script OpenAI's content-policy refusals. A ch
 whose content is a list (vision input) is keyed by its text parts, and every image URL it
 carries is recorded in ``image_urls``.
 
+With ``tokenize=True`` it also serves vLLM's ``POST /tokenize`` (at its root, beside
+``/v1``): ``{"count": n, "tokens": [...]}``, counting a word a token plus
+:data:`TEMPLATE_TOKENS` per chat message (its chat template); without, that route is a 404, as
+on ``transformers serve`` or a hosted API.
+
 It is bounded: delays end early when the server stops, at most ``max_recorded`` requests
 are kept, and it stops itself after ``lifetime_s`` if nobody stopped it.
 """
@@ -40,6 +45,9 @@ import pytest
 
 PATH = "/v1/chat/completions"
 IMAGES_PATH = "/v1/images/generations"
+TOKENIZE_PATH = "/tokenize"
+#: the tokens the mock's chat template adds per message (its role and an end token)
+TEMPLATE_TOKENS = 2
 
 
 @dataclass(frozen=True)
@@ -177,8 +185,10 @@ class MockOpenAI:
         prompt_faults: Mapping[str, Sequence[Fault]] | None = None,
         lifetime_s: float = 120.0,
         max_recorded: int = 10_000,
+        tokenize: bool = False,
     ):
         self.latency_s = latency_s
+        self.tokenize = tokenize
         #: fixed answer text; ``None`` echoes the last user message
         self.reply = reply
         self._faults = dict(faults or {})
@@ -360,8 +370,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         fault = mock._begin(self.path, headers, body)
         try:
-            known = self.path in (PATH, IMAGES_PATH)
-            if not known or body is None:
+            known = self.path in (PATH, IMAGES_PATH) or (
+                self.path == TOKENIZE_PATH and mock.tokenize
+            )
+            if known and body is not None and self.path == TOKENIZE_PATH:
+                status, out_headers, out = 200, {}, json.dumps(_tokenized(body)).encode()
+            elif not known or body is None:
                 status = 404 if not known else 400
                 out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
             else:
@@ -408,6 +422,17 @@ def _last_user_message(body: dict[str, Any] | None) -> str:
                 return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
             return str(content)
     return ""
+
+
+def _tokenized(body: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's tokenize answer: a word a token, :data:`TEMPLATE_TOKENS` more per message."""
+    if "messages" in body:
+        count = sum(
+            len(str(m.get("content", "")).split()) + TEMPLATE_TOKENS for m in body["messages"]
+        )
+    else:
+        count = len(str(body.get("prompt", "")).split())
+    return {"count": count, "max_model_len": 2048, "tokens": list(range(count))}
 
 
 def _image_urls(body: dict[str, Any] | None) -> list[str]:

@@ -53,6 +53,7 @@ from genfair.errors import ConfigError
 from genfair.logs import printable
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
+from genfair.models.endpoint_tokens import TokenCounter
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
 from genfair.models.redaction import key_env_refusal, redact, register_key_env
 from genfair.models.usage import valid_count
@@ -115,6 +116,10 @@ class OpenAIChatBackend(LLMBackend):
         self._backoff = wait_random_exponential(
             multiplier=config.backoff_initial_s, max=config.backoff_max_s
         )
+        #: the chat model's own tokenizer where one can be had (None: tokens are estimated)
+        self._tokens = (
+            TokenCounter.of(config, self._auth()) if isinstance(config, OpenAIModelConfig) else None
+        )
 
     def __repr__(self) -> str:
         config = self.config
@@ -138,6 +143,16 @@ class OpenAIChatBackend(LLMBackend):
             request.sampling(self.config.sampling).temperature == 0
         )
 
+    def prompt_tokens(self, request: Request) -> int | None:
+        """The prompt's tokens by the model's tokenizer (:mod:`genfair.models.endpoint_tokens`)."""
+        return None if self._tokens is None else self._tokens.prompt(request.messages)
+
+    def text_tokens(self, text: str) -> int | None:
+        return None if self._tokens is None else self._tokens.text(text)
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if requests:
             asyncio.run(self._complete_all(requests, on_done))
@@ -158,9 +173,7 @@ class OpenAIChatBackend(LLMBackend):
         more CPU than the request itself. A worker keeps its slot through backoff sleeps,
         so a rate-limited endpoint sees fewer requests, not the same number.
         """
-        headers = {"Accept-Encoding": ACCEPT_ENCODING}  # what Inflater decodes
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._auth()}  # what Inflater decodes
         async with httpx.AsyncClient(
             headers=headers,
             timeout=self.config.timeout_s,
