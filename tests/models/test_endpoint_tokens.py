@@ -105,3 +105,41 @@ def test_the_tokenizer_changes_no_cache_key_and_no_run_hash(tiny: Path) -> None:
     assert build_backend(plain).fingerprint == build_backend(counted).fingerprint
     assert model_hash(plain) == model_hash(counted)
     assert "tokenizer" not in plain.model_dump()  # unset: the config dumps as before
+
+
+def _answers(backend, prompts: dict[str, int]) -> dict[str, str | None]:  # type: ignore[no-untyped-def]
+    """Each prompt's finish reason, asked with its ``max_tokens``."""
+    got: dict[str, str | None] = {}
+    requests = [
+        Request(messages=({"role": "user", "content": p},), max_tokens=n)
+        for p, n in prompts.items()
+    ]
+    backend.complete(
+        requests, lambda r, c: got.__setitem__(r.messages[0]["content"], c.finish_reason)
+    )
+    return got
+
+
+@pytest.mark.parametrize("tokenizer", [None, "endpoint"])
+def test_an_answer_ended_on_its_last_allowed_token_is_stop_where_a_tokenizer_tells(
+    tokenizer: str | None,
+) -> None:
+    """Issue 45.6: `transformers serve` says `length` for an answer of max_tokens tokens whose
+    last is its end token (204 of 1,110); the embedded backend says `stop`. With the model's
+    tokenizer, its text (no end token) one token short of its usage is `stop`; a cut answer
+    stays `length`; without a tokenizer the server's word is kept."""
+    from tests.support.mock_openai import Fault
+
+    faults = {
+        "cut": [Fault(finish_reason="length")],  # 3 words, 3 tokens, limit 3: cut
+        "ended": [Fault(finish_reason="length", unseen_tokens=1)],  # 3 words + an end token
+        "short": [Fault(finish_reason="stop")],
+    }
+    with MockOpenAI(tokenize=True, reply="one two three", prompt_faults=faults) as server:
+        backend = build_backend(_config(base_url=server.url, tokenizer=tokenizer, max_retries=0))
+        got = _answers(backend, {"cut": 3, "ended": 4, "short": 8})
+    assert got == {
+        "cut": "length",
+        "ended": "length" if tokenizer is None else "stop",
+        "short": "stop",
+    }

@@ -69,6 +69,8 @@ class Fault:
     #: send the body with ``Transfer-Encoding: chunked`` (no Content-Length)
     chunked: bool = False
     finish_reason: str = "stop"
+    #: completion tokens its ``usage`` counts beyond the text's words (an end token)
+    unseen_tokens: int = 0
     refusal: str | None = None
     #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
     error_code: str | None = None
@@ -338,8 +340,8 @@ class MockOpenAI:
             "choices": [{"index": 0, "message": message, "finish_reason": fault.finish_reason}],
             "usage": {
                 "prompt_tokens": len(prompt.split()),
-                "completion_tokens": len(content.split()),
-                "total_tokens": len(prompt.split()) + len(content.split()),
+                "completion_tokens": len(content.split()) + fault.unseen_tokens,
+                "total_tokens": len(prompt.split()) + len(content.split()) + fault.unseen_tokens,
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
         }

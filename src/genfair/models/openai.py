@@ -42,6 +42,7 @@ import os
 import ssl
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -251,9 +252,29 @@ class OpenAIChatBackend(LLMBackend):
                 return refused
             raise Rejected(f"HTTP {status}: {error_detail(response)}")
         try:
-            return self._parse(response_json(response), latency)
+            completion = self._parse(response_json(response), latency)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
             raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
+        return await self._finished(completion, body.get("max_tokens"))
+
+    async def _finished(self, completion: Completion, limit: Any) -> Completion:
+        """``completion`` with genfair's ``finish_reason`` (docs/methodology.md, "Article
+        length"): ``length`` only where the limit cut an answer the model had not ended. A
+        server that says ``length`` for every answer of ``max_tokens`` tokens, its end token
+        counted (``transformers serve``), is told apart with the model's tokenizer
+        (``tokenizer``): an answer that ended on its last allowed token is one token longer in
+        its ``usage`` than its text, which holds no end token. Without a tokenizer (or
+        ``usage``), the server's word is kept."""
+        if (
+            self._tokens is None
+            or completion.finish_reason != "length"
+            or not isinstance(limit, int)
+            or completion.usage.get("completion_tokens") != limit
+            or not completion.text
+        ):
+            return completion
+        counted = await asyncio.to_thread(self._tokens.text, completion.text)
+        return replace(completion, finish_reason="stop") if counted == limit - 1 else completion
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
         """POST ``body`` and read the answer, refusing one larger than ``max_response_mb``
