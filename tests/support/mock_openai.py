@@ -26,12 +26,16 @@ With ``tokenize=True`` it also serves vLLM's ``POST /tokenize`` (at its root, be
 :data:`TEMPLATE_TOKENS` per chat message (its chat template); without, that route is a 404, as
 on ``transformers serve`` or a hosted API.
 
+With ``serial=True`` it answers one request at a time, as ``transformers serve`` without
+continuous batching does: the others wait their turn.
+
 It is bounded: delays end early when the server stops, at most ``max_recorded`` requests
 are kept, and it stops itself after ``lifetime_s`` if nobody stopped it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -188,9 +192,14 @@ class MockOpenAI:
         lifetime_s: float = 120.0,
         max_recorded: int = 10_000,
         tokenize: bool = False,
+        serial: bool = False,
     ):
         self.latency_s = latency_s
         self.tokenize = tokenize
+        #: held while a request is answered, when the server answers one at a time
+        self._serving: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if serial else contextlib.nullcontext()
+        )
         #: fixed answer text; ``None`` echoes the last user message
         self.reply = reply
         self._faults = dict(faults or {})
@@ -381,7 +390,8 @@ class _Handler(BaseHTTPRequestHandler):
                 status = 404 if not known else 400
                 out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
             else:
-                status, out_headers, out = mock._answer(fault, body, self.path)
+                with mock._serving:
+                    status, out_headers, out = mock._answer(fault, body, self.path)
             lead = b" " * fault.trickle_bytes  # JSON allows leading whitespace
             self.send_response(status)
             for name, value in out_headers.items():
