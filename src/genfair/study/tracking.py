@@ -219,23 +219,21 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
             data = stage_data(
                 stages, [f"{stage}@{model}-{name}" for stage in ("generate", "label", "metrics")]
             )
-            runs[f"{model}/{name}"] = (
-                _log_child(
-                    mlflow,
-                    params,
-                    layout,
-                    experiment,
-                    commit,
-                    studies,
-                    model,
-                    name,
-                    key,
-                    parent_id,
-                    data,
-                    split_metrics(ledger, layout.responses(model, name)),
-                ),
-                True,
+            run_id = _log_child(
+                mlflow,
+                params,
+                layout,
+                experiment,
+                commit,
+                studies,
+                model,
+                name,
+                key,
+                parent_id,
+                data,
+                split_metrics(ledger, layout.responses(model, name)),
             )
+            runs[f"{model}/{name}"] = (run_id, True)
             logged += 1
     _link_model_runs(client, experiment, parent_id, runs)
     log.info(
