@@ -53,6 +53,11 @@ def test_changes_in_words() -> None:
     assert "the committed study" not in described and "- + model served" in described
     assert Experiment("", {}).description() == "the study committed at HEAD: no param changed"
     assert "no committed version" in Experiment("", {}, None).description()
+    # config text is shown as it is in MLflow's Markdown (checked in its UI): no HTML, no image
+    shown = Experiment("", {"models.m.description": "![x](http://e/p.png) (was <unset>)"})
+    assert r"- models.m.description: \!\[x\](http://e/p.png) (was \<unset>)" in (
+        shown.description()
+    )
 
 
 def _study(work: Path, models: tuple[str, ...], base: dict) -> StudyParams:
@@ -114,10 +119,11 @@ def test_a_changed_study_run_links_every_model_run_it_compares(
     }
     assert parents == {"sim_a/toy_quiz": earlier.info.run_id, "sim_b/toy_quiz": latest.info.run_id}
     note = latest.data.tags["mlflow.note.content"]
-    assert note.startswith("the study changed from the one committed at HEAD:\n- + model sim_b")
+    assert note.startswith("the study changed from the one committed at HEAD:\n- + model sim\\_b")
     assert f"{MODEL_RUNS} (2):" in note
     assert f"[sim_a/toy_quiz](#/experiments/{experiment}/runs/{linked['sim_a/toy_quiz']})" in note
     assert "sim_a/toy_quiz" in note.split("unchanged: nested under")[0].splitlines()[-1]
+    assert note.index(MODEL_RUNS) < note.index("params changed:")  # the links above the list
     # a rerun logs nothing and rewrites no link
     track_study(second, Layout(tmp_path))
     again = client.get_run(latest.info.run_id).data.tags

@@ -13,6 +13,7 @@ committed study (``params.yaml`` at the baseline commit) go into tags and the de
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,8 @@ def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) ->
 
 #: the longest name a study run gets (MLflow's limit is 500; a run table shows about 60)
 MAX_RUN_NAME = 80
+#: where a study run's description begins its key-by-key list of the changed params
+PARAMS_CHANGED = "\n\nparams changed:"
 #: the changed params a study run's description lists (all are its ``genfair.changed.*`` tags)
 MAX_LISTED = 40
 #: the blocks of params.yaml whose keys name a model, methodology, curation or instrument
@@ -243,15 +246,25 @@ class Experiment:
             lines.append(f"the study committed at {self.baseline}: no param changed")
         else:
             lines.append(f"the study changed from the one committed at {self.baseline}:")
-            lines += [f"- {phrase}" for phrase in in_words(self.changes)]
-            lines += ["", "params changed:"]
+            lines += [f"- {_inert(phrase)}" for phrase in in_words(self.changes)]
+            lines += ["", PARAMS_CHANGED.strip()]
             listed = list(self.changes.items())[:MAX_LISTED]
-            lines += [f"- {key}: {value}" for key, value in listed]
+            lines += [f"- {_inert(key)}: {_inert(value)}" for key, value in listed]
             if len(self.changes) > MAX_LISTED:
                 lines.append(
                     f"- … and {len(self.changes) - MAX_LISTED} more (tags genfair.changed.*)"
                 )
         return "\n".join(lines)
+
+
+#: what MLflow's UI would read as markup in a description (a link, an image, HTML, emphasis)
+_MARKUP = re.compile(r"([\\`*_\[\]<!#|~])")
+
+
+def _inert(text: str) -> str:
+    """``text`` (a param's key or value: config text) shown as it is in MLflow's Markdown
+    description: ``<unset>`` is no HTML tag, a model's ``![x](http://...)`` no image."""
+    return _MARKUP.sub(r"\\\1", text)
 
 
 def current_experiment(root: Path, params_file: Path) -> Experiment:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import subprocess
 import tempfile
 from dataclasses import asdict
@@ -418,6 +419,7 @@ def _log_child(
 
 #: where a study run's description lists its model runs (issue 45.4)
 MODEL_RUNS = "model runs it compares"
+_LINKS = re.compile(rf"\n\n{MODEL_RUNS} \(\d+\):(\n- [^\n]*)*")
 
 
 def _link_model_runs(
@@ -427,15 +429,18 @@ def _link_model_runs(
     (``genfair.model_run.<model>/<methodology>``: the run id) and a list of links in its
     description. A model run unchanged since an earlier study stays nested under the study run
     that logged it (MLflow gives a run one parent): the list says so."""
+    from genfair.study.lineage import PARAMS_CHANGED  # mlflow: see track_study
+
     run = client.get_run(parent_id)
-    note = run.data.tags.get("mlflow.note.content", "").split(f"\n\n{MODEL_RUNS}")[0]
-    lines = [
+    note = _LINKS.sub("", run.data.tags.get("mlflow.note.content", ""))
+    links = f"\n\n{MODEL_RUNS} ({len(runs)}):\n" + "\n".join(
         f"- [{name}](#/experiments/{experiment}/runs/{run_id})"
         + ("" if nested else " (unchanged: nested under the earlier study run that logged it)")
         for name, (run_id, nested) in sorted(runs.items())
-    ]
+    )
+    head, listed, changes = note.partition(PARAMS_CHANGED)  # the links before the long list
     wanted = {
-        "mlflow.note.content": f"{note}\n\n{MODEL_RUNS} ({len(runs)}):\n" + "\n".join(lines),
+        "mlflow.note.content": head + links + listed + changes,
         **{mlflow_key(f"genfair.model_run.{name}"): run_id for name, (run_id, _) in runs.items()},
     }
     for tag, value in wanted.items():
