@@ -25,7 +25,7 @@ from genfair.models.base import ESTIMATE_RULE, Completion
 from genfair.models.config import MAX_RESPONSE_MB
 from genfair.study.answers import cache_opener
 from genfair.study.layout import Layout
-from genfair.study.plan import plan, totals
+from genfair.study.plan import check_budget, plan, totals
 from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
@@ -649,8 +649,6 @@ def test_a_damaged_saved_plan_is_planned_again(base: dict, tmp_path: Path) -> No
 
 
 def test_a_budgets_share_is_the_limits_less_the_other_runs_plan(base: dict) -> None:
-    from genfair.study.plan import check_budget
-
     params = _params(base, {"max_cost": 100.0, "max_calls": 50}, price={"input_per_million": 1e3})
     rows = {r.model: r for r in plan(params)}
     share = check_budget(params, ("endpoint", "toy_quiz"))
@@ -755,6 +753,10 @@ def test_re_asks_are_planned_at_their_maximum_by_the_runners_rule(base: dict) ->
     assert (row.to_send, row.reasks_max, row.reasks_expected) == (QUESTIONS, 0, 0)
     (row,) = plan(capped, models=["endpoint"])
     assert (row.to_send, row.reasks_max) == (2 * QUESTIONS, QUESTIONS)
+    # the budget holds the plan to its maximum, and says how to lower it
+    over = _reasking(base, {"max_calls": 5 * QUESTIONS})
+    with pytest.raises(ConfigError, match=r"sends 72 calls at most \(48 calls of it re-asks.*"):
+        check_budget(over)
 
 
 def test_the_caches_answers_give_the_expected_re_asks_and_the_plan_bounds_the_bill(

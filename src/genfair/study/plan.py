@@ -551,15 +551,16 @@ def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
     (``limits``), or cannot be bounded by them, in words; ``None`` within them."""
     total = totals(rows)
     over = None
+    reasks = (
+        f" at most ({total['reasks_max']:,} calls of it re-asks, the most the models' "
+        "max_attempts allow: a model's `max_attempts` or `deterministic` lowers them)"
+        if total["reasks_max"]
+        else ""
+    )
     if limits.max_calls is not None and total["to_send"] > limits.max_calls:
         over = (
             f"generation.max_calls is {limits.max_calls:,} and the plan sends "
-            f"{total['to_send']:,} calls"
-            + (
-                f" at most ({total['reasks_max']:,} of them re-asks, the most max_attempts allow)"
-                if total["reasks_max"]
-                else ""
-            )
+            f"{total['to_send']:,} calls{reasks}"
         )
     elif limits.max_cost is not None and total["to_send"]:
         unpriced = sorted({r.model for r in rows if r.to_send and r.cost is None})
@@ -576,7 +577,8 @@ def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
             )
         elif total["cost"] > limits.max_cost:
             over = (
-                f"generation.max_cost is {limits.max_cost:g} and the plan costs {total['cost']:.4g}"
+                f"generation.max_cost is {limits.max_cost:g} and the plan costs "
+                f"{total['cost']:.4g}{reasks}"
             )
     if over is None and limits.max_disk_gb is not None:
         over = _over_disk(rows, limits.max_disk_gb)
