@@ -246,6 +246,12 @@ def cmd_try(args: argparse.Namespace) -> None:
     summary = compute_metrics(params, args.model, args.methodology, layout, log_scores=False)
     print(brief(read_parquet(layout.metrics(args.model, args.methodology) / "scores.parquet")))
     print(f"\noutputs under {layout.data}; summary: {summary}")
+    from genfair.models.config import OpenAIModelConfig
+
+    if args.speed and isinstance(params.model(args.model), OpenAIModelConfig):
+        from genfair.models.speed import measure
+
+        print("\n" + measure(params.model(args.model)).summary())
 
 
 def _cache(target: str | None, images: str | None) -> Any:
@@ -438,6 +444,12 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default=None, help="where outputs go (default .genfair/try in the repository root)"
     )
     p.add_argument("-o", "--override", action="append", default=[], help="extra Hydra overrides")
+    p.add_argument(
+        "--no-speed",
+        dest="speed",
+        action="store_false",
+        help="skip the endpoint's speed probe (a few calls at 1 and at its concurrency)",
+    )
     p.set_defaults(func=cmd_try)
     p = sub.add_parser(
         "fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)"

@@ -132,11 +132,17 @@ def test_a_dvc_experiment_names_the_study_run(
         "genfair.experiment": "lumpy-kits",
         "genfair.changed.methodologies.m.k": "0 (was 0.5)",
     }
-    assert exp.description() == "DVC experiment lumpy-kits\n- methodologies.m.k: 0 (was 0.5)"
+    assert exp.description() == (
+        "DVC experiment lumpy-kits\n"
+        "the study changed from the one committed at HEAD:\n"
+        "- methodology m: k 0 (was 0.5)\n\n"
+        "params changed:\n"
+        "- methodologies.m.k: 0 (was 0.5)"
+    )
     monkeypatch.delenv("DVC_EXP_NAME")
     assert (
         current_experiment(tmp_path, tmp_path / "params.yaml").run_name("study-smoke", KEY)
-        == "study-smoke (methodologies.m.k) 0123abcd"
+        == "study-smoke (methodology m: k 0 (was 0.5)) 0123abcd"
     )
 
 
@@ -146,7 +152,8 @@ def test_run_names_are_bounded_and_distinct() -> None:
     with the run's content key."""
     edit = Experiment("", {f"methodologies.news_bias.key_{i}": "1 (was 0)" for i in range(40)})
     name = edit.run_name("study-default", "f" * 64)
-    assert len(name) == MAX_RUN_NAME and name.startswith("study-default (methodologies.")
+    assert len(name) == MAX_RUN_NAME
+    assert name.startswith("study-default (methodology news_bias: key_0, key_1")
     assert name.endswith("… ffffffff")
     first, second = Experiment("", {}), Experiment("", {})
     assert first.run_name("study-default", "1" * 64) != second.run_name("study-default", KEY)

@@ -25,7 +25,7 @@ from genfair.models.base import ESTIMATE_RULE, Completion
 from genfair.models.config import MAX_RESPONSE_MB
 from genfair.study.answers import cache_opener
 from genfair.study.layout import Layout
-from genfair.study.plan import plan, totals
+from genfair.study.plan import check_budget, plan, totals
 from genfair.study.steps import generate, make_probes
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
@@ -640,12 +640,15 @@ def test_a_damaged_saved_plan_is_planned_again(base: dict, tmp_path: Path) -> No
     saved.write_text('{"params": "x", "rows": [{"nope": 1}]}')
     make_probes(params, "toy_quiz", layout)
     generate(params, "simulated_llm", "toy_quiz", layout)
-    assert json.loads(saved.read_text())["params"] == budget.params_digest(params)
+    state = json.loads(saved.read_text())
+    assert state["params"] == budget.params_digest(params)
+    # a plan an earlier genfair saved (no re-asks planned) is planned again, not reused
+    saved.write_text(json.dumps({**state, "version": 1}))
+    generate(params, "simulated_llm", "toy_quiz", layout)
+    assert json.loads(saved.read_text())["version"] == budget.PLAN_VERSION
 
 
 def test_a_budgets_share_is_the_limits_less_the_other_runs_plan(base: dict) -> None:
-    from genfair.study.plan import check_budget
-
     params = _params(base, {"max_cost": 100.0, "max_calls": 50}, price={"input_per_million": 1e3})
     rows = {r.model: r for r in plan(params)}
     share = check_budget(params, ("endpoint", "toy_quiz"))
@@ -696,3 +699,124 @@ def test_a_plan_that_cannot_be_saved_costs_a_warning(
     make_probes(params, "toy_quiz", layout)
     assert generate(params, "simulated_llm", "toy_quiz", layout).is_file()
     assert "the study's plan was not saved" in caplog.text
+
+
+# ---- issue 45.1: the plan bounds the bill (re-asks planned; tokens from the model's tokenizer)
+
+
+class Reasking(Quiz):
+    """The quiz with the paper-style re-ask: an invalid or refused answer asked again, up to
+    3 attempts."""
+
+    name = "toy_reasking"
+
+    def calls(self, probes, config, modality):  # type: ignore[no-untyped-def]
+        import dataclasses
+
+        return [
+            dataclasses.replace(c, max_attempts=3) for c in super().calls(probes, config, modality)
+        ]
+
+
+#: the simulator answers half the quiz invalid: re-asks the cache then shows
+HALF_INVALID = {"accuracy": 0.8, "invalid_rate": 0.5}
+
+
+def _reasking(base: dict, generation: dict | None = None, **endpoint) -> StudyParams:
+    register(Reasking)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {Reasking.name: {"questions": QUESTIONS, "simulated": HALF_INVALID}}
+    raw["models"]["endpoint"] = {**ENDPOINT, **endpoint}
+    raw["generation"] = generation or {}
+    return StudyParams.model_validate(with_runs(raw))
+
+
+def test_re_asks_are_planned_at_their_maximum_by_the_runners_rule(base: dict) -> None:
+    """Issue 45.1: 1,110 calls planned, 1,506 sent. Each call may take max_attempts - 1
+    re-asks, except on a model declared deterministic at temperature 0 (the re-ask would
+    repeat itself) and within a model's own max_attempts."""
+    from genfair.study.plan import table
+
+    rows = {r.model: r for r in plan(_reasking(base))}
+    for row in rows.values():
+        assert (row.to_send, row.reasks_max, row.reasks_expected) == (
+            3 * QUESTIONS,
+            2 * QUESTIONS,
+            None,  # nothing cached: no rate observed
+        )
+    assert rows["endpoint"].completion_tokens_max == 20 * 3 * QUESTIONS
+    text = table(list(rows.values()))
+    assert f"≤{2 * QUESTIONS}" in text and "re-asks at most 24 (max_attempts - 1" in text
+    greedy = _reasking(base, deterministic=True, sampling={"temperature": 0.0, "max_tokens": 20})
+    capped = _reasking(base, max_attempts=2)
+    (row,) = plan(greedy, models=["endpoint"])
+    assert (row.to_send, row.reasks_max, row.reasks_expected) == (QUESTIONS, 0, 0)
+    (row,) = plan(capped, models=["endpoint"])
+    assert (row.to_send, row.reasks_max) == (2 * QUESTIONS, QUESTIONS)
+    # the budget holds the plan to its maximum, and says how to lower it
+    over = _reasking(base, {"max_calls": 5 * QUESTIONS})
+    with pytest.raises(ConfigError, match=r"sends 72 calls at most \(48 calls of it re-asks.*"):
+        check_budget(over)
+
+
+def test_the_caches_answers_give_the_expected_re_asks_and_the_plan_bounds_the_bill(
+    base: dict, tmp_path: Path
+) -> None:
+    """Half the probes answered (and re-asked) into the cache: the plan expects the other
+    half to need as many re-asks per first ask; the whole run then sends no more than the
+    plan's bound, at least its first asks."""
+    import pandas as pd
+
+    from genfair.models.usage import read_ledger
+    from genfair.params import usage_ledger
+
+    params, layout = _reasking(base), Layout(tmp_path)
+    make_probes(params, Reasking.name, layout)
+    half = QUESTIONS // 2
+    generate(params, "simulated_llm", Reasking.name, layout, limit=half)
+    answered = pd.read_parquet(layout.responses("simulated_llm", Reasking.name))
+    reasked = int((answered["attempts"] - 1).sum())
+    assert reasked > 0  # the simulator's invalid answers were asked again
+    (row,) = plan(params, models=["simulated_llm"])
+    assert row.cached == half + reasked
+    assert row.reasks_max == 2 * half and row.to_send == 3 * half
+    assert row.reasks_expected == min(2 * half, round(half * reasked / half))
+    assert f"{reasked} re-asks per {half} cached first asks" in row.reask_rule
+    generate(params, "simulated_llm", Reasking.name, layout)
+    whole = read_ledger(usage_ledger(params.cache))[-1]["sent"].calls
+    assert half <= whole <= row.to_send
+
+
+def test_a_tokenizer_counts_the_plans_prompts_and_an_estimate_is_marked(
+    base: dict, tmp_path: Path
+) -> None:
+    """Issue 45.1: prompt tokens estimated at 4 characters a token were 23% low. With the
+    model's tokenizer (here its local folder) the plan counts as the endpoint will; without
+    one the row's count is marked an estimate."""
+    from transformers import AutoTokenizer
+
+    from genfair.models.usage import TOKENIZER_RULE
+    from genfair.study.plan import table
+    from tests.support.tiny_models import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "llama")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    prompts = Quiz().build_probes(Quiz.Config(questions=QUESTIONS), base["seed"])["prompt"]
+    expected = sum(
+        len(tokenizer(t, add_special_tokens=False)["input_ids"])
+        for t in (
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
+            )
+            for p in prompts
+        )
+    )
+    rows = {r.model: r for r in plan(_params(base, tokenizer=str(folder)))}
+    assert (rows["endpoint"].prompt_tokens, rows["endpoint"].token_rule) == (
+        expected,
+        TOKENIZER_RULE,
+    )
+    lines = table(list(rows.values())).splitlines()
+    assert "~" not in next(line for line in lines if line.startswith("endpoint"))
+    assert "~" in next(line for line in lines if line.startswith("simulated_llm"))
+    assert "(~: estimated; the model's `tokenizer` counts them" in "\n".join(lines)

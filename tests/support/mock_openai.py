@@ -21,12 +21,21 @@ and ``Fault.moderation_blocked()`` script OpenAI's content-policy refusals. A ch
 whose content is a list (vision input) is keyed by its text parts, and every image URL it
 carries is recorded in ``image_urls``.
 
+With ``tokenize=True`` it also serves vLLM's ``POST /tokenize`` (at its root, beside
+``/v1``): ``{"count": n, "tokens": [...]}``, counting a word a token plus
+:data:`TEMPLATE_TOKENS` per chat message (its chat template); without, that route is a 404, as
+on ``transformers serve`` or a hosted API.
+
+With ``serial=True`` it answers one request at a time, as ``transformers serve`` without
+continuous batching does: the others wait their turn.
+
 It is bounded: delays end early when the server stops, at most ``max_recorded`` requests
 are kept, and it stops itself after ``lifetime_s`` if nobody stopped it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -40,6 +49,9 @@ import pytest
 
 PATH = "/v1/chat/completions"
 IMAGES_PATH = "/v1/images/generations"
+TOKENIZE_PATH = "/tokenize"
+#: the tokens the mock's chat template adds per message (its role and an end token)
+TEMPLATE_TOKENS = 2
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,8 @@ class Fault:
     #: send the body with ``Transfer-Encoding: chunked`` (no Content-Length)
     chunked: bool = False
     finish_reason: str = "stop"
+    #: completion tokens its ``usage`` counts beyond the text's words (an end token)
+    unseen_tokens: int = 0
     refusal: str | None = None
     #: ``error.code`` of an error response (e.g. ``content_policy_violation``)
     error_code: str | None = None
@@ -177,8 +191,15 @@ class MockOpenAI:
         prompt_faults: Mapping[str, Sequence[Fault]] | None = None,
         lifetime_s: float = 120.0,
         max_recorded: int = 10_000,
+        tokenize: bool = False,
+        serial: bool = False,
     ):
         self.latency_s = latency_s
+        self.tokenize = tokenize
+        #: held while a request is answered, when the server answers one at a time
+        self._serving: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if serial else contextlib.nullcontext()
+        )
         #: fixed answer text; ``None`` echoes the last user message
         self.reply = reply
         self._faults = dict(faults or {})
@@ -328,8 +349,8 @@ class MockOpenAI:
             "choices": [{"index": 0, "message": message, "finish_reason": fault.finish_reason}],
             "usage": {
                 "prompt_tokens": len(prompt.split()),
-                "completion_tokens": len(content.split()),
-                "total_tokens": len(prompt.split()) + len(content.split()),
+                "completion_tokens": len(content.split()) + fault.unseen_tokens,
+                "total_tokens": len(prompt.split()) + len(content.split()) + fault.unseen_tokens,
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
         }
@@ -360,12 +381,17 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         fault = mock._begin(self.path, headers, body)
         try:
-            known = self.path in (PATH, IMAGES_PATH)
-            if not known or body is None:
+            known = self.path in (PATH, IMAGES_PATH) or (
+                self.path == TOKENIZE_PATH and mock.tokenize
+            )
+            if known and body is not None and self.path == TOKENIZE_PATH:
+                status, out_headers, out = 200, {}, json.dumps(_tokenized(body)).encode()
+            elif not known or body is None:
                 status = 404 if not known else 400
                 out_headers, out = {}, json.dumps({"error": {"message": "bad request"}}).encode()
             else:
-                status, out_headers, out = mock._answer(fault, body, self.path)
+                with mock._serving:
+                    status, out_headers, out = mock._answer(fault, body, self.path)
             lead = b" " * fault.trickle_bytes  # JSON allows leading whitespace
             self.send_response(status)
             for name, value in out_headers.items():
@@ -408,6 +434,17 @@ def _last_user_message(body: dict[str, Any] | None) -> str:
                 return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
             return str(content)
     return ""
+
+
+def _tokenized(body: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's tokenize answer: a word a token, :data:`TEMPLATE_TOKENS` more per message."""
+    if "messages" in body:
+        count = sum(
+            len(str(m.get("content", "")).split()) + TEMPLATE_TOKENS for m in body["messages"]
+        )
+    else:
+        count = len(str(body.get("prompt", "")).split())
+    return {"count": count, "max_model_len": 2048, "tokens": list(range(count))}
 
 
 def _image_urls(body: dict[str, Any] | None) -> list[str]:

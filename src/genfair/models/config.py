@@ -81,7 +81,7 @@ class DecodingOverride(Strict):
 
 #: model config keys that say where or how fast a model runs, or what it costs, not what it
 #: answers: outside the hashes and records that decide whether a stage reruns
-PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price", "replica"})
+PLACEMENT_KEYS = frozenset({"worker_resources", "rate_limit", "price", "replica", "tokenizer"})
 
 
 class Price(Strict):
@@ -271,9 +271,16 @@ class OpenAIModelConfig(_ModelBase, _OpenAIEndpoint, _Declared):
     """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, TGI, Ollama...)."""
 
     system_prompt: str | None = None
+    #: what counts its tokens for ``genfair plan`` (:mod:`genfair.models.endpoint_tokens`):
+    #: a local tokenizer folder (or a hub id already in the local Hugging Face cache), or
+    #: ``endpoint`` for the server's ``/tokenize`` route (vLLM); ``None``: the ``model_id``'s
+    #: folder when it is a local one, else 4 characters a token (labelled an estimate).
+    #: Changes no answer: outside the cache key and the run hashes
+    tokenizer: str | None = Field(None, min_length=1, max_length=1000)
     quiet_defaults: ClassVar[dict[str, Any]] = {
         **_UnderTest.quiet_defaults,
         **_Declared.quiet_defaults,
+        "tokenizer": None,
     }
 
 

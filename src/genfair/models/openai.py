@@ -42,6 +42,7 @@ import os
 import ssl
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -53,6 +54,7 @@ from genfair.errors import ConfigError
 from genfair.logs import printable
 from genfair.models.base import Completion, LLMBackend, OnDone, Request
 from genfair.models.config import OpenAIModelConfig
+from genfair.models.endpoint_tokens import TokenCounter
 from genfair.models.rate_limit import LocalWindow, Window, parse_rate, rate_name
 from genfair.models.redaction import key_env_refusal, redact, register_key_env
 from genfair.models.usage import valid_count
@@ -115,6 +117,10 @@ class OpenAIChatBackend(LLMBackend):
         self._backoff = wait_random_exponential(
             multiplier=config.backoff_initial_s, max=config.backoff_max_s
         )
+        #: the chat model's own tokenizer where one can be had (None: tokens are estimated)
+        self._tokens = (
+            TokenCounter.of(config, self._auth()) if isinstance(config, OpenAIModelConfig) else None
+        )
 
     def __repr__(self) -> str:
         config = self.config
@@ -138,6 +144,16 @@ class OpenAIChatBackend(LLMBackend):
             request.sampling(self.config.sampling).temperature == 0
         )
 
+    def prompt_tokens(self, request: Request) -> int | None:
+        """The prompt's tokens by the model's tokenizer (:mod:`genfair.models.endpoint_tokens`)."""
+        return None if self._tokens is None else self._tokens.prompt(request.messages)
+
+    def text_tokens(self, text: str) -> int | None:
+        return None if self._tokens is None else self._tokens.text(text)
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
     def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if requests:
             asyncio.run(self._complete_all(requests, on_done))
@@ -158,9 +174,7 @@ class OpenAIChatBackend(LLMBackend):
         more CPU than the request itself. A worker keeps its slot through backoff sleeps,
         so a rate-limited endpoint sees fewer requests, not the same number.
         """
-        headers = {"Accept-Encoding": ACCEPT_ENCODING}  # what Inflater decodes
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._auth()}  # what Inflater decodes
         async with httpx.AsyncClient(
             headers=headers,
             timeout=self.config.timeout_s,
@@ -238,9 +252,29 @@ class OpenAIChatBackend(LLMBackend):
                 return refused
             raise Rejected(f"HTTP {status}: {error_detail(response)}")
         try:
-            return self._parse(response_json(response), latency)
+            completion = self._parse(response_json(response), latency)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:  # a server hiccup
             raise _Transient(f"malformed response: {_describe(exc)}"[:_DETAIL_CHARS]) from exc
+        return await self._finished(completion, body.get("max_tokens"))
+
+    async def _finished(self, completion: Completion, limit: Any) -> Completion:
+        """``completion`` with genfair's ``finish_reason`` (docs/methodology.md, "Article
+        length"): ``length`` only where the limit cut an answer the model had not ended. A
+        server that says ``length`` for every answer of ``max_tokens`` tokens, its end token
+        counted (``transformers serve``), is told apart with the model's tokenizer
+        (``tokenizer``): an answer that ended on its last allowed token is one token longer in
+        its ``usage`` than its text, which holds no end token. Without a tokenizer (or
+        ``usage``), the server's word is kept."""
+        if (
+            self._tokens is None
+            or completion.finish_reason != "length"
+            or not isinstance(limit, int)
+            or completion.usage.get("completion_tokens") != limit
+            or not completion.text
+        ):
+            return completion
+        counted = await asyncio.to_thread(self._tokens.text, completion.text)
+        return replace(completion, finish_reason="stop") if counted == limit - 1 else completion
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
         """POST ``body`` and read the answer, refusing one larger than ``max_response_mb``

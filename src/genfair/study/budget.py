@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: the plan a budgeted ``generate`` saved, in the cache folder
 PLAN_FILE = "budget-plan.json"
+#: how the saved plan counts (2: re-asks at their maximum, issue 45.1): another is planned again
+PLAN_VERSION = 2
 
 
 def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | None:
@@ -74,6 +76,7 @@ def stage_budget(params: StudyParams, model: str, methodology: str) -> Budget | 
     rows = plan(params)
     refuse_over(limits, rows)
     state = {
+        "version": PLAN_VERSION,
         "params": digest,
         "entries": entries,
         "ledger_bytes": ledger_bytes,
@@ -125,6 +128,8 @@ def _read(path: Path) -> dict[str, Any] | None:
     """The saved plan, its rows as :class:`PlanRow`; None: none, or damaged (planned again)."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved["version"] != PLAN_VERSION:
+            return None
         return {
             "params": str(saved["params"]),
             "entries": int(saved["entries"]),

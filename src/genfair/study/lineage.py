@@ -13,6 +13,7 @@ committed study (``params.yaml`` at the baseline commit) go into tags and the de
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ import yaml
 from mlflow.data.dataset_source import DatasetSource
 
 from genfair.names import flatten, mlflow_key
+from genfair.study.selection import COMPUTED
 from genfair.yaml_guard import check_yaml, read_yaml
 
 #: libyaml's loader where PyYAML has it (a study's dvc.lock has thousands of lines)
@@ -147,6 +149,56 @@ def changed_params(current: dict[str, Any], committed: dict[str, Any] | None) ->
 
 #: the longest name a study run gets (MLflow's limit is 500; a run table shows about 60)
 MAX_RUN_NAME = 80
+#: where a study run's description begins its key-by-key list of the changed params
+PARAMS_CHANGED = "\n\nparams changed:"
+#: the changed params a study run's description lists (all are its ``genfair.changed.*`` tags)
+MAX_LISTED = 40
+#: the blocks of params.yaml whose keys name a model, methodology, curation or instrument
+_NAMED = {
+    "models": "model",
+    "methodologies": "methodology",
+    "curation": "curation",
+    "instruments": "instrument",
+}
+
+
+def in_words(changes: dict[str, str]) -> list[str]:
+    """What ``changes`` (:func:`changed_params`) did to the study, a phrase each: a model or
+    methodology added (``+ model m``), removed (``- model m``) or changed (with its keys),
+    another param with its value; params.yaml's computed blocks (``digests``, ``runs``...) only
+    where nothing the user sets explains them (a methodology's code changed)."""
+    named: dict[tuple[str, str], list[str]] = {}
+    plain, computed = [], set()
+    for key, value in changes.items():
+        head, _, rest = key.partition(".")
+        if head in _NAMED and rest:
+            name, _, sub = rest.partition(".")
+            named.setdefault((head, name), []).append(f"{sub or name}={value}")
+        elif head in COMPUTED:
+            parts = key.split(".")
+            if head == "digests" and len(parts) > 2 and parts[1] in _NAMED:
+                computed.add((parts[1], parts[2]))
+        else:
+            plain.append(f"{key} {value}")
+    phrases = []
+    for (head, name), subs in named.items():
+        kind = _NAMED[head]
+        if all(sub.endswith("(was <unset>)") for sub in subs):
+            phrases.append(f"+ {kind} {name}")
+        elif all("=<unset> (was " in sub for sub in subs):
+            phrases.append(f"- {kind} {name}")
+        elif len(subs) == 1:
+            key, _, value = subs[0].partition("=")
+            phrases.append(f"{kind} {name}: {key} {value}")
+        else:
+            phrases.append(f"{kind} {name}: {', '.join(sub.partition('=')[0] for sub in subs)}")
+    phrases += plain
+    phrases += [
+        f"{_NAMED[head]} {name}: its code or inputs"
+        for head, name in sorted(computed)
+        if (head, name) not in named
+    ]
+    return phrases
 
 
 @dataclass(frozen=True)
@@ -156,6 +208,8 @@ class Experiment:
 
     name: str
     changes: dict[str, str]
+    #: the git revision whose params.yaml the changes are from (None: none to compare with)
+    baseline: str | None = "HEAD"
 
     def tags(self) -> dict[str, str]:
         # a changed key is a config key (an extra_body key is the endpoint's): mapped to a tag
@@ -176,17 +230,41 @@ class Experiment:
         studies were both ``study-default``)."""
         tail = f" {key[:8]}"
         room = MAX_RUN_NAME - len(base) - len(tail)
-        label = self.name or (f"({', '.join(self.changes)})" if self.changes else "")
+        words = in_words(self.changes)
+        label = self.name or (f"({'; '.join(words)})" if words else "")
         if len(label) > room - 1:  # the space before the label
             label = label[: room - 2] + "…" if room > 2 else ""
         return f"{base} {label}{tail}" if label else f"{base}{tail}"
 
     def description(self) -> str:
-        lines = [f"DVC experiment {self.name}" if self.name else "the committed study"]
-        lines += [f"- {key}: {value}" for key, value in self.changes.items()] or [
-            "- no param changed"
-        ]
+        """What the study run is: its DVC experiment, and how its params differ from the
+        study committed at :attr:`baseline`, in words, then key by key (bounded)."""
+        lines = [f"DVC experiment {self.name}"] if self.name else []
+        if self.baseline is None:
+            lines.append("params.yaml has no committed version to compare with (not in git)")
+        elif not self.changes:
+            lines.append(f"the study committed at {self.baseline}: no param changed")
+        else:
+            lines.append(f"the study changed from the one committed at {self.baseline}:")
+            lines += [f"- {_inert(phrase)}" for phrase in in_words(self.changes)]
+            lines += ["", PARAMS_CHANGED.strip()]
+            listed = list(self.changes.items())[:MAX_LISTED]
+            lines += [f"- {_inert(key)}: {_inert(value)}" for key, value in listed]
+            if len(self.changes) > MAX_LISTED:
+                lines.append(
+                    f"- … and {len(self.changes) - MAX_LISTED} more (tags genfair.changed.*)"
+                )
         return "\n".join(lines)
+
+
+#: what MLflow's UI would read as markup in a description (a link, an image, HTML, emphasis)
+_MARKUP = re.compile(r"([\\`*_\[\]<!#|~])")
+
+
+def _inert(text: str) -> str:
+    """``text`` (a param's key or value: config text) shown as it is in MLflow's Markdown
+    description: ``<unset>`` is no HTML tag, a model's ``![x](http://...)`` no image."""
+    return _MARKUP.sub(r"\\\1", text)
 
 
 def current_experiment(root: Path, params_file: Path) -> Experiment:
@@ -194,7 +272,9 @@ def current_experiment(root: Path, params_file: Path) -> Experiment:
     ``params_file`` that differ from ``params.yaml`` at ``DVC_EXP_BASELINE_REV`` (else HEAD)."""
     current = read_yaml(params_file) if params_file.is_file() else {}
     rev = os.environ.get("DVC_EXP_BASELINE_REV") or "HEAD"
+    committed = committed_params(root, rev)
     return Experiment(
         os.environ.get("DVC_EXP_NAME", ""),
-        changed_params(current or {}, committed_params(root, rev)),
+        changed_params(current or {}, committed),
+        rev if committed is not None else None,
     )

@@ -5,9 +5,15 @@ Each selected run (model x methodology of ``runs``) builds its probes in memory 
 response cache, with two stand-ins: a read-only view of the cache (lookups are the real
 ones, with the runner's own key computation, so "already cached" is exact; no claim is
 taken and nothing is stored) and an executor that sends nothing. Each call the runner would
-send is counted (its prompt tokens with the model's own tokenizer where the backend has one,
-else :func:`~genfair.models.base.estimated_tokens`, its token limit, an image for a
-text-to-image model) and answered with an ``error`` that is never cached. A methodology
+send is counted (its prompt tokens with the model's own tokenizer where one can be had:
+a local model's, or an endpoint model's ``tokenizer``, :mod:`genfair.models.endpoint_tokens`;
+else :func:`~genfair.models.base.estimated_tokens`, marked ``~`` in the table; its token
+limit, an image for a text-to-image model) and answered ``refused``, never cached: the one
+answer the runner asks every call again after, by its own rule (while the call's and the
+model's ``max_attempts`` allow, unless the model repeats itself: ``deterministic``), so the
+re-asks it could make are planned at their maximum, within the calls to send, the cost and
+the time (issue 45.1). Where the cache holds answers of the run, the re-asks they needed per
+first ask give an expected count beside the maximum. A methodology
 whose later calls depend on earlier answers (proposals, then images, then questions about
 them; it says so: :attr:`~genfair.methodologies.base.Methodology.dependent_calls`) plans its
 first uncached step only: its row is a lower bound and says so.
@@ -42,7 +48,7 @@ from typing import Any
 from genfair.config import ConfigError, StudyParams, instrument_class
 from genfair.errors import EXPECTED
 from genfair.methodologies.base import Methodology
-from genfair.models.base import Completion, LLMBackend, Request
+from genfair.models.base import ESTIMATE_RULE, Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
 from genfair.models.executor import FollowUps, OnResult, executing
 from genfair.models.images import ImageStore
@@ -88,6 +94,10 @@ class Part:
 
     backend: LLMBackend
     to_send: int = 0
+    #: of ``to_send``: re-asks of planned answers, at their maximum
+    reasks: int = 0
+    #: of ``to_send``: first asks (attempt 0), whose re-asks the cache's rate predicts
+    first: int = 0
     images: int = 0
     prompt_tokens: int = 0
     completion_max: int = 0
@@ -108,6 +118,12 @@ class PlanRow:
     calls: int = 0
     cached: int = 0
     to_send: int = 0
+    #: of ``to_send``: re-asks at their maximum (max_attempts - 1 per call not answered ok)
+    reasks_max: int = 0
+    #: the re-asks expected at the rate the run's cached answers needed them (None: no
+    #: cached answer of the run to observe; 0 where none can be made)
+    reasks_expected: int | None = None
+    reask_rule: str = ""
     images: int = 0
     prompt_tokens: int = 0
     completion_tokens_max: int = 0
@@ -158,7 +174,17 @@ class _PlanCache:
         #: cached too)
         self.image_shas: set[str] = set()
 
-    key = staticmethod(ResponseCache.key)
+        #: per key looked up: its model and attempt (the runner computes every key here)
+        self.asked: dict[str, tuple[str, int]] = {}
+        #: per model: cached first asks, and re-asks looked up after cached answers
+        self.firsts: dict[str, set[str]] = {}
+        self.reasked: dict[str, set[str]] = {}
+
+    def key(self, fingerprint: dict[str, Any], request: Request) -> str:
+        key = ResponseCache.key(fingerprint, request)
+        model = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
+        self.asked[key] = (model, request.attempt)
+        return key
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cache, name)
@@ -166,6 +192,12 @@ class _PlanCache:
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
         found = self._cache.get_many(keys)
         self.hits += len(found)
+        for key in keys:  # a re-ask is looked up only after a cached answer not ok
+            model, attempt = self.asked.get(key, ("", 0))
+            if attempt:
+                self.reasked.setdefault(model, set()).add(key)
+            elif key in found:
+                self.firsts.setdefault(model, set()).add(key)
         self.image_hits += sum(1 for c in found.values() if c.image)
         self.image_shas.update(c.image for c in found.values() if c.image)
         return found
@@ -219,20 +251,24 @@ class _Planner:
         config = backend.model_config
         image = getattr(config, "modality", backend.modality) == "t2i"
         limit = getattr(getattr(config, "sampling", None), "max_tokens", None)
-        position, batch = 0, list(requests)
-        while batch:  # an error answer makes no re-ask, so follow() has none: kept for the contract
+        # the requests handed over are sent for sure (first asks, re-asks of cached answers
+        # not ok); follow() gives the re-asks of the planned answers, at their maximum
+        position, batch, reasking = 0, list(requests), False
+        while batch:
             for request in batch:
                 part.to_send += 1
+                part.reasks += reasking
+                part.first += not reasking and request.attempt == 0
                 tokens, rule = prompt_tokens(backend, request)
                 part.prompt_tokens += tokens
                 part.rules.add(rule)
-                if image:
-                    part.images += 1
+                if image:  # a call draws one image at most, whatever its refused attempts
+                    part.images += not reasking
                 elif limit is not None:
                     part.completion_max += request.token_limit(limit)
-                on_result(position, Completion(status="error", error=PLANNED))
+                on_result(position, Completion(status="refused", error=PLANNED))
                 position += 1
-            batch = [request for request, _ in follow()]
+            batch, reasking = [request for request, _ in follow()], True
         return True
 
 
@@ -282,6 +318,7 @@ def _plan_run(
     parts = planner.parts.values()
     row.to_send = sum(p.to_send for p in parts)
     row.calls = row.cached + row.to_send
+    _plan_reasks(row, planner.parts, planner.cache)
     row.images = sum(p.images for p in parts)
     row.prompt_tokens = sum(p.prompt_tokens for p in parts)
     row.completion_tokens_max = sum(p.completion_max for p in parts)
@@ -322,6 +359,29 @@ def _plan_run(
         _readings_counter(params, row.model, planner.cache),
     )
     return row
+
+
+def _plan_reasks(row: PlanRow, parts: dict[str, Part], cache: _PlanCache) -> None:
+    """``row``'s re-asks: their maximum, and the count expected at the rate the run's cached
+    answers of each model needed them (re-asks looked up per cached first ask)."""
+    row.reasks_max = sum(p.reasks for p in parts.values())
+    expected: int | None = 0
+    rules = []
+    for key, part in parts.items():
+        firsts, reasked = len(cache.firsts.get(key, ())), len(cache.reasked.get(key, ()))
+        if not part.reasks:
+            continue
+        if not firsts:
+            expected = None
+            continue
+        if expected is not None:
+            expected += min(part.reasks, round(part.first * reasked / firsts))
+        rules.append(f"{reasked:,} re-asks per {firsts:,} cached first asks")
+    row.reasks_expected = expected
+    if row.reasks_max:
+        row.reask_rule = f"at most {row.reasks_max:,} (max_attempts - 1 per call not answered ok)"
+        if expected is not None:
+            row.reask_rule += f"; expected {expected:,}: the cache's {', '.join(rules)}"
 
 
 def _readings_counter(params: StudyParams, model: str, cache: _PlanCache) -> Callable[[str], int]:
@@ -424,7 +484,15 @@ def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
     """The plan's sums (cost, time, bytes and instrument CPU: None when a row's is unknown)."""
     out: dict[str, Any] = {
         name: sum(getattr(r, name) for r in rows)
-        for name in ("calls", "cached", "to_send", "images", "prompt_tokens", "instrument_images")
+        for name in (
+            "calls",
+            "cached",
+            "to_send",
+            "reasks_max",
+            "images",
+            "prompt_tokens",
+            "instrument_images",
+        )
     }
     for name in ("cost", "seconds"):
         values = [getattr(r, name) for r in rows if r.to_send]
@@ -483,10 +551,16 @@ def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
     (``limits``), or cannot be bounded by them, in words; ``None`` within them."""
     total = totals(rows)
     over = None
+    reasks = (
+        f" at most ({total['reasks_max']:,} calls of it re-asks, the most the models' "
+        "max_attempts allow: a model's `max_attempts` or `deterministic` lowers them)"
+        if total["reasks_max"]
+        else ""
+    )
     if limits.max_calls is not None and total["to_send"] > limits.max_calls:
         over = (
             f"generation.max_calls is {limits.max_calls:,} and the plan sends "
-            f"{total['to_send']:,} calls"
+            f"{total['to_send']:,} calls{reasks}"
         )
     elif limits.max_cost is not None and total["to_send"]:
         unpriced = sorted({r.model for r in rows if r.to_send and r.cost is None})
@@ -503,7 +577,8 @@ def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
             )
         elif total["cost"] > limits.max_cost:
             over = (
-                f"generation.max_cost is {limits.max_cost:g} and the plan costs {total['cost']:.4g}"
+                f"generation.max_cost is {limits.max_cost:g} and the plan costs "
+                f"{total['cost']:.4g}{reasks}"
             )
     if over is None and limits.max_disk_gb is not None:
         over = _over_disk(rows, limits.max_disk_gb)
@@ -561,6 +636,7 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
         "calls",
         "cached",
         "to send",
+        "re-asks",
         "images",
         "prompt tok",
         "compl. tok max",
@@ -577,8 +653,9 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
             _fmt(r.calls),
             _fmt(r.cached),
             _fmt(r.to_send),
+            _reasks(r),
             _fmt(r.images),
-            _fmt(r.prompt_tokens),
+            ("~" if ESTIMATE_RULE in r.token_rule else "") + _fmt(r.prompt_tokens),
             _fmt(r.completion_tokens_max),
             _fmt(r.completion_tokens_expected),
             _fmt(r.cost, 4),
@@ -602,6 +679,7 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
             _fmt(total["calls"]),
             _fmt(total["cached"]),
             _fmt(total["to_send"]),
+            f"≤{total['reasks_max']:,}" if total["reasks_max"] else "",
             _fmt(total["images"]),
             _fmt(total["prompt_tokens"]),
             "",
@@ -624,6 +702,7 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
     if not all(r.planned for r in rows):
         notes.insert(0, "-: not planned (the total leaves these runs out)")
     rules = sorted({r.token_rule for r in rows if r.token_rule})
+    reasking = [r for r in rows if r.reasks_max]
     images = [
         f"{r.model} · {r.methodology}: bytes {r.image_bytes_rule}; {r.instrument_rule}"
         + ("" if r.instrument_cached is None else f" ({r.instrument_cached:,} readings cached)")
@@ -640,7 +719,21 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
         [
             *lines,
             "",
-            f"prompt tokens counted with: {'; '.join(rules) or '-'}",
+            f"prompt tokens counted with: {'; '.join(rules) or '-'}"
+            + (
+                " (~: estimated; the model's `tokenizer` counts them: docs/serving.md)"
+                if any(ESTIMATE_RULE in r.token_rule for r in rows)
+                else ""
+            ),
+            *(
+                [
+                    "re-asks: ≤ the most the runs may make (within to send, cost and time); "
+                    "exp.: at the rate the cache's answers of the run needed them",
+                    *(f"{r.model} · {r.methodology}: re-asks {r.reask_rule}" for r in reasking),
+                ]
+                if reasking
+                else []
+            ),
             "?: not known (no price, or no cached answer of the model to measure)",
             *(
                 [
@@ -654,6 +747,14 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
             *notes,
         ]
     )
+
+
+def _reasks(row: PlanRow) -> str:
+    """A row's re-asks: ``≤`` their maximum, and the expected count where one is known."""
+    if not row.reasks_max:
+        return "0"
+    expected = "" if row.reasks_expected is None else f" exp. {row.reasks_expected:,}"
+    return f"≤{row.reasks_max:,}{expected}"
 
 
 def _gb(size: int | None) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import subprocess
 import tempfile
 from dataclasses import asdict
@@ -191,6 +192,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
     stages = locked_stages(layout.root)
     ledger = read_ledger(usage_ledger(params.cache))
     logged = 0
+    runs: dict[str, tuple[str, bool]] = {}  # model/methodology -> its run id, nested here
     if parent_key in existing:
         parent_id = existing[parent_key].info.run_id
     else:
@@ -211,11 +213,14 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
         for name in methodologies_for(params, model):
             key = children[f"{model}/{name}"]
             if key in existing:
+                run = existing[key]
+                nested = run.data.tags.get("mlflow.parentRunId") == parent_id
+                runs[f"{model}/{name}"] = (run.info.run_id, nested)
                 continue
             data = stage_data(
                 stages, [f"{stage}@{model}-{name}" for stage in ("generate", "label", "metrics")]
             )
-            _log_child(
+            run_id = _log_child(
                 mlflow,
                 params,
                 layout,
@@ -229,7 +234,9 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
                 data,
                 split_metrics(ledger, layout.responses(model, name)),
             )
+            runs[f"{model}/{name}"] = (run_id, True)
             logged += 1
+    _link_model_runs(client, experiment, parent_id, runs)
     log.info(
         "MLflow %s, experiment %s: %d runs logged, %d already there",
         redact(uri),
@@ -339,7 +346,7 @@ def _log_child(
     parent_id: str,
     data: list[DataFile],
     split: dict[str, float],
-) -> None:
+) -> str:
     config = params.model(model)
     info = model_info(params, model)
     method = get_methodology(name)
@@ -362,7 +369,7 @@ def _log_child(
         run_name=f"{model}/{name} {key[:8]}",
         parent_run_id=parent_id,
         tags=tags,
-    ):
+    ) as child:
         from genfair.study.lineage import log_data  # mlflow: see track_study
 
         log_data(mlflow, data, commit)
@@ -407,6 +414,38 @@ def _log_child(
         shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
         for figure, file in method.figures(shown, model):
             _log_figure(mlflow, figure, file)
+        return str(child.info.run_id)
+
+
+#: where a study run's description lists its model runs (issue 45.4)
+MODEL_RUNS = "model runs it compares"
+_LINKS = re.compile(rf"\n\n{MODEL_RUNS} \(\d+\):(\n- [^\n]*)*")
+
+
+def _link_model_runs(
+    client: Any, experiment: str, parent_id: str, runs: dict[str, tuple[str, bool]]
+) -> None:
+    """Link every model run the study compares from its study run: a tag each
+    (``genfair.model_run.<model>/<methodology>``: the run id) and a list of links in its
+    description. A model run unchanged since an earlier study stays nested under the study run
+    that logged it (MLflow gives a run one parent): the list says so."""
+    from genfair.study.lineage import PARAMS_CHANGED  # mlflow: see track_study
+
+    run = client.get_run(parent_id)
+    note = _LINKS.sub("", run.data.tags.get("mlflow.note.content", ""))
+    links = f"\n\n{MODEL_RUNS} ({len(runs)}):\n" + "\n".join(
+        f"- [{name}](#/experiments/{experiment}/runs/{run_id})"
+        + ("" if nested else " (unchanged: nested under the earlier study run that logged it)")
+        for name, (run_id, nested) in sorted(runs.items())
+    )
+    head, listed, changes = note.partition(PARAMS_CHANGED)  # the links before the long list
+    wanted = {
+        "mlflow.note.content": head + links + listed + changes,
+        **{mlflow_key(f"genfair.model_run.{name}"): run_id for name, (run_id, _) in runs.items()},
+    }
+    for tag, value in wanted.items():
+        if run.data.tags.get(tag) != value:
+            client.set_tag(parent_id, tag, value)
 
 
 def split_metrics(ledger: list[dict[str, Any]], responses: Path) -> dict[str, float]:

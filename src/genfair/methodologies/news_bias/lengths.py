@@ -6,7 +6,8 @@ separated tokens; the paper does not say how it counted) with a t-interval, and 
 whose completion stopped at the token limit (``finish_reason == "length"``; the hf and
 embedded backends record it, OpenAI returns it) with a Wilson interval. ``length`` means the
 limit cut an answer the model had not ended; an endpoint that says ``length`` for an answer
-ended at the last allowed token (``transformers serve``) makes the share an upper bound
+ended at the last allowed token (``transformers serve``) is told apart with the model's
+``tokenizer`` as its answers arrive, and without one makes the share an upper bound
 (docs/methodology.md, "Article length"). A row
 ``original`` gives the same word count for the distinct original articles, the paper's
 New York Times / Reuters row. Articles cut by ``max_tokens`` are shorter than the paper's
