@@ -89,7 +89,7 @@ def _headline(context: str, attribute: str) -> Headline:
     )
 
 
-class FactOrFair(Methodology):
+class FactOrFair(Methodology[FactOrFairConfig]):
     """FACT-OR-FAIR (Huang et al., paper 000): factuality vs. fairness of LLM answers on 19
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
@@ -297,6 +297,10 @@ class FactOrFair(Methodology):
     #: one answer (a probe id names a query and its sample index): the unit its intervals
     #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
     paired_unit = "probe_id"
+
+    def comparison_resamples(self, config: FactOrFairConfig) -> int:
+        """The scores' bootstrap replicates (``bootstrap_resamples``)."""
+        return config.bootstrap_resamples
 
     def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
         """The headline distances from a model's labels, as its metrics compute them without

@@ -105,7 +105,7 @@ ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
 _ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
 
 
-class Iris(Methodology):
+class Iris(Methodology[IrisConfig]):
     """IRIS (Zhao et al., paper 002): fairness of unified multimodal models in generation and
     understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
 
@@ -876,7 +876,7 @@ class Iris(Methodology):
     def run_record(
         self,
         model: str,
-        config: Any,
+        config: IrisConfig,
         scores: pd.DataFrame,
         summary: dict[str, Any],
         study: StudyResult | None,

@@ -80,7 +80,7 @@ def _headline(attribute: str, prompt: str) -> Headline:
     )
 
 
-class LvlmFacet(Methodology):
+class LvlmFacet(Methodology[LvlmFacetConfig]):
     """LVLM fairness on FACET (Wu et al., paper 004): recall of vision-language models per
     class and gender, skin tone and age group, and its disparities."""
 

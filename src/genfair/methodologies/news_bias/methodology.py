@@ -142,7 +142,7 @@ def _headline(level: str, attribute: str, measure: str) -> Headline:
     )
 
 
-class NewsBias(Methodology):
+class NewsBias(Methodology[NewsBiasConfig]):
     """News bias of AI-generated content (Fang et al., paper 001): gender and racial bias of
     LLM-written news against the originals, at word, sentence and document level."""
 
@@ -469,7 +469,7 @@ class NewsBias(Methodology):
     def run_record(
         self,
         model: str,
-        config: Any,
+        config: NewsBiasConfig,
         scores: pd.DataFrame,
         summary: dict[str, Any],
         study: StudyResult | None,

@@ -147,7 +147,7 @@ def _json(value: Any) -> str:
 _LABEL_COLUMNS = ("status", "caption_id", "bias_id", "classes", "label", "tier", "encoder", "text")
 
 
-class OpenBias(Methodology):
+class OpenBias(Methodology[OpenBiasConfig]):
     """OpenBias (D'Incà et al., CVPR 2024, paper 003): open-set bias discovery (an LLM proposes
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
 
