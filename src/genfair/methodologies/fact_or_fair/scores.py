@@ -272,9 +272,12 @@ def replicate_scores(
     return out
 
 
-def _layout(
+def cell_layout(
     table: pd.DataFrame, attribute: str
 ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """A cell table's groups of ``attribute``, its counts per group (rows x groups), each
+    row's true group (-1: none) and the (high, low) row pairs of each statistic's two
+    directions."""
     groups = list(GROUPS[attribute])
     counts = table[[f"n_{g}" for g in groups]].to_numpy(dtype=float)
     truth = np.array(
@@ -314,7 +317,7 @@ def score_cells(
     image are not independent) and makes the bootstrap resample clusters.
     """
     formulas = formulas or Formulas(kld_pseudocount=pseudocount)
-    groups, counts, truth, pairs = _layout(table, attribute)
+    groups, counts, truth, pairs = cell_layout(table, attribute)
     k = len(groups)
     result: dict[str, Any] = _scores(counts, truth, pairs, k, formulas)
     n = counts.sum(axis=1)
@@ -442,7 +445,7 @@ def per_statistic(
     """The per-cell detail: distribution, accuracy, entropy, and the statistic's exp(-KL)
     term (under ``formulas``, default the paper's text with ``pseudocount``)."""
     formulas = formulas or Formulas(kld_pseudocount=pseudocount)
-    groups, counts, truth, pairs = _layout(table, attribute)
+    groups, counts, truth, pairs = cell_layout(table, attribute)
     out = table.copy()
     n = counts.sum(axis=1)
     for j, g in enumerate(groups):

@@ -270,7 +270,7 @@ class GranularConfig(Strict):
 # ---------------------------------------------------------------------------- helpers
 
 
-def _codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, np.ndarray]:
+def category_codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, np.ndarray]:
     """Category codes (-1 = missing) per attribute; unknown labels raise."""
     out = {}
     for attr, cats in CATEGORIES.items():
@@ -287,7 +287,7 @@ def _codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, n
     return out
 
 
-def _flat(codes: dict[str, np.ndarray], attrs: tuple[str, ...]) -> tuple[np.ndarray, int]:
+def group_codes(codes: dict[str, np.ndarray], attrs: tuple[str, ...]) -> tuple[np.ndarray, int]:
     """One code per intersection group (-1 where any label is missing) and the group count."""
     flat = np.zeros(len(next(iter(codes.values()))), dtype=np.int64)
     missing = np.zeros_like(flat, dtype=bool)
@@ -350,7 +350,7 @@ def _occupation_counts(
 ) -> tuple[pd.Index, np.ndarray, int]:
     """Occupations and their images per intersection group (occupations x groups)."""
     occ_codes, occs = pd.factorize(table["occupation"], sort=True)
-    flat, k = _flat(codes, attrs)
+    flat, k = group_codes(codes, attrs)
     ok = (flat >= 0) & (occ_codes >= 0)
     counts = np.bincount(occ_codes[ok] * k + flat[ok], minlength=len(occs) * k).reshape(
         len(occs), k
@@ -360,7 +360,7 @@ def _occupation_counts(
 
 def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     require_columns(table, ["occupation", *cfg.columns.values()], "IFS-Gen", "generated image")
-    codes = _codes(table, cfg, "IFS-Gen")
+    codes = category_codes(table, cfg, "IFS-Gen")
     rows = []
     for spec in _specs("IFS-Gen"):
         _, counts, n_missing = _occupation_counts(table, codes, spec.attributes)
@@ -388,7 +388,7 @@ def _rfs_gen(
     table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame | None
 ) -> list[dict]:
     require_columns(table, ["occupation", *cfg.columns.values()], "RFS-Gen", "generated image")
-    codes = _codes(table, cfg, "RFS-Gen")
+    codes = category_codes(table, cfg, "RFS-Gen")
     rows = []
     for spec in _specs("RFS-Gen"):
         if reference is None:
@@ -492,7 +492,7 @@ def _und_frame(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> pd.Data
     return table
 
 
-def _correct(table: pd.DataFrame) -> np.ndarray:
+def correct_mappings(table: pd.DataFrame) -> np.ndarray:
     return (
         table["mapped_occupation"].astype(object) == table["occupation"].astype(object)
     ).to_numpy(dtype=bool) & table["mapped_occupation"].notna().to_numpy()
@@ -503,12 +503,12 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         int((table["status"].astype(str) == "error").sum()) if "status" in table.columns else 0
     )
     table = _und_frame(table, cfg, "IFS-Und")
-    codes = _codes(table, cfg, "IFS-Und")
-    correct = _correct(table)
+    codes = category_codes(table, cfg, "IFS-Und")
+    correct = correct_mappings(table)
     mapped = table["mapped_occupation"].to_numpy(dtype=object)
     rows = []
     for spec in _specs("IFS-Und"):
-        flat, k = _flat(codes, spec.attributes)
+        flat, k = group_codes(codes, spec.attributes)
         have = flat >= 0
         sizes = np.bincount(flat[have], minlength=k)
         least = (
@@ -614,9 +614,11 @@ def _sds_rows(
         why = "no IFS-Und table given" if ifs_und is None else "no real-world reference table given"
         return [_row(s, math.nan, 0, f"not computed: {why}") for s in specs]
     table = _und_frame(ifs_und, cfg, "RFS-Und (SDS)")
-    _codes(table, cfg, "RFS-Und (SDS)")  # validates labels
+    category_codes(table, cfg, "RFS-Und (SDS)")  # validates labels
     mapped = table["mapped_occupation"]
-    wrong = mapped.notna() & (mapped.astype(object) != cfg.unmappable_label) & ~_correct(table)
+    wrong = (
+        mapped.notna() & (mapped.astype(object) != cfg.unmappable_label) & ~correct_mappings(table)
+    )
     true_occ, pred_occ = table["occupation"].astype(object), mapped.astype(object)
     rows = []
     for spec in specs:
@@ -653,7 +655,7 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
                 f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} "
                 "missing value(s); every answer needs one"
             )
-    codes = _codes(table, cfg, "BIS-Und")
+    codes = category_codes(table, cfg, "BIS-Und")
     qid = table["question_id"].astype(str)
     q_codes, q_uniques = pd.factorize(qid.to_numpy(dtype=object))
     if "kind" in table.columns:
@@ -811,3 +813,56 @@ def all_granular_metrics(
         granular_metrics("BIS-Und", get("BIS-Und"), config=config),
     ]
     return pd.concat(parts, ignore_index=True)
+
+
+#: the sectors each modality runs
+MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
+    "t2i": ("IFS-Gen", "RFS-Gen", "BIS-Gen"),
+    "vlm": ("IFS-Und", "RFS-Und", "BIS-Und"),
+    "llm": ("RFS-Und",),
+}
+
+
+def sector_tables(
+    labels: pd.DataFrame,
+) -> tuple[dict[str, pd.DataFrame | None], pd.DataFrame | None]:
+    """A model's labels split into the granular metrics' input tables by sector (IFS-Gen and
+    BIS-Gen: their ``ok`` images only; None: a sector without rows) and its tournament rounds."""
+    present = set(labels["sector"])
+    tables: dict[str, pd.DataFrame | None] = {}
+    for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
+        part = labels[labels["sector"] == sector] if sector in present else None
+        if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
+            part = part[part["status"] == "ok"]
+        tables[sector] = part
+    rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
+    return tables, rounds
+
+
+def model_granular(
+    labels: pd.DataFrame, config: GranularConfig, reference: pd.DataFrame, *, floor: bool = True
+) -> pd.DataFrame:
+    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality
+    (``floor``: RFS-Und's oracle floor too)."""
+    tables, rounds = sector_tables(labels)
+    modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
+    frames = []
+    for sector in MODALITY_SECTORS[modality]:
+        if sector == "RFS-Gen":
+            frames.append(
+                granular_metrics("RFS-Gen", tables["IFS-Gen"], reference=reference, config=config)
+            )
+        elif sector == "RFS-Und":
+            frames.append(
+                granular_metrics(
+                    "RFS-Und",
+                    rounds,
+                    reference=reference,
+                    ifs_und=tables["IFS-Und"],
+                    config=config,
+                    floor=floor,
+                )
+            )
+        else:
+            frames.append(granular_metrics(sector, tables[sector], config=config))
+    return pd.concat(frames, ignore_index=True)

@@ -62,7 +62,11 @@ from genfair.methodologies.base import (
     StudyResult,
 )
 from genfair.methodologies.iris.config import IrisConfig
-from genfair.methodologies.iris.granular import granular_metrics
+from genfair.methodologies.iris.granular import (
+    MODALITY_SECTORS,
+    model_granular,
+    sector_tables,
+)
 from genfair.methodologies.iris.occupations import (
     female_share,
     read_occupations,
@@ -86,12 +90,6 @@ from genfair.models.runner import Call, Verdict
 
 log = logging.getLogger(__name__)
 
-#: the sectors each modality runs
-MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
-    "t2i": ("IFS-Gen", "RFS-Gen", "BIS-Gen"),
-    "vlm": ("IFS-Und", "RFS-Und", "BIS-Und"),
-    "llm": ("RFS-Und",),
-}
 #: ``meta["policy"]`` of the requests, for simulators
 POLICIES = {
     "IFS-Gen": "iris_ifs_gen",
@@ -791,7 +789,7 @@ class Iris(Methodology[IrisConfig]):
         occupations = read_occupations(
             config.model_copy(update={"occupations": None, "max_occupations": None})
         )
-        scores = model_granular(labels, config, reference_from_occupations(occupations))
+        scores = model_granular(labels, config.metrics, reference_from_occupations(occupations))
         tables, rounds = sector_tables(labels)
         for sector in ("IFS-Und", "BIS-Und"):  # fixture inputs are said so on every row they feed
             t = tables.get(sector)
@@ -918,53 +916,6 @@ class Iris(Methodology[IrisConfig]):
         from genfair.methodologies.iris.report import plot_tables
 
         return plot_tables(board)
-
-
-def sector_tables(
-    labels: pd.DataFrame,
-) -> tuple[dict[str, pd.DataFrame | None], pd.DataFrame | None]:
-    """A model's labels split into the granular metrics' input tables by sector (IFS-Gen and
-    BIS-Gen: their ``ok`` images only; None: a sector without rows) and its tournament rounds."""
-    present = set(labels["sector"])
-    tables: dict[str, pd.DataFrame | None] = {}
-    for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
-        part = labels[labels["sector"] == sector] if sector in present else None
-        if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
-            part = part[part["status"] == "ok"]
-        tables[sector] = part
-    rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
-    return tables, rounds
-
-
-def model_granular(
-    labels: pd.DataFrame, config: IrisConfig, reference: pd.DataFrame, *, floor: bool = True
-) -> pd.DataFrame:
-    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality
-    (``floor``: RFS-Und's oracle floor too)."""
-    tables, rounds = sector_tables(labels)
-    modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
-    frames = []
-    for sector in MODALITY_SECTORS[modality]:
-        if sector == "RFS-Gen":
-            frames.append(
-                granular_metrics(
-                    "RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics
-                )
-            )
-        elif sector == "RFS-Und":
-            frames.append(
-                granular_metrics(
-                    "RFS-Und",
-                    rounds,
-                    reference=reference,
-                    ifs_und=tables["IFS-Und"],
-                    config=config.metrics,
-                    floor=floor,
-                )
-            )
-        else:
-            frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
-    return pd.concat(frames, ignore_index=True)
 
 
 def _instruments_used(

@@ -6,7 +6,7 @@ S and K are the study step's (:mod:`.study`: Table 9's, or calibrated over every
 study), read from its ``scores`` table and fixed in every replicate: a replicate redraws a
 model's magnitude M, never the scale it is scored on. Each replicate's scores are IRIS's own
 scoring of the drawn rows: the metrics step's granular metrics
-(:func:`~.methodology.model_granular`), their magnitudes (:func:`~.scoring.sector_magnitudes`,
+(:func:`~.granular.model_granular`), their magnitudes (:func:`~.scoring.sector_magnitudes`,
 :func:`~.scoring.overall_magnitudes`) and :func:`~.scoring.dimension_score`; a sector scored
 from a subset of its metrics keeps its ``(partial)`` name.
 
@@ -48,12 +48,34 @@ import pandas as pd
 
 from genfair.methodologies.base import HeadlineCounts, StudyResult
 from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.granular import (
+    GRANULAR_METRICS,
+    INTERSECTIONS,
+    PENALTIES,
+    QUESTION_KINDS,
+    category_codes,
+    correct_mappings,
+    group_codes,
+    jsd_log_base,
+    model_granular,
+)
+from genfair.methodologies.iris.reference import reference_shares
 from genfair.methodologies.iris.scoring import (
     PARTIAL_MARK,
     dimension_score,
     normalize_frame,
     overall_magnitudes,
     sector_magnitudes,
+)
+from genfair.methodologies.iris.tournament import (
+    CATEGORIES,
+    TournamentCounts,
+    attribute_distributions,
+    mean_jsd,
+    profile_ids,
+    round_offers,
+    tournament_beliefs,
+    tournament_posterior,
 )
 
 __all__ = [
@@ -146,8 +168,6 @@ def iris_headlines(
     """A model's labels -> its scores by headline name, at the fixed ``scales``
     (:func:`calibration`): IRIS's own scoring of the rows, copies made distinct
     (:func:`distinct_copies`)."""
-    from genfair.methodologies.iris.methodology import model_granular
-
     authors = config.scoring.overall == "authors_code"
 
     def headlines(labels: pd.DataFrame) -> dict[str, float]:
@@ -155,7 +175,7 @@ def iris_headlines(
             return {}
         rows, ref = distinct_copies(labels, reference)
         frame = normalize_frame(
-            model_granular(rows, config, ref, floor=False).assign(model="model")
+            model_granular(rows, config.metrics, ref, floor=False).assign(model="model")
         )
         sectors = sector_magnitudes(frame)
         out = {}
@@ -222,15 +242,6 @@ def generation_counts(
     copy counting as one more), ΔGSR [M7] and the penalties [M8, M9] from the pooled sums; then
     the deviations, magnitudes and ``S · exp(-K · M)`` as :mod:`.scoring` computes them.
     """
-    from genfair.methodologies.iris.granular import (
-        GRANULAR_METRICS,
-        INTERSECTIONS,
-        PENALTIES,
-        jsd_log_base,
-    )
-    from genfair.methodologies.iris.reference import reference_shares
-    from genfair.methodologies.iris.tournament import CATEGORIES
-
     cfg = config.metrics
     n_occ = len(occupations)
     index = pd.Index(occupations)
@@ -249,8 +260,6 @@ def generation_counts(
     }
 
     def tally(labels: pd.DataFrame) -> pd.DataFrame:
-        from genfair.methodologies.iris.granular import _codes, _flat
-
         position = np.arange(len(labels))
         parts = []
         ifs = (labels["sector"] == "IFS-Gen").to_numpy() & (labels["status"] == "ok").to_numpy()
@@ -260,9 +269,9 @@ def generation_counts(
             if (occ < 0).any():
                 unknown = sorted(set(rows["occupation"][occ < 0].astype(str)))[:5]
                 raise ValueError(f"IFS-Gen: occupation(s) {unknown} not in the study's table")
-            codes = _codes(rows, cfg, "IFS-Gen")
+            codes = category_codes(rows, cfg, "IFS-Gen")
             for start, attrs in zip(starts, INTERSECTIONS, strict=False):
-                flat, _ = _flat(codes, attrs)
+                flat, _ = group_codes(codes, attrs)
                 have = flat >= 0
                 parts.append((position[ifs][have], occ[have] * groups + start + flat[have], 1.0))
             # distinct rows per occupation (a row repeated in a replicate's rows is one more copy)
@@ -393,19 +402,6 @@ def _tournament_part(config: IrisConfig, occupations: list[str], reference: pd.D
     """RFS-Und's JSD [M5]: per valid round, one appearance for each (profile, offered
     occupation) and one win for (profile, choice); per replicate, the tournament's own
     beliefs, Bayes step and mean JSD (:mod:`.tournament`) of the summed counts."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS, jsd_log_base
-    from genfair.methodologies.iris.reference import reference_shares
-    from genfair.methodologies.iris.tournament import (
-        CATEGORIES,
-        TournamentCounts,
-        attribute_distributions,
-        mean_jsd,
-        profile_ids,
-        round_offers,
-        tournament_beliefs,
-        tournament_posterior,
-    )
-
     cfg = config.metrics
     ids, index = profile_ids(), pd.Index(occupations)
     cells = len(ids) * len(index)
@@ -461,8 +457,6 @@ def _tournament_part(config: IrisConfig, occupations: list[str], reference: pd.D
 def _sector_specs(sectors: tuple[str, ...], config: IrisConfig) -> list:
     """The granular metrics of ``sectors`` as the metrics step reads them (|SDS| unbounded
     under ``abs_sds_deviation: log1p``)."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS
-
     log1p = config.metrics.abs_sds_deviation == "log1p"
     return [
         replace(s, bounded=False, max_value=None, norm_divisor=None)
@@ -499,16 +493,6 @@ def understanding_counted(
 
 def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFrame) -> _Part:
     """IFS-Und's AD and SPD and RFS-Und's |SDS| from the crops' answers."""
-    from genfair.methodologies.iris.granular import (
-        CATEGORIES,
-        GRANULAR_METRICS,
-        INTERSECTIONS,
-        _codes,
-        _correct,
-        _flat,
-    )
-    from genfair.methodologies.iris.reference import reference_shares
-
     cfg = config.metrics
     classes = pd.Index([*occupations, cfg.unmappable_label])
     ignored = len(occupations) if cfg.spd_unmappable == "denominator" else -1
@@ -525,12 +509,12 @@ def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFra
         if not at.size:
             return _long([])
         table = labels.iloc[at]
-        codes = _codes(table, cfg, "IFS-Und")
-        correct = _correct(table)
+        codes = category_codes(table, cfg, "IFS-Und")
+        correct = correct_mappings(table)
         mapped = classes.get_indexer(table["mapped_occupation"].astype(object))
         parts = []
         for start, attrs in zip(starts, INTERSECTIONS, strict=False):
-            flat, _ = _flat(codes, attrs)
+            flat, _ = group_codes(codes, attrs)
             have = flat >= 0
             base = start + flat[have] * per
             parts += [
@@ -597,8 +581,6 @@ def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFra
 
 def _set_part(config: IrisConfig) -> _Part:
     """BIS-Und's AC-diff and DHR: each (set, question)'s term, by the set's dimension."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS, QUESTION_KINDS, _codes
-
     cfg = config.metrics
     specs = [s for s in GRANULAR_METRICS if s.sector == "BIS-Und"]
     dims = list(dict.fromkeys("_".join(s.attributes) for s in specs))
@@ -611,7 +593,7 @@ def _set_part(config: IrisConfig) -> _Part:
         if not at.size:
             return _long([])
         table = labels.iloc[at]
-        codes = _codes(table, cfg, "BIS-Und")
+        codes = category_codes(table, cfg, "BIS-Und")
         copy = table.groupby(level=0, sort=False).cumcount().astype(str)
         inst, _ = pd.factorize((table["instance_id"].astype(str) + "#" + copy).to_numpy())
         mask = np.zeros(inst.max() + 1, dtype=np.int64)
