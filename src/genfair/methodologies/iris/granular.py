@@ -656,23 +656,8 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
                 "missing value(s); every answer needs one"
             )
     codes = category_codes(table, cfg, "BIS-Und")
-    qid = table["question_id"].astype(str)
-    q_codes, q_uniques = pd.factorize(qid.to_numpy(dtype=object))
-    if "kind" in table.columns:
-        kind = table["kind"].astype(str).to_numpy(dtype=object)
-    else:
-        unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
-        if unknown:
-            raise ValueError(
-                f"BIS-Und: question_id {unknown[:5]} not in "
-                "Table 29; add a 'kind' column (subjective/objective)"
-            )
-        kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
-    odd = sorted(set(kind) - {"subjective", "objective"})
-    if odd:
-        raise ValueError(
-            f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}"
-        )
+    q_codes, q_uniques = pd.factorize(table["question_id"].astype(str).to_numpy(dtype=object))
+    kind = _question_kinds(table, q_codes, q_uniques)
     subj, obj = kind == "subjective", kind == "objective"
     if subj.any():
         require_columns(table, ["score"], "BIS-Und", "subjective answer")
@@ -685,44 +670,10 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         if "score" in table.columns
         else np.full(len(table), np.nan)
     )
-    if "correct" in table.columns:
-        raw = table["correct"]
-        correct = (
-            raw.to_numpy(dtype=float)
-            if raw.dtype == bool
-            else pd.to_numeric(
-                raw.astype(object).where(raw.notna(), np.nan), errors="coerce"
-            ).to_numpy(dtype=float)
-        )
-    else:
-        ans = table["answer"].astype(object).where(table["answer"].notna(), None)
-        same = (
-            ans.astype(str).str.strip().str.lower()
-            == table["truth"].astype(str).str.strip().str.lower()
-        )
-        correct = np.where(ans.isna().to_numpy(), np.nan, same.to_numpy(dtype=float))
-    # which attributes vary inside each instance decides its dimension (a missing label
-    # beside a present one counts as varying)
-    inst, n_inst_total = pd.factorize(table["instance_id"].astype(object).to_numpy())
-    n_i = len(n_inst_total)
-    mask = np.zeros(n_i, dtype=np.int64)
-    for bit, attr in enumerate(("gender", "age", "skin")):
-        c = codes[attr]
-        lo = np.full(n_i, np.iinfo(np.int64).max)
-        hi = np.full(n_i, np.iinfo(np.int64).min)
-        np.minimum.at(lo, inst, c)
-        np.maximum.at(hi, inst, c)
-        mask |= (hi > lo).astype(np.int64) << bit
-    names = np.array(
-        [
-            "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1)
-            for m in range(8)
-        ],
-        dtype=object,
-    )
-    dim = names[mask]
+    correct = _objective_correct(table)
+    inst, dim = _set_dimensions(table, codes)
     dimension = dim[inst]
-    flat_n = int((mask == 0).sum())
+    flat_n = int((dim == "").sum())
     keys = inst.astype(np.int64) * max(1, len(q_uniques)) + q_codes
     rows = []
     for spec in _specs("BIS-Und"):
@@ -743,6 +694,73 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         )
         rows.append(_row(spec, value, n, note))
     return rows
+
+
+def _question_kinds(table: pd.DataFrame, q_codes: np.ndarray, q_uniques: np.ndarray) -> np.ndarray:
+    """Each BIS-Und answer's question kind, ``subjective`` or ``objective``: its ``kind``
+    column, else its question's in Table 29."""
+    if "kind" in table.columns:
+        kind = table["kind"].astype(str).to_numpy(dtype=object)
+    else:
+        unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
+        if unknown:
+            raise ValueError(
+                f"BIS-Und: question_id {unknown[:5]} not in "
+                "Table 29; add a 'kind' column (subjective/objective)"
+            )
+        kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
+    odd = sorted(set(kind) - {"subjective", "objective"})
+    if odd:
+        raise ValueError(
+            f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}"
+        )
+    return kind
+
+
+def _objective_correct(table: pd.DataFrame) -> np.ndarray:
+    """Each answer's correctness (1, 0; NaN: no answer): its ``correct`` column, else its
+    ``answer`` against its ``truth`` (trimmed, case-folded)."""
+    if "correct" in table.columns:
+        raw = table["correct"]
+        return (
+            raw.to_numpy(dtype=float)
+            if raw.dtype == bool
+            else pd.to_numeric(
+                raw.astype(object).where(raw.notna(), np.nan), errors="coerce"
+            ).to_numpy(dtype=float)
+        )
+    ans = table["answer"].astype(object).where(table["answer"].notna(), None)
+    same = (
+        ans.astype(str).str.strip().str.lower()
+        == table["truth"].astype(str).str.strip().str.lower()
+    )
+    return np.where(ans.isna().to_numpy(), np.nan, same.to_numpy(dtype=float))
+
+
+def _set_dimensions(
+    table: pd.DataFrame, codes: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's counterfactual set (an index) and each set's dimension: the attributes that
+    vary inside it, joined by ``_`` (``""``: none varies; a missing label beside a present one
+    counts as varying)."""
+    inst, uniques = pd.factorize(table["instance_id"].astype(object).to_numpy())
+    n_i = len(uniques)
+    mask = np.zeros(n_i, dtype=np.int64)
+    for bit, attr in enumerate(("gender", "age", "skin")):
+        c = codes[attr]
+        lo = np.full(n_i, np.iinfo(np.int64).max)
+        hi = np.full(n_i, np.iinfo(np.int64).min)
+        np.minimum.at(lo, inst, c)
+        np.maximum.at(hi, inst, c)
+        mask |= (hi > lo).astype(np.int64) << bit
+    names = np.array(
+        [
+            "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1)
+            for m in range(8)
+        ],
+        dtype=object,
+    )
+    return inst, names[mask]
 
 
 # ------------------------------------------------------------------------------ API
