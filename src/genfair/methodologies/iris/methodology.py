@@ -48,6 +48,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from genfair.errors import NotConfigured
+from genfair.instruments.readings import read_images
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -72,13 +74,26 @@ from genfair.methodologies.iris.occupations import (
     read_occupations,
     reference_from_occupations,
 )
-from genfair.methodologies.iris.paired import headline_name
-from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS
+from genfair.methodologies.iris.paired import (
+    calibration,
+    generation_counts,
+    headline_name,
+    iris_headlines,
+    paired_units,
+    understanding_counted,
+)
+from genfair.methodologies.iris.prompts import (
+    ifs_gen_prompt,
+    parse_rating,
+    steering_prompts,
+    top_stereotypes,
+)
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS, tracking_record
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
+    display_name,
     parse_tournament_answer,
     profiles,
     tournament_counts,
@@ -86,7 +101,7 @@ from genfair.methodologies.iris.tournament import (
 )
 from genfair.methodologies.reads import every_field_but
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
-from genfair.models.runner import Call, Verdict
+from genfair.models.runner import Call, Verdict, run_calls
 
 log = logging.getLogger(__name__)
 
@@ -176,13 +191,6 @@ class Iris(Methodology[IrisConfig]):
         counted (:func:`.paired.generation_counts`, :func:`.paired.understanding_counted`),
         or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
         authors' overall score; None without a study step's scores."""
-        from genfair.methodologies.iris.paired import (
-            calibration,
-            generation_counts,
-            iris_headlines,
-            understanding_counted,
-        )
-
         scales = calibration(study)
         if not scales:
             return None
@@ -201,8 +209,6 @@ class Iris(Methodology[IrisConfig]):
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """The occupation (generation), the tournament round, the crop, the counterfactual
         set (:data:`.paired.UNITS`)."""
-        from genfair.methodologies.iris.paired import paired_units
-
         return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
@@ -328,8 +334,6 @@ class Iris(Methodology[IrisConfig]):
     def generate(self, probes: pd.DataFrame, config: IrisConfig, ctx: StepContext) -> pd.DataFrame:
         """One responses table for the model (all its sectors; ``sector`` and ``modality``
         columns)."""
-        from genfair.models.runner import run_calls
-
         modality, backend, cache, seed, label = (
             ctx.modality,
             ctx.backend,
@@ -374,7 +378,6 @@ class Iris(Methodology[IrisConfig]):
 
     def _und_calls(self, probes: pd.DataFrame, config: IrisConfig) -> list[Call]:
         """IFS-Und / BIS-Und calls: the crop (or counterfactual image) and the question."""
-        from genfair.methodologies.iris.tournament import display_name
         from genfair.models.images import vlm_message
 
         if not len(probes):
@@ -526,8 +529,6 @@ class Iris(Methodology[IrisConfig]):
         instrument (SIMULATORS) reads the recorded ``true_attributes``; a measuring one reads
         each image once per study: its readings are kept in ``cache`` (the response cache or
         a function opening it; :func:`~genfair.instruments.readings.read_images`)."""
-        from genfair.instruments.readings import read_images
-
         records = images.to_dict("records")
         simulated = instrument.config.mode == "oracle"
         measured = [r["status"] == "ok" and r.get("image") is not None for r in records]
@@ -740,7 +741,6 @@ class Iris(Methodology[IrisConfig]):
 
     def _label_bis_und(self, probes: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
         """``score`` (subjective: the parsed rating) and ``correct`` (objective)."""
-        from genfair.methodologies.iris.prompts import parse_rating
         from genfair.methodologies.iris.understanding import objective_choice
 
         rows = probes[probes["sector"] == "BIS-Und"][
@@ -881,8 +881,6 @@ class Iris(Methodology[IrisConfig]):
     ) -> tuple[dict[str, Any], dict[str, float]]:
         """The S and K used (and the mode), per-sector magnitudes and scores, the overall
         IRIS score (models with all six sectors) and the Gen/Und codes."""
-        from genfair.methodologies.iris.scoring import tracking_record
-
         board = study.tables["scores"] if study else pd.DataFrame()
         if board.empty or model not in set(board["model"]):
             return {}, {}
@@ -943,8 +941,6 @@ def _oracle_truth(response: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _optional_instrument(ctx: StepContext, name: str) -> Any:
     """The configured instrument ``name``, or None when the study leaves it out."""
-    from genfair.errors import NotConfigured
-
     try:
         return ctx.instrument(name)
     except NotConfigured:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -229,8 +230,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         """``refused`` for a refusal (recorded; still a miss), else ``ok``; never re-asked
         (the paper asks once)."""
-        from genfair.instruments.refusal import is_refusal
-
         return "refused" if is_refusal(text) else "ok"
 
     def generate(

@@ -63,13 +63,16 @@ from genfair.methodologies.open_bias.probes import (
 )
 from genfair.methodologies.open_bias.proposals import (
     BiasProposal,
+    load_prompt,
     parse_proposals,
     proposals_json_schema,
 )
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.methodologies.reads import every_field_but
+from genfair.models import build_backend
 from genfair.models.base import derive_seed, stable_hash
+from genfair.models.config import ModelConfig
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, OnRows, Verdict
 
@@ -109,8 +112,6 @@ SCORE_COLUMNS = [
 
 def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, modality: str) -> Any:
     """A model config from a model name of the study or an inline config."""
-    from genfair.models.config import ModelConfig
-
     if spec is None:
         raise ValueError(
             f"methodologies.open_bias.{key} is not set: name a {modality} model of the study"
@@ -271,8 +272,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
 
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
         """One row per caption: its proposal chat (the study's caption/proposal table)."""
-        from genfair.methodologies.open_bias.proposals import load_prompt
-
         captions, _ = load_captions(config)
         probes = proposal_probes(captions, load_prompt())
         return probes.assign(source=captions["source"].to_numpy())
@@ -333,8 +332,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
                 n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]],
             )
             return rows, pairs or []
-        from genfair.models import build_backend
-
         if config.proposer == "scripted":
             from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
 
@@ -463,8 +460,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
     def _vqa_model(self, config: OpenBiasConfig, ctx: StepContext) -> tuple[Any, Any]:
         """Stage 3's VQA model: its config and backend (a SIMULATED VLM only for a simulated
         model under test)."""
-        from genfair.models import build_backend
-
         vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
         if vqa_config.backend == "simulated" and not ctx.model.simulated:
             raise ValueError(
