@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from genfair.instruments.pretrained import reading_identity
 from genfair.strict import Strict
 
 __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
@@ -90,8 +91,6 @@ class ImageQuality:
 
     def reading_identity(self) -> dict[str, list[str]]:
         """What computes a reading besides the config (:mod:`genfair.instruments.readings`)."""
-        from genfair.instruments.pretrained import reading_identity
-
         return reading_identity(__name__, (self.config.checkpoint,))
 
     def _load(self) -> tuple[Any, Any]:

@@ -47,6 +47,7 @@ from genfair.study.context import (
     step_context,
     study_context,
 )
+from genfair.study.footprint import check_footprint
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
 
@@ -54,8 +55,6 @@ log = logging.getLogger(__name__)
 
 
 def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
-    from genfair.study.footprint import check_footprint
-
     method, config = configured(params, methodology)
     # a run this machine cannot hold: refused before building (it reads every size, and
     # writes nothing)

@@ -36,6 +36,7 @@ from genfair.methodologies.fact_or_fair.paired import paired_counts
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
 from genfair.methodologies.fact_or_fair.probes import build_probes, primed_letters, truth_letters
+from genfair.methodologies.fact_or_fair.report import plot_tables, report_section
 from genfair.methodologies.fact_or_fair.scores import (
     CONTEXT_ORDER,
     cell_table,
@@ -285,13 +286,9 @@ class FactOrFair(Methodology[FactOrFairConfig]):
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The trade-off plots per modality and context (paper Fig. 4-9) and the leaderboard."""
-        from genfair.methodologies.fact_or_fair.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.fact_or_fair.report import plot_tables
-
         return plot_tables(board)
 
     #: one answer (a probe id names a query and its sample index): the unit its intervals

@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from genfair.errors import NotConfigured
+from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
 from genfair.instruments.readings import read_images
 from genfair.methodologies.base import (
     Footprint,
@@ -88,9 +89,11 @@ from genfair.methodologies.iris.prompts import (
     steering_prompts,
     top_stereotypes,
 )
+from genfair.methodologies.iris.report import plot_tables, report_section
 from genfair.methodologies.iris.scoring import OVERALL, SECTORS, tracking_record
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
+from genfair.methodologies.iris.study import score_study
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
     display_name,
@@ -99,9 +102,18 @@ from genfair.methodologies.iris.tournament import (
     tournament_counts,
     tournament_probes,
 )
+from genfair.methodologies.iris.understanding import (
+    bis_und_rows,
+    counterfactual_fixture,
+    ifs_und_probes,
+    objective_choice,
+    read_counterfactual_dataset,
+)
 from genfair.methodologies.reads import every_field_but
+from genfair.models.images import ImageStore, encode_png, export_images, vlm_message
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
 from genfair.models.runner import Call, Verdict, run_calls
+from genfair.models.t2i import generate_images, prompt_call
 
 log = logging.getLogger(__name__)
 
@@ -244,13 +256,6 @@ class Iris(Methodology[IrisConfig]):
 
     def _und_probes(self, config: IrisConfig) -> list[pd.DataFrame]:
         """IFS-Und and BIS-Und rows (see :mod:`.understanding`); none when not configured."""
-        from genfair.methodologies.iris.understanding import (
-            bis_und_rows,
-            counterfactual_fixture,
-            ifs_und_probes,
-            read_counterfactual_dataset,
-        )
-
         parts = []
         crops = None
         if config.ifs_und.persons is not None:
@@ -294,8 +299,6 @@ class Iris(Methodology[IrisConfig]):
         image: str | None = None,
         max_tokens: int = 16,
     ) -> Call:
-        from genfair.models.images import vlm_message
-
         comp = row["competitors"].split("|")
         message = (
             vlm_message(row["prompt"], [image])
@@ -378,8 +381,6 @@ class Iris(Methodology[IrisConfig]):
 
     def _und_calls(self, probes: pd.DataFrame, config: IrisConfig) -> list[Call]:
         """IFS-Und / BIS-Und calls: the crop (or counterfactual image) and the question."""
-        from genfair.models.images import vlm_message
-
         if not len(probes):
             return []
         sector = str(probes["sector"].iloc[0])
@@ -448,9 +449,6 @@ class Iris(Methodology[IrisConfig]):
         image_dir: Path,
         label: str,
     ) -> pd.DataFrame:
-        from genfair.models.images import ImageStore, export_images
-        from genfair.models.t2i import generate_images, prompt_call
-
         ifs = probes[probes["sector"] == "IFS-Gen"]
         calls = [
             prompt_call(
@@ -707,8 +705,6 @@ class Iris(Methodology[IrisConfig]):
     ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
-        from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
-
         crops = probes[probes["sector"] == "IFS-Und"][
             ["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]
         ]
@@ -741,8 +737,6 @@ class Iris(Methodology[IrisConfig]):
 
     def _label_bis_und(self, probes: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
         """``score`` (subjective: the parsed rating) and ``correct`` (objective)."""
-        from genfair.methodologies.iris.understanding import objective_choice
-
         rows = probes[probes["sector"] == "BIS-Und"][
             [
                 "probe_id",
@@ -855,8 +849,6 @@ class Iris(Methodology[IrisConfig]):
     # ---- study@iris, score, track
 
     def study(self, config: IrisConfig, ctx: StudyContext) -> StudyResult | None:
-        from genfair.methodologies.iris.study import score_study
-
         return score_study(ctx, config.scoring)
 
     def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
@@ -906,13 +898,9 @@ class Iris(Methodology[IrisConfig]):
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The sector chart with the codes, the scores per sector, the validation table."""
-        from genfair.methodologies.iris.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.iris.report import plot_tables
-
         return plot_tables(board)
 
 
@@ -950,8 +938,6 @@ def _optional_instrument(ctx: StepContext, name: str) -> Any:
 def _blank_image(cache: Any) -> Path:
     """The blank white image of the RFS-Und tournament (512 x 512), in the image store."""
     from PIL import Image
-
-    from genfair.models.images import ImageStore, encode_png
 
     store = ImageStore.beside(cache)
     sha = store.put(encode_png(Image.new("RGB", (512, 512), (255, 255, 255))))

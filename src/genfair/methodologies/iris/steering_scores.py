@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genfair.instruments import image_quality as iq
+from genfair.instruments import image_semantics as sem
 from genfair.instruments.readings import read_in_chunks
 from genfair.io import stable_hash
 
@@ -61,9 +63,6 @@ def steering_scores(
     ``path_of(image)``: the PNG of an image id. A measured score is read once per image
     content, instrument config and code: ``readings`` (the response cache or its opener;
     None: not kept) keeps them (:func:`~genfair.instruments.readings.read_in_chunks`)."""
-    from genfair.instruments import image_quality as iq
-    from genfair.instruments import image_semantics as sem
-
     wanted = {
         "QPS": quality is not None and quality.measures["image"],
         "FQP": quality is not None and quality.measures["face"],
@@ -144,9 +143,6 @@ def _planted_columns(
     """``out`` with the ``planted`` penalties' columns read from an oracle's truth (FQP only
     where a face was found); a penalty with nothing planted has no column, as without its
     instrument."""
-    from genfair.instruments import image_quality as iq
-    from genfair.instruments import image_semantics as sem
-
     face = (steer["face_status"] == "ok").to_numpy()
     keys = {
         "QPS": iq.ORACLE_KEYS["image"],

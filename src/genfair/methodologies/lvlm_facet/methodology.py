@@ -49,9 +49,18 @@ from genfair.methodologies.lvlm_facet.groups import (
     resolve_classes,
 )
 from genfair.methodologies.lvlm_facet.labels import label_answers
+from genfair.methodologies.lvlm_facet.probes import probe_rows
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
+from genfair.methodologies.lvlm_facet.results import (
+    SCORE_COLUMNS,
+    headline,
+    headline_counts,
+    recall_tables,
+    score_rows,
+)
 from genfair.methodologies.reads import every_field_but
 from genfair.metrics.recall import POOLED
+from genfair.models.images import sha256_file, vlm_message
 from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
 
@@ -117,8 +126,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     def headline_function(self, config: LvlmFacetConfig, modality: str) -> HeadlineCounts:
         """The pooled disparities of :meth:`metrics` (paper 004 Table 2) from each image's
         hits and counts per prompt and group (:func:`.results.headline_counts`)."""
-        from genfair.methodologies.lvlm_facet.results import headline_counts
-
         return headline_counts(
             self.headline, resolve_classes(config.classes), config.empty_group_recall
         )
@@ -148,9 +155,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
         return [Footprint("max_persons", "the probe table", rows, 800)]
 
     def build_probes(self, config: LvlmFacetConfig, seed: int) -> pd.DataFrame:
-        from genfair.methodologies.lvlm_facet.probes import probe_rows
-        from genfair.models.images import sha256_file
-
         path = Path(config.persons)
         if not path.is_file():
             raise FileNotFoundError(
@@ -198,8 +202,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     # ---- generate@<model>-lvlm_facet
 
     def calls(self, probes: pd.DataFrame, config: LvlmFacetConfig, modality: str) -> list[Call]:
-        from genfair.models.images import vlm_message
-
         calls = []
         for row in probes.to_dict("records"):
             message = vlm_message(row["text"], [row["image_path"]])
@@ -259,13 +261,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     def metrics(
         self, labels: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext | None = None
     ) -> MetricsResult:
-        from genfair.methodologies.lvlm_facet.results import (
-            SCORE_COLUMNS,
-            headline,
-            recall_tables,
-            score_rows,
-        )
-
         answered = labels[labels["status"] != "error"] if len(labels) else labels
         summary: dict[str, Any] = {
             "images": int(labels["person_id"].nunique()) if len(labels) else 0,

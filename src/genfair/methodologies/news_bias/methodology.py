@@ -70,6 +70,7 @@ from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.prompts import prompt_for
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
+from genfair.methodologies.news_bias.report import plot_tables, report_section
 from genfair.methodologies.news_bias.score_rows import refusal_rate, sentence_row, tagged, word_row
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
@@ -457,13 +458,9 @@ class NewsBias(Methodology[NewsBiasConfig]):
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level
         tests."""
-        from genfair.methodologies.news_bias.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.news_bias.report import plot_tables
-
         return plot_tables(board)
 
     def run_record(

@@ -54,6 +54,7 @@ from genfair.methodologies.base import (
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.inputs import load_captions
 from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
+from genfair.methodologies.open_bias.paired import caption_units, severity_counts
 from genfair.methodologies.open_bias.probes import (
     collect_proposals,
     image_probes,
@@ -73,8 +74,10 @@ from genfair.methodologies.reads import every_field_but
 from genfair.models import build_backend
 from genfair.models.base import derive_seed, stable_hash
 from genfair.models.config import ModelConfig
+from genfair.models.images import vlm_message
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, OnRows, Verdict
+from genfair.models.t2i import prompt_call
 
 __all__ = ["OpenBias"]
 
@@ -255,15 +258,11 @@ class OpenBias(Methodology[OpenBiasConfig]):
         replicate of captions (:mod:`.paired`): the same rank, in general different biases
         for two models. The proposal yield is the proposer LLM's, the same for every
         text-to-image model of the study: not compared."""
-        from genfair.methodologies.open_bias.paired import severity_counts
-
         return severity_counts(config.severity, self.headline)
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """The caption of each knowledge-base, image and VQA row; the proposer's rows are in
         no unit."""
-        from genfair.methodologies.open_bias.paired import caption_units
-
         return caption_units(labels)
 
     def comparison_resamples(self, config: OpenBiasConfig) -> int:
@@ -389,8 +388,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
         images' rows (``probe_id``, ``caption_id``, ``sample_index``, ``status``,
         ``true_attributes`` and their ``path`` in the image store) handed to ``on_images`` as
         they arrive."""
-        from genfair.models.t2i import prompt_call
-
         probes = image_probes(kb, config.images_per_caption)
         if not len(probes):
             return pd.DataFrame()
@@ -474,8 +471,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
     ) -> tuple[pd.DataFrame, list[Call]]:
         """Each bias's question on each ``ok`` image of its captions (``images``: rows of
         the image table with ``path``, the file the VLM reads): the probes and their calls."""
-        from genfair.models.images import vlm_message
-
         ok = images[images["status"] == "ok"] if len(images) else images
         if not len(ok):
             return pd.DataFrame(), []
