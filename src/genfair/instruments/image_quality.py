@@ -27,7 +27,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from genfair.instruments.pretrained import reading_identity
+from genfair.errors import ConfigError
+from genfair.instruments.pretrained import load_pretrained, reading_identity
 from genfair.strict import Strict
 
 __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
@@ -97,8 +98,6 @@ class ImageQuality:
         if self._model is None:
             if self.config.checkpoint is None:
                 raise ValueError("instruments.image_quality.checkpoint is not set")
-            from genfair.instruments.pretrained import load_pretrained
-
             key = "instruments.image_quality.checkpoint"
             if self.config.kind == "clip_iqa":
                 from transformers import CLIPModel, CLIPProcessor
@@ -116,8 +115,6 @@ class ImageQuality:
                     AutoModelForImageClassification, self.config.checkpoint, key
                 )
                 if model.config.num_labels != 1:
-                    from genfair.errors import ConfigError
-
                     raise ConfigError(
                         f"params.yaml: {key}: {self.config.checkpoint} has "
                         f"{model.config.num_labels} outputs; kind: regression needs a one-output "

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from genfair.instruments.pretrained import reading_identity
+from genfair.instruments.pretrained import load_pretrained, reading_identity
 from genfair.strict import Strict
 
 __all__ = [
@@ -102,8 +102,6 @@ class ImageSemantics:
             if ref is None:
                 raise ValueError(f"instruments.image_semantics.{which} is not set")
             import transformers
-
-            from genfair.instruments.pretrained import load_pretrained
 
             names = (
                 ("CLIPModel", "CLIPProcessor")

@@ -51,6 +51,7 @@ import pandas as pd
 from genfair.errors import NotConfigured
 from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
 from genfair.instruments.readings import read_images
+from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -287,8 +288,6 @@ class Iris(Methodology[IrisConfig]):
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         if meta.get("policy") in (POLICIES["IFS-Und"], POLICIES["BIS-Und"]):
-            from genfair.instruments.refusal import is_refusal
-
             return "refused" if is_refusal(text) else "ok"
         return parse_tournament_answer(text, meta["competitors"].split("|")).status
 

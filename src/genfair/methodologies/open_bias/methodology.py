@@ -69,6 +69,7 @@ from genfair.methodologies.open_bias.proposals import (
     proposals_json_schema,
 )
 from genfair.methodologies.open_bias.scoring import severity_table
+from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.methodologies.reads import every_field_but
 from genfair.models import build_backend
@@ -332,8 +333,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
             )
             return rows, pairs or []
         if config.proposer == "scripted":
-            from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
-
             backend: Any = ScriptedProposer(load_scripted(config.scripted_proposals))
             name = "scripted"
         else:
