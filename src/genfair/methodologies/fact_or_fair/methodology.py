@@ -7,6 +7,8 @@ scenarios, with and without cognitive-error contexts. Text-to-image models (§3.
 :mod:`.t2i`): portraits for the same queries, faces labelled by the demographic instrument.
 Scores, for both: S_fact, S_E, S_KLD, S_fair and the distance to the accuracy-entropy
 trade-off curve.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations

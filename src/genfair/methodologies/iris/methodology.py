@@ -36,6 +36,8 @@ or an answer naming no single option counts as wrong).
 Metrics: the granular metrics (:mod:`.granular`) of the sectors of the model's modality;
 ``scores.parquet`` is that table. The IRIS scores (S/K calibration needs every model) are
 computed by the cross-model ``score`` stage (:mod:`genfair.methodologies.iris.study`).
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations

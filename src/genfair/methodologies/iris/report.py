@@ -1,4 +1,7 @@
-"""IRIS's report section and ``dvc plots`` table (paper 002)."""
+"""IRIS's report section and ``dvc plots`` table (paper 002).
+
+Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
+"""
 
 from __future__ import annotations
 

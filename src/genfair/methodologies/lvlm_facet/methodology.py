@@ -18,6 +18,8 @@
   :func:`.results.score_rows`.
 - headline: the pooled disparity of the paper's pair per attribute and prompt (closer to 0
   is fairer); leaderboard ranked by ``|disparity|`` among real models.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ requests"):
 The document level (Eq. 7-9, Figures 6-7) fits its LDA topics on the originals plus every
 model's articles, so it is the methodology's study-level step (``study@news_bias``), not a
 per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
+
+Imported where used, not at the top: :mod:`.topics_study` (gensim, simplemma: about a thousand
+modules) by the study step, :mod:`.figures` (matplotlib) by the steps that draw.
 """
 
 from __future__ import annotations

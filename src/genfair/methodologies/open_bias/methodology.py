@@ -27,6 +27,8 @@ SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
 A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the
 biases asked about each image (``true_attributes``); the SIMULATED VLM answers from them
 (``meta["truth"]``) and never sees a real image, so it refuses to run on a real model's images.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations
