@@ -14,6 +14,10 @@ instruments' own accuracy.
   the FACET-format fixture and the FACET person crops;
 - :func:`validate_instruments` (``validate_instruments``): the face instrument's accuracy per
   attribute and per group on the labelled photos that ship in packages.
+
+Each stage imports its own curation or instrument module where it runs (a news corpus's HTTP
+client, WordNet, Pillow, pandas, the tracking store), so the always-running ``curation_inputs``
+starts without them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ through Jinja2's autoescaping in the page and ``textContent`` in the browser. Se
   ``instruments`` entry of its metrics summaries) and the answer mapper's tiers (``tiers``).
 
 Why matplotlib and static PNGs rather than Vega-Altair or Plotly: docs/report.md.
+
+Imported where used: :mod:`genfair.methodologies.plotting` (matplotlib), when a figure is drawn.
 """
 
 from __future__ import annotations

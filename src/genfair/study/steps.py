@@ -4,6 +4,9 @@ Each reads validated params and its inputs and writes its outputs atomically und
 :class:`~genfair.study.layout.Layout` root. A (model, methodology) pair whose modality the
 methodology does not measure still gets its (empty) outputs, so every stage of DVC's
 ``matrix`` has them; the log says why.
+
+Imported where used: the Dask executor, the answers' and budget's modules (SQLAlchemy), by the
+``generate`` step alone.
 """
 
 from __future__ import annotations
