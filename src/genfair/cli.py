@@ -411,11 +411,43 @@ def _names(value: str | None) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    # `exp` passes options it does not know (-S, --temp...) through to DVC, in order
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "exp":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "exp":
+        args.dvc_args = _after(argv if argv is not None else sys.argv[1:], "exp")
+    debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"
+    try:
+        _to_root(args)
+        code = args.func(args)
+    except KeyboardInterrupt:
+        print(
+            "genfair: interrupted: everything answered so "
+            "far is in the response cache; rerun to resume",
+            file=sys.stderr,
+        )
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every error is one line; the traceback on demand
+        return _failed(exc, args, debug)
+    return code or 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The genfair command's parser: one subcommand per job."""
     parser = argparse.ArgumentParser(
         prog="genfair", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _study_commands(sub)
+    _call_commands(sub)
+    _cache_commands(sub)
+    return parser
 
+
+def _study_commands(sub: Any) -> None:
+    """models, methodologies, config, compose, try."""
     p = sub.add_parser("models", help="list the study's models")
     p.add_argument("--params", default=None, help=f"default: {PARAMS_FILE} in the repository root")
     p.set_defaults(func=cmd_models)
@@ -451,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the endpoint's speed probe (a few calls at 1 and at its concurrency)",
     )
     p.set_defaults(func=cmd_try)
+
+
+def _call_commands(sub: Any) -> None:
+    """fill and plan: the study's calls, answered or counted."""
     p = sub.add_parser(
         "fill", help="answer the study's calls into the response cache (e.g. on a Dask cluster)"
     )
@@ -481,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.set_defaults(func=cmd_plan)
 
+
+def _cache_commands(sub: Any) -> None:
+    """cache (stats, copy) and exp."""
     cache = sub.add_parser("cache", help="inspect or copy the response cache").add_subparsers(
         dest="action", required=True
     )
@@ -517,47 +556,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dvc_args", nargs="*", help="arguments of `dvc exp run`")
     p.set_defaults(func=cmd_exp)
 
-    # `exp` passes options it does not know (-S, --temp...) through to DVC, in order
-    args, unknown = parser.parse_known_args(argv)
-    if unknown and args.command != "exp":
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    if args.command == "exp":
-        args.dvc_args = _after(argv if argv is not None else sys.argv[1:], "exp")
-    debug = os.environ.get("GENFAIR_LOG_LEVEL", "").upper() == "DEBUG"
-    try:
-        _to_root(args)
-        code = args.func(args)
-    except KeyboardInterrupt:
-        print(
-            "genfair: interrupted: everything answered so "
-            "far is in the response cache; rerun to resume",
-            file=sys.stderr,
-        )
-        return 130
-    except Exception as exc:  # noqa: BLE001 - every error is one line; the traceback on demand
-        expected = isinstance(exc, EXPECTED)
-        what = "error" if expected else f"unexpected {type(exc).__name__}"
-        hint = "" if expected or debug else " (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
-        key = getattr(exc, "config_key", None)  # a model config key at fault: name it in full
-        text = (
-            f"{PARAMS_FILE}: models.{args.model}.{key}: {exc}"
-            if key and getattr(args, "model", None)
-            else exc
-        )
-        # a message's own lines stay (a config error lists one problem a line); any other
-        # control character in it (an endpoint's escape code) is escaped; a line naming a key
-        # of params.yaml (composed) says which conf/ file sets it
-        from genfair.study.selection import where_to_edit
 
-        text = where_to_edit("\n".join(map(printable, str(text).split("\n"))))
-        print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
-        if debug:
-            logging.getLogger("genfair").error("traceback", exc_info=True)
-            import traceback
+def _failed(exc: Exception, args: argparse.Namespace, debug: bool) -> int:
+    """Say what failed in one line (the traceback too under ``debug``); the exit code."""
+    expected = isinstance(exc, EXPECTED)
+    what = "error" if expected else f"unexpected {type(exc).__name__}"
+    hint = "" if expected or debug else " (GENFAIR_LOG_LEVEL=DEBUG shows the traceback)"
+    key = getattr(exc, "config_key", None)  # a model config key at fault: name it in full
+    text = (
+        f"{PARAMS_FILE}: models.{args.model}.{key}: {exc}"
+        if key and getattr(args, "model", None)
+        else exc
+    )
+    # a message's own lines stay (a config error lists one problem a line); any other
+    # control character in it (an endpoint's escape code) is escaped; a line naming a key
+    # of params.yaml (composed) says which conf/ file sets it
+    from genfair.study.selection import where_to_edit
 
-            traceback.print_exc()
-        return 2 if expected else 1
-    return code or 0
+    text = where_to_edit("\n".join(map(printable, str(text).split("\n"))))
+    print(f"genfair: {what}: {text}{hint}", file=sys.stderr)
+    if debug:
+        logging.getLogger("genfair").error("traceback", exc_info=True)
+        import traceback
+
+        traceback.print_exc()
+    return 2 if expected else 1
 
 
 def _after(argv: list[str], command: str) -> list[str]:

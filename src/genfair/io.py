@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from genfair.limits import MAX_INPUT_FILE_BYTES
+
 if TYPE_CHECKING:  # imported where used: the always-running stages start without pandas
     import pandas as pd
 
@@ -197,8 +199,6 @@ def check_file_size(
     """``path`` when it has at most ``limit`` bytes (:data:`genfair.limits.MAX_INPUT_FILE_BYTES`
     by default), checked before a reader holds it whole; else ``error``, one line naming the
     file and the bound."""
-    from genfair.limits import MAX_INPUT_FILE_BYTES
-
     limit = MAX_INPUT_FILE_BYTES if limit is None else limit
     size = Path(path).stat().st_size
     if size > limit:

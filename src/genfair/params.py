@@ -161,8 +161,8 @@ def usage_ledger(cache: CacheConfig) -> Path:
 
 
 class StudyFrame(Strict):
-    """The study's blocks; ``models`` as written (:class:`genfair.config.StudyParams` validates
-    each model config)."""
+    """The study's blocks; ``models`` as written (:class:`genfair.config.StudyParams`
+    validates each model config)."""
 
     # a key pasted where a variable name belongs must never be echoed in an error
     model_config = ConfigDict(hide_input_in_errors=True)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.curation.occupations import normalize_term
+from genfair.instruments.embeddings import minilm
 from genfair.instruments.readings import pack_vector, read_texts, unpack_vector
 
 __all__ = [
@@ -172,8 +173,6 @@ class MiniLMEmbedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
         self.batch_size = batch_size
         if device == "cpu":  # the project's one loader: loaded once per process, shared
-            from genfair.instruments.embeddings import minilm
-
             self.model = minilm()
         else:
             from sentence_transformers import SentenceTransformer

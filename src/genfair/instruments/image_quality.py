@@ -27,6 +27,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from genfair.errors import ConfigError
+from genfair.instruments.pretrained import load_pretrained, reading_identity
 from genfair.strict import Strict
 
 __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
@@ -90,16 +92,12 @@ class ImageQuality:
 
     def reading_identity(self) -> dict[str, list[str]]:
         """What computes a reading besides the config (:mod:`genfair.instruments.readings`)."""
-        from genfair.instruments.pretrained import reading_identity
-
         return reading_identity(__name__, (self.config.checkpoint,))
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
             if self.config.checkpoint is None:
                 raise ValueError("instruments.image_quality.checkpoint is not set")
-            from genfair.instruments.pretrained import load_pretrained
-
             key = "instruments.image_quality.checkpoint"
             if self.config.kind == "clip_iqa":
                 from transformers import CLIPModel, CLIPProcessor
@@ -117,8 +115,6 @@ class ImageQuality:
                     AutoModelForImageClassification, self.config.checkpoint, key
                 )
                 if model.config.num_labels != 1:
-                    from genfair.errors import ConfigError
-
                     raise ConfigError(
                         f"params.yaml: {key}: {self.config.checkpoint} has "
                         f"{model.config.num_labels} outputs; kind: regression needs a one-output "

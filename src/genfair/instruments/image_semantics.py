@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from genfair.instruments.pretrained import load_pretrained, reading_identity
 from genfair.strict import Strict
 
 __all__ = [
@@ -90,8 +91,6 @@ class ImageSemantics:
 
     def reading_identity(self) -> dict[str, list[str]]:
         """What computes a reading besides the config (:mod:`genfair.instruments.readings`)."""
-        from genfair.instruments.pretrained import reading_identity
-
         return reading_identity(__name__, (self.config.clip, self.config.dino))
 
     def _load(self, which: str) -> tuple[Any, Any]:
@@ -103,8 +102,6 @@ class ImageSemantics:
             if ref is None:
                 raise ValueError(f"instruments.image_semantics.{which} is not set")
             import transformers
-
-            from genfair.instruments.pretrained import load_pretrained
 
             names = (
                 ("CLIPModel", "CLIPProcessor")

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -405,8 +405,16 @@ def bounded(count: int | None, rows: int | None) -> int | None:
     return min(known) if known else None
 
 
-class Methodology(ABC):
-    """Base class of every methodology (see the module docstring for the lifecycle)."""
+#: a methodology's config type (:attr:`Methodology.Config`)
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+#: bootstrap replicates of a paired comparison of a methodology without its own setting
+COMPARISON_RESAMPLES = 1000
+
+
+class Methodology(ABC, Generic[ConfigT]):
+    """Base class of every methodology (see the module docstring for the lifecycle), generic in
+    its config type: every step receives its :attr:`Config`
+    (``class Quiz(Methodology[QuizConfig])``)."""
 
     name: ClassVar[str]
     #: the model modalities it measures (a model of another modality does not run it)
@@ -453,7 +461,7 @@ class Methodology(ABC):
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities
 
-    def models_read(self, config: Any) -> tuple[str, ...]:
+    def models_read(self, config: ConfigT) -> tuple[str, ...]:
         """The study's models, by name, that a run's steps drive besides the model under
         test (e.g. an LLM proposer, a VQA judge). Only these reach :attr:`StepContext.models`,
         and ``runs`` records a hash of each, so ``generate`` reruns when one changes.
@@ -463,10 +471,10 @@ class Methodology(ABC):
     # ---- probes@<methodology>
 
     @abstractmethod
-    def build_probes(self, config: Any, seed: int) -> pd.DataFrame:
+    def build_probes(self, config: ConfigT, seed: int) -> pd.DataFrame:
         """The probe table (deterministic for ``config`` and ``seed``)."""
 
-    def footprint(self, config: Any) -> list[Footprint]:
+    def footprint(self, config: ConfigT) -> list[Footprint]:
         """What the largest tables of a run of ``config`` hold, estimated from its counts before
         any probe is built (:func:`genfair.study.footprint.check_footprint` refuses a run the
         machine cannot hold). None by default."""
@@ -482,7 +490,7 @@ class Methodology(ABC):
 
     # ---- generate@<model>-<methodology>
 
-    def calls(self, probes: pd.DataFrame, config: Any, modality: str) -> list[Call]:
+    def calls(self, probes: pd.DataFrame, config: ConfigT, modality: str) -> list[Call]:
         """The calls of the default :meth:`generate` (probes already filtered by modality)."""
         raise NotImplementedError(f"{self.name}: implement calls() or generate()")
 
@@ -490,7 +498,7 @@ class Methodology(ABC):
         """A completion's status (re-asked while not ``ok``, up to the call's attempts)."""
         return "ok"
 
-    def generate(self, probes: pd.DataFrame, config: Any, ctx: StepContext) -> pd.DataFrame:
+    def generate(self, probes: pd.DataFrame, config: ConfigT, ctx: StepContext) -> pd.DataFrame:
         """The model's responses: by default every call of :meth:`calls` through the
         response cache (text, images or image+text, by the model's modality)."""
         mine = self.probes_for(probes, ctx.modality)
@@ -500,17 +508,17 @@ class Methodology(ABC):
 
     @abstractmethod
     def label(
-        self, probes: pd.DataFrame, responses: pd.DataFrame, config: Any, ctx: StepContext
+        self, probes: pd.DataFrame, responses: pd.DataFrame, config: ConfigT, ctx: StepContext
     ) -> pd.DataFrame:
         """Instrument outputs per response."""
 
     @abstractmethod
-    def metrics(self, labels: pd.DataFrame, config: Any, ctx: StepContext) -> MetricsResult:
+    def metrics(self, labels: pd.DataFrame, config: ConfigT, ctx: StepContext) -> MetricsResult:
         """The model's scores (pure functions of the labels)."""
 
     # ---- study@<methodology>, score, track
 
-    def study(self, config: Any, ctx: StudyContext) -> StudyResult | None:
+    def study(self, config: ConfigT, ctx: StudyContext) -> StudyResult | None:
         """The study-level step over all models (None: the methodology has none)."""
         return None
 
@@ -534,7 +542,7 @@ class Methodology(ABC):
     def run_record(
         self,
         model: str,
-        config: Any,
+        config: ConfigT,
         scores: pd.DataFrame,
         summary: dict[str, Any],
         study: StudyResult | None,
@@ -547,7 +555,7 @@ class Methodology(ABC):
         return params, {}
 
     def headline_function(
-        self, config: Any, modality: str
+        self, config: ConfigT, modality: str
     ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
         """A cheap function from one model's labels (of ``modality``) to its headline numbers
         by :attr:`Headline.name` (no intervals): what a paired comparison recomputes on every
@@ -563,7 +571,7 @@ class Methodology(ABC):
         return None
 
     def paired_headline_function(
-        self, config: Any, modality: str, study: StudyResult | None
+        self, config: ConfigT, modality: str, study: StudyResult | None
     ) -> Callable[[pd.DataFrame], dict[str, float]] | None:
         """:meth:`headline_function` for a methodology whose per-model headline numbers also
         need the study step's result (``study``; e.g. IRIS's S and K, calibrated over the
@@ -576,11 +584,12 @@ class Methodology(ABC):
         (e.g. by sector)."""
         return labels[self.paired_unit].astype(str)
 
-    def comparison_resamples(self, config: Any) -> int:
+    def comparison_resamples(self, config: ConfigT) -> int:
         """Bootstrap replicates of each paired comparison (:mod:`genfair.study.compare`): the
-        config's own ``bootstrap_resamples`` where it has one (a smoke study stays quick, a
-        paper-scale one gets the paper's replicates), else 1,000."""
-        return int(getattr(config, "bootstrap_resamples", 1000))
+        :data:`COMPARISON_RESAMPLES`; a methodology whose config sets its own bootstrap's
+        replicates returns them (a smoke study stays quick, a paper-scale one gets the paper's
+        replicates)."""
+        return COMPARISON_RESAMPLES
 
     # ---- report
 

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from genfair.errors import UndeclaredRead
+from genfair.methodologies.registry import get_methodology, names
 
 #: the steps of a run or a methodology that read its config, in pipeline order (their stages
 #: depend on ``digests.methodologies.<name>.<step>``)
@@ -92,8 +93,6 @@ def digest_fields(method: Any) -> dict[str, tuple[str, ...] | None]:
 def fields_of(name: str) -> dict[str, tuple[str, ...] | None]:
     """:func:`digest_fields` of the methodology ``name`` (every step, every field, when no
     methodology has that name: loading the params then names it)."""
-    from genfair.methodologies.registry import get_methodology, names
-
     if name not in names():
         return {step: None for step in STEPS}  # digests of the whole block
     return digest_fields(get_methodology(name))

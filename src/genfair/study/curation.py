@@ -14,6 +14,10 @@ instruments' own accuracy.
   the FACET-format fixture and the FACET person crops;
 - :func:`validate_instruments` (``validate_instruments``): the face instrument's accuracy per
   attribute and per group on the labelled photos that ship in packages.
+
+Each stage imports its own curation or instrument module where it runs (a news corpus's HTTP
+client, WordNet, Pillow, pandas, the tracking store), so the always-running ``curation_inputs``
+starts without them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from genfair.curation.inputs import check_external_inputs, inputs_fingerprint, write_fingerprint
+from genfair.curation.inputs import curation_inputs as inputs_of
 from genfair.errors import ConfigError
 from genfair.io import write_json, write_parquet
 from genfair.params import (
@@ -34,6 +40,7 @@ from genfair.params import (
     instrument_class,
     instrument_config,
 )
+from genfair.stamps import write_stamp
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -47,9 +54,6 @@ def curation_inputs(
     that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
     miss an input). ``stamp``: record the input lists for the next run's fast path
     (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
-    from genfair.curation.inputs import check_external_inputs
-    from genfair.curation.inputs import curation_inputs as inputs_of
-    from genfair.stamps import write_stamp
     from genfair.study.always import CURATION_STAGE, curation_key, write_sections
 
     check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
@@ -81,8 +85,6 @@ def external_input(params: StudyFrame, name: str, layout: Layout = Layout()) -> 
     """``external_input@<name>``: the fingerprint of ``external_inputs.<name>`` (an input outside
     the repository) to ``data/curated/external/<name>.json``; ``curation_inputs`` depends on the
     folder, so ``dvc repro`` of any curation stage brings these up to date first."""
-    from genfair.curation.inputs import inputs_fingerprint, write_fingerprint
-
     entry = (params.external_inputs or {}).get(name)
     if entry is None:
         raise ConfigError(

@@ -20,6 +20,8 @@ through Jinja2's autoescaping in the page and ``textContent`` in the browser. Se
   ``instruments`` entry of its metrics summaries) and the answer mapper's tiers (``tiers``).
 
 Why matplotlib and static PNGs rather than Vega-Altair or Plotly: docs/report.md.
+
+Imported where used: :mod:`genfair.methodologies.plotting` (matplotlib), when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -184,59 +186,94 @@ def headline_view(
 def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any]:
     """The instruments' validation (the face instrument's accuracy; the image instruments'
     checks, or why there are none), what each methodology used, and answer-mapper tiers."""
-    validation = []
     folder = layout.instruments
-    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        checks = folder / path.stem / "checks.parquet"
-        if checks.exists():  # an image instrument: its checks, or why there are none
-            frame = read_parquet(checks)
-            caption = summary.get("validated_on", "")
-            if frame.empty:
-                frame = pd.DataFrame([{"status": summary.get("status", "no checks")}])
-            table = ReportTable(f"{path.stem}: validation checks", frame, caption)
-            validation.append({"name": path.stem, "tables": [table_view(table, simulated)]})
-            continue
-        per_attribute = folder / path.stem / "per_attribute.parquet"
-        frame = (
-            read_parquet(per_attribute)
-            if per_attribute.exists()
-            else pd.DataFrame(
-                [
-                    {
-                        "attribute": k,
-                        **{f: v.get(f) for f in ("status", "n", "accuracy", "accuracy_disparity")},
-                    }
-                    for k, v in summary.items()
-                    if isinstance(v, dict)
-                ]
-            )
+    validation = [
+        _instrument_validation(path, folder, simulated)
+        for path in (sorted(folder.glob("*.json")) if folder.exists() else [])
+    ]
+    used, tiers = _instruments_used(params, layout)
+    out = {"validation": validation, "used": None, "tiers": None}
+    if used:
+        out["used"] = table_view(
+            ReportTable(
+                "Instruments used",
+                pd.DataFrame(used),
+                "Named in each model's metrics summary (oracle = a simulator's planted truth).",
+            ),
+            simulated,
         )
-        per_group = folder / path.stem / "per_group.parquet"
-        tables = [
+    if tiers:
+        out["tiers"] = table_view(
+            ReportTable(
+                "Answer mapper tiers",
+                pd.DataFrame(tiers),
+                "How free-text answers were mapped onto the label set "
+                "(exact, alias, embedding, unmappable...).",
+            ),
+            simulated,
+        )
+    return out
+
+
+def _instrument_validation(path: Path, folder: Path, simulated: set[str]) -> dict[str, Any]:
+    """One instrument's validation tables, from its summary at ``path``: an image
+    instrument's checks (or why there are none), else its accuracy per attribute and group."""
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    checks = folder / path.stem / "checks.parquet"
+    if checks.exists():  # an image instrument: its checks, or why there are none
+        frame = read_parquet(checks)
+        caption = summary.get("validated_on", "")
+        if frame.empty:
+            frame = pd.DataFrame([{"status": summary.get("status", "no checks")}])
+        table = ReportTable(f"{path.stem}: validation checks", frame, caption)
+        return {"name": path.stem, "tables": [table_view(table, simulated)]}
+    per_attribute = folder / path.stem / "per_attribute.parquet"
+    frame = (
+        read_parquet(per_attribute)
+        if per_attribute.exists()
+        else pd.DataFrame(
+            [
+                {
+                    "attribute": k,
+                    **{f: v.get(f) for f in ("status", "n", "accuracy", "accuracy_disparity")},
+                }
+                for k, v in summary.items()
+                if isinstance(v, dict)
+            ]
+        )
+    )
+    per_group = folder / path.stem / "per_group.parquet"
+    tables = [
+        table_view(
+            ReportTable(
+                f"{path.stem}: accuracy per attribute",
+                frame,
+                f"{summary.get('instrument', path.stem)} on {summary.get('images', '?')} "
+                "labelled package photos (model mode: what real models' images get).",
+            ),
+            simulated,
+        )
+    ]
+    if per_group.exists():
+        tables.append(
             table_view(
                 ReportTable(
-                    f"{path.stem}: accuracy per attribute",
-                    frame,
-                    f"{summary.get('instrument', path.stem)} on {summary.get('images', '?')} "
-                    "labelled package photos (model mode: what real models' images get).",
+                    f"{path.stem}: recall per group",
+                    read_parquet(per_group),
+                    "A gap between groups is the instrument's own bias.",
                 ),
                 simulated,
             )
-        ]
-        if per_group.exists():
-            tables.append(
-                table_view(
-                    ReportTable(
-                        f"{path.stem}: recall per group",
-                        read_parquet(per_group),
-                        "A gap between groups is the instrument's own bias.",
-                    ),
-                    simulated,
-                )
-            )
-        validation.append({"name": path.stem, "tables": tables})
-    used, tiers = [], []
+        )
+    return {"name": path.stem, "tables": tables}
+
+
+def _instruments_used(
+    params: StudyParams, layout: Layout
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The instruments each model's metrics summary names, and its answer-mapper tiers."""
+    used: list[dict[str, Any]] = []
+    tiers: list[dict[str, Any]] = []
     for model in params.models:
         for name in params.methodologies:
             summary_path = layout.metrics(model, name) / "summary.json"
@@ -263,27 +300,7 @@ def instruments_view(params: StudyParams, layout: Layout, simulated: set[str]) -
                     }
                     for t, c in counts.items()
                 )
-    out = {"validation": validation, "used": None, "tiers": None}
-    if used:
-        out["used"] = table_view(
-            ReportTable(
-                "Instruments used",
-                pd.DataFrame(used),
-                "Named in each model's metrics summary (oracle = a simulator's planted truth).",
-            ),
-            simulated,
-        )
-    if tiers:
-        out["tiers"] = table_view(
-            ReportTable(
-                "Answer mapper tiers",
-                pd.DataFrame(tiers),
-                "How free-text answers were mapped onto the label set "
-                "(exact, alias, embedding, unmappable...).",
-            ),
-            simulated,
-        )
-    return out
+    return used, tiers
 
 
 def usage_view(params: StudyParams, layout: Layout, simulated: set[str]) -> dict[str, Any] | None:

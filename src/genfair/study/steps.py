@@ -4,6 +4,9 @@ Each reads validated params and its inputs and writes its outputs atomically und
 :class:`~genfair.study.layout.Layout` root. A (model, methodology) pair whose modality the
 methodology does not measure still gets its (empty) outputs, so every stage of DVC's
 ``matrix`` has them; the log says why.
+
+Imported where used: the Dask executor, the answers' and budget's modules (SQLAlchemy), by the
+``generate`` step alone.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from genfair.study.context import (
     step_context,
     study_context,
 )
+from genfair.study.footprint import check_footprint
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
 
@@ -54,8 +58,6 @@ log = logging.getLogger(__name__)
 
 
 def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()) -> Path:
-    from genfair.study.footprint import check_footprint
-
     method, config = configured(params, methodology)
     # a run this machine cannot hold: refused before building (it reads every size, and
     # writes nothing)

@@ -7,6 +7,8 @@ scenarios, with and without cognitive-error contexts. Text-to-image models (§3.
 :mod:`.t2i`): portraits for the same queries, faces labelled by the demographic instrument.
 Scores, for both: S_fact, S_E, S_KLD, S_fair and the distance to the accuracy-entropy
 trade-off curve.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from genfair.methodologies.fact_or_fair.paired import paired_counts
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
 from genfair.methodologies.fact_or_fair.probes import build_probes, primed_letters, truth_letters
+from genfair.methodologies.fact_or_fair.report import plot_tables, report_section
 from genfair.methodologies.fact_or_fair.scores import (
     CONTEXT_ORDER,
     cell_table,
@@ -89,7 +92,7 @@ def _headline(context: str, attribute: str) -> Headline:
     )
 
 
-class FactOrFair(Methodology):
+class FactOrFair(Methodology[FactOrFairConfig]):
     """FACT-OR-FAIR (Huang et al., paper 000): factuality vs. fairness of LLM answers on 19
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
@@ -285,18 +288,18 @@ class FactOrFair(Methodology):
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The trade-off plots per modality and context (paper Fig. 4-9) and the leaderboard."""
-        from genfair.methodologies.fact_or_fair.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.fact_or_fair.report import plot_tables
-
         return plot_tables(board)
 
     #: one answer (a probe id names a query and its sample index): the unit its intervals
     #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
     paired_unit = "probe_id"
+
+    def comparison_resamples(self, config: FactOrFairConfig) -> int:
+        """The scores' bootstrap replicates (``bootstrap_resamples``)."""
+        return config.bootstrap_resamples
 
     def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
         """The headline distances from a model's labels, as its metrics compute them without

@@ -17,8 +17,8 @@ from genfair.methodologies.base import Headline, HeadlineCounts
 from genfair.methodologies.fact_or_fair.data import GROUPS, Statistic
 from genfair.methodologies.fact_or_fair.scores import (
     Formulas,
-    _layout,
     cell_index,
+    cell_layout,
     cell_rows,
     replicate_scores,
 )
@@ -70,7 +70,7 @@ def paired_counts(
                 **{f"n_{g}": 0 for g in groups},
             }
         )
-        _, _, truth_index, pairs = _layout(empty, attribute)
+        _, _, truth_index, pairs = cell_layout(empty, attribute)
         block = _Block(headline, cells, groups, offset, truth_index, pairs, formulas(context))
         blocks.append(block)
         offset += block.width

@@ -1,4 +1,7 @@
-"""FACT-OR-FAIR's report section and ``dvc plots`` tables (paper 000, Fig. 4-9)."""
+"""FACT-OR-FAIR's report section and ``dvc plots`` tables (paper 000, Fig. 4-9).
+
+Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
+"""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
 from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
 from genfair.metrics import normalized_entropy
@@ -157,23 +158,23 @@ class Formulas:
     distance_search: Literal["global", "single_brent"] = "global"
 
 
-def formulas_for(config: Any, context: str) -> Formulas:
-    """The :class:`Formulas` of a methodology config for one context (objective or a
-    subjective one). Configs without the settings (the t2i one) get the paper's text."""
-    test = "objective" if context == "objective" else "subjective"
-    base = getattr(config, "kld_log_base", None)
-    zero = getattr(config, "zero_kl_score", None)
+def formulas_for(config: FactOrFairConfig, context: str) -> Formulas:
+    """The :class:`Formulas` of the LLM test's config for one context (objective or a
+    subjective one); every default is the config's (the t2i test builds its own
+    :class:`Formulas`: the paper's text)."""
+    test: Literal["objective", "subjective"] = (
+        "objective" if context == "objective" else "subjective"
+    )
+    base = getattr(config.kld_log_base, test)
     return Formulas(
-        kld_aggregation=getattr(config, "kld_aggregation", "mean_of_exp"),
-        kld_smoothing=getattr(config, "kld_smoothing", "pseudocount"),
-        kld_pseudocount=float(getattr(config, "kld_pseudocount", 0.5)),
-        kld_epsilon=float(getattr(config, "kld_epsilon", 1e-10)),
-        kld_log_base=math.e
-        if base is None or getattr(base, test) == "e"
-        else float(getattr(base, test)),
-        zero_kl_score="one" if zero is None else getattr(zero, test),
-        distance_axis=getattr(config, "distance_axis", "s_e") if test == "subjective" else "s_e",
-        distance_search=getattr(config, "distance_search", "global"),
+        kld_aggregation=config.kld_aggregation,
+        kld_smoothing=config.kld_smoothing,
+        kld_pseudocount=float(config.kld_pseudocount),
+        kld_epsilon=float(config.kld_epsilon),
+        kld_log_base=math.e if base == "e" else float(base),
+        zero_kl_score=getattr(config.zero_kl_score, test),
+        distance_axis=config.distance_axis if test == "subjective" else "s_e",
+        distance_search=config.distance_search,
     )
 
 
@@ -271,9 +272,12 @@ def replicate_scores(
     return out
 
 
-def _layout(
+def cell_layout(
     table: pd.DataFrame, attribute: str
 ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """A cell table's groups of ``attribute``, its counts per group (rows x groups), each
+    row's true group (-1: none) and the (high, low) row pairs of each statistic's two
+    directions."""
     groups = list(GROUPS[attribute])
     counts = table[[f"n_{g}" for g in groups]].to_numpy(dtype=float)
     truth = np.array(
@@ -313,7 +317,7 @@ def score_cells(
     image are not independent) and makes the bootstrap resample clusters.
     """
     formulas = formulas or Formulas(kld_pseudocount=pseudocount)
-    groups, counts, truth, pairs = _layout(table, attribute)
+    groups, counts, truth, pairs = cell_layout(table, attribute)
     k = len(groups)
     result: dict[str, Any] = _scores(counts, truth, pairs, k, formulas)
     n = counts.sum(axis=1)
@@ -441,7 +445,7 @@ def per_statistic(
     """The per-cell detail: distribution, accuracy, entropy, and the statistic's exp(-KL)
     term (under ``formulas``, default the paper's text with ``pseudocount``)."""
     formulas = formulas or Formulas(kld_pseudocount=pseudocount)
-    groups, counts, truth, pairs = _layout(table, attribute)
+    groups, counts, truth, pairs = cell_layout(table, attribute)
     out = table.copy()
     n = counts.sum(axis=1)
     for j, g in enumerate(groups):

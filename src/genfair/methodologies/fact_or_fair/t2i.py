@@ -22,6 +22,9 @@ Scores. The LLM methodology's code, unchanged: :func:`cell_table` per (statistic
 direction), :func:`score_cells` (S_fact, S_E, S_KLD, S_fair, trade-off distance, bootstrap
 intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the
 contexts ``objective`` and ``baseline`` (the subjective scenarios).
+
+Imported where used: :mod:`genfair.instruments.readings` (the reading store), by the label step
+alone.
 """
 
 from __future__ import annotations

@@ -270,7 +270,7 @@ class GranularConfig(Strict):
 # ---------------------------------------------------------------------------- helpers
 
 
-def _codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, np.ndarray]:
+def category_codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, np.ndarray]:
     """Category codes (-1 = missing) per attribute; unknown labels raise."""
     out = {}
     for attr, cats in CATEGORIES.items():
@@ -287,7 +287,7 @@ def _codes(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> dict[str, n
     return out
 
 
-def _flat(codes: dict[str, np.ndarray], attrs: tuple[str, ...]) -> tuple[np.ndarray, int]:
+def group_codes(codes: dict[str, np.ndarray], attrs: tuple[str, ...]) -> tuple[np.ndarray, int]:
     """One code per intersection group (-1 where any label is missing) and the group count."""
     flat = np.zeros(len(next(iter(codes.values()))), dtype=np.int64)
     missing = np.zeros_like(flat, dtype=bool)
@@ -350,7 +350,7 @@ def _occupation_counts(
 ) -> tuple[pd.Index, np.ndarray, int]:
     """Occupations and their images per intersection group (occupations x groups)."""
     occ_codes, occs = pd.factorize(table["occupation"], sort=True)
-    flat, k = _flat(codes, attrs)
+    flat, k = group_codes(codes, attrs)
     ok = (flat >= 0) & (occ_codes >= 0)
     counts = np.bincount(occ_codes[ok] * k + flat[ok], minlength=len(occs) * k).reshape(
         len(occs), k
@@ -360,7 +360,7 @@ def _occupation_counts(
 
 def _ifs_gen(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
     require_columns(table, ["occupation", *cfg.columns.values()], "IFS-Gen", "generated image")
-    codes = _codes(table, cfg, "IFS-Gen")
+    codes = category_codes(table, cfg, "IFS-Gen")
     rows = []
     for spec in _specs("IFS-Gen"):
         _, counts, n_missing = _occupation_counts(table, codes, spec.attributes)
@@ -388,7 +388,7 @@ def _rfs_gen(
     table: pd.DataFrame, cfg: GranularConfig, reference: pd.DataFrame | None
 ) -> list[dict]:
     require_columns(table, ["occupation", *cfg.columns.values()], "RFS-Gen", "generated image")
-    codes = _codes(table, cfg, "RFS-Gen")
+    codes = category_codes(table, cfg, "RFS-Gen")
     rows = []
     for spec in _specs("RFS-Gen"):
         if reference is None:
@@ -492,7 +492,7 @@ def _und_frame(table: pd.DataFrame, cfg: GranularConfig, sector: str) -> pd.Data
     return table
 
 
-def _correct(table: pd.DataFrame) -> np.ndarray:
+def correct_mappings(table: pd.DataFrame) -> np.ndarray:
     return (
         table["mapped_occupation"].astype(object) == table["occupation"].astype(object)
     ).to_numpy(dtype=bool) & table["mapped_occupation"].notna().to_numpy()
@@ -503,12 +503,12 @@ def _ifs_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         int((table["status"].astype(str) == "error").sum()) if "status" in table.columns else 0
     )
     table = _und_frame(table, cfg, "IFS-Und")
-    codes = _codes(table, cfg, "IFS-Und")
-    correct = _correct(table)
+    codes = category_codes(table, cfg, "IFS-Und")
+    correct = correct_mappings(table)
     mapped = table["mapped_occupation"].to_numpy(dtype=object)
     rows = []
     for spec in _specs("IFS-Und"):
-        flat, k = _flat(codes, spec.attributes)
+        flat, k = group_codes(codes, spec.attributes)
         have = flat >= 0
         sizes = np.bincount(flat[have], minlength=k)
         least = (
@@ -614,9 +614,11 @@ def _sds_rows(
         why = "no IFS-Und table given" if ifs_und is None else "no real-world reference table given"
         return [_row(s, math.nan, 0, f"not computed: {why}") for s in specs]
     table = _und_frame(ifs_und, cfg, "RFS-Und (SDS)")
-    _codes(table, cfg, "RFS-Und (SDS)")  # validates labels
+    category_codes(table, cfg, "RFS-Und (SDS)")  # validates labels
     mapped = table["mapped_occupation"]
-    wrong = mapped.notna() & (mapped.astype(object) != cfg.unmappable_label) & ~_correct(table)
+    wrong = (
+        mapped.notna() & (mapped.astype(object) != cfg.unmappable_label) & ~correct_mappings(table)
+    )
     true_occ, pred_occ = table["occupation"].astype(object), mapped.astype(object)
     rows = []
     for spec in specs:
@@ -653,24 +655,9 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
                 f"BIS-Und: column {col!r} has {int(table[col].isna().sum())} "
                 "missing value(s); every answer needs one"
             )
-    codes = _codes(table, cfg, "BIS-Und")
-    qid = table["question_id"].astype(str)
-    q_codes, q_uniques = pd.factorize(qid.to_numpy(dtype=object))
-    if "kind" in table.columns:
-        kind = table["kind"].astype(str).to_numpy(dtype=object)
-    else:
-        unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
-        if unknown:
-            raise ValueError(
-                f"BIS-Und: question_id {unknown[:5]} not in "
-                "Table 29; add a 'kind' column (subjective/objective)"
-            )
-        kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
-    odd = sorted(set(kind) - {"subjective", "objective"})
-    if odd:
-        raise ValueError(
-            f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}"
-        )
+    codes = category_codes(table, cfg, "BIS-Und")
+    q_codes, q_uniques = pd.factorize(table["question_id"].astype(str).to_numpy(dtype=object))
+    kind = _question_kinds(table, q_codes, q_uniques)
     subj, obj = kind == "subjective", kind == "objective"
     if subj.any():
         require_columns(table, ["score"], "BIS-Und", "subjective answer")
@@ -683,44 +670,10 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         if "score" in table.columns
         else np.full(len(table), np.nan)
     )
-    if "correct" in table.columns:
-        raw = table["correct"]
-        correct = (
-            raw.to_numpy(dtype=float)
-            if raw.dtype == bool
-            else pd.to_numeric(
-                raw.astype(object).where(raw.notna(), np.nan), errors="coerce"
-            ).to_numpy(dtype=float)
-        )
-    else:
-        ans = table["answer"].astype(object).where(table["answer"].notna(), None)
-        same = (
-            ans.astype(str).str.strip().str.lower()
-            == table["truth"].astype(str).str.strip().str.lower()
-        )
-        correct = np.where(ans.isna().to_numpy(), np.nan, same.to_numpy(dtype=float))
-    # which attributes vary inside each instance decides its dimension (a missing label
-    # beside a present one counts as varying)
-    inst, n_inst_total = pd.factorize(table["instance_id"].astype(object).to_numpy())
-    n_i = len(n_inst_total)
-    mask = np.zeros(n_i, dtype=np.int64)
-    for bit, attr in enumerate(("gender", "age", "skin")):
-        c = codes[attr]
-        lo = np.full(n_i, np.iinfo(np.int64).max)
-        hi = np.full(n_i, np.iinfo(np.int64).min)
-        np.minimum.at(lo, inst, c)
-        np.maximum.at(hi, inst, c)
-        mask |= (hi > lo).astype(np.int64) << bit
-    names = np.array(
-        [
-            "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1)
-            for m in range(8)
-        ],
-        dtype=object,
-    )
-    dim = names[mask]
+    correct = _objective_correct(table)
+    inst, dim = _set_dimensions(table, codes)
     dimension = dim[inst]
-    flat_n = int((mask == 0).sum())
+    flat_n = int((dim == "").sum())
     keys = inst.astype(np.int64) * max(1, len(q_uniques)) + q_codes
     rows = []
     for spec in _specs("BIS-Und"):
@@ -741,6 +694,73 @@ def _bis_und(table: pd.DataFrame, cfg: GranularConfig) -> list[dict]:
         )
         rows.append(_row(spec, value, n, note))
     return rows
+
+
+def _question_kinds(table: pd.DataFrame, q_codes: np.ndarray, q_uniques: np.ndarray) -> np.ndarray:
+    """Each BIS-Und answer's question kind, ``subjective`` or ``objective``: its ``kind``
+    column, else its question's in Table 29."""
+    if "kind" in table.columns:
+        kind = table["kind"].astype(str).to_numpy(dtype=object)
+    else:
+        unknown = sorted(set(q_uniques) - set(QUESTION_KINDS))
+        if unknown:
+            raise ValueError(
+                f"BIS-Und: question_id {unknown[:5]} not in "
+                "Table 29; add a 'kind' column (subjective/objective)"
+            )
+        kind = np.array([QUESTION_KINDS[q] for q in q_uniques], dtype=object)[q_codes]
+    odd = sorted(set(kind) - {"subjective", "objective"})
+    if odd:
+        raise ValueError(
+            f"BIS-Und: column 'kind' must be 'subjective' or 'objective'; got {odd[:5]}"
+        )
+    return kind
+
+
+def _objective_correct(table: pd.DataFrame) -> np.ndarray:
+    """Each answer's correctness (1, 0; NaN: no answer): its ``correct`` column, else its
+    ``answer`` against its ``truth`` (trimmed, case-folded)."""
+    if "correct" in table.columns:
+        raw = table["correct"]
+        return (
+            raw.to_numpy(dtype=float)
+            if raw.dtype == bool
+            else pd.to_numeric(
+                raw.astype(object).where(raw.notna(), np.nan), errors="coerce"
+            ).to_numpy(dtype=float)
+        )
+    ans = table["answer"].astype(object).where(table["answer"].notna(), None)
+    same = (
+        ans.astype(str).str.strip().str.lower()
+        == table["truth"].astype(str).str.strip().str.lower()
+    )
+    return np.where(ans.isna().to_numpy(), np.nan, same.to_numpy(dtype=float))
+
+
+def _set_dimensions(
+    table: pd.DataFrame, codes: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's counterfactual set (an index) and each set's dimension: the attributes that
+    vary inside it, joined by ``_`` (``""``: none varies; a missing label beside a present one
+    counts as varying)."""
+    inst, uniques = pd.factorize(table["instance_id"].astype(object).to_numpy())
+    n_i = len(uniques)
+    mask = np.zeros(n_i, dtype=np.int64)
+    for bit, attr in enumerate(("gender", "age", "skin")):
+        c = codes[attr]
+        lo = np.full(n_i, np.iinfo(np.int64).max)
+        hi = np.full(n_i, np.iinfo(np.int64).min)
+        np.minimum.at(lo, inst, c)
+        np.maximum.at(hi, inst, c)
+        mask |= (hi > lo).astype(np.int64) << bit
+    names = np.array(
+        [
+            "_".join(n for b, n in enumerate(("gender", "age", "skin")) if m >> b & 1)
+            for m in range(8)
+        ],
+        dtype=object,
+    )
+    return inst, names[mask]
 
 
 # ------------------------------------------------------------------------------ API
@@ -811,3 +831,56 @@ def all_granular_metrics(
         granular_metrics("BIS-Und", get("BIS-Und"), config=config),
     ]
     return pd.concat(parts, ignore_index=True)
+
+
+#: the sectors each modality runs
+MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
+    "t2i": ("IFS-Gen", "RFS-Gen", "BIS-Gen"),
+    "vlm": ("IFS-Und", "RFS-Und", "BIS-Und"),
+    "llm": ("RFS-Und",),
+}
+
+
+def sector_tables(
+    labels: pd.DataFrame,
+) -> tuple[dict[str, pd.DataFrame | None], pd.DataFrame | None]:
+    """A model's labels split into the granular metrics' input tables by sector (IFS-Gen and
+    BIS-Gen: their ``ok`` images only; None: a sector without rows) and its tournament rounds."""
+    present = set(labels["sector"])
+    tables: dict[str, pd.DataFrame | None] = {}
+    for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
+        part = labels[labels["sector"] == sector] if sector in present else None
+        if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
+            part = part[part["status"] == "ok"]
+        tables[sector] = part
+    rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
+    return tables, rounds
+
+
+def model_granular(
+    labels: pd.DataFrame, config: GranularConfig, reference: pd.DataFrame, *, floor: bool = True
+) -> pd.DataFrame:
+    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality
+    (``floor``: RFS-Und's oracle floor too)."""
+    tables, rounds = sector_tables(labels)
+    modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
+    frames = []
+    for sector in MODALITY_SECTORS[modality]:
+        if sector == "RFS-Gen":
+            frames.append(
+                granular_metrics("RFS-Gen", tables["IFS-Gen"], reference=reference, config=config)
+            )
+        elif sector == "RFS-Und":
+            frames.append(
+                granular_metrics(
+                    "RFS-Und",
+                    rounds,
+                    reference=reference,
+                    ifs_und=tables["IFS-Und"],
+                    config=config,
+                    floor=floor,
+                )
+            )
+        else:
+            frames.append(granular_metrics(sector, tables[sector], config=config))
+    return pd.concat(frames, ignore_index=True)

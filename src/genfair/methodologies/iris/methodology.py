@@ -36,6 +36,8 @@ or an answer naming no single option counts as wrong).
 Metrics: the granular metrics (:mod:`.granular`) of the sectors of the model's modality;
 ``scores.parquet`` is that table. The IRIS scores (S/K calibration needs every model) are
 computed by the cross-model ``score`` stage (:mod:`genfair.methodologies.iris.study`).
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from genfair.errors import NotConfigured
+from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
+from genfair.instruments.readings import read_images
+from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -62,36 +68,58 @@ from genfair.methodologies.base import (
     StudyResult,
 )
 from genfair.methodologies.iris.config import IrisConfig
-from genfair.methodologies.iris.granular import granular_metrics
+from genfair.methodologies.iris.granular import (
+    MODALITY_SECTORS,
+    model_granular,
+    sector_tables,
+)
 from genfair.methodologies.iris.occupations import (
     female_share,
     read_occupations,
     reference_from_occupations,
 )
-from genfair.methodologies.iris.paired import headline_name
-from genfair.methodologies.iris.prompts import ifs_gen_prompt, steering_prompts, top_stereotypes
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS
+from genfair.methodologies.iris.paired import (
+    calibration,
+    generation_counts,
+    headline_name,
+    iris_headlines,
+    paired_units,
+    understanding_counted,
+)
+from genfair.methodologies.iris.prompts import (
+    ifs_gen_prompt,
+    parse_rating,
+    steering_prompts,
+    top_stereotypes,
+)
+from genfair.methodologies.iris.report import plot_tables, report_section
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS, tracking_record
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
+from genfair.methodologies.iris.study import score_study
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
+    display_name,
     parse_tournament_answer,
     profiles,
     tournament_counts,
     tournament_probes,
 )
+from genfair.methodologies.iris.understanding import (
+    bis_und_rows,
+    counterfactual_fixture,
+    ifs_und_probes,
+    objective_choice,
+    read_counterfactual_dataset,
+)
 from genfair.methodologies.reads import every_field_but
+from genfair.models.images import ImageStore, encode_png, export_images, vlm_message
 from genfair.models.questions import ChoiceQuestion, ImageChoiceQuestion, ImageQuestion
-from genfair.models.runner import Call, Verdict
+from genfair.models.runner import Call, Verdict, run_calls
+from genfair.models.t2i import generate_images, prompt_call
 
 log = logging.getLogger(__name__)
 
-#: the sectors each modality runs
-MODALITY_SECTORS: dict[str, tuple[str, ...]] = {
-    "t2i": ("IFS-Gen", "RFS-Gen", "BIS-Gen"),
-    "vlm": ("IFS-Und", "RFS-Und", "BIS-Und"),
-    "llm": ("RFS-Und",),
-}
 #: ``meta["policy"]`` of the requests, for simulators
 POLICIES = {
     "IFS-Gen": "iris_ifs_gen",
@@ -105,7 +133,7 @@ ATTRIBUTE_COLUMNS = ["gender", "age_group", "skin_group"]
 _ORACLE_KEYS = {"gender": "gender", "age": "age_group", "skin_tone": "skin_group", "race": "race"}
 
 
-class Iris(Methodology):
+class Iris(Methodology[IrisConfig]):
     """IRIS (Zhao et al., paper 002): fairness of unified multimodal models in generation and
     understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
 
@@ -178,13 +206,6 @@ class Iris(Methodology):
         counted (:func:`.paired.generation_counts`, :func:`.paired.understanding_counted`),
         or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
         authors' overall score; None without a study step's scores."""
-        from genfair.methodologies.iris.paired import (
-            calibration,
-            generation_counts,
-            iris_headlines,
-            understanding_counted,
-        )
-
         scales = calibration(study)
         if not scales:
             return None
@@ -203,8 +224,6 @@ class Iris(Methodology):
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """The occupation (generation), the tournament round, the crop, the counterfactual
         set (:data:`.paired.UNITS`)."""
-        from genfair.methodologies.iris.paired import paired_units
-
         return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
@@ -240,13 +259,6 @@ class Iris(Methodology):
 
     def _und_probes(self, config: IrisConfig) -> list[pd.DataFrame]:
         """IFS-Und and BIS-Und rows (see :mod:`.understanding`); none when not configured."""
-        from genfair.methodologies.iris.understanding import (
-            bis_und_rows,
-            counterfactual_fixture,
-            ifs_und_probes,
-            read_counterfactual_dataset,
-        )
-
         parts = []
         crops = None
         if config.ifs_und.persons is not None:
@@ -278,8 +290,6 @@ class Iris(Methodology):
 
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         if meta.get("policy") in (POLICIES["IFS-Und"], POLICIES["BIS-Und"]):
-            from genfair.instruments.refusal import is_refusal
-
             return "refused" if is_refusal(text) else "ok"
         return parse_tournament_answer(text, meta["competitors"].split("|")).status
 
@@ -290,8 +300,6 @@ class Iris(Methodology):
         image: str | None = None,
         max_tokens: int = 16,
     ) -> Call:
-        from genfair.models.images import vlm_message
-
         comp = row["competitors"].split("|")
         message = (
             vlm_message(row["prompt"], [image])
@@ -330,8 +338,6 @@ class Iris(Methodology):
     def generate(self, probes: pd.DataFrame, config: IrisConfig, ctx: StepContext) -> pd.DataFrame:
         """One responses table for the model (all its sectors; ``sector`` and ``modality``
         columns)."""
-        from genfair.models.runner import run_calls
-
         modality, backend, cache, seed, label = (
             ctx.modality,
             ctx.backend,
@@ -376,9 +382,6 @@ class Iris(Methodology):
 
     def _und_calls(self, probes: pd.DataFrame, config: IrisConfig) -> list[Call]:
         """IFS-Und / BIS-Und calls: the crop (or counterfactual image) and the question."""
-        from genfair.methodologies.iris.tournament import display_name
-        from genfair.models.images import vlm_message
-
         if not len(probes):
             return []
         sector = str(probes["sector"].iloc[0])
@@ -447,9 +450,6 @@ class Iris(Methodology):
         image_dir: Path,
         label: str,
     ) -> pd.DataFrame:
-        from genfair.models.images import ImageStore, export_images
-        from genfair.models.t2i import generate_images, prompt_call
-
         ifs = probes[probes["sector"] == "IFS-Gen"]
         calls = [
             prompt_call(
@@ -528,8 +528,6 @@ class Iris(Methodology):
         instrument (SIMULATORS) reads the recorded ``true_attributes``; a measuring one reads
         each image once per study: its readings are kept in ``cache`` (the response cache or
         a function opening it; :func:`~genfair.instruments.readings.read_images`)."""
-        from genfair.instruments.readings import read_images
-
         records = images.to_dict("records")
         simulated = instrument.config.mode == "oracle"
         measured = [r["status"] == "ok" and r.get("image") is not None for r in records]
@@ -711,8 +709,6 @@ class Iris(Methodology):
     ) -> pd.DataFrame:
         """``mapped_occupation`` (``unmappable`` when the mapper finds none, or the answer is a
         refusal) and the mapper's ``tier`` / ``similarity``; error rows stay unmapped."""
-        from genfair.instruments.answer_mapper import AnswerMapper, LazyEmbedder, MiniLMEmbedder
-
         crops = probes[probes["sector"] == "IFS-Und"][
             ["probe_id", "person_id", "occupation", *ATTRIBUTE_COLUMNS, "fixture"]
         ]
@@ -746,9 +742,6 @@ class Iris(Methodology):
 
     def _label_bis_und(self, probes: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
         """``score`` (subjective: the parsed rating) and ``correct`` (objective)."""
-        from genfair.methodologies.iris.prompts import parse_rating
-        from genfair.methodologies.iris.understanding import objective_choice
-
         rows = probes[probes["sector"] == "BIS-Und"][
             [
                 "probe_id",
@@ -795,7 +788,7 @@ class Iris(Methodology):
         occupations = read_occupations(
             config.model_copy(update={"occupations": None, "max_occupations": None})
         )
-        scores = model_granular(labels, config, reference_from_occupations(occupations))
+        scores = model_granular(labels, config.metrics, reference_from_occupations(occupations))
         tables, rounds = sector_tables(labels)
         for sector in ("IFS-Und", "BIS-Und"):  # fixture inputs are said so on every row they feed
             t = tables.get(sector)
@@ -861,8 +854,6 @@ class Iris(Methodology):
     # ---- study@iris, score, track
 
     def study(self, config: IrisConfig, ctx: StudyContext) -> StudyResult | None:
-        from genfair.methodologies.iris.study import score_study
-
         return score_study(ctx, config.scoring)
 
     def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
@@ -880,15 +871,13 @@ class Iris(Methodology):
     def run_record(
         self,
         model: str,
-        config: Any,
+        config: IrisConfig,
         scores: pd.DataFrame,
         summary: dict[str, Any],
         study: StudyResult | None,
     ) -> tuple[dict[str, Any], dict[str, float]]:
         """The S and K used (and the mode), per-sector magnitudes and scores, the overall
         IRIS score (models with all six sectors) and the Gen/Und codes."""
-        from genfair.methodologies.iris.scoring import tracking_record
-
         board = study.tables["scores"] if study else pd.DataFrame()
         if board.empty or model not in set(board["model"]):
             return {}, {}
@@ -914,61 +903,10 @@ class Iris(Methodology):
 
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The sector chart with the codes, the scores per sector, the validation table."""
-        from genfair.methodologies.iris.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.iris.report import plot_tables
-
         return plot_tables(board)
-
-
-def sector_tables(
-    labels: pd.DataFrame,
-) -> tuple[dict[str, pd.DataFrame | None], pd.DataFrame | None]:
-    """A model's labels split into the granular metrics' input tables by sector (IFS-Gen and
-    BIS-Gen: their ``ok`` images only; None: a sector without rows) and its tournament rounds."""
-    present = set(labels["sector"])
-    tables: dict[str, pd.DataFrame | None] = {}
-    for sector in ("IFS-Gen", "BIS-Gen", "IFS-Und", "BIS-Und"):
-        part = labels[labels["sector"] == sector] if sector in present else None
-        if part is not None and sector in ("IFS-Gen", "BIS-Gen"):
-            part = part[part["status"] == "ok"]
-        tables[sector] = part
-    rounds = labels[labels["sector"] == "RFS-Und"] if "RFS-Und" in present else None
-    return tables, rounds
-
-
-def model_granular(
-    labels: pd.DataFrame, config: IrisConfig, reference: pd.DataFrame, *, floor: bool = True
-) -> pd.DataFrame:
-    """The granular metrics (:mod:`.granular`) of the sectors of the labels' modality
-    (``floor``: RFS-Und's oracle floor too)."""
-    tables, rounds = sector_tables(labels)
-    modality = str(labels["modality"].iloc[0]) if len(labels) else "llm"
-    frames = []
-    for sector in MODALITY_SECTORS[modality]:
-        if sector == "RFS-Gen":
-            frames.append(
-                granular_metrics(
-                    "RFS-Gen", tables["IFS-Gen"], reference=reference, config=config.metrics
-                )
-            )
-        elif sector == "RFS-Und":
-            frames.append(
-                granular_metrics(
-                    "RFS-Und",
-                    rounds,
-                    reference=reference,
-                    ifs_und=tables["IFS-Und"],
-                    config=config.metrics,
-                    floor=floor,
-                )
-            )
-        else:
-            frames.append(granular_metrics(sector, tables[sector], config=config.metrics))
-    return pd.concat(frames, ignore_index=True)
 
 
 def _instruments_used(
@@ -996,8 +934,6 @@ def _oracle_truth(response: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _optional_instrument(ctx: StepContext, name: str) -> Any:
     """The configured instrument ``name``, or None when the study leaves it out."""
-    from genfair.errors import NotConfigured
-
     try:
         return ctx.instrument(name)
     except NotConfigured:
@@ -1007,8 +943,6 @@ def _optional_instrument(ctx: StepContext, name: str) -> Any:
 def _blank_image(cache: Any) -> Path:
     """The blank white image of the RFS-Und tournament (512 x 512), in the image store."""
     from PIL import Image
-
-    from genfair.models.images import ImageStore, encode_png
 
     store = ImageStore.beside(cache)
     sha = store.put(encode_png(Image.new("RGB", (512, 512), (255, 255, 255))))

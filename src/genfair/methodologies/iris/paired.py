@@ -6,7 +6,7 @@ S and K are the study step's (:mod:`.study`: Table 9's, or calibrated over every
 study), read from its ``scores`` table and fixed in every replicate: a replicate redraws a
 model's magnitude M, never the scale it is scored on. Each replicate's scores are IRIS's own
 scoring of the drawn rows: the metrics step's granular metrics
-(:func:`~.methodology.model_granular`), their magnitudes (:func:`~.scoring.sector_magnitudes`,
+(:func:`~.granular.model_granular`), their magnitudes (:func:`~.scoring.sector_magnitudes`,
 :func:`~.scoring.overall_magnitudes`) and :func:`~.scoring.dimension_score`; a sector scored
 from a subset of its metrics keeps its ``(partial)`` name.
 
@@ -48,12 +48,36 @@ import pandas as pd
 
 from genfair.methodologies.base import HeadlineCounts, StudyResult
 from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.granular import (
+    GRANULAR_METRICS,
+    INTERSECTIONS,
+    PENALTIES,
+    QUESTION_KINDS,
+    GranularConfig,
+    GranularMetric,
+    category_codes,
+    correct_mappings,
+    group_codes,
+    jsd_log_base,
+    model_granular,
+)
+from genfair.methodologies.iris.reference import reference_shares
 from genfair.methodologies.iris.scoring import (
     PARTIAL_MARK,
     dimension_score,
     normalize_frame,
     overall_magnitudes,
     sector_magnitudes,
+)
+from genfair.methodologies.iris.tournament import (
+    CATEGORIES,
+    TournamentCounts,
+    attribute_distributions,
+    mean_jsd,
+    profile_ids,
+    round_offers,
+    tournament_beliefs,
+    tournament_posterior,
 )
 
 __all__ = [
@@ -146,8 +170,6 @@ def iris_headlines(
     """A model's labels -> its scores by headline name, at the fixed ``scales``
     (:func:`calibration`): IRIS's own scoring of the rows, copies made distinct
     (:func:`distinct_copies`)."""
-    from genfair.methodologies.iris.methodology import model_granular
-
     authors = config.scoring.overall == "authors_code"
 
     def headlines(labels: pd.DataFrame) -> dict[str, float]:
@@ -155,7 +177,7 @@ def iris_headlines(
             return {}
         rows, ref = distinct_copies(labels, reference)
         frame = normalize_frame(
-            model_granular(rows, config, ref, floor=False).assign(model="model")
+            model_granular(rows, config.metrics, ref, floor=False).assign(model="model")
         )
         sectors = sector_magnitudes(frame)
         out = {}
@@ -222,24 +244,8 @@ def generation_counts(
     copy counting as one more), ΔGSR [M7] and the penalties [M8, M9] from the pooled sums; then
     the deviations, magnitudes and ``S · exp(-K · M)`` as :mod:`.scoring` computes them.
     """
-    from genfair.methodologies.iris.granular import (
-        GRANULAR_METRICS,
-        INTERSECTIONS,
-        PENALTIES,
-        jsd_log_base,
-    )
-    from genfair.methodologies.iris.reference import reference_shares
-    from genfair.methodologies.iris.tournament import CATEGORIES
-
     cfg = config.metrics
-    n_occ = len(occupations)
-    index = pd.Index(occupations)
-    sizes = [int(np.prod([len(CATEGORIES[a]) for a in attrs])) for attrs in INTERSECTIONS]
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    groups = int(starts[-1])
-    weight_at = n_occ * groups
-    bis_at = weight_at + n_occ  # stereo n, stereo hits, counter n, counter hits; penalties
-    width = bis_at + 4 + 4 * len(PENALTIES)
+    columns = _GenerationColumns.of(occupations)
     specs = [s for s in GRANULAR_METRICS if s.sector in ("IFS-Gen", "RFS-Gen", "BIS-Gen")]
     base = jsd_log_base(cfg)
     real = {
@@ -249,91 +255,157 @@ def generation_counts(
     }
 
     def tally(labels: pd.DataFrame) -> pd.DataFrame:
-        from genfair.methodologies.iris.granular import _codes, _flat
-
         position = np.arange(len(labels))
         parts = []
-        ifs = (labels["sector"] == "IFS-Gen").to_numpy() & (labels["status"] == "ok").to_numpy()
+        ok = (labels["status"] == "ok").to_numpy()
+        ifs = (labels["sector"] == "IFS-Gen").to_numpy() & ok
         if ifs.any():
-            rows = labels[ifs]
-            occ = index.get_indexer(rows["occupation"].astype(object))
-            if (occ < 0).any():
-                unknown = sorted(set(rows["occupation"][occ < 0].astype(str)))[:5]
-                raise ValueError(f"IFS-Gen: occupation(s) {unknown} not in the study's table")
-            codes = _codes(rows, cfg, "IFS-Gen")
-            for start, attrs in zip(starts, INTERSECTIONS, strict=False):
-                flat, _ = _flat(codes, attrs)
-                have = flat >= 0
-                parts.append((position[ifs][have], occ[have] * groups + start + flat[have], 1.0))
-            # distinct rows per occupation (a row repeated in a replicate's rows is one more copy)
-            distinct = ~rows.index.duplicated()
-            n = np.bincount(occ[distinct], minlength=n_occ)
-            parts.append((position[ifs], weight_at + occ, 1.0 / n[occ]))
-        bis = (labels["sector"] == "BIS-Gen").to_numpy() & (labels["status"] == "ok").to_numpy()
+            parts += _ifs_gen_parts(labels[ifs], position[ifs], columns, cfg)
+        bis = (labels["sector"] == "BIS-Gen").to_numpy() & ok
         if bis.any():
-            rows = labels[bis]
-            counter = (rows["prompt_type"].astype(str) == "counter").to_numpy()
-            success = np.ones(len(rows), dtype=bool)
-            for col in cfg.columns.values():
-                want = rows[f"expected_{col}"]
-                asked = want.notna().to_numpy()
-                got = rows[col].astype(object).where(rows[col].notna(), None).to_numpy()
-                success &= ~asked | (got == want.astype(object).to_numpy())
-            at = bis_at + 2 * counter
-            parts += [(position[bis], at, 1.0), (position[bis][success], at[success] + 1, 1.0)]
-            for i, pen in enumerate(PENALTIES):
-                col = cfg.penalty_columns.get(pen)
-                if col is None or col not in rows.columns:
-                    continue
-                values = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype=float)
-                ok = np.isfinite(values)
-                at = bis_at + 4 + 4 * i + 2 * counter[ok]
-                parts += [(position[bis][ok], at, values[ok]), (position[bis][ok], at + 1, 1.0)]
+            parts += _bis_gen_parts(labels[bis], position[bis], columns.bis_at, cfg)
         return _long(parts)
 
     def score(totals: np.ndarray) -> dict[str, np.ndarray]:
-        from scipy.special import rel_entr
-
-        reps = totals.shape[0]
-        counts = totals[:, :weight_at].reshape(reps, n_occ, groups)
-        weight = totals[:, weight_at:bis_at]
-        values = {}
-        for spec in specs:
-            if spec.metric in ("RD", "JSD"):
-                i = INTERSECTIONS.index(spec.attributes)
-                c = counts[:, :, starts[i] : starts[i + 1]]
-                t = c.sum(axis=2)
-                p = c / np.where(t > 0, t, 1)[:, :, None]
-                if spec.metric == "RD":
-                    k = c.shape[2]
-                    rd = ((2 * np.arange(k) - k + 1) * np.sort(p, axis=2)).sum(axis=2) / (k - 1)
-                    per, used = np.clip(rd, 0.0, 1.0), t > 0
-                else:
-                    shares = real[(spec.region, spec.attributes[0])]
-                    q = shares.reindex(occupations).to_numpy(dtype=float)
-                    q = q / q.sum(axis=1, keepdims=True)
-                    m = (p + q) / 2
-                    kl = [np.maximum(0.0, rel_entr(x, m).sum(axis=2)) for x in (p, q[None])]
-                    nats = np.clip(0.5 * kl[0] + 0.5 * kl[1], 0.0, np.log(2.0))
-                    per, used = nats / np.log(base), (t > 0) & np.isfinite(q).all(axis=1)
-                w = np.where(used, weight, 0.0)
-                total = w.sum(axis=1)
-                value = np.where(used, np.nan_to_num(per) * w, 0.0).sum(axis=1)
-                values[spec.name] = np.where(
-                    total > 0, value / np.where(total > 0, total, 1), np.nan
-                )
-                continue
-            if spec.metric == "DeltaGSR":  # images and successes per prompt type
-                s_n, s_x, c_n, c_x = (totals[:, bis_at + d] for d in range(4))
-            else:  # a penalty's score sum and count per prompt type
-                at = bis_at + 4 + 4 * PENALTIES.index(spec.metric)
-                s_x, s_n, c_x, c_n = (totals[:, at + d] for d in range(4))
-            both = (s_n > 0) & (c_n > 0)
-            gap = s_x / np.where(both, s_n, 1) - c_x / np.where(both, c_n, 1)
-            values[spec.name] = np.where(both, np.maximum(0.0, gap), np.nan)
+        values = {
+            spec.name: _occupation_mean(spec, totals, columns, real, base)
+            if spec.metric in ("RD", "JSD")
+            else _prompt_gap(spec, totals, columns.bis_at)
+            for spec in specs
+        }
         return _scores(values, specs, scales)
 
-    return HeadlineCounts(width, tally, score)
+    return HeadlineCounts(columns.width, tally, score)
+
+
+@dataclass(frozen=True)
+class _GenerationColumns:
+    """Where :func:`generation_counts` puts its counts: each occupation's images per
+    intersection group (``starts``: each intersection's first group; ``groups`` in all), then
+    each occupation's weight (from ``weight_at``), then BIS-Gen's (from ``bis_at``: stereo n,
+    stereo hits, counter n, counter hits; then each penalty's sum and count per prompt type)."""
+
+    occupations: list[str]
+    starts: np.ndarray
+    groups: int
+
+    @classmethod
+    def of(cls, occupations: list[str]) -> _GenerationColumns:
+        sizes = [int(np.prod([len(CATEGORIES[a]) for a in attrs])) for attrs in INTERSECTIONS]
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        return cls(occupations, starts, int(starts[-1]))
+
+    @property
+    def weight_at(self) -> int:
+        return len(self.occupations) * self.groups
+
+    @property
+    def bis_at(self) -> int:
+        return self.weight_at + len(self.occupations)
+
+    @property
+    def width(self) -> int:
+        return self.bis_at + 4 + 4 * len(PENALTIES)
+
+
+def _ifs_gen_parts(
+    rows: pd.DataFrame, position: np.ndarray, columns: _GenerationColumns, cfg: GranularConfig
+) -> list[tuple[np.ndarray, np.ndarray, Any]]:
+    """IFS-Gen's ``ok`` rows (at ``position``): each image in its occupation's intersection
+    groups, and ``1 / n`` in its occupation's weight column."""
+    n_occ, groups = len(columns.occupations), columns.groups
+    occ = pd.Index(columns.occupations).get_indexer(rows["occupation"].astype(object))
+    if (occ < 0).any():
+        unknown = sorted(set(rows["occupation"][occ < 0].astype(str)))[:5]
+        raise ValueError(f"IFS-Gen: occupation(s) {unknown} not in the study's table")
+    codes = category_codes(rows, cfg, "IFS-Gen")
+    parts: list[tuple[np.ndarray, np.ndarray, Any]] = []
+    for start, attrs in zip(columns.starts, INTERSECTIONS, strict=False):
+        flat, _ = group_codes(codes, attrs)
+        have = flat >= 0
+        parts.append((position[have], occ[have] * groups + start + flat[have], 1.0))
+    # distinct rows per occupation (a row repeated in a replicate's rows is one more copy)
+    distinct = ~rows.index.duplicated()
+    n = np.bincount(occ[distinct], minlength=n_occ)
+    parts.append((position, columns.weight_at + occ, 1.0 / n[occ]))
+    return parts
+
+
+def _bis_gen_parts(
+    rows: pd.DataFrame, position: np.ndarray, bis_at: int, cfg: GranularConfig
+) -> list[tuple[np.ndarray, np.ndarray, Any]]:
+    """BIS-Gen's ``ok`` rows (at ``position``): images and successes per prompt type, and
+    each penalty score's sum and count."""
+    counter = (rows["prompt_type"].astype(str) == "counter").to_numpy()
+    success = np.ones(len(rows), dtype=bool)
+    for col in cfg.columns.values():
+        want = rows[f"expected_{col}"]
+        asked = want.notna().to_numpy()
+        got = rows[col].astype(object).where(rows[col].notna(), None).to_numpy()
+        success &= ~asked | (got == want.astype(object).to_numpy())
+    at = bis_at + 2 * counter
+    parts: list[tuple[np.ndarray, np.ndarray, Any]] = [
+        (position, at, 1.0),
+        (position[success], at[success] + 1, 1.0),
+    ]
+    for i, pen in enumerate(PENALTIES):
+        col = cfg.penalty_columns.get(pen)
+        if col is None or col not in rows.columns:
+            continue
+        values = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(values)
+        at = bis_at + 4 + 4 * i + 2 * counter[ok]
+        parts += [(position[ok], at, values[ok]), (position[ok], at + 1, 1.0)]
+    return parts
+
+
+def _occupation_mean(
+    spec: GranularMetric,
+    totals: np.ndarray,
+    columns: _GenerationColumns,
+    real: dict[tuple[str, str], pd.DataFrame],
+    base: float,
+) -> np.ndarray:
+    """RD [M1] or JSD [M4] per replicate: per occupation from its counts, averaged with the
+    occupation's weight."""
+    from scipy.special import rel_entr
+
+    reps, n_occ = totals.shape[0], len(columns.occupations)
+    counts = totals[:, : columns.weight_at].reshape(reps, n_occ, columns.groups)
+    weight = totals[:, columns.weight_at : columns.bis_at]
+    i = INTERSECTIONS.index(spec.attributes)
+    c = counts[:, :, columns.starts[i] : columns.starts[i + 1]]
+    t = c.sum(axis=2)
+    p = c / np.where(t > 0, t, 1)[:, :, None]
+    if spec.metric == "RD":
+        k = c.shape[2]
+        rd = ((2 * np.arange(k) - k + 1) * np.sort(p, axis=2)).sum(axis=2) / (k - 1)
+        per, used = np.clip(rd, 0.0, 1.0), t > 0
+    else:
+        shares = real[(spec.region, spec.attributes[0])]
+        q = shares.reindex(columns.occupations).to_numpy(dtype=float)
+        q = q / q.sum(axis=1, keepdims=True)
+        m = (p + q) / 2
+        kl = [np.maximum(0.0, rel_entr(x, m).sum(axis=2)) for x in (p, q[None])]
+        nats = np.clip(0.5 * kl[0] + 0.5 * kl[1], 0.0, np.log(2.0))
+        per, used = nats / np.log(base), (t > 0) & np.isfinite(q).all(axis=1)
+    w = np.where(used, weight, 0.0)
+    total = w.sum(axis=1)
+    value = np.where(used, np.nan_to_num(per) * w, 0.0).sum(axis=1)
+    return np.where(total > 0, value / np.where(total > 0, total, 1), np.nan)
+
+
+def _prompt_gap(spec: GranularMetric, totals: np.ndarray, bis_at: int) -> np.ndarray:
+    """ΔGSR [M7] (images and successes per prompt type) or a penalty [M8, M9] (its score's
+    sum and count per prompt type) per replicate: stereo minus counter, floored at 0."""
+    if spec.metric == "DeltaGSR":
+        s_n, s_x, c_n, c_x = (totals[:, bis_at + d] for d in range(4))
+    else:
+        at = bis_at + 4 + 4 * PENALTIES.index(spec.metric)
+        s_x, s_n, c_x, c_n = (totals[:, at + d] for d in range(4))
+    both = (s_n > 0) & (c_n > 0)
+    gap = s_x / np.where(both, s_n, 1) - c_x / np.where(both, c_n, 1)
+    return np.where(both, np.maximum(0.0, gap), np.nan)
 
 
 @dataclass(frozen=True)
@@ -393,19 +465,6 @@ def _tournament_part(config: IrisConfig, occupations: list[str], reference: pd.D
     """RFS-Und's JSD [M5]: per valid round, one appearance for each (profile, offered
     occupation) and one win for (profile, choice); per replicate, the tournament's own
     beliefs, Bayes step and mean JSD (:mod:`.tournament`) of the summed counts."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS, jsd_log_base
-    from genfair.methodologies.iris.reference import reference_shares
-    from genfair.methodologies.iris.tournament import (
-        CATEGORIES,
-        TournamentCounts,
-        attribute_distributions,
-        mean_jsd,
-        profile_ids,
-        round_offers,
-        tournament_beliefs,
-        tournament_posterior,
-    )
-
     cfg = config.metrics
     ids, index = profile_ids(), pd.Index(occupations)
     cells = len(ids) * len(index)
@@ -461,8 +520,6 @@ def _tournament_part(config: IrisConfig, occupations: list[str], reference: pd.D
 def _sector_specs(sectors: tuple[str, ...], config: IrisConfig) -> list:
     """The granular metrics of ``sectors`` as the metrics step reads them (|SDS| unbounded
     under ``abs_sds_deviation: log1p``)."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS
-
     log1p = config.metrics.abs_sds_deviation == "log1p"
     return [
         replace(s, bounded=False, max_value=None, norm_divisor=None)
@@ -499,16 +556,6 @@ def understanding_counted(
 
 def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFrame) -> _Part:
     """IFS-Und's AD and SPD and RFS-Und's |SDS| from the crops' answers."""
-    from genfair.methodologies.iris.granular import (
-        CATEGORIES,
-        GRANULAR_METRICS,
-        INTERSECTIONS,
-        _codes,
-        _correct,
-        _flat,
-    )
-    from genfair.methodologies.iris.reference import reference_shares
-
     cfg = config.metrics
     classes = pd.Index([*occupations, cfg.unmappable_label])
     ignored = len(occupations) if cfg.spd_unmappable == "denominator" else -1
@@ -525,12 +572,12 @@ def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFra
         if not at.size:
             return _long([])
         table = labels.iloc[at]
-        codes = _codes(table, cfg, "IFS-Und")
-        correct = _correct(table)
+        codes = category_codes(table, cfg, "IFS-Und")
+        correct = correct_mappings(table)
         mapped = classes.get_indexer(table["mapped_occupation"].astype(object))
         parts = []
         for start, attrs in zip(starts, INTERSECTIONS, strict=False):
-            flat, _ = _flat(codes, attrs)
+            flat, _ = group_codes(codes, attrs)
             have = flat >= 0
             base = start + flat[have] * per
             parts += [
@@ -597,8 +644,6 @@ def _crop_part(config: IrisConfig, occupations: list[str], reference: pd.DataFra
 
 def _set_part(config: IrisConfig) -> _Part:
     """BIS-Und's AC-diff and DHR: each (set, question)'s term, by the set's dimension."""
-    from genfair.methodologies.iris.granular import GRANULAR_METRICS, QUESTION_KINDS, _codes
-
     cfg = config.metrics
     specs = [s for s in GRANULAR_METRICS if s.sector == "BIS-Und"]
     dims = list(dict.fromkeys("_".join(s.attributes) for s in specs))
@@ -611,7 +656,7 @@ def _set_part(config: IrisConfig) -> _Part:
         if not at.size:
             return _long([])
         table = labels.iloc[at]
-        codes = _codes(table, cfg, "BIS-Und")
+        codes = category_codes(table, cfg, "BIS-Und")
         copy = table.groupby(level=0, sort=False).cumcount().astype(str)
         inst, _ = pd.factorize((table["instance_id"].astype(str) + "#" + copy).to_numpy())
         mask = np.zeros(inst.max() + 1, dtype=np.int64)

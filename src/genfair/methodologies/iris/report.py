@@ -1,10 +1,14 @@
-"""IRIS's report section and ``dvc plots`` table (paper 002)."""
+"""IRIS's report section and ``dvc plots`` table (paper 002).
+
+Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
+from genfair.methodologies.iris.scoring import IrisScoringConfig
 
 _SHOWN = [
     "model",
@@ -25,7 +29,8 @@ def report_section(ctx: ReportContext) -> ReportSection:
     from genfair.methodologies.iris.figures import sector_figure
 
     board = ctx.board
-    tau = float(getattr(getattr(ctx.config, "scoring", None), "tau", 60.0))
+    scoring = ctx.config.scoring if ctx.config is not None else IrisScoringConfig()
+    tau = float(scoring.tau)
     section = ReportSection(
         title="IRIS: fairness of unified multimodal models",
         intro="Zhao et al. score fairness in six sectors: three dimensions (IFS, ideal fairness: "

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genfair.instruments import image_quality as iq
+from genfair.instruments import image_semantics as sem
 from genfair.instruments.readings import pack_vector, read_in_chunks, unpack_vector
 from genfair.io import stable_hash
 
@@ -60,9 +62,6 @@ def steering_scores(
     ``path_of(image)``: the PNG of an image id. A measured score is read once per image
     content, instrument config and code: ``readings`` (the response cache or its opener;
     None: not kept) keeps them (:func:`~genfair.instruments.readings.read_in_chunks`)."""
-    from genfair.instruments import image_quality as iq
-    from genfair.instruments import image_semantics as sem
-
     wanted = {
         "QPS": quality is not None and quality.measures["image"],
         "FQP": quality is not None and quality.measures["face"],
@@ -77,22 +76,9 @@ def steering_scores(
     for pen, on in wanted.items():
         if on:
             out[columns[pen]] = np.nan
-    face = (steer["face_status"] == "ok").to_numpy()
     oracle = {"QPS": quality, "FQP": quality, "SIL": semantics, "SCL": semantics}
-    keys = {
-        "QPS": iq.ORACLE_KEYS["image"],
-        "FQP": iq.ORACLE_KEYS["face"],
-        "SIL": sem.ORACLE_KEYS["prompt_similarity"],
-        "SCL": sem.ORACLE_KEYS["reference"],
-    }
-    for pen in [p for p, on in wanted.items() if on and oracle[p].oracle]:
-        vals = np.array([_planted(t, keys[pen]) for t in steer["true_attributes"]], dtype=float)
-        if pen == "FQP":
-            vals[~face] = np.nan
-        if np.isnan(vals).all():  # nothing planted: no column, as without the instrument
-            out = out.drop(columns=columns[pen])
-        else:
-            out.loc[steer.index, columns[pen]] = vals
+    planted = [p for p, on in wanted.items() if on and oracle[p].oracle]
+    out = _planted_columns(out, steer, planted, columns)
     measured = [p for p, on in wanted.items() if on and not oracle[p].oracle]
     if not measured:
         return out
@@ -100,17 +86,8 @@ def steering_scores(
     shas = [str(r["image"]) for r in rows]
 
     def scores(instrument: Any, contents: list[str], compute: Callable[[list[int]], Any]) -> list:
-        """Per content, its cached score, the missing ones computed ``CHUNK`` at a time."""
-        found = read_in_chunks(
-            instrument,
-            "image_quality" if instrument is quality else "image_semantics",
-            contents,
-            lambda idx: [{"score": float(x)} for x in compute(idx)],
-            readings,
-            chunk=CHUNK,
-            problem=lambda r: None if isinstance(r.get("score"), float) else "no score",
-        )
-        return [f["score"] for f in found]
+        name = "image_quality" if instrument is quality else "image_semantics"
+        return _read_scores(instrument, name, contents, compute, readings)
 
     def pictures(idx: list[int]) -> list[Any]:
         return [_open(path_of(shas[i])) for i in idx]
@@ -157,6 +134,50 @@ def steering_scores(
             for e, r in zip(embedded, rows, strict=True)
         ]
     return out
+
+
+def _planted_columns(
+    out: pd.DataFrame, steer: pd.DataFrame, planted: list[str], columns: dict[str, str]
+) -> pd.DataFrame:
+    """``out`` with the ``planted`` penalties' columns read from an oracle's truth (FQP only
+    where a face was found); a penalty with nothing planted has no column, as without its
+    instrument."""
+    face = (steer["face_status"] == "ok").to_numpy()
+    keys = {
+        "QPS": iq.ORACLE_KEYS["image"],
+        "FQP": iq.ORACLE_KEYS["face"],
+        "SIL": sem.ORACLE_KEYS["prompt_similarity"],
+        "SCL": sem.ORACLE_KEYS["reference"],
+    }
+    for pen in planted:
+        vals = np.array([_planted(t, keys[pen]) for t in steer["true_attributes"]], dtype=float)
+        if pen == "FQP":
+            vals[~face] = np.nan
+        if np.isnan(vals).all():
+            out = out.drop(columns=columns[pen])
+        else:
+            out.loc[steer.index, columns[pen]] = vals
+    return out
+
+
+def _read_scores(
+    instrument: Any,
+    name: str,
+    contents: list[str],
+    compute: Callable[[list[int]], Any],
+    readings: Any,
+) -> list:
+    """Per content, its cached score, the missing ones computed ``CHUNK`` at a time."""
+    found = read_in_chunks(
+        instrument,
+        name,
+        contents,
+        lambda idx: [{"score": float(x)} for x in compute(idx)],
+        readings,
+        chunk=CHUNK,
+        problem=lambda r: None if isinstance(r.get("score"), float) else "no score",
+    )
+    return [f["score"] for f in found]
 
 
 def _open(path: Path) -> Any:

@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from genfair.methodologies.iris.prompts import BIS_UND_QUESTIONS, IFS_UND_QUESTION, bis_und_probes
+from genfair.models.images import sha256_file
 
 #: FACET age label -> IRIS age group
 FACET_AGE = {"young": "young", "middle": "middle-aged", "older": "older"}
@@ -170,8 +171,6 @@ def bis_und_rows(dataset: pd.DataFrame, max_sets: int | None = None) -> pd.DataF
     """BIS-Und probe rows (one per image x Table 29 question) with ``probe_id``, the
     ``options`` an answer is matched against (``|``-joined), ``image_sha256`` and, for
     SIMULATORS only, ``simulator_truth``."""
-    from genfair.models.images import sha256_file
-
     if max_sets is not None:
         keep = list(dict.fromkeys(dataset["instance_id"]))[:max_sets]
         dataset = dataset[dataset["instance_id"].isin(keep)]

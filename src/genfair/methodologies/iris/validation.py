@@ -18,6 +18,8 @@ The overall ranking covers the models with all six sectors (the paper's seven UM
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from itertools import chain
 from typing import Literal
 
 import numpy as np
@@ -198,20 +200,20 @@ def ranking_stability(
     if n_random < 0:
         raise ValueError(f"n_random must be >= 0; got {n_random}")
     normalized = normalize_frame(granular)
-    ones = pd.Series(1.0, index=normalized.index)
     everything = pd.Series(True, index=normalized.index)
-    base = _magnitudes(normalized, ones, everything)
+    base = _magnitudes(normalized, pd.Series(1.0, index=normalized.index), everything)
     complete = [
         m for m in base.index if all(s in base.columns and pd.notna(base.at[m, s]) for s in SECTORS)
     ]
     base.loc[[m for m in base.index if m not in complete], OVERALL] = np.nan
-
+    present = [s for s in SECTORS if s in base.columns]
+    trials = chain(
+        _weight_trials(normalized, perturbation, leave_one_out),
+        _random_trials(normalized, present, perturbation, n_random, seed),
+    )
     rows: list[dict] = []
-
-    def compare(
-        analysis: str, perturbed: str, change: str, magnitudes: pd.DataFrame, targets: list[str]
-    ) -> None:
-        magnitudes = magnitudes.reindex(index=base.index)
+    for analysis, perturbed, change, weights, kept, targets in trials:
+        magnitudes = _magnitudes(normalized, weights, kept).reindex(index=base.index)
         magnitudes.loc[[m for m in magnitudes.index if m not in complete], OVERALL] = np.nan
         for target in targets:
             rho, p, n = _rho(
@@ -230,44 +232,51 @@ def ranking_stability(
                     "n_items": int(normalized["metric"].nunique()),
                 }
             )
+    return pd.DataFrame(rows, columns=COLUMNS)
 
+
+#: one perturbation of :func:`ranking_stability`: (analysis, perturbed, change, each row's
+#: weight, the rows kept, the rankings compared)
+_Trial = tuple[str, str, str, pd.Series, pd.Series, list[str]]
+
+
+def _weight_trials(
+    normalized: pd.DataFrame, perturbation: float, leave_one_out: bool
+) -> Iterator[_Trial]:
+    """The systematic perturbations: each dimension's weights, then each granular metric's
+    weight (and, with ``leave_one_out``, the metric removed)."""
+    ones = pd.Series(1.0, index=normalized.index)
+    everything = pd.Series(True, index=normalized.index)
+    changes = ((-1, f"-{perturbation:.0%}"), (1, f"+{perturbation:.0%}"))
     dimension = normalized["sector"].str.split("-").str[0]
     for dim in DIMENSIONS:
         if not (dimension == dim).any():
             continue
-        for sign, label in ((-1, f"-{perturbation:.0%}"), (1, f"+{perturbation:.0%}")):
+        for sign, label in changes:
             weights = ones.where(dimension != dim, 1 + sign * perturbation)
-            compare(
-                "dimension_weight",
-                dim,
-                label,
-                _magnitudes(normalized, weights, everything),
-                [OVERALL],
-            )
+            yield "dimension_weight", dim, label, weights, everything, [OVERALL]
 
     metrics = normalized[["sector", "metric"]].drop_duplicates().itertuples(index=False)
     for sector, metric in metrics:
         hit = (normalized["sector"] == sector) & (normalized["metric"] == metric)
         name = f"{sector}/{metric}"
-        for sign, label in ((-1, f"-{perturbation:.0%}"), (1, f"+{perturbation:.0%}")):
+        for sign, label in changes:
             weights = ones.where(~hit, 1 + sign * perturbation)
-            compare(
-                "metric_weight", name, label, _magnitudes(normalized, weights, everything), [sector]
-            )
+            yield "metric_weight", name, label, weights, everything, [sector]
         if leave_one_out:
-            compare(
-                "leave_one_out",
-                name,
-                "removed",
-                _magnitudes(normalized, ones, ~hit),
-                [sector, OVERALL],
-            )
+            yield "leave_one_out", name, "removed", ones, ~hit, [sector, OVERALL]
 
+
+def _random_trials(
+    normalized: pd.DataFrame, present: list[str], perturbation: float, n_random: int, seed: int
+) -> Iterator[_Trial]:
+    """``n_random`` seeded draws of every granular metric's weight ~ U[1-p, 1+p], shared by
+    all models; every sector ``present`` and the overall ranking compared."""
+    everything = pd.Series(True, index=normalized.index)
     rng = np.random.default_rng(seed)
     keys = normalized[["sector", "metric"]].apply(tuple, axis=1)
     distinct = list(dict.fromkeys(keys))
     for draw in range(n_random):
-        # one weight per granular metric, shared by all models
         w = dict(
             zip(
                 distinct,
@@ -276,16 +285,14 @@ def ranking_stability(
             )
         )
         weights = keys.map(w).astype(float)
-        present = [s for s in SECTORS if s in base.columns]
-        compare(
+        yield (
             "random_weight",
             f"draw {draw}",
             f"U[±{perturbation:.0%}]",
-            _magnitudes(normalized, weights, everything),
+            weights,
+            everything,
             [*present, OVERALL],
         )
-
-    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def validation_table(

@@ -63,6 +63,7 @@ from genfair.instruments.answer_mapper import (
     nearest_labels,
 )
 from genfair.instruments.refusal import is_refusal
+from genfair.methodologies.lvlm_facet.clip_baseline import ClipTextEncoder
 from genfair.methodologies.lvlm_facet.prompts import CHOICE_LABELS
 from genfair.resources.group_words import plural_forms
 
@@ -128,8 +129,6 @@ def make_encoder(spec: str = "minilm", device: str = "cpu") -> Embedder:
     if kind == "sentence_transformers":
         return _SentenceTransformerEncoder(path, device)
     if kind == "clip_text":
-        from genfair.methodologies.lvlm_facet.clip_baseline import ClipTextEncoder
-
         return ClipTextEncoder.from_pretrained(path, device=device)
     raise ValueError(f"encoder kind {kind!r} in {spec!r}: use sentence_transformers or clip_text")
 

@@ -18,6 +18,8 @@
   :func:`.results.score_rows`.
 - headline: the pooled disparity of the paper's pair per attribute and prompt (closer to 0
   is fairer); leaderboard ranked by ``|disparity|`` among real models.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -48,9 +51,18 @@ from genfair.methodologies.lvlm_facet.groups import (
     resolve_classes,
 )
 from genfair.methodologies.lvlm_facet.labels import label_answers
+from genfair.methodologies.lvlm_facet.probes import probe_rows
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
+from genfair.methodologies.lvlm_facet.results import (
+    SCORE_COLUMNS,
+    headline,
+    headline_counts,
+    recall_tables,
+    score_rows,
+)
 from genfair.methodologies.reads import every_field_but
 from genfair.metrics.recall import POOLED
+from genfair.models.images import sha256_file, vlm_message
 from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
 
@@ -80,7 +92,7 @@ def _headline(attribute: str, prompt: str) -> Headline:
     )
 
 
-class LvlmFacet(Methodology):
+class LvlmFacet(Methodology[LvlmFacetConfig]):
     """LVLM fairness on FACET (Wu et al., paper 004): recall of vision-language models per
     class and gender, skin tone and age group, and its disparities."""
 
@@ -116,8 +128,6 @@ class LvlmFacet(Methodology):
     def headline_function(self, config: LvlmFacetConfig, modality: str) -> HeadlineCounts:
         """The pooled disparities of :meth:`metrics` (paper 004 Table 2) from each image's
         hits and counts per prompt and group (:func:`.results.headline_counts`)."""
-        from genfair.methodologies.lvlm_facet.results import headline_counts
-
         return headline_counts(
             self.headline, resolve_classes(config.classes), config.empty_group_recall
         )
@@ -147,9 +157,6 @@ class LvlmFacet(Methodology):
         return [Footprint("max_persons", "the probe table", rows, 800)]
 
     def build_probes(self, config: LvlmFacetConfig, seed: int) -> pd.DataFrame:
-        from genfair.methodologies.lvlm_facet.probes import probe_rows
-        from genfair.models.images import sha256_file
-
         path = Path(config.persons)
         if not path.is_file():
             raise FileNotFoundError(
@@ -197,8 +204,6 @@ class LvlmFacet(Methodology):
     # ---- generate@<model>-lvlm_facet
 
     def calls(self, probes: pd.DataFrame, config: LvlmFacetConfig, modality: str) -> list[Call]:
-        from genfair.models.images import vlm_message
-
         calls = []
         for row in probes.to_dict("records"):
             message = vlm_message(row["text"], [row["image_path"]])
@@ -229,8 +234,6 @@ class LvlmFacet(Methodology):
     def judge(self, text: str, meta: dict[str, Any]) -> Verdict:
         """``refused`` for a refusal (recorded; still a miss), else ``ok``; never re-asked
         (the paper asks once)."""
-        from genfair.instruments.refusal import is_refusal
-
         return "refused" if is_refusal(text) else "ok"
 
     def generate(
@@ -262,13 +265,6 @@ class LvlmFacet(Methodology):
     def metrics(
         self, labels: pd.DataFrame, config: LvlmFacetConfig, ctx: StepContext | None = None
     ) -> MetricsResult:
-        from genfair.methodologies.lvlm_facet.results import (
-            SCORE_COLUMNS,
-            headline,
-            recall_tables,
-            score_rows,
-        )
-
         answered = labels[labels["status"] != "error"] if len(labels) else labels
         summary: dict[str, Any] = {
             "images": int(labels["person_id"].nunique()) if len(labels) else 0,

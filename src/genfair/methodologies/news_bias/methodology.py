@@ -33,6 +33,9 @@ requests"):
 The document level (Eq. 7-9, Figures 6-7) fits its LDA topics on the originals plus every
 model's articles, so it is the methodology's study-level step (``study@news_bias``), not a
 per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
+
+Imported where used, not at the top: :mod:`.topics_study` (gensim, simplemma: about a thousand
+modules) by the study step, :mod:`.figures` (matplotlib) by the steps that draw.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.prompts import prompt_for
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
+from genfair.methodologies.news_bias.report import plot_tables, report_section
 from genfair.methodologies.news_bias.score_rows import refusal_rate, sentence_row, tagged, word_row
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
@@ -149,7 +153,7 @@ def _headline(level: str, attribute: str, measure: str) -> Headline:
     )
 
 
-class NewsBias(Methodology):
+class NewsBias(Methodology[NewsBiasConfig]):
     """News bias of AI-generated content (Fang et al., paper 001): gender and racial bias of
     LLM-written news against the originals, at word, sentence and document level."""
 
@@ -470,19 +474,15 @@ class NewsBias(Methodology):
     def report_section(self, ctx: ReportContext) -> ReportSection:
         """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level
         tests."""
-        from genfair.methodologies.news_bias.report import report_section
-
         return report_section(ctx)
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        from genfair.methodologies.news_bias.report import plot_tables
-
         return plot_tables(board)
 
     def run_record(
         self,
         model: str,
-        config: Any,
+        config: NewsBiasConfig,
         scores: pd.DataFrame,
         summary: dict[str, Any],
         study: StudyResult | None,

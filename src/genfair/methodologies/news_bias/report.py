@@ -1,4 +1,7 @@
-"""News bias's report section and ``dvc plots`` table (paper 001, Figs. 2-10)."""
+"""News bias's report section and ``dvc plots`` table (paper 001, Figs. 2-10).
+
+Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
+"""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from genfair.instruments.topics import (
 from genfair.io import jsonable
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.news_bias.comparison import prejudice_values, welch_delta
-from genfair.methodologies.news_bias.config import NewsBiasConfig
+from genfair.methodologies.news_bias.config import DocumentLevelConfig, NewsBiasConfig
 from genfair.methodologies.news_bias.document_level import (
     NEUTRAL,
     associated_topics,
@@ -107,11 +107,7 @@ def document_level_study(
         config.gender_words, config.occupations, config.names
     )
     lemma = lemmatizer(cfg.lemmatize)
-    originals = originals.drop_duplicates("article_id").sort_values("article_id", kind="stable")
-    corpora: dict[str, pd.DataFrame] = {ORIGINALS: originals.rename(columns={"body": "text"})}
-    for model, table in generated.items():
-        for prompt_type, part in table.groupby("prompt_type", sort=True):
-            corpora[f"{model}/{prompt_type}"] = part.rename(columns={"generated_text": "text"})
+    corpora = _corpora(originals, generated)
     texts = {name: frame["text"].fillna("").tolist() for name, frame in corpora.items()}
     docs = {name: [tokenize(t, lemma) for t in ts] for name, ts in texts.items()}
     fitted = fit_corpora(list(corpora), cfg.lda_fit, simulated)
@@ -141,102 +137,18 @@ def document_level_study(
     associations: dict[tuple[str, str], dict[str, set[int]]] = {}
     for name, ts in texts.items():
         sentences = [s for t in ts for s in split_sentences(t)]
-        topics = sentence_topics(model, vocab, [tokenize(s, lemma) for s in sentences], seed)
+        assigned = sentence_topics(model, vocab, [tokenize(s, lemma) for s in sentences], seed)
         for attribute in ATTRIBUTES:
-            groups = counter.groups(attribute)
-            assigned = (
-                assign_groups(counter.count_many(sentences, attribute))
-                if sentences
-                else np.zeros(0, dtype=int)
+            row, assoc, rows = _associations(
+                name, attribute, sentences, assigned, counter, k, cfg.residual_threshold
             )
-            labels = [groups[g] if g >= 0 else NEUTRAL for g in assigned]
-            observed = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
-            row: dict[str, Any] = {
-                "corpus": name,
-                "attribute": attribute,
-                "n_sentences": int(observed.sum()),
-                "num_topics": k,
-            }
-            assoc: dict[str, set[int]] = {g: set() for g in groups}
-            try:
-                test = chi2_test(observed)
-                row.update(
-                    statistic=test.statistic,
-                    dof=test.dof,
-                    p_value=test.pvalue,
-                    topics_used=test.n_topics,
-                )
-                residuals = standardized_residuals(observed)
-                assoc = associated_topics(residuals, groups, cfg.residual_threshold)
-                for group, topic_ids in assoc.items():
-                    m = list(groups).index(group)
-                    assoc_rows += [
-                        {
-                            "corpus": name,
-                            "attribute": attribute,
-                            "group": group,
-                            "topic": t,
-                            "residual": float(residuals[t, m]),
-                            "sentences": int(observed[t, m]),
-                        }
-                        for t in sorted(topic_ids)
-                    ]
-            except ValueError as exc:  # too few groups present for a test
-                row.update(
-                    statistic=np.nan, dof=np.nan, p_value=np.nan, topics_used=np.nan, note=str(exc)
-                )
             chi2_rows.append(row)
+            assoc_rows += rows
             associations[(name, attribute)] = assoc
             examples = example_topics(model, assoc, cfg.example_words, cfg.relevance_lambda)
             example_parts.append(examples.assign(corpus=name, attribute=attribute))
 
-    pair_parts, score_rows = [], []
-    original_index = {a: i for i, a in enumerate(corpora[ORIGINALS]["article_id"])}
-    for name, frame in corpora.items():
-        if name == ORIGINALS:
-            continue
-        model_name, prompt_type = name.rsplit("/", 1)
-        rows = [original_index.get(a, -1) for a in frame["article_id"]]
-        missing = [a for a, i in zip(frame["article_id"], rows, strict=True) if i < 0]
-        if missing:
-            raise ValueError(f"{name}: articles {missing[:5]} are not in the corpus of originals")
-        for attribute in ATTRIBUTES:
-            groups = counter.groups(attribute)
-            focus = FOCAL_GROUP[attribute]
-            g_h = document_distribution(theta[name], associations[(name, attribute)], groups)
-            g_o = document_distribution(
-                theta[ORIGINALS][rows], associations[(ORIGINALS, attribute)], groups
-            )
-            bias = document_bias(g_h, g_o, groups, focus, config.confidence_level)
-            pairs = bias.pairs.assign(pair_id=frame["pair_id"].to_numpy()[bias.pairs["pair"]])
-            pair_parts.append(
-                pairs.drop(columns="pair").assign(
-                    model=model_name, prompt_type=prompt_type, attribute=attribute
-                )
-            )
-            s = bias.summary
-            score_rows.append(
-                {
-                    "model": model_name,
-                    "prompt_type": prompt_type,
-                    "attribute": attribute,
-                    "level": "document",
-                    "measure": "W",
-                    "mean": s["W_mean"],
-                    "ci_low": s["W_low"],
-                    "ci_high": s["W_high"],
-                    "n": s["n"],
-                    "n_dropped": s["n_dropped"],
-                    "prejudice_group": focus,
-                    "prejudice_n_base": s["n"],
-                    "prejudice_pct": s["prejudice_pct"],
-                    "prejudice_change": s["decrease_pct"],
-                    "prejudice_change_ci_low": s["decrease_low_pct"],
-                    "prejudice_change_ci_high": s["decrease_high_pct"],
-                }
-            )
-    pairs_table = pd.concat(pair_parts, ignore_index=True) if pair_parts else pd.DataFrame()
-    comparison_rows = document_prompt_comparison(pairs_table, config.confidence_level)
+    pairs_table, score_rows = _all_document_scores(corpora, theta, associations, counter, config)
     tables = {
         "perplexity": perplexity,
         "chi2": pd.DataFrame(chi2_rows),
@@ -248,11 +160,23 @@ def document_level_study(
         ],
         "pairs": pairs_table,
         "scores": pd.DataFrame(score_rows, columns=SCORE_COLUMNS),
-        "prompt_comparison": comparison_rows,
+        "prompt_comparison": document_prompt_comparison(pairs_table, config.confidence_level),
     }
+    summary, params = _summary(k, len(all_docs), fitted, cfg, score_rows)
+    return StudyResult(tables=tables, summary=jsonable(summary), params=params)
+
+
+def _summary(
+    k: int,
+    documents: int,
+    fitted: list[str],
+    cfg: DocumentLevelConfig,
+    score_rows: list[dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The study's summary (its ``W`` per model, prompt type and attribute) and MLflow params."""
     summary = {
         "num_topics": k,
-        "documents": len(all_docs),
+        "documents": documents,
         "lda_fit": cfg.lda_fit,
         "lda_corpora": fitted,
         "lemmatizer": "simplemma" if cfg.lemmatize else "none",
@@ -269,10 +193,152 @@ def document_level_study(
     params = {
         "document.num_topics": k,
         "document.lemmatizer": summary["lemmatizer"],
-        "document.documents": len(all_docs),
+        "document.documents": documents,
         "document.lda_fit": cfg.lda_fit,
     }
-    return StudyResult(tables=tables, summary=jsonable(summary), params=params)
+    return summary, params
+
+
+def _all_document_scores(
+    corpora: dict[str, pd.DataFrame],
+    theta: dict[str, Any],
+    associations: dict[tuple[str, str], dict[str, set[int]]],
+    counter: GroupWordCounter,
+    config: NewsBiasConfig,
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Step 4 for every generated corpus and attribute: the pairs table and the score rows."""
+    pair_parts, score_rows = [], []
+    original_index = {a: i for i, a in enumerate(corpora[ORIGINALS]["article_id"])}
+    for name, frame in corpora.items():
+        if name == ORIGINALS:
+            continue
+        rows = [original_index.get(a, -1) for a in frame["article_id"]]
+        missing = [a for a, i in zip(frame["article_id"], rows, strict=True) if i < 0]
+        if missing:
+            raise ValueError(f"{name}: articles {missing[:5]} are not in the corpus of originals")
+        for attribute in ATTRIBUTES:
+            pairs, score = _document_scores(
+                name, frame, attribute, theta, rows, associations, counter, config
+            )
+            pair_parts.append(pairs)
+            score_rows.append(score)
+    pairs_table = pd.concat(pair_parts, ignore_index=True) if pair_parts else pd.DataFrame()
+    return pairs_table, score_rows
+
+
+def _corpora(
+    originals: pd.DataFrame, generated: dict[str, pd.DataFrame]
+) -> dict[str, pd.DataFrame]:
+    """The corpora by name, each with a ``text`` column: the originals (one row per article,
+    in article order), then each model's articles per prompt type (``<model>/<prompt_type>``)."""
+    originals = originals.drop_duplicates("article_id").sort_values("article_id", kind="stable")
+    corpora: dict[str, pd.DataFrame] = {ORIGINALS: originals.rename(columns={"body": "text"})}
+    for model, table in generated.items():
+        for prompt_type, part in table.groupby("prompt_type", sort=True):
+            corpora[f"{model}/{prompt_type}"] = part.rename(columns={"generated_text": "text"})
+    return corpora
+
+
+def _associations(
+    name: str,
+    attribute: str,
+    sentences: list[str],
+    topics: Sequence[int],
+    counter: GroupWordCounter,
+    k: int,
+    threshold: float,
+) -> tuple[dict[str, Any], dict[str, set[int]], list[dict[str, Any]]]:
+    """Step 3 for one corpus and attribute, its sentences' ``topics`` given (of ``k``): its
+    chi-squared row, the topics associated with each group (residual > ``threshold``) and
+    one row per association."""
+    groups = counter.groups(attribute)
+    assigned = (
+        assign_groups(counter.count_many(sentences, attribute))
+        if sentences
+        else np.zeros(0, dtype=int)
+    )
+    labels = [groups[g] if g >= 0 else NEUTRAL for g in assigned]
+    observed = contingency(pd.DataFrame({"topic": topics, "group": labels}), groups, k)
+    row: dict[str, Any] = {
+        "corpus": name,
+        "attribute": attribute,
+        "n_sentences": int(observed.sum()),
+        "num_topics": k,
+    }
+    assoc: dict[str, set[int]] = {g: set() for g in groups}
+    assoc_rows: list[dict[str, Any]] = []
+    try:
+        test = chi2_test(observed)
+        row.update(
+            statistic=test.statistic,
+            dof=test.dof,
+            p_value=test.pvalue,
+            topics_used=test.n_topics,
+        )
+        residuals = standardized_residuals(observed)
+        assoc = associated_topics(residuals, groups, threshold)
+        for group, topic_ids in assoc.items():
+            m = list(groups).index(group)
+            assoc_rows += [
+                {
+                    "corpus": name,
+                    "attribute": attribute,
+                    "group": group,
+                    "topic": t,
+                    "residual": float(residuals[t, m]),
+                    "sentences": int(observed[t, m]),
+                }
+                for t in sorted(topic_ids)
+            ]
+    except ValueError as exc:  # too few groups present for a test
+        row.update(statistic=np.nan, dof=np.nan, p_value=np.nan, topics_used=np.nan, note=str(exc))
+    return row, assoc, assoc_rows
+
+
+def _document_scores(
+    name: str,
+    frame: pd.DataFrame,
+    attribute: str,
+    theta: dict[str, Any],
+    rows: list[int],
+    associations: dict[tuple[str, str], dict[str, set[int]]],
+    counter: GroupWordCounter,
+    config: NewsBiasConfig,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Step 4 for one generated corpus and attribute: its pairs (``g_h``, ``g_o``, ``W``
+    per article) and its ``W`` score row; ``rows``: each article's row among the originals."""
+    model_name, prompt_type = name.rsplit("/", 1)
+    groups = counter.groups(attribute)
+    focus = FOCAL_GROUP[attribute]
+    g_h = document_distribution(theta[name], associations[(name, attribute)], groups)
+    g_o = document_distribution(
+        theta[ORIGINALS][rows], associations[(ORIGINALS, attribute)], groups
+    )
+    bias = document_bias(g_h, g_o, groups, focus, config.confidence_level)
+    pairs = bias.pairs.assign(pair_id=frame["pair_id"].to_numpy()[bias.pairs["pair"]])
+    s = bias.summary
+    score = {
+        "model": model_name,
+        "prompt_type": prompt_type,
+        "attribute": attribute,
+        "level": "document",
+        "measure": "W",
+        "mean": s["W_mean"],
+        "ci_low": s["W_low"],
+        "ci_high": s["W_high"],
+        "n": s["n"],
+        "n_dropped": s["n_dropped"],
+        "prejudice_group": focus,
+        "prejudice_n_base": s["n"],
+        "prejudice_pct": s["prejudice_pct"],
+        "prejudice_change": s["decrease_pct"],
+        "prejudice_change_ci_low": s["decrease_low_pct"],
+        "prejudice_change_ci_high": s["decrease_high_pct"],
+    }
+    pairs = pairs.drop(columns="pair").assign(
+        model=model_name, prompt_type=prompt_type, attribute=attribute
+    )
+    return pairs, score
 
 
 def fit_corpora(

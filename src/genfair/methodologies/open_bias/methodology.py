@@ -27,6 +27,8 @@ SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
 A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the
 biases asked about each image (``true_attributes``); the SIMULATED VLM answers from them
 (``meta["truth"]``) and never sees a real image, so it refuses to run on a real model's images.
+
+Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from genfair.methodologies.base import (
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.inputs import load_captions
 from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
+from genfair.methodologies.open_bias.paired import caption_units, severity_counts
 from genfair.methodologies.open_bias.probes import (
     collect_proposals,
     image_probes,
@@ -63,15 +66,21 @@ from genfair.methodologies.open_bias.probes import (
 )
 from genfair.methodologies.open_bias.proposals import (
     BiasProposal,
+    load_prompt,
     parse_proposals,
     proposals_json_schema,
 )
 from genfair.methodologies.open_bias.scoring import severity_table
+from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
 from genfair.methodologies.reads import every_field_but
+from genfair.models import build_backend
 from genfair.models.base import derive_seed, stable_hash
+from genfair.models.config import ModelConfig
+from genfair.models.images import vlm_message
 from genfair.models.questions import OpenSetImageQuestion, OpenVQAQuestion
 from genfair.models.runner import Call, OnRows, Verdict
+from genfair.models.t2i import prompt_call
 
 __all__ = ["OpenBias"]
 
@@ -109,8 +118,6 @@ SCORE_COLUMNS = [
 
 def _model_config(spec: str | dict[str, Any] | None, models: Any, key: str, modality: str) -> Any:
     """A model config from a model name of the study or an inline config."""
-    from genfair.models.config import ModelConfig
-
     if spec is None:
         raise ValueError(
             f"methodologies.open_bias.{key} is not set: name a {modality} model of the study"
@@ -147,7 +154,7 @@ def _json(value: Any) -> str:
 _LABEL_COLUMNS = ("status", "caption_id", "bias_id", "classes", "label", "tier", "encoder", "text")
 
 
-class OpenBias(Methodology):
+class OpenBias(Methodology[OpenBiasConfig]):
     """OpenBias (D'Incà et al., CVPR 2024, paper 003): open-set bias discovery (an LLM proposes
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
 
@@ -254,15 +261,11 @@ class OpenBias(Methodology):
         replicate of captions (:mod:`.paired`): the same rank, in general different biases
         for two models. The proposal yield is the proposer LLM's, the same for every
         text-to-image model of the study: not compared."""
-        from genfair.methodologies.open_bias.paired import severity_counts
-
         return severity_counts(config.severity, self.headline)
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """The caption of each knowledge-base, image and VQA row; the proposer's rows are in
         no unit."""
-        from genfair.methodologies.open_bias.paired import caption_units
-
         return caption_units(labels)
 
     def comparison_resamples(self, config: OpenBiasConfig) -> int:
@@ -271,8 +274,6 @@ class OpenBias(Methodology):
 
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
         """One row per caption: its proposal chat (the study's caption/proposal table)."""
-        from genfair.methodologies.open_bias.proposals import load_prompt
-
         captions, _ = load_captions(config)
         probes = proposal_probes(captions, load_prompt())
         return probes.assign(source=captions["source"].to_numpy())
@@ -333,11 +334,7 @@ class OpenBias(Methodology):
                 n_proposals=[int(counts.get(c, 0)) for c in probes["caption_id"]],
             )
             return rows, pairs or []
-        from genfair.models import build_backend
-
         if config.proposer == "scripted":
-            from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
-
             backend: Any = ScriptedProposer(load_scripted(config.scripted_proposals))
             name = "scripted"
         else:
@@ -392,8 +389,6 @@ class OpenBias(Methodology):
         images' rows (``probe_id``, ``caption_id``, ``sample_index``, ``status``,
         ``true_attributes`` and their ``path`` in the image store) handed to ``on_images`` as
         they arrive."""
-        from genfair.models.t2i import prompt_call
-
         probes = image_probes(kb, config.images_per_caption)
         if not len(probes):
             return pd.DataFrame()
@@ -463,8 +458,6 @@ class OpenBias(Methodology):
     def _vqa_model(self, config: OpenBiasConfig, ctx: StepContext) -> tuple[Any, Any]:
         """Stage 3's VQA model: its config and backend (a SIMULATED VLM only for a simulated
         model under test)."""
-        from genfair.models import build_backend
-
         vqa_config = _model_config(config.vqa_model, ctx.models, "vqa_model", "vlm")
         if vqa_config.backend == "simulated" and not ctx.model.simulated:
             raise ValueError(
@@ -479,8 +472,6 @@ class OpenBias(Methodology):
     ) -> tuple[pd.DataFrame, list[Call]]:
         """Each bias's question on each ``ok`` image of its captions (``images``: rows of
         the image table with ``path``, the file the VLM reads): the probes and their calls."""
-        from genfair.models.images import vlm_message
-
         ok = images[images["status"] == "ok"] if len(images) else images
         if not len(ok):
             return pd.DataFrame(), []

@@ -17,6 +17,9 @@
 - :func:`proposals_json_schema` / :func:`openai_response_format`: the answer's JSON schema,
   for constrained decoding (a request's ``json_schema``: the hf / embedded backends enforce it
   with ``lm-format-enforcer``, the openai backend sends it as ``response_format``).
+
+Imported where used: :mod:`genfair.models.openai` (the OpenAI client), for its schema helper
+alone.
 """
 
 from __future__ import annotations
