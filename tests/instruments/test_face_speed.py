@@ -15,6 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from PIL import Image, PngImagePlugin
 from skimage import data
 
 from genfair.instruments import face_demographics as fd
@@ -56,6 +57,34 @@ def test_default_readings_unchanged_on_the_validation_photos(instrument) -> None
     assert len(items) == 233
     for iid, img in items:
         _same(readings_of(instrument.measure(img, image_id=iid)), golden[iid])
+
+
+def test_an_rgb_png_is_decoded_to_pillows_pixels(tmp_path) -> None:
+    """8-bit RGB PNGs go to OpenCV's decoder (faster), every other file to Pillow; the pixels
+    are Pillow's either way (no gamma applied, EXIF orientation ignored)."""
+    rgb = np.ascontiguousarray(data.astronaut()[:, :300])  # not square: a rotation would show
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 degrees"
+    gamma = PngImagePlugin.PngInfo()
+    gamma.add(b"gAMA", (100000).to_bytes(4, "big"))
+    cases = {
+        "plain": (rgb, {}),
+        "gamma": (rgb, {"pnginfo": gamma}),
+        "colour_key": (rgb, {"transparency": (255, 255, 255)}),
+        "exif": (rgb, {"exif": exif.tobytes()}),
+        "rgba": (np.dstack([rgb, rgb[..., :1]]), {}),
+        "gray": (rgb[..., 0], {}),
+        "gray16": (rgb[..., 0].astype(np.uint16) * 257, {}),
+    }
+    for name, (pixels, kwargs) in cases.items():
+        path = tmp_path / f"{name}.png"
+        Image.fromarray(pixels).save(path, **kwargs)
+        assert (fd._decoded_rgb8_png(path) is not None) == (name not in ("rgba", "gray", "gray16"))
+        with Image.open(path) as im:
+            assert np.array_equal(fd.load_rgb(path), np.asarray(im.convert("RGB"))), name
+    (tmp_path / "cut.png").write_bytes((tmp_path / "plain.png").read_bytes()[:5000])
+    with pytest.raises(OSError):  # a truncated file: OpenCV gives nothing, Pillow says why
+        fd.load_rgb(tmp_path / "cut.png")
 
 
 def test_haar_boxes_come_in_one_order_whatever_the_threads() -> None:
