@@ -63,10 +63,12 @@ INSTRUMENT_CPU: dict[str, PerImageCPU] = {
         512,
         0.185,
         1024,
-        0.295,
-        "the face instrument's benchmark after issue 43's cuts: 0.17-0.20 CPU-s per 512-px "
-        "image, 0.28-0.31 per 1024-px image (the midpoints; one image at a time, ONNX on one "
-        "thread); docs/methodology.md, 'Face instrument: cost per image'",
+        0.281,
+        "the face instrument's benchmark after issue 43's second round of cuts (the Haar scan "
+        "skips the padded copy's border, PNGs decoded by OpenCV; readings unchanged): 0.185 "
+        "CPU-s per 512-px image, 0.281 per 1024-px image (means of 42 images per side, one at a "
+        "time, ONNX on one thread, load average 8-17); docs/benchmarks.md, 'Face instrument "
+        "per image'",
     ),
 }
 
