@@ -175,6 +175,8 @@ def test_an_image_whose_rows_are_all_the_same() -> None:
 def test_opencvs_pyramid_levels() -> None:
     # 960 px: windows 24, 26, 29, ... up to the largest that fits
     factors = haar_scan.levels(960, 960, (24, 24), 1.1, 24)
-    assert round(24 * float(factors[-1])) <= 960 < round(24 * float(factors[-1]) * 1.1)
-    assert [round(24 * float(f)) for f in factors[:4]] == [24, 26, 29, 32]
-    assert haar_scan.levels(960, 960, (24, 24), 1.1, 30)[0] == np.float32(1.1**3)
+    assert round(24 * factors[-1]) <= 960 < round(24 * factors[-1] * 1.1)
+    assert [round(24 * f) for f in factors[:4]] == [24, 26, 29, 32]
+    assert haar_scan.levels(960, 960, (24, 24), 1.1, 30)[0] == 1.1 * 1.1 * 1.1
+    with pytest.raises(ValueError, match="above 1"):
+        haar_scan.levels(960, 960, (24, 24), 1.0, 24)

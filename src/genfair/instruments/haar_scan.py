@@ -44,15 +44,18 @@ def _round(value: float) -> int:
 
 def levels(
     width: int, height: int, window: tuple[int, int], scale_factor: float, min_size: int
-) -> list[np.float32]:
-    """The scale factors OpenCV scans a ``width`` x ``height`` image at."""
+) -> list[float]:
+    """The scale factors OpenCV scans a ``width`` x ``height`` image at (doubles, as its loop
+    computes them; it scans each as a float)."""
+    if not scale_factor > 1:
+        raise ValueError(f"the Haar scan's scale_factor must be above 1; got {scale_factor}")
     out, factor = [], 1.0
     while True:
         w, h = _round(window[0] * factor), _round(window[1] * factor)
         if w > width or h > height:
             return out
         if w >= min_size and h >= min_size:
-            out.append(np.float32(factor))
+            out.append(factor)
         factor *= scale_factor
 
 
@@ -115,9 +118,10 @@ def candidates(
     height, width = gray.shape
     window = tuple(int(v) for v in cascade.getOriginalWindowSize())
     out = []
-    for factor in levels(width, height, window, scale_factor, min_size):
+    for scanned in levels(width, height, window, scale_factor, min_size):
+        factor = np.float32(scanned)
         if factor >= 2:  # the rest in one call: smaller levels, thinner borders, step 1
-            rest = tuple(_round(v * float(factor)) for v in window)
+            rest = tuple(_round(v * scanned) for v in window)
             found = cascade.detectMultiScale(gray, scale_factor, 0, minSize=rest)
             out.extend(tuple(int(v) for v in box) for box in found)
             break
