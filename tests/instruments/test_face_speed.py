@@ -8,13 +8,12 @@ current code must read the same."""
 
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+from PIL import Image, PngImagePlugin
 from skimage import data
 
 from genfair.instruments import face_demographics as fd
@@ -22,11 +21,7 @@ from genfair.instruments.face_agreement import agreement, agreement_by_group, re
 from genfair.instruments.face_demographics import FaceDemographics, HaarFaceDetector
 from genfair.instruments.full_size_photos import full_size_photo_set
 from genfair.instruments.validation import package_photo_set
-
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "face_readings_default.json"
-#: the ITA is a median of float64 arctangents, whose last bit may differ between CPUs'
-#: vector kernels; every other reading is compared exactly
-ITA = 5
+from tests.support.face_readings import assert_same_reading, golden_readings
 
 
 @pytest.fixture(scope="module")
@@ -34,28 +29,42 @@ def instrument() -> FaceDemographics:
     return FaceDemographics()
 
 
-def _same(got: tuple, want: list) -> None:
-    status, faces = got
-    assert status == want[0]
-    assert len(faces) == len(want[1])
-    for g, w in zip(faces, want[1], strict=True):
-        g, w = list(g), list(w)
-        if w[ITA] is None:
-            assert g[ITA] is None
-        else:
-            assert g[ITA] == pytest.approx(w[ITA], abs=1e-9)
-        g[ITA] = w[ITA] = None
-        assert [list(g[0])] + g[1:] == [w[0]] + w[1:]
-
-
 def test_default_readings_unchanged_on_the_validation_photos(instrument) -> None:
-    golden = json.loads(GOLDEN.read_text())["readings"]
+    golden = golden_readings()
     items = [(p.image_id, p.load()) for p in package_photo_set()]
     for side in (512, 1024):  # every third composite keeps the test short; the benchmark runs all
         items += [(f"{p.image_id}@{side}", p.load()) for p in full_size_photo_set(side)[::3]]
     assert len(items) == 233
     for iid, img in items:
-        _same(readings_of(instrument.measure(img, image_id=iid)), golden[iid])
+        assert_same_reading(readings_of(instrument.measure(img, image_id=iid)), golden[iid])
+
+
+def test_an_rgb_png_is_decoded_to_pillows_pixels(tmp_path) -> None:
+    """8-bit RGB PNGs go to OpenCV's decoder (faster), every other file to Pillow; the pixels
+    are Pillow's either way (no gamma applied, EXIF orientation ignored)."""
+    rgb = np.ascontiguousarray(data.astronaut()[:, :300])  # not square: a rotation would show
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 degrees"
+    gamma = PngImagePlugin.PngInfo()
+    gamma.add(b"gAMA", (100000).to_bytes(4, "big"))
+    cases = {
+        "plain": (rgb, {}),
+        "gamma": (rgb, {"pnginfo": gamma}),
+        "colour_key": (rgb, {"transparency": (255, 255, 255)}),
+        "exif": (rgb, {"exif": exif.tobytes()}),
+        "rgba": (np.dstack([rgb, rgb[..., :1]]), {}),
+        "gray": (rgb[..., 0], {}),
+        "gray16": (rgb[..., 0].astype(np.uint16) * 257, {}),
+    }
+    for name, (pixels, kwargs) in cases.items():
+        path = tmp_path / f"{name}.png"
+        Image.fromarray(pixels).save(path, **kwargs)
+        assert (fd._decoded_rgb8_png(path) is not None) == (name not in ("rgba", "gray", "gray16"))
+        with Image.open(path) as im:
+            assert np.array_equal(fd.load_rgb(path), np.asarray(im.convert("RGB"))), name
+    (tmp_path / "cut.png").write_bytes((tmp_path / "plain.png").read_bytes()[:5000])
+    with pytest.raises(OSError):  # a truncated file: OpenCV gives nothing, Pillow says why
+        fd.load_rgb(tmp_path / "cut.png")
 
 
 def test_haar_boxes_come_in_one_order_whatever_the_threads() -> None:

@@ -61,12 +61,14 @@ class PerImageCPU:
 INSTRUMENT_CPU: dict[str, PerImageCPU] = {
     "face_demographics": PerImageCPU(
         512,
-        0.185,
+        0.186,
         1024,
-        0.295,
-        "the face instrument's benchmark after issue 43's cuts: 0.17-0.20 CPU-s per 512-px "
-        "image, 0.28-0.31 per 1024-px image (the midpoints; one image at a time, ONNX on one "
-        "thread); docs/methodology.md, 'Face instrument: cost per image'",
+        0.283,
+        "the face instrument's benchmark after issue 43's second round of cuts (the Haar scan "
+        "skips the padded copy's border, PNGs decoded by OpenCV; readings unchanged): 0.185-0.188 "
+        "CPU-s per 512-px image, 0.281-0.286 per 1024-px image (the midpoints of two runs; means "
+        "of 42 images per side, one at a time, ONNX on one thread); docs/benchmarks.md, 'Face "
+        "instrument per image'",
     ),
 }
 
