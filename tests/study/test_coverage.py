@@ -1,0 +1,117 @@
+"""Planted-truth coverage of headline intervals (issue 46.7): one call finds that a mean's
+interval holds its truth about 95% of the time, and that the percentile interval of a mean
+absolute gap across groups (the issue's statistic, biased upward) misses it; a headline's
+declared interval method is the one its intervals use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
+from genfair.methodologies.intervals import headline_intervals
+from genfair.study.coverage import Plant, headline_coverage
+
+#: occupations, the first half planted at he = she (gap 0: what the plug-in |gap| overstates)
+OCCUPATIONS = 12
+P_HE = np.linspace(0.2, 0.6, OCCUPATIONS)
+P_SHE = np.where(np.arange(OCCUPATIONS) < 6, P_HE, 0.7 - P_HE)
+TRUTH = {"share_he": float(P_HE.mean()), "mean_abs_gap": float(np.abs(P_HE - P_SHE).mean())}
+
+
+def _counts(config: object, modality: str) -> HeadlineCounts:
+    """Per occupation: answers, he, she; the share of he (pooled) and mean |he - she| share."""
+
+    def tally(labels: pd.DataFrame) -> pd.DataFrame:
+        at = 3 * labels["occupation"].to_numpy(int)
+        rows = np.arange(len(labels))
+        answer = labels["answer"].to_numpy()
+        return pd.concat(
+            pd.DataFrame({"row": rows, "column": at + j, "count": count})
+            for j, count in enumerate((1.0, (answer == "he") * 1.0, (answer == "she") * 1.0))
+        )
+
+    def score(totals: np.ndarray) -> dict[str, np.ndarray]:
+        n, he, she = totals[:, 0::3], totals[:, 1::3], totals[:, 2::3]
+        return {"share_he": he.sum(1) / n.sum(1), "mean_abs_gap": (np.abs(he - she) / n).mean(1)}
+
+    return HeadlineCounts(3 * OCCUPATIONS, tally, score)
+
+
+class GapQuiz(Methodology):
+    """A pronoun quiz reduced to its headline function (no steps run here)."""
+
+    name = "gap_quiz"
+    modalities = ("llm",)
+    Config = None  # type: ignore[assignment]
+    paired_unit = "probe_id"
+    headline = (
+        Headline("share_he", "value", {"measure": "he"}, "neither"),
+        Headline("mean_abs_gap", "value", {"measure": "gap"}, "lower", interval_method="bca"),
+    )
+
+    def build_probes(self, config, seed):  # type: ignore[no-untyped-def]
+        return pd.DataFrame()
+
+    def label(self, probes, responses, config, ctx):  # type: ignore[no-untyped-def]
+        return pd.DataFrame()
+
+    def metrics(self, labels, config, ctx):  # type: ignore[no-untyped-def]
+        return MetricsResult(pd.DataFrame())
+
+    headline_function = staticmethod(_counts)  # type: ignore[assignment]
+
+
+def draw(size: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``size`` answers per occupation, drawn from the planted shares (SIMULATED)."""
+    occupation = np.repeat(np.arange(OCCUPATIONS), size)
+    u = rng.uniform(size=occupation.size)
+    he, she = P_HE[occupation], P_SHE[occupation]
+    answer = np.where(u < he, "he", np.where(u < he + she, "she", "they"))
+    return pd.DataFrame(
+        {"probe_id": np.arange(occupation.size), "occupation": occupation, "answer": answer}
+    )
+
+
+@pytest.fixture(scope="module")
+def coverage() -> pd.DataFrame:
+    return headline_coverage(GapQuiz(), None, Plant(draw, TRUTH), [24], 60, resamples=300)
+
+
+def test_a_means_interval_reaches_nominal_coverage(coverage: pd.DataFrame) -> None:
+    share = coverage[coverage["headline"] == "share_he"].set_index("method")
+    assert (share["coverage"] >= 0.88).all()  # 95% nominal; sd of 60 draws ~ 0.03
+    assert share["estimate"].to_numpy() == pytest.approx(TRUTH["share_he"], abs=0.01)
+    assert (share["truth"] == TRUTH["share_he"]).all() and (share["reps"] == 60).all()
+
+
+def test_the_percentile_interval_of_a_biased_absolute_gap_misses(coverage: pd.DataFrame) -> None:
+    gap = coverage[coverage["headline"] == "mean_abs_gap"].set_index("method")
+    assert gap.loc["percentile", "estimate"] > TRUTH["mean_abs_gap"] + 0.03  # biased upward
+    assert gap.loc["percentile", "coverage"] < 0.5  # the issue's miss
+    assert gap.loc["percentile", "above"] > 0.5  # the interval lies above the truth
+    assert gap.loc["bca", "coverage"] > gap.loc["percentile", "coverage"] + 0.1
+
+
+def test_a_headline_uses_its_declared_interval_method() -> None:
+    labels = draw(24, np.random.default_rng(0))
+    found = headline_intervals(GapQuiz(), None, "llm", labels, resamples=300)
+    assert {n: r["method"] for n, r in found.items()} == {
+        "share_he": "percentile", "mean_abs_gap": "bca"
+    }  # fmt: skip
+    for result in found.values():
+        assert result["ci_low"] <= result["estimate"] <= result["ci_high"]
+        assert result["n"] == 24 * OCCUPATIONS
+    # a plain function of the rows gives the intervals of the counted one (same draws)
+    plain = GapQuiz()
+    plain.headline_function = lambda config, modality: _counts(config, modality).__call__
+    again = headline_intervals(plain, None, "llm", labels, resamples=300)
+    for name, result in found.items():
+        assert again[name]["ci_low"] == pytest.approx(result["ci_low"])
+        assert again[name]["ci_high"] == pytest.approx(result["ci_high"])
+
+
+def test_a_headline_refuses_an_unknown_interval_method() -> None:
+    with pytest.raises(ValueError, match="interval_method='basic'"):
+        Headline("x", "value", {}, "lower", interval_method="basic")  # type: ignore[arg-type]
