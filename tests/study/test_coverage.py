@@ -12,6 +12,7 @@ import pytest
 from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
 from genfair.methodologies.intervals import headline_intervals
 from genfair.study.coverage import Plant, headline_coverage
+from tests.study.toy_methodology import Quiz
 
 #: occupations, the first half planted at he = she (gap 0: what the plug-in |gap| overstates)
 OCCUPATIONS = 12
@@ -115,3 +116,24 @@ def test_a_headline_uses_its_declared_interval_method() -> None:
 def test_a_headline_refuses_an_unknown_interval_method() -> None:
     with pytest.raises(ValueError, match="interval_method='basic'"):
         Headline("x", "value", {}, "lower", interval_method="basic")  # type: ignore[arg-type]
+
+
+class IntervalQuiz(Quiz):
+    """The toy quiz with its reported (Wilson) interval declared on its headline."""
+
+    headline = (
+        Headline("accuracy", "mean", {"measure": "accuracy"}, "higher", ("ci_low", "ci_high")),
+    )
+
+
+def test_the_reported_interval_of_a_methodologys_metrics_step_is_measured_too() -> None:
+    def answers(size: int, rng: np.random.Generator) -> pd.DataFrame:
+        correct = rng.random(size) < 0.8  # SIMULATED: planted accuracy 0.8
+        return pd.DataFrame({"probe_id": [f"q{i}" for i in range(size)], "status": "ok",
+                             "answer": "A", "correct": correct})  # fmt: skip
+
+    table = headline_coverage(IntervalQuiz(), None, Plant(answers, {"accuracy": 0.8}), [40], 40,
+                              methods=("reported", "percentile"), resamples=200)  # fmt: skip
+    coverage = table.set_index("method")["coverage"]
+    assert coverage["reported"] >= 0.85 and coverage["percentile"] >= 0.85
+    assert (table["truth"] == 0.8).all() and set(table["size"]) == {40}
