@@ -135,7 +135,7 @@ def lvlm_facet() -> tuple[Methodology, object, Plant, list[int]]:
             label = np.where(hit, right, miss)
             frames.append(
                 persons.assign(person_id=[f"d{i}" for i in range(size)], prompt=prompt,
-                               label=label, status="ok")
+                               label=label, status="ok", tier="exact", encoder=None)
             )  # fmt: skip
         return pd.concat(frames, ignore_index=True)
 
@@ -148,11 +148,26 @@ def lvlm_facet() -> tuple[Methodology, object, Plant, list[int]]:
 def news_bias() -> tuple[Methodology, object, Plant, list[int]]:
     from gensim.test.utils import datapath
 
-    from genfair.methodologies.news_bias.word_level import word_level_pairs
+    from genfair.methodologies.base import MetricsResult
+    from genfair.methodologies.news_bias.score_rows import word_row
+    from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
     from genfair.models.simulated import rewrite, whiten
     from genfair.resources.group_words import GroupWordCounter
 
-    method = get_methodology("news_bias")
+    class WordLevel(type(get_methodology("news_bias"))):
+        """News bias whose metrics step scores the word level alone, with its own functions
+        (the sentence level's instruments are not needed for W)."""
+
+        def metrics(self, labels, config, ctx):  # noqa: ANN001, ANN202 - as the base's
+            ok = labels[(labels["status"] == "ok")]
+            rows = []
+            for h in word:
+                table = word_level_pairs(ok, counter, h.where["attribute"])
+                summary = summarize_word_level(table, h.where["attribute"], config.confidence_level)
+                rows.append(word_row("unbiased", h.where["attribute"], summary))
+            return MetricsResult(pd.DataFrame(rows))
+
+    method = WordLevel()
     config = _config("news_bias")
     plant = config.simulated.unbiased
     lines = Path(datapath("lee_background.cor")).read_text(encoding="utf-8").splitlines()
@@ -197,10 +212,11 @@ def news_bias() -> tuple[Methodology, object, Plant, list[int]]:
     return method, config, Plant(draw, truth), [60, 300]
 
 
-PLANTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "fact_or_fair": (fact_or_fair, ("percentile", "bca", "reported")),
-    "lvlm_facet": (lvlm_facet, ("percentile", "bca")),
-    "news_bias": (news_bias, ("percentile", "bca")),
+#: name -> (its plant, the methods measured, the modality of its SIMULATED model)
+PLANTS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
+    "fact_or_fair": (fact_or_fair, ("percentile", "bca", "reported"), "llm"),
+    "lvlm_facet": (lvlm_facet, ("percentile", "bca", "reported"), "vlm"),
+    "news_bias": (news_bias, ("percentile", "bca", "reported"), "llm"),
 }
 
 
@@ -209,15 +225,19 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--resamples", type=int, default=500)
     parser.add_argument("--only", choices=sorted(PLANTS))
+    parser.add_argument("--methods", help="comma-separated subset of each plant's methods")
     args = parser.parse_args()
     pd.set_option("display.width", 200)
-    for name, (plant_of, methods) in PLANTS.items():
+    for name, (plant_of, methods, modality) in PLANTS.items():
         if args.only and name != args.only:
             continue
+        if args.methods:  # the same draws (seeded by size and draw), fewer intervals
+            methods = tuple(m for m in methods if m in args.methods.split(","))
         method, config, plant, sizes = plant_of()
         table = headline_coverage(
-            method, config, plant, sizes, args.reps, methods=methods, resamples=args.resamples
-        )
+            method, config, plant, sizes, args.reps, modality=modality, methods=methods,
+            resamples=args.resamples,
+        )  # fmt: skip
         print(f"== {name} (SIMULATED; {args.reps} draws, {args.resamples} resamples)")
         print(table.round(4).to_string(index=False), flush=True)
 
