@@ -10,7 +10,8 @@ The plants (each draws one SIMULATED model's labels at a size; the truth is exac
 
 - fact_or_fair: the default study's probes and its SIMULATED LLM (the default plant: accuracy
   0.8 on the true group, the rest uniform), answered in-process and labelled by the
-  methodology; size = objective rounds (answers per objective cell). Truth: the distance of
+  methodology (its reported interval: the default smoothed bootstrap, at 200 replicates);
+  size = objective rounds (answers per objective cell). Truth: the distance of
   the population S_fact and S_E (every cell's answer probabilities) from the trade-off curve.
 - lvlm_facet: persons drawn from a pool of 2,000 SIMULATED FACET persons (its Table 1 shares);
   each answers every prompt right with the default plant's planted recall (no answer text
@@ -66,7 +67,9 @@ def fact_or_fair() -> tuple[Methodology, object, Plant, list[int]]:
     from genfair.models.simulated import SimulatedLLM
 
     method = get_methodology("fact_or_fair")
-    base = _config("fact_or_fair").model_copy(update={"contexts": ["baseline"]})
+    base = _config("fact_or_fair").model_copy(
+        update={"contexts": ["baseline"], "bootstrap_resamples": 200}
+    )
     accuracy = base.simulated.llm.objective.accuracy
     simulator = SimulatedLLM(SimulatedModelConfig(backend="simulated"))
     truth = {}
@@ -95,7 +98,7 @@ def fact_or_fair() -> tuple[Methodology, object, Plant, list[int]]:
                 responses = run_calls(simulator, cache, calls, method.judge, seed=seed)
             return method.label(probes, responses, config, _context(seed, Path(tmp)))
 
-    return method, base, Plant(draw, truth), [3, 15]
+    return method, base, Plant(draw, truth), [3, 10]
 
 
 # ---- LVLM-FACET: pooled disparities, planted recall per person
@@ -226,6 +229,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=500)
     parser.add_argument("--only", choices=sorted(PLANTS))
     parser.add_argument("--methods", help="comma-separated subset of each plant's methods")
+    parser.add_argument("--sizes", help="comma-separated sizes instead of the plant's own")
     args = parser.parse_args()
     pd.set_option("display.width", 200)
     for name, (plant_of, methods, modality) in PLANTS.items():
@@ -234,6 +238,7 @@ def main() -> None:
         if args.methods:  # the same draws (seeded by size and draw), fewer intervals
             methods = tuple(m for m in methods if m in args.methods.split(","))
         method, config, plant, sizes = plant_of()
+        sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else sizes
         table = headline_coverage(
             method, config, plant, sizes, args.reps, modality=modality, methods=methods,
             resamples=args.resamples,
