@@ -9,10 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from genfair.config import load_params, methodology_config
+from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
 from genfair.methodologies.intervals import headline_intervals
+from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
 from genfair.study.coverage import Plant, headline_coverage
 from tests.study.toy_methodology import Quiz
+from tests.support.conf import ROOT
 
 #: occupations, the first half planted at he = she (gap 0: what the plug-in |gap| overstates)
 OCCUPATIONS = 12
@@ -137,3 +141,29 @@ def test_the_reported_interval_of_a_methodologys_metrics_step_is_measured_too() 
     coverage = table.set_index("method")["coverage"]
     assert coverage["reported"] >= 0.85 and coverage["percentile"] >= 0.85
     assert (table["truth"] == 0.8).all() and set(table["size"]) == {40}
+
+
+def test_a_built_in_methodologys_headline_intervals() -> None:
+    """LVLM-FACET's counted disparities on SIMULATED labels: the estimates are its headline
+    function's, each interval contains its estimate, BCa when asked for."""
+    lvlm = get_methodology("lvlm_facet")
+    config = methodology_config(load_params(ROOT / "params.yaml"), "lvlm_facet")
+    rng = np.random.default_rng(4)
+    persons = pd.DataFrame(
+        {"person_id": np.arange(300), "class": rng.choice(resolve_classes("paper"), 300)}
+        | {a: rng.choice(GROUPS[a], 300) for a in ATTRIBUTES}
+    )
+    labels = pd.concat(
+        persons.assign(prompt=prompt, status="ok", label=np.where(
+            rng.random(300) < 0.6, persons["class"] if prompt == "direct" else "yes", "no"))
+        for prompt in ("direct", "is_there", "person_is")
+    )  # fmt: skip
+    methods = {h.name: "bca" for h in lvlm.headline}
+    found = headline_intervals(lvlm, config, "vlm", labels, methods=methods, resamples=200)
+    assert found.keys() == lvlm.headline_function(config, "vlm")(labels).keys()
+    for name, result in found.items():
+        assert result["estimate"] == pytest.approx(
+            lvlm.headline_function(config, "vlm")(labels)[name]
+        )
+        assert result["ci_low"] <= result["estimate"] <= result["ci_high"]
+        assert result["method"] == "bca" and result["n"] == 300
