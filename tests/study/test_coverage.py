@@ -12,7 +12,7 @@ import pytest
 from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
-from genfair.methodologies.intervals import headline_intervals
+from genfair.methodologies.intervals import headline_intervals, interval_table
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
 from genfair.study.coverage import Plant, headline_coverage
 from tests.study.toy_methodology import Quiz
@@ -108,6 +108,10 @@ def test_a_headline_uses_its_declared_interval_method() -> None:
     for result in found.values():
         assert result["ci_low"] <= result["estimate"] <= result["ci_high"]
         assert result["n"] == 24 * OCCUPATIONS
+    # as score rows, each interval says how it was made
+    rows = interval_table(found).set_index("headline")
+    assert rows.loc["mean_abs_gap", "ci_method"] == "bca"
+    assert rows.loc["share_he", "ci_low"] == found["share_he"]["ci_low"]
     # a plain function of the rows gives the intervals of the counted one (same draws)
     plain = GapQuiz()
     plain.headline_function = lambda config, modality: _counts(config, modality).__call__

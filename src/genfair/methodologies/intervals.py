@@ -123,3 +123,21 @@ def _counted(
         return out[:, 0] if np.ndim(positions) == 1 else out
 
     return statistic
+
+
+#: the columns of :func:`interval_table`
+INTERVAL_COLUMNS = ["headline", "estimate", "ci_low", "ci_high", "ci_method", "ci_widened", "n"]
+
+
+def interval_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """:func:`headline_intervals`' result as score rows, one per headline
+    (:data:`INTERVAL_COLUMNS`): what a ``metrics`` step reports, the interval's method
+    (``ci_method``) and whether it was widened to contain its estimate beside it, so the
+    leaderboard, the report's tables and ``data/scores`` say how each interval was made."""
+    rows = [
+        {"headline": name, "estimate": r["estimate"], "ci_low": r["ci_low"],
+         "ci_high": r["ci_high"], "ci_method": r["method"], "ci_widened": r["widened"],
+         "n": r["n"]}
+        for name, r in found.items()
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
