@@ -14,7 +14,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
 from genfair.methodologies.intervals import headline_intervals, interval_table
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
-from genfair.study.coverage import Plant, headline_coverage
+from genfair.study.coverage import Plant, headline_coverage, reported_intervals
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT
 
@@ -171,3 +171,27 @@ def test_a_built_in_methodologys_headline_intervals() -> None:
         )
         assert result["ci_low"] <= result["estimate"] <= result["ci_high"]
         assert result["method"] == "bca" and result["n"] == 300
+
+
+class ReportingGapQuiz(GapQuiz):
+    """The gap quiz whose metrics step reports genfair's intervals (docs/architecture.md's
+    recipe): its reported intervals are its declared ones."""
+
+    headline = tuple(
+        Headline(h.name, "estimate", {"headline": h.name}, h.better, ("ci_low", "ci_high"),
+                 interval_method=h.interval_method)
+        for h in GapQuiz.headline
+    )  # fmt: skip
+
+    def metrics(self, labels, config, ctx):  # type: ignore[no-untyped-def]
+        found = headline_intervals(self, config, ctx.modality, labels, seed=ctx.seed)
+        return MetricsResult(interval_table(found))
+
+
+def test_a_metrics_step_reports_the_declared_intervals() -> None:
+    labels = draw(24, np.random.default_rng(2))
+    reported = reported_intervals(ReportingGapQuiz(), None, "llm", labels, seed=3)
+    declared = headline_intervals(ReportingGapQuiz(), None, "llm", labels, seed=3)
+    for name, result in declared.items():
+        assert reported[name]["ci_low"] == pytest.approx(result["ci_low"])
+        assert reported[name]["ci_high"] == pytest.approx(result["ci_high"])
