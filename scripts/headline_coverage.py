@@ -212,7 +212,7 @@ def news_bias() -> tuple[Methodology, object, Plant, list[int]]:
             }
         )
 
-    return method, config, Plant(draw, truth), [60, 300]
+    return method, config, Plant(draw, truth), [60, 300, 1000]
 
 
 #: name -> (its plant, the methods measured, the modality of its SIMULATED model)
