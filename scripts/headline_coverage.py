@@ -222,8 +222,14 @@ def open_bias_severity(reps: int) -> pd.DataFrame:
     caption's true class distribution over 3 classes drawn once from Dirichlet(4, 2, 1),
     each draw's counts multinomial, the interval by its own ``severity_interval`` (the
     config's ``ci_method``: percentile or BCa, 2,000 resamples, contained). Truth: the
-    severities of the true distributions."""
-    from genfair.metrics.severity import Bootstrap, severity_interval
+    severities of the true distributions; ``plugin``: the estimator's own expectation at that
+    many images (4,000 draws), and ``coverage_plugin`` how often the interval holds it."""
+    from genfair.metrics.severity import (
+        Bootstrap,
+        context_aware_severity,
+        context_free_severity,
+        severity_interval,
+    )
 
     rows = []
     for captions, images in ((8, 4), (100, 10)):
@@ -233,6 +239,12 @@ def open_bias_severity(reps: int) -> pd.DataFrame:
         truth = {
             "context_aware": 1 - entropy.mean(),
             "context_free": 1 + (pooled * np.log(pooled)).sum() / np.log(3),
+        }
+        big = np.random.default_rng([captions, images])  # the plug-in's own expectation
+        drawn = [np.stack([big.multinomial(images, row) for row in p]) for _ in range(4000)]
+        plugin = {
+            "context_aware": np.mean([context_aware_severity(c) for c in drawn]),
+            "context_free": np.mean([context_free_severity(c) for c in drawn]),
         }
         for method in ("percentile", "BCa"):
             found = {k: [] for k in truth}
@@ -247,11 +259,13 @@ def open_bias_severity(reps: int) -> pd.DataFrame:
             for statistic, draws in found.items():
                 estimate, low, high = np.array(draws).T
                 held = (low <= truth[statistic]) & (truth[statistic] <= high)
+                held_plugin = (low <= plugin[statistic]) & (plugin[statistic] <= high)
                 rows.append({
                     "headline": f"severity_{statistic}", "truth": truth[statistic],
                     "size": f"{captions}x{images}", "method": method, "reps": reps,
                     "coverage": float(held.mean()),
-                    "estimate": float(estimate.mean()),
+                    "estimate": float(estimate.mean()), "plugin": float(plugin[statistic]),
+                    "coverage_plugin": float(held_plugin.mean()),
                 })  # fmt: skip
     return pd.DataFrame(rows)
 
