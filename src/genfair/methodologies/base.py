@@ -58,6 +58,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from genfair.methodologies.samples import SampleView, join_samples
+from genfair.metrics.bootstrap import INTERVAL_METHODS, IntervalMethod
 from genfair.models.runner import Call, OnRows, Verdict
 
 if TYPE_CHECKING:
@@ -113,15 +114,25 @@ class Headline:
     named ``name`` with the direction that is better (``dvc metrics show``, MLflow, the
     report's summary), or ``better=NEUTRAL`` for a number reported for information and never
     ranked; ``interval``: the (low, high) columns of its confidence interval, shown beside it
-    in the report."""
+    in the report. ``interval_method``: ``percentile`` or ``bca``, the interval genfair's
+    bootstrap of :meth:`Methodology.headline_function` gives it (over the resampling unit,
+    :func:`genfair.methodologies.intervals.headline_intervals`, which a ``metrics`` step may
+    report, and :func:`genfair.study.coverage.headline_coverage`); ``bca`` for a biased
+    statistic where the coverage says so (docs/methodology.md, "Interval methods")."""
 
     name: str
     column: str
     where: Mapping[str, Any]
     better: Literal["lower", "higher", "closer to 0", "neither"]
     interval: tuple[str, str] | None = None
+    interval_method: IntervalMethod = "percentile"
 
     def __post_init__(self) -> None:
+        if self.interval_method not in INTERVAL_METHODS:
+            raise ValueError(
+                f"Headline {self.name!r}: interval_method={self.interval_method!r}; use one of "
+                f"{', '.join(map(repr, INTERVAL_METHODS))}"
+            )
         if self.better not in BETTER_VALUES:  # a dataclass checks no Literal: this does
             raise ValueError(
                 f"Headline {self.name!r}: better={self.better!r}; use one of "

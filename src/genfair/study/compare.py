@@ -29,6 +29,7 @@ import pandas as pd
 from genfair.config import StudyParams
 from genfair.io import read_parquet
 from genfair.methodologies.base import HeadlineCounts, PairedCounts
+from genfair.methodologies.intervals import draw_weights, unit_counts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
 from genfair.names import pair_key
@@ -96,22 +97,6 @@ def _statistic(
     return difference
 
 
-def _unit_counts(headlines: HeadlineCounts, labels: pd.DataFrame, rows: list) -> Any:
-    """A sparse (units x width) matrix: each unit's summed counts (``rows``: its positions)."""
-    from scipy import sparse
-
-    unit = np.full(len(labels), -1)
-    for i, positions in enumerate(rows):
-        unit[positions] = i
-    long = headlines.tally(labels)
-    of = unit[long["row"].to_numpy(dtype=int)]
-    keep = of >= 0
-    return sparse.csr_matrix(
-        (long["count"].to_numpy(float)[keep], (of[keep], long["column"].to_numpy(int)[keep])),
-        shape=(len(rows), headlines.width),
-    )
-
-
 def _counted_statistic(
     headlines: HeadlineCounts,
     labels: tuple[pd.DataFrame, pd.DataFrame],
@@ -122,16 +107,13 @@ def _counted_statistic(
     tallied once, a replicate's totals are their sum weighted by how often it drew each unit
     (the same numbers as :func:`_statistic`'s on the same draws)."""
     units = [
-        _unit_counts(headlines, frame, rows).T.tocsr()
+        unit_counts(headlines, frame, rows).T.tocsr()
         for frame, rows in zip(labels, pair, strict=True)
     ]
     n = len(pair[0])
 
     def difference(positions: np.ndarray) -> np.ndarray:
-        draws = np.atleast_2d(positions)
-        offsets = (np.arange(len(draws)) * n)[:, None]
-        weights = np.bincount((draws + offsets).ravel(), minlength=len(draws) * n)
-        weights = weights.reshape(len(draws), n).T.astype(float)
+        weights = draw_weights(positions, n)
         a, b = (headlines.score(np.asarray(u @ weights).T) for u in units)
         out = np.array([a[name] - b[name] for name in names])
         return out[:, 0] if np.ndim(positions) == 1 else out
