@@ -1,0 +1,733 @@
+"""Precision forecasts (issue 47): before a study is paid for, how wide each headline's 95%
+interval will be at the planned size, and how large a difference between two models its
+comparisons can detect.
+
+**The pilot** is a model's labels for a methodology from any earlier run (its cached answers,
+labelled: ``data/labels/<methodology>/<model>.parquet``, written by ``dvc repro`` at any scale
+or ``genfair try --limit N --out .``); a model without them has "no pilot". Its ``n0`` units are
+the methodology's own resampling units
+(:meth:`~genfair.methodologies.base.Methodology.paired_units`).
+
+**The planned size** is ``n = n0 x planned calls / pilot calls``: the plan's calls for the run
+(:mod:`genfair.study.plan`, cached and to send) over the calls the pilot's run made (its
+``usage.json``), i.e. the planned study is taken to have proportionally more units, each like
+the pilot's. A methodology whose larger sizes make its units bigger rather than more (more
+images per occupation) is forecast as if they were more: an approximation.
+
+**Half-width.** Draw ``n`` of the pilot's units with replacement, ``R`` times
+(:data:`RESAMPLES`), and score each draw with the methodology's own headline function
+(:meth:`~genfair.methodologies.base.Methodology.paired_headline_function`; no formula per
+methodology here): the replicates stand for the headline's sampling distribution at size
+``n``, and half their central 95% range is the forecast half-width of a percentile interval
+at ``n`` (at ``n = n0``, the pilot's own bootstrap interval).
+
+**Not forecast.** Upscaling assumes the headline's spread shrinks smoothly with ``n``, which
+fails where the pilot's estimate is itself biased at its size (a maximum over groups, an
+absolute gap whose true value is near 0: its replicates all lie above it). The rule: from the
+pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; where
+``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`), or the replicates have no
+spread or no value, the headline is marked "not forecast" with the reason and no number.
+With ``R = 200`` the Monte Carlo error of the bias is about ``0.07 SD``, so 0.25 SD is not
+noise.
+
+**Minimum detectable difference.** For every pair of models the comparisons would compare
+(:mod:`genfair.study.compare`'s rules: one modality, simulators only with simulators), both
+models' rows of the units both answered are drawn jointly ``n`` units at a time, and
+``SD_n`` is the standard deviation of A - B over the replicates. With ``m`` comparisons in
+the study (every pair's headlines, as Holm adjusts them together), Holm's first step tests at
+``alpha / m``: a two-sided test at that level has 80% power against a true difference of
+``MDD = (z_{1 - alpha/(2m)} + z_{0.8}) x SD_n``. Holm's later steps test at larger levels, so
+this is the difference detectable whatever the comparison's place in Holm's order (an upper
+bound for the others).
+
+``genfair plan --precision`` prints the forecast (:func:`table`, ``--json``: :func:`to_json`);
+``genfair plan --target HEADLINE=HALFWIDTH`` the size that reaches a half-width
+(:func:`needed_units`, :func:`size_knob`). docs/methodology.md, "Planning for precision".
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from genfair.config import StudyParams
+from genfair.io import read_json, read_parquet
+from genfair.methodologies.base import HeadlineCounts, PairedCounts
+from genfair.models.base import derive_seed
+from genfair.study.compare import CONFIDENCE, DRAWN, Unit, _pair, _unit_counts
+from genfair.study.context import configured, model_info, models_for
+from genfair.study.layout import Layout
+from genfair.study.steps import read_study
+
+#: replicates per forecast (the half-width's Monte Carlo error: about 5% of it)
+RESAMPLES = 200
+#: a headline whose pilot bootstrap bias passes this many SDs is not forecast
+BIAS_LIMIT = 0.25
+#: the power a minimum detectable difference is detected with
+POWER = 0.8
+NO_PILOT = "no pilot"
+
+
+@dataclass
+class HalfWidth:
+    """One headline of one model's run: the pilot's number and interval half-width, and the
+    forecast half-width at the planned number of units (None: ``note`` says why)."""
+
+    methodology: str
+    model: str
+    simulated: bool
+    headline: str
+    pilot_units: int = 0
+    units: int | None = None
+    value: float | None = None
+    pilot_half_width: float | None = None
+    half_width: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Detectable:
+    """One comparison the study would make: the forecast minimum detectable difference."""
+
+    methodology: str
+    headline: str
+    model_a: str
+    model_b: str
+    simulated: bool
+    pilot_units: int = 0
+    units: int | None = None
+    sd: float | None = None
+    mdd: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Forecast:
+    half_widths: list[HalfWidth]
+    detectable: list[Detectable]
+    #: the comparisons Holm adjusts over (``m``) and the level of its first step
+    comparisons: int
+    level: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "confidence": CONFIDENCE,
+            "power": POWER,
+            "comparisons": self.comparisons,
+            "holm_level": self.level,
+            "half_widths": [_clean(asdict(h)) for h in self.half_widths],
+            "detectable": [_clean(asdict(d)) for d in self.detectable],
+        }
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+# ---- the engine: replicates of a headline function at n units drawn from a pilot's
+
+
+Scorer = Callable[[np.ndarray], np.ndarray]
+
+
+def scorer(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    rows: list,
+    names: Sequence[str],
+) -> Scorer:
+    """``score(draws)``: from a (replicates x n) array of unit positions (into ``rows``, each
+    unit's row positions in ``labels``), a (replicates x names) array of the headlines. A
+    :class:`HeadlineCounts` is scored from each unit's counts weighted by how often a draw
+    took it (as :mod:`genfair.study.compare` does); any other function on the drawn rows,
+    a unit drawn k times present k times with its index (its copies told apart by it)."""
+    if isinstance(headlines, HeadlineCounts):
+        counts = _unit_counts(headlines, labels, rows).T.tocsr()
+        m = len(rows)
+
+        def counted(draws: np.ndarray) -> np.ndarray:
+            offsets = (np.arange(len(draws)) * m)[:, None]
+            weights = np.bincount((draws + offsets).ravel(), minlength=len(draws) * m)
+            weights = weights.reshape(len(draws), m).T.astype(float)
+            scored = headlines.score(np.asarray(counts @ weights).T)
+            return np.column_stack([np.asarray(scored[n], dtype=float) for n in names])
+
+        return counted
+
+    def recomputed(draws: np.ndarray) -> np.ndarray:
+        out = np.full((len(draws), len(names)), np.nan)
+        for i, draw in enumerate(draws):
+            found = headlines(labels.iloc[np.concatenate([rows[p] for p in draw])])
+            out[i] = [found.get(n, np.nan) for n in names]
+        return out
+
+    return recomputed
+
+
+def replicates(
+    score: Scorer, units: int, n: int, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(resamples x headlines): ``score`` of ``resamples`` draws of ``n`` of ``units`` units
+    with replacement, drawn at most :data:`~genfair.study.compare.DRAWN` positions at once."""
+    batch = max(1, DRAWN // max(n, 1))
+    parts = []
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        parts.append(score(rng.integers(0, units, size=(size, n))))
+    return np.vstack(parts)
+
+
+def half_width(values: np.ndarray) -> np.ndarray:
+    """Half the central :data:`CONFIDENCE` range of each column's finite replicates."""
+    tail = (1 - CONFIDENCE) / 2 * 100
+    out = []
+    for column in np.atleast_2d(values.T):
+        finite = column[np.isfinite(column)]
+        out.append(
+            (np.percentile(finite, 100 - tail) - np.percentile(finite, tail)) / 2
+            if finite.size
+            else np.nan
+        )
+    return np.array(out)
+
+
+def unforecastable(observed: float, pilot: np.ndarray) -> str:
+    """Why a headline is not forecast from its pilot replicates (``""``: it is): no value,
+    no spread, or a bootstrap bias over :data:`BIAS_LIMIT` of its SD."""
+    finite = pilot[np.isfinite(pilot)]
+    if not math.isfinite(observed) or finite.size < 2:
+        return "not forecast: no value in the pilot"
+    sd = float(finite.std(ddof=1))
+    if sd == 0:
+        return "not forecast: no spread in the pilot"
+    bias = float(finite.mean()) - observed
+    if abs(bias) > BIAS_LIMIT * sd:
+        return (
+            f"not forecast: biased at the pilot's size (bootstrap bias {bias / sd:+.2f} SD; "
+            "a maximum or an absolute gap)"
+        )
+    return ""
+
+
+def forecast_model(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    unit: Unit,
+    units: int | None,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The pilot's unit count and, per headline: ``value``, ``pilot_half_width`` (its own
+    bootstrap), ``half_width`` at ``units`` units (None: not forecast) and ``note``."""
+    labels = labels.reset_index(drop=True)
+    if isinstance(headlines, PairedCounts):
+        headlines = headlines.counts(labels)
+    pair = _pair(labels, labels, unit)
+    if pair is None:
+        return 0, {}
+    rows = pair[0]
+    observed = headlines(labels.iloc[np.concatenate(rows)])
+    names = sorted(observed)
+    if not names:
+        return len(rows), {}
+    score = scorer(headlines, labels, rows, names)
+    rng = np.random.default_rng(seed)
+    pilot = replicates(score, len(rows), len(rows), resamples, rng)
+    planned = replicates(score, len(rows), units or len(rows), resamples, rng)
+    pilot_hw, planned_hw = half_width(pilot), half_width(planned)
+    out = {}
+    for i, name in enumerate(names):
+        note = unforecastable(float(observed[name]), pilot[:, i])
+        out[name] = {
+            "value": float(observed[name]),
+            "pilot_half_width": float(pilot_hw[i]),
+            "half_width": None if note else float(planned_hw[i]),
+            "note": note,
+        }
+    return len(rows), out
+
+
+def forecast_pair(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    unit: Unit,
+    units: int | None,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The units both pilots answered and, per headline both have a number for, ``sd``: the
+    SD of A - B at ``units`` paired units (None: not forecast), and ``note``."""
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    if isinstance(headlines, PairedCounts):
+        headlines = headlines.counts(a, b)
+    pair = _pair(a, b, unit)
+    if pair is None:
+        return 0, {}
+    ha, hb = (headlines(x.iloc[np.concatenate(r)]) for x, r in zip((a, b), pair, strict=True))
+    names = sorted(n for n in set(ha) & set(hb) if np.isfinite(ha[n]) and np.isfinite(hb[n]))
+    if not names:
+        return len(pair[0]), {}
+    sa, sb = (scorer(headlines, x, r, names) for x, r in zip((a, b), pair, strict=True))
+
+    def difference(draws: np.ndarray) -> np.ndarray:
+        return sa(draws) - sb(draws)
+
+    m = len(pair[0])
+    rng = np.random.default_rng(seed)
+    pilot = replicates(difference, m, m, resamples, rng)
+    planned = replicates(difference, m, units or m, resamples, rng)
+    out = {}
+    for i, name in enumerate(names):
+        note = unforecastable(ha[name] - hb[name], pilot[:, i])
+        finite = planned[:, i][np.isfinite(planned[:, i])]
+        sd = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
+        out[name] = {"sd": None if note else sd, "note": note}
+    return m, out
+
+
+def detectable(sd: float, comparisons: int) -> float:
+    """``(z_{1 - alpha/(2m)} + z_{POWER}) x sd``: the difference a two-sided test at Holm's
+    first level ``alpha / m`` finds with :data:`POWER` (``alpha = 1 - CONFIDENCE``)."""
+    from scipy.stats import norm
+
+    alpha = (1 - CONFIDENCE) / max(comparisons, 1)
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(POWER)) * sd)
+
+
+# ---- the study: every run's pilot, at the plan's sizes
+
+
+@dataclass
+class Pilot:
+    labels: pd.DataFrame
+    #: the calls of the run that made it (None: its usage.json is missing)
+    calls: int | None
+
+
+def read_pilot(layout: Layout, model: str, methodology: str) -> Pilot | None:
+    """The model's labels for the methodology from its last run (None: no pilot)."""
+    path = layout.labels(model, methodology)
+    if not path.exists():
+        return None
+    usage = layout.usage(model, methodology)
+    calls = read_json(usage).get("calls") if usage.exists() else None
+    return Pilot(read_parquet(path), int(calls) if calls else None)
+
+
+def _scaled(units: int, pilot: Pilot, planned_calls: int | None) -> int:
+    """The planned units: the pilot's times planned calls over the pilot's calls."""
+    if not planned_calls or not pilot.calls:
+        return units
+    return max(2, round(units * planned_calls / pilot.calls))
+
+
+def forecast(
+    params: StudyParams,
+    planned_calls: Mapping[tuple[str, str], int],
+    layout: Layout = Layout(),
+    *,
+    resamples: int = RESAMPLES,
+    methodologies: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> Forecast:
+    """The study's forecast: every selected run's headlines at its planned size
+    (``planned_calls[(model, methodology)]``: the plan's calls; missing: the pilot's own
+    size), and every comparison's minimum detectable difference."""
+    widths: list[HalfWidth] = []
+    pairs: list[tuple[Detectable, float | None]] = []
+    for name in methodologies or params.methodologies:
+        method, config = configured(params, name)
+        study = functools.cache(functools.partial(read_study, name, layout))
+        infos = [
+            model_info(params, m) for m in models_for(params, name) if models is None or m in models
+        ]
+        pilots = {i.name: read_pilot(layout, i.name, name) for i in infos}
+        for info in infos:
+            pilot = pilots[info.name]
+            headlines = (
+                method.paired_headline_function(config, info.modality, study())
+                if method.paired_unit is not None
+                else None
+            )
+            if pilot is None or headlines is None:
+                note = NO_PILOT if pilot is None else "not forecast: no resampling unit"
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", note=note))
+                continue
+            n0 = _pair(pilot.labels, pilot.labels, method.paired_units)
+            units = len(n0[0]) if n0 else 0
+            planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
+            seed = derive_seed(params.seed, "precision", name, info.name)
+            n0, found = forecast_model(
+                headlines, pilot.labels, method.paired_units, planned,
+                resamples=resamples, seed=seed,
+            )  # fmt: skip
+            widths.extend(
+                HalfWidth(name, info.name, info.simulated, headline, n0, planned, **values)
+                for headline, values in found.items()
+            )
+        for a, b in itertools.combinations(infos, 2):
+            if (a.modality, a.simulated) != (b.modality, b.simulated):
+                continue  # the comparisons' rule (genfair.study.compare)
+            pa, pb = pilots[a.name], pilots[b.name]
+            headlines = (
+                method.paired_headline_function(config, a.modality, study())
+                if method.paired_unit is not None
+                else None
+            )
+            if headlines is None or pa is None or pb is None:
+                continue
+            seed = derive_seed(params.seed, "precision", name, a.name, b.name)
+            common = _pair(pa.labels, pb.labels, method.paired_units)
+            m = len(common[0]) if common else 0
+            planned = min(
+                _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
+            )
+            m, found = forecast_pair(
+                headlines, pa.labels, pb.labels, method.paired_units, planned,
+                resamples=resamples, seed=seed,
+            )  # fmt: skip
+            for headline, values in found.items():
+                row = Detectable(name, headline, a.name, b.name, a.simulated, m, planned)
+                row.sd, row.note = values["sd"], values["note"]
+                pairs.append((row, values["sd"]))
+    comparisons = len(pairs)
+    for row, sd in pairs:
+        row.mdd = None if sd is None else detectable(sd, comparisons)
+    level = (1 - CONFIDENCE) / max(comparisons, 1)
+    return Forecast(widths, [row for row, _ in pairs], comparisons, level)
+
+
+# ---- the reverse question: the size that reaches a half-width
+
+
+def needed_units(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    unit: Unit,
+    headline: str,
+    target: float,
+    start: int,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int | None, str]:
+    """The units at which ``headline``'s forecast half-width reaches ``target``: from the
+    forecast at ``start`` units, ``n = start x (half-width / target)^2`` (a half-width shrinks
+    as 1/sqrt(n)), checked by a forecast at that ``n`` and corrected once the same way.
+    None, with the reason, where the headline is not forecast."""
+    n = start
+    for _ in range(2):
+        _, found = forecast_model(headlines, labels, unit, n, resamples=resamples, seed=seed)
+        row = found.get(headline)
+        if row is None:
+            return None, f"{headline}: no such headline in the pilot"
+        if row["half_width"] is None:
+            return None, row["note"]
+        if row["half_width"] == 0:
+            return n, "its half-width is already 0"
+        n = max(2, math.ceil(n * (row["half_width"] / target) ** 2))
+    return n, ""
+
+
+def _leaves(tree: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from _leaves(value, (*prefix, str(key)))
+    else:
+        yield prefix, tree
+
+
+def knob_candidates(sizes: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """The integer settings a methodology's size files (``conf/sizes/<name>/*.yaml``) set
+    to more than one value: its size knobs, dotted paths, in the files' order."""
+    seen: dict[tuple[str, ...], set] = {}
+    for size in sizes:
+        for path, value in _leaves(size):
+            if isinstance(value, int) and not isinstance(value, bool):
+                seen.setdefault(path, set()).add(value)
+    return [path for path, values in seen.items() if len(values) > 1]
+
+
+def setting(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(tree, Mapping) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+def with_setting(tree: Mapping[str, Any], path: Sequence[str], value: Any) -> dict[str, Any]:
+    out = dict(tree)
+    head, *rest = path
+    out[head] = with_setting(out.get(head) or {}, rest, value) if rest else value
+    return out
+
+
+def size_knob(
+    calls_at: Callable[[tuple[str, ...], int], int | None],
+    current: Mapping[str, Any],
+    knobs: Sequence[tuple[str, ...]],
+    calls: int,
+    needed: float,
+) -> tuple[str, int, int] | None:
+    """The size knob and value that make a run of ``calls`` calls ``needed`` times as large:
+    of the ``knobs`` whose doubling changes the calls (``calls_at(knob, value)``: the plan's
+    calls with the knob at ``value``), the one closest to proportional; its value from the
+    line through the two plans. ``(dotted knob, value, calls at it)``; None: no knob moves
+    the calls."""
+    best = None
+    for knob in knobs:
+        value = setting(current, knob)
+        if not isinstance(value, int) or value < 1:
+            continue
+        doubled = calls_at(knob, 2 * value)
+        if doubled is None or doubled <= calls:
+            continue
+        slope = (doubled - calls) / value
+        share = slope * value / calls  # 1: the calls are proportional to the knob
+        if best is None or share > best[0]:
+            best = (share, knob, value, slope)
+    if best is None:
+        return None
+    _, knob, value, slope = best
+    intercept = calls - slope * value
+    target = max(1, math.ceil((needed * calls - intercept) / slope))
+    return ".".join(knob), target, round(intercept + slope * target)
+
+
+# ---- the table
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
+
+def table(result: Forecast) -> str:
+    """The forecast as text: half-widths per run and headline, then detectable differences."""
+    head = ("methodology", "model", "headline", "pilot n", "value", "± now", "planned n", "± plan")
+    body = [
+        (
+            h.methodology,
+            h.model + (" [SIMULATED]" if h.simulated else ""),
+            h.headline,
+            str(h.pilot_units or "-"),
+            _num(h.value),
+            _num(h.pilot_half_width),
+            str(h.units or "-"),
+            _num(h.half_width) if h.half_width is not None else (h.note or "-"),
+        )
+        for h in result.half_widths
+    ]
+    lines = _columns(head, body)
+    if result.detectable:
+        head2 = ("methodology", "headline", "A vs B", "pairs n", "planned n", "MDD (80%)")
+        body2 = [
+            (
+                d.methodology,
+                d.headline,
+                f"{d.model_a} vs {d.model_b}" + (" [SIMULATED]" if d.simulated else ""),
+                str(d.pilot_units),
+                str(d.units or "-"),
+                _num(d.mdd) if d.mdd is not None else (d.note or "-"),
+            )
+            for d in result.detectable
+        ]
+        lines += ["", *_columns(head2, body2)]
+    return "\n".join(
+        [
+            *lines,
+            "",
+            f"± now: the pilot's 95% half-width at its n units; ± plan: forecast at the planned n "
+            f"(the pilot's units resampled, {RESAMPLES} replicates)",
+            f"MDD: the difference found with {POWER:.0%} power at Holm's first level "
+            f"{result.level:.3g} over the study's {result.comparisons} comparisons",
+            "no pilot: no labels of the model for the methodology yet (run it at any size, "
+            "e.g. `dvc repro` at scale=smoke); not forecast: see docs/methodology.md",
+        ]
+    )
+
+
+def _columns(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in (head, *body)
+    ]
+
+
+# ---- the study's plan: forecast and targets
+
+
+def planned(rows: Sequence[Any]) -> dict[tuple[str, str], int]:
+    """``(model, methodology) -> calls`` of the plan's rows that could be planned."""
+    return {(r.model, r.methodology): r.calls for r in rows if r.planned and r.calls}
+
+
+@dataclass
+class Target:
+    """What one run needs for a headline's half-width to reach ``target``."""
+
+    methodology: str
+    model: str
+    headline: str
+    target: float
+    units_now: int | None = None
+    half_width_now: float | None = None
+    units: int | None = None
+    knob: str | None = None
+    value: int | None = None
+    calls: int | None = None
+    cost: float | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+
+def parse_target(text: str) -> tuple[str, float]:
+    """``HEADLINE=HALFWIDTH`` (e.g. ``objective.gender.distance=0.05``)."""
+    from genfair.config import ConfigError
+
+    name, _, value = text.partition("=")
+    try:
+        width = float(value)
+    except ValueError:
+        width = math.nan
+    if not name.strip() or not math.isfinite(width) or width <= 0:
+        raise ConfigError(
+            f"--target {text!r}: write HEADLINE=HALFWIDTH with a positive half-width, "
+            "e.g. objective.gender.distance=0.05 (the headlines: genfair plan --precision)"
+        )
+    return name.strip(), width
+
+
+def sizes_of(methodology: str) -> list[dict[str, Any]]:
+    """The methodology's size files (``conf/sizes/<methodology>/*.yaml``), read as YAML."""
+    import yaml
+
+    from genfair.study.runs import SIZES
+
+    return [
+        yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for path in sorted((SIZES / methodology).glob("*.yaml"))
+    ]
+
+
+def targets(
+    params: StudyParams,
+    rows: Sequence[Any],
+    headline: str,
+    target: float,
+    result: Forecast,
+    layout: Layout = Layout(),
+    plan_calls: Callable[[StudyParams, str, str], Any] | None = None,
+) -> list[Target]:
+    """For every run whose forecast has ``headline``: the units its half-width needs to reach
+    ``target`` (:func:`needed_units`), the size knob and value that give them
+    (:func:`size_knob`, each candidate planned by ``plan_calls(params, model, methodology)``,
+    the plan's row), and the calls and cost at that value (the run's cost per call to send)."""
+    by_run = {(r.model, r.methodology): r for r in rows}
+    out = []
+    for h in result.half_widths:
+        if h.headline != headline:
+            continue
+        row = Target(h.methodology, h.model, headline, target, h.units, h.half_width)
+        out.append(row)
+        if h.half_width is None:
+            row.note = h.note or "not forecast"
+            continue
+        method, config = configured(params, h.methodology)
+        study = read_study(h.methodology, layout)
+        functions = method.paired_headline_function(
+            config, model_info(params, h.model).modality, study
+        )
+        pilot = read_pilot(layout, h.model, h.methodology)
+        assert pilot is not None and functions is not None  # it was forecast
+        seed = derive_seed(params.seed, "precision", h.methodology, h.model)
+        row.units, row.note = needed_units(
+            functions, pilot.labels, method.paired_units, headline, target, h.units or 2, seed=seed
+        )
+        plan_row = by_run.get((h.model, h.methodology))
+        if row.units is None or plan_row is None or plan_calls is None or not plan_row.calls:
+            continue
+        block = params.methodologies[h.methodology]
+        calls_at = _replanned(params, h.model, h.methodology, plan_calls)
+        found = size_knob(
+            calls_at, block, knob_candidates(sizes_of(h.methodology)), plan_row.calls,
+            row.units / (h.units or 1),
+        )  # fmt: skip
+        if found is None:
+            row.note = "no size knob of its size files changes its calls"
+            continue
+        row.knob, row.value, row.calls = found
+        to_send = max(0, row.calls - plan_row.cached)
+        if plan_row.to_send and plan_row.cost is not None:
+            row.cost = plan_row.cost / plan_row.to_send * to_send
+        elif plan_row.simulated:
+            row.cost = 0.0
+    return out
+
+
+def _replanned(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    plan_calls: Callable[[StudyParams, str, str], Any],
+) -> Callable[[tuple[str, ...], int], int | None]:
+    """``calls_at(knob, value)``: the plan's calls of the run with its size knob at ``value``
+    (None: the run could not be planned so)."""
+    block = params.methodologies[methodology]
+
+    def calls_at(knob: tuple[str, ...], value: int) -> int | None:
+        changed = {**params.methodologies, methodology: with_setting(block, knob, value)}
+        again = plan_calls(params.model_copy(update={"methodologies": changed}), model, methodology)
+        return again.calls if again.planned else None
+
+    return calls_at
+
+
+def target_table(found: Sequence[Target]) -> str:
+    head = (
+        "methodology",
+        "model",
+        "headline",
+        "n now",
+        "± now",
+        "n needed",
+        "knob",
+        "calls",
+        "cost",
+    )
+    body = [
+        (
+            t.methodology,
+            t.model,
+            t.headline,
+            str(t.units_now or "-"),
+            _num(t.half_width_now),
+            str(t.units or "-"),
+            f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
+            f"{t.calls:,}" if t.calls is not None else "-",
+            "?" if t.cost is None else f"{t.cost:,.4f}",
+        )
+        for t in found
+    ]
+    target = found[0].target if found else math.nan
+    return "\n".join(
+        [
+            *_columns(head, body),
+            "",
+            f"to reach a 95% half-width of {target:g}: the units the forecast needs, the size "
+            "knob (conf/sizes/<methodology>/) and its value giving them, the calls and cost there",
+        ]
+    )
