@@ -111,15 +111,15 @@ def test_the_study_forecast_scales_by_calls_and_pairs_simulators(
 ) -> None:
     layout = Layout(tmp_path)
     rng = np.random.default_rng(5)
-    _pilot(layout, "simulated_llm", rng.uniform(size=40) < 0.6, 40)
-    _pilot(layout, "simulated_llm_2", rng.uniform(size=40) < 0.7, 40)
+    _pilot(layout, "simulated_llm", rng.uniform(size=100) < 0.6, 100)
+    _pilot(layout, "simulated_llm_2", rng.uniform(size=100) < 0.7, 100)
     sizes = {("simulated_llm", "toy_quiz"): N, ("simulated_llm_2", "toy_quiz"): N}
     result = precision.forecast(params, sizes, layout)
     rows = {h.model: h for h in result.half_widths}
     assert rows["real_a"].note == precision.NO_PILOT and rows["real_a"].half_width is None
     sim = rows["simulated_llm"]
-    assert (sim.pilot_units, sim.units) == (40, N)
-    assert sim.half_width < sim.pilot_half_width / 2  # ten times the units: about 1/sqrt(10)
+    assert (sim.pilot_units, sim.units) == (100, N)
+    assert sim.half_width == pytest.approx(sim.pilot_half_width / 2, rel=0.2)  # 4x the units
     (pair,) = result.detectable  # simulators with simulators; real_a has no pilot
     assert (pair.model_a, pair.model_b, pair.units) == ("simulated_llm", "simulated_llm_2", N)
     assert result.comparisons == 1
@@ -136,11 +136,11 @@ def test_genfair_plan_precision_and_target(
     path = tmp_path / "planned.yaml"
     path.write_text(json.dumps(params.model_dump(mode="json", exclude_unset=True)))
     rng = np.random.default_rng(6)
-    _pilot(Layout(), "simulated_llm", rng.uniform(size=40) < 0.6, 40)
+    _pilot(Layout(), "simulated_llm", rng.uniform(size=100) < 0.6, 100)
     assert main(["plan", "--params", str(path), "--precision", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     (sim,) = [h for h in out["half_widths"] if h["model"] == "simulated_llm"]
-    assert sim["units"] == N and sim["half_width"] > 0  # the plan's 400 calls / the pilot's 40
+    assert sim["units"] == N and sim["half_width"] > 0  # the plan's 400 calls / the pilot's 100
 
     assert main(["plan", "--params", str(path), "--target", "accuracy=0.02", "--json"]) == 0
     (target,) = [t for t in json.loads(capsys.readouterr().out) if t["model"] == "simulated_llm"]

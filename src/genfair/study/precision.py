@@ -18,8 +18,9 @@ images per occupation) is forecast as if they were more: an approximation.
 (:data:`RESAMPLES`), and score each draw with the methodology's own headline function
 (:meth:`~genfair.methodologies.base.Methodology.paired_headline_function`; no formula per
 methodology here): the replicates stand for the headline's sampling distribution at size
-``n``, and half their central 95% range is the forecast half-width of a percentile interval
-at ``n`` (at ``n = n0``, the pilot's own bootstrap interval).
+``n``, and ``1.96 x`` their SD is the forecast half-width of a 95% interval at ``n`` (at
+``n = n0``, the pilot's own bootstrap interval; for the near-normal headlines that are
+forecast, the percentile interval's half-width, steadier from 100 replicates).
 
 **Not forecast.** Upscaling assumes the headline's spread shrinks smoothly with ``n``, which
 fails where the pilot's estimate is itself biased at its size (a maximum over groups, an
@@ -27,8 +28,11 @@ absolute gap whose true value is near 0: its replicates all lie above it). The r
 pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; where
 ``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`), or the replicates have no
 spread or no value, the headline is marked "not forecast" with the reason and no number.
-With ``R = 200`` the Monte Carlo error of the bias is about ``0.07 SD``, so 0.25 SD is not
-noise.
+With ``R = 100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not
+noise. And the half-pilot check: :data:`HALVES` random halves of the pilot's units, each
+forecast up to the pilot's size, must give the pilot's own half-width within
+:data:`SCALE_LIMIT` (a pilot with too few units behind a headline, or a headline whose
+spread does not shrink as units grow, fails it).
 
 **Minimum detectable difference.** For every pair of models the comparisons would compare
 (:mod:`genfair.study.compare`'s rules: one modality, simulators only with simulators), both
@@ -66,10 +70,13 @@ from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
 
-#: replicates per forecast (the half-width's Monte Carlo error: about 5% of it)
-RESAMPLES = 200
+#: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
+RESAMPLES = 100
 #: a headline whose pilot bootstrap bias passes this many SDs is not forecast
 BIAS_LIMIT = 0.25
+#: a headline whose forecast from half the pilot misses the pilot's own half-width by more
+#: than this share is not forecast
+SCALE_LIMIT = 0.25
 #: the power a minimum detectable difference is detected with
 POWER = 0.8
 NO_PILOT = "no pilot"
@@ -185,35 +192,74 @@ def replicates(
 
 
 def half_width(values: np.ndarray) -> np.ndarray:
-    """Half the central :data:`CONFIDENCE` range of each column's finite replicates."""
-    tail = (1 - CONFIDENCE) / 2 * 100
+    """Each column's ``z_{(1 + CONFIDENCE)/2} x SD`` of its finite replicates: a
+    :data:`CONFIDENCE` interval's half-width for a headline whose replicates are near normal
+    (the only ones forecast), steadier from :data:`RESAMPLES` replicates than their
+    percentiles."""
+    from scipy.stats import norm
+
+    z = norm.ppf((1 + CONFIDENCE) / 2)
     out = []
     for column in np.atleast_2d(values.T):
         finite = column[np.isfinite(column)]
-        out.append(
-            (np.percentile(finite, 100 - tail) - np.percentile(finite, tail)) / 2
-            if finite.size
-            else np.nan
-        )
+        out.append(z * finite.std(ddof=1) if finite.size > 1 else np.nan)
     return np.array(out)
 
 
-def unforecastable(observed: float, pilot: np.ndarray) -> str:
-    """Why a headline is not forecast from its pilot replicates (``""``: it is): no value,
-    no spread, or a bootstrap bias over :data:`BIAS_LIMIT` of its SD."""
+def unforecastable(
+    observed: float, pilot: np.ndarray, halves: Sequence[float], halved: Sequence[np.ndarray]
+) -> str:
+    """Why a headline is not forecast (``""``: it is), from the pilot's own replicates, its
+    values on two complementary halves of the pilot's units (``halves``) and those halves'
+    replicates drawn up to the pilot's size (``halved``): no value, no spread, a bias over
+    :data:`BIAS_LIMIT` of its SD (the bootstrap's, or the half-sampling one: the halves'
+    mean less the pilot's), or a half whose forecast half-width misses the pilot's own by
+    more than :data:`SCALE_LIMIT`."""
     finite = pilot[np.isfinite(pilot)]
     if not math.isfinite(observed) or finite.size < 2:
         return "not forecast: no value in the pilot"
     sd = float(finite.std(ddof=1))
     if sd == 0:
         return "not forecast: no spread in the pilot"
-    bias = float(finite.mean()) - observed
-    if abs(bias) > BIAS_LIMIT * sd:
+    biases = (float(finite.mean()) - observed, float(np.mean(halves)) - observed)
+    bias = max(biases, key=lambda b: abs(b) if math.isfinite(b) else math.inf)
+    if not abs(bias) <= BIAS_LIMIT * sd:
         return (
-            f"not forecast: biased at the pilot's size (bootstrap bias {bias / sd:+.2f} SD; "
-            "a maximum or an absolute gap)"
+            f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
+            "a maximum, an absolute gap, a divergence of sparse counts)"
+        )
+    own, *forecasts = half_width(np.column_stack([pilot, *halved]))
+    worst = max(forecasts, key=lambda f: abs(f / own - 1)) if own > 0 else math.nan
+    if not abs(worst / own - 1) <= SCALE_LIMIT:
+        return (
+            f"not forecast: half the pilot forecasts its half-width {worst / own - 1:+.0%} "
+            "off (too few units, or it does not shrink as its units grow)"
         )
     return ""
+
+
+def _spread(
+    score: Scorer,
+    m: int,
+    n: int,
+    observed: Sequence[float],
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Replicates of ``m`` pilot units at their own size and at ``n``, and each column's
+    :func:`unforecastable` note (its half-pilot checks: two complementary random halves,
+    scored as they are and drawn up to ``m``)."""
+    pilot = replicates(score, m, m, resamples, rng)
+    order = rng.permutation(m)
+    halves = [order[: m // 2], order[m // 2 :]]
+    values = np.vstack([score(h[None, :]) for h in halves])
+    halved = [replicates(lambda d, h=h: score(h[d]), len(h), m, resamples, rng) for h in halves]
+    planned = replicates(score, m, n, resamples, rng)  # last: the checks do not depend on n
+    notes = [
+        unforecastable(float(observed[i]), pilot[:, i], values[:, i], [h[:, i] for h in halved])
+        for i in range(pilot.shape[1])
+    ]
+    return pilot, planned, notes
 
 
 def forecast_model(
@@ -239,13 +285,12 @@ def forecast_model(
     if not names:
         return len(rows), {}
     score = scorer(headlines, labels, rows, names)
+    values = [observed[n] for n in names]
     rng = np.random.default_rng(seed)
-    pilot = replicates(score, len(rows), len(rows), resamples, rng)
-    planned = replicates(score, len(rows), units or len(rows), resamples, rng)
+    pilot, planned, notes = _spread(score, len(rows), units or len(rows), values, resamples, rng)
     pilot_hw, planned_hw = half_width(pilot), half_width(planned)
     out = {}
-    for i, name in enumerate(names):
-        note = unforecastable(float(observed[name]), pilot[:, i])
+    for i, (name, note) in enumerate(zip(names, notes, strict=True)):
         out[name] = {
             "value": float(observed[name]),
             "pilot_half_width": float(pilot_hw[i]),
@@ -283,12 +328,11 @@ def forecast_pair(
         return sa(draws) - sb(draws)
 
     m = len(pair[0])
+    values = [ha[n] - hb[n] for n in names]
     rng = np.random.default_rng(seed)
-    pilot = replicates(difference, m, m, resamples, rng)
-    planned = replicates(difference, m, units or m, resamples, rng)
+    _, planned, notes = _spread(difference, m, units or m, values, resamples, rng)
     out = {}
-    for i, name in enumerate(names):
-        note = unforecastable(ha[name] - hb[name], pilot[:, i])
+    for i, (name, note) in enumerate(zip(names, notes, strict=True)):
         finite = planned[:, i][np.isfinite(planned[:, i])]
         sd = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
         out[name] = {"sd": None if note else sd, "note": note}
