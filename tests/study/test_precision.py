@@ -20,7 +20,7 @@ from genfair.methodologies import register
 from genfair.study import precision
 from genfair.study.layout import Layout
 from tests.study.toy_methodology import Quiz
-from tests.support.conf import copy_conf, with_runs
+from tests.support.conf import ROOT, copy_conf, with_runs
 
 N = 400
 
@@ -149,3 +149,50 @@ def test_genfair_plan_precision_and_target(
     assert target["knob"] is None  # the toy quiz has no size files
     assert main(["plan", "--params", str(path), "--target", "accuracy=wide"]) != 0
     assert "write HEADLINE=HALFWIDTH" in capsys.readouterr().err
+
+
+def test_the_paper_ratio_counts_the_calls_of_the_paper_sizes() -> None:
+    """FACT-OR-FAIR's paper sizes (100 samples a prompt, 20 images a query) over the
+    default study's (2 and 4): many times the calls, more for text-to-image."""
+    study = load_params(ROOT / "params.yaml")
+    llm = precision.paper_ratio(study, "fact_or_fair", "llm")
+    t2i = precision.paper_ratio(study, "fact_or_fair", "t2i")
+    assert llm is not None and t2i is not None and 10 < llm and 4 < t2i
+
+
+def test_track_and_the_report_show_the_precision(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The study's MLflow run gets each headline's half-width (and the forecast), the report a
+    Precision section."""
+    from mlflow.tracking import MlflowClient
+
+    from genfair.study.report import build_report
+    from genfair.study.steps import compute_metrics
+    from genfair.study.tracking import track_study
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    raw = params.model_dump(mode="json")
+    raw["models"] = {"simulated_llm": raw["models"]["simulated_llm"]}
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(tmp_path)
+    _pilot(layout, "simulated_llm", np.random.default_rng(8).uniform(size=N) < 0.6, N)
+    answers = pd.DataFrame({"probe_id": [f"q{i}" for i in range(N)], "status": "ok"})
+    write_parquet(answers, layout.responses("simulated_llm", "toy_quiz"))
+    compute_metrics(params, "simulated_llm", "toy_quiz", layout)
+    runs = json.loads(track_study(params, layout).read_text())
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    (run,) = client.search_runs(
+        [experiment], filter_string=f"tags.`genfair.key` = '{runs['parent_run']}'"
+    )
+    key = "precision.toy_quiz.simulated_llm.accuracy"
+    p = 0.6
+    assert run.data.metrics[f"{key}.half_width"] == pytest.approx(
+        1.96 * math.sqrt(p * (1 - p) / N), rel=0.2
+    )
+    assert f"{key}.half_width_forecast" in run.data.metrics  # no paper sizes: its own size
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    section = html[html.index('id="precision"') :]
+    assert "accuracy" in section and "simulated_llm" in section

@@ -383,10 +383,18 @@ def forecast(
     resamples: int = RESAMPLES,
     methodologies: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
+    ratios: Mapping[tuple[str, str], float] | None = None,
 ) -> Forecast:
     """The study's forecast: every selected run's headlines at its planned size
     (``planned_calls[(model, methodology)]``: the plan's calls; missing: the pilot's own
-    size), and every comparison's minimum detectable difference."""
+    size; ``ratios``: instead, the planned size as a multiple of the pilot's), and every
+    comparison's minimum detectable difference."""
+    if ratios is not None:
+        planned_calls = {
+            run: round(ratio * pilot.calls)
+            for run, ratio in ratios.items()
+            if (pilot := read_pilot(layout, *run)) is not None and pilot.calls
+        }
     widths: list[HalfWidth] = []
     pairs: list[tuple[Detectable, float | None]] = []
     for name in methodologies or params.methodologies:
@@ -607,6 +615,90 @@ def _columns(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
         for line in (head, *body)
     ]
+
+
+# ---- at the paper's size (the report and MLflow)
+
+
+def paper_ratio(params: StudyParams, methodology: str, modality: str) -> float | None:
+    """How many times the study's calls of ``methodology`` for a ``modality`` model its paper
+    sizes make (``conf/sizes/<methodology>/paper.yaml`` merged over the study's block; the
+    calls of its :meth:`~genfair.methodologies.base.Methodology.calls`, or its probes where
+    it makes its own calls); None: no paper sizes, or its probes cannot be built here."""
+    import yaml
+
+    from genfair.config import methodology_config
+    from genfair.errors import EXPECTED
+    from genfair.study.runs import SIZES
+
+    path = SIZES / methodology / "paper.yaml"
+    if not path.is_file():
+        return None
+    block = params.methodologies[methodology]
+    paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    method = configured(params, methodology)[0]
+    counts = []
+    try:
+        for raw in (block, paper):
+            changed = params.model_copy(
+                update={"methodologies": {**params.methodologies, methodology: raw}}
+            )
+            config = methodology_config(changed, methodology)
+            probes = method.probes_for(method.build_probes(config, params.seed), modality)
+            try:
+                counts.append(len(method.calls(probes, config, modality)))
+            except NotImplementedError:
+                counts.append(len(probes))
+    except EXPECTED:
+        return None
+    return counts[1] / counts[0] if counts[0] else None
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        mine = out.get(key)
+        both = isinstance(value, Mapping) and isinstance(mine, Mapping)
+        out[key] = _merged(mine, value) if both else value
+    return out
+
+
+def at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Forecast:
+    """Every run's headlines at its paper size (:func:`paper_ratio`, counted once per
+    methodology and modality, for runs with a pilot; none: its own size)."""
+    ratio = functools.cache(functools.partial(paper_ratio, params))
+    ratios = {}
+    for name in params.methodologies:
+        for model in models_for(params, name):
+            if not layout.labels(model, name).exists():
+                continue
+            found = ratio(name, model_info(params, model).modality)
+            if found is not None:
+                ratios[(model, name)] = found
+    return forecast(params, {}, layout, ratios=ratios)
+
+
+def half_width_metrics(result: Forecast) -> dict[str, float]:
+    """MLflow metrics of a forecast: ``precision.<methodology>.<model>.<headline>.half_width``
+    (the pilot's own) and ``.half_width_forecast`` (at the forecast's size), and each
+    comparison's ``precision.<methodology>.<A>_vs_<B>.<headline>.mdd``."""
+    from genfair.names import pair_key
+
+    out = {}
+    for h in result.half_widths:
+        key = f"precision.{h.methodology}.{h.model}.{h.headline}"
+        for name, value in (
+            ("half_width", h.pilot_half_width),
+            ("half_width_forecast", h.half_width),
+        ):
+            if value is not None and math.isfinite(value):
+                out[f"{key}.{name}"] = value
+    for d in result.detectable:
+        if d.mdd is not None and math.isfinite(d.mdd):
+            out[f"precision.{d.methodology}.{pair_key(d.model_a, d.model_b)}.{d.headline}.mdd"] = (
+                d.mdd
+            )
+    return out
 
 
 # ---- the study's plan: forecast and targets
