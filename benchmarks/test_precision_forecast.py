@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.test_iris_compare import _config
 from genfair.config import load_params, methodology_config
-from genfair.curation.occupations import OccupationsConfig, map_occupations
 from genfair.io import write_json, write_parquet
 from genfair.methodologies.fact_or_fair.methodology import _statistics
 from genfair.methodologies.iris.scoring import DEFAULT_SECTORS
@@ -55,22 +55,13 @@ def _news(rng: np.random.Generator, pairs: int) -> pd.DataFrame:
 def _study(tmp_path: Path) -> tuple:
     """The default study's params (IRIS reading a mapped occupation table) and a layout
     holding every run's SYNTHETIC pilot and IRIS's study scores."""
-    reference = ROOT / "data" / "reference"
-    table = map_occupations(
-        OccupationsConfig(
-            occupations=reference / "facet_occupations.csv",
-            us_statistics=reference / "iris_real_world_us.csv",
-            eu_statistics=reference / "iris_real_world_eu.csv",
-        )
-    )
-    table.to_parquet(tmp_path / "occupations.parquet")
+    iris, occupations = _config(tmp_path)  # the mapped occupation table
     params = load_params(ROOT / "params.yaml")
     raw = params.model_dump(mode="json", exclude_unset=True)
-    raw["methodologies"]["iris"]["occupations_table"] = str(tmp_path / "occupations.parquet")
+    raw["methodologies"]["iris"]["occupations_table"] = iris.occupations_table
     params = type(params).model_validate(raw)
     layout = Layout(tmp_path)
     rng = np.random.default_rng(0)
-    occupations = list(table["occupation"])
     statistics = _statistics(methodology_config(params, "fact_or_fair"))
     kb = knowledge_base(rng, 4, 8, 6, (2, 3))
     shares = {

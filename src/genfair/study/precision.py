@@ -854,7 +854,7 @@ def target_table(found: Sequence[Target]) -> str:
             str(t.units or "-"),
             f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
             f"{t.calls:,}" if t.calls is not None else "-",
-            "?" if t.cost is None else f"{t.cost:,.4f}",
+            "-" if t.calls is None else "?" if t.cost is None else f"{t.cost:,.4f}",
         )
         for t in found
     ]
