@@ -147,6 +147,14 @@ def test_genfair_plan_precision_and_target(
     p = 0.6
     assert target["units"] == pytest.approx((1.96 / 0.02) ** 2 * p * (1 - p), rel=0.35)
     assert target["knob"] is None  # the toy quiz has no size files
+
+    # sizes files that set its number of questions: the knob, planned again at twice it
+    monkeypatch.setattr(precision, "sizes_of", lambda name: [{"questions": 40}, {"questions": N}])
+    assert main(["plan", "--params", str(path), "--target", "accuracy=0.02", "--json"]) == 0
+    (target,) = [t for t in json.loads(capsys.readouterr().out) if t["model"] == "simulated_llm"]
+    assert target["knob"] == "questions"  # one call a question: the value is the units
+    assert target["value"] == target["calls"] == pytest.approx(target["units"], abs=1)
+    assert target["cost"] == 0.0  # a simulator
     assert main(["plan", "--params", str(path), "--target", "accuracy=wide"]) != 0
     assert "write HEADLINE=HALFWIDTH" in capsys.readouterr().err
 

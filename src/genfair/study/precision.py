@@ -717,8 +717,8 @@ class Target:
     model: str
     headline: str
     target: float
-    units_now: int | None = None
-    half_width_now: float | None = None
+    planned_units: int | None = None
+    planned_half_width: float | None = None
     units: int | None = None
     knob: str | None = None
     value: int | None = None
@@ -837,8 +837,8 @@ def target_table(found: Sequence[Target]) -> str:
         "methodology",
         "model",
         "headline",
-        "n now",
-        "± now",
+        "planned n",
+        "± plan",
         "n needed",
         "knob",
         "calls",
@@ -849,8 +849,8 @@ def target_table(found: Sequence[Target]) -> str:
             t.methodology,
             t.model,
             t.headline,
-            str(t.units_now or "-"),
-            _num(t.half_width_now),
+            str(t.planned_units or "-"),
+            _num(t.planned_half_width),
             str(t.units or "-"),
             f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
             f"{t.calls:,}" if t.calls is not None else "-",
