@@ -427,6 +427,9 @@ def forecast(
                 HalfWidth(name, info.name, info.simulated, headline, n0, planned, **values)
                 for headline, values in found.items()
             )
+            if not found:
+                note = "not forecast: fewer than two units, or no headline, in the pilot"
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", n0, note=note))
         for a, b in itertools.combinations(infos, 2):
             if (a.modality, a.simulated) != (b.modality, b.simulated):
                 continue  # the comparisons' rule (genfair.study.compare)
