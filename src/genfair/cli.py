@@ -408,10 +408,10 @@ def _print_precision(args: argparse.Namespace, params: StudyParams, rows: list) 
     """``genfair plan --precision`` / ``--target``: :mod:`genfair.study.precision`."""
     import json
 
-    from genfair.study import precision
+    from genfair.study import precision, targets
     from genfair.study.plan import plan
 
-    target = precision.parse_target(args.target) if args.target else None
+    target = targets.parse_target(args.target) if args.target else None
     result = precision.forecast(
         params,
         precision.planned(rows),
@@ -421,13 +421,13 @@ def _print_precision(args: argparse.Namespace, params: StudyParams, rows: list) 
     if target is None:
         print(json.dumps(result.to_json(), indent=2) if args.json else precision.table(result))
         return
-    found = precision.targets(
+    found = targets.targets(
         params, rows, *target, result, plan_calls=lambda p, m, x: plan(p, [m], [x])[0]
     )
     if args.json:
         print(json.dumps([t.to_dict() for t in found], indent=2))
     else:
-        print(precision.target_table(found))
+        print(targets.target_table(found))
 
 
 def _names(value: str | None) -> list[str] | None:

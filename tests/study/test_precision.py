@@ -17,7 +17,7 @@ from genfair.cli import compose, main
 from genfair.config import StudyParams, load_params
 from genfair.io import write_json, write_parquet
 from genfair.methodologies import register
-from genfair.study import precision
+from genfair.study import precision, targets
 from genfair.study.layout import Layout
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, copy_conf, with_runs
@@ -66,7 +66,7 @@ def test_the_detectable_difference_uses_holms_first_level() -> None:
 
 
 def test_size_knob_is_the_proportional_one_and_its_value_solves_the_line() -> None:
-    knobs = precision.knob_candidates(
+    knobs = targets.knob_candidates(
         [
             {"rounds": 1, "samples": 1, "resamples": 50, "t2i": {"images": 2}},
             {"rounds": 3, "samples": 100, "resamples": 1000, "t2i": {"images": 20}},
@@ -78,7 +78,7 @@ def test_size_knob_is_the_proportional_one_and_its_value_solves_the_line() -> No
     def calls_at(knob: tuple[str, ...], value: int) -> int:  # 100 fixed + 50 per sample
         return 100 + 50 * value if knob == ("samples",) else 200
 
-    assert precision.size_knob(calls_at, current, knobs, 200, 4.0) == ("samples", 14, 800)
+    assert targets.size_knob(calls_at, current, knobs, 200, 4.0) == ("samples", 14, 800)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_genfair_plan_precision_and_target(
     assert target["knob"] is None  # the toy quiz has no size files
 
     # sizes files that set its number of questions: the knob, planned again at twice it
-    monkeypatch.setattr(precision, "sizes_of", lambda name: [{"questions": 40}, {"questions": N}])
+    monkeypatch.setattr(targets, "sizes_of", lambda name: [{"questions": 40}, {"questions": N}])
     assert main(["plan", "--params", str(path), "--target", "accuracy=0.02", "--json"]) == 0
     (target,) = [t for t in json.loads(capsys.readouterr().out) if t["model"] == "simulated_llm"]
     assert target["knob"] == "questions"  # one call a question: the value is the units
