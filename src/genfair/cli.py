@@ -14,6 +14,8 @@ genfair fill [--models M,..] [--methodologies X,..] [--jobs N]
                                     the study's executor, e.g. a Dask cluster); then `dvc repro`
 genfair plan [-o key=value ...] [--json]
                                     what the study would send and cost (no call made)
+genfair plan --precision | --target HEADLINE=HALFWIDTH
+                                    the intervals and detectable differences it buys
 genfair exp -S key=value [...]      `dvc exp run -S ...`, once genfair has validated the overrides
 """
 
@@ -394,7 +396,9 @@ def cmd_plan(args: argparse.Namespace) -> None:
     setup("plan")
     params = load_params(args.params) if args.params else _composed(args.override)[1]
     rows = plan(params, _names(args.models), _names(args.methodologies))
-    if args.json:
+    if args.precision or args.target:
+        _print_precision(args, params, rows)
+    elif args.json:
         print(
             json.dumps(
                 {"runs": [r.to_dict() for r in rows], "total": totals(rows)},
@@ -404,6 +408,32 @@ def cmd_plan(args: argparse.Namespace) -> None:
         )
     else:
         print(table(rows, params.generation))
+
+
+def _print_precision(args: argparse.Namespace, params: StudyParams, rows: list) -> None:
+    """``genfair plan --precision`` / ``--target``: :mod:`genfair.study.precision`."""
+    import json
+
+    from genfair.study import precision, targets
+    from genfair.study.plan import plan
+
+    target = targets.parse_target(args.target) if args.target else None
+    result = precision.forecast(
+        params,
+        precision.planned(rows),
+        methodologies=_names(args.methodologies),
+        models=_names(args.models),
+    )
+    if target is None:
+        print(json.dumps(result.to_json(), indent=2) if args.json else precision.table(result))
+        return
+    found = targets.targets(
+        params, rows, *target, result, plan_calls=lambda p, m, x: plan(p, [m], [x])[0]
+    )
+    if args.json:
+        print(json.dumps([t.to_dict() for t in found], indent=2))
+    else:
+        print(targets.target_table(found))
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -514,6 +544,18 @@ def _call_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="the plan as JSON")
     p.add_argument(
         "--params", default=None, help="plan this params file instead of composing conf/"
+    )
+    p.add_argument(
+        "--precision",
+        action="store_true",
+        help="forecast each headline's 95%% half-width and each comparison's detectable "
+        "difference at the planned size, from earlier runs' labels (the pilot)",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="HEADLINE=HALFWIDTH",
+        help="the units, size knob, calls and cost that give a headline this half-width",
     )
     p.set_defaults(func=cmd_plan)
 

@@ -19,7 +19,7 @@ from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.paired import headline_name
 from genfair.methodologies.iris.scoring import IrisScoringConfig, SectorParams, score_models
 from genfair.methodologies.iris.tournament import TournamentConfig
-from genfair.study.compare import _counted_statistic, _pair, _statistic, compare_pair
+from genfair.study.compare import _counted_statistic, _statistic, compare_pair, paired_rows
 from tests.support.iris_labels import ATTRIBUTES, t2i_labels, tournament_labels
 
 IRIS = get_methodology("iris")
@@ -76,7 +76,7 @@ def test_a_hand_computed_pair_at_fixed_s_and_k(two_occupations: Path, counted: b
         headlines = iris_headlines(config, {"IFS-Gen": (100.0, 1.0)}, reference)
     observed = {k: v for k, v in headlines(a).items() if np.isfinite(v)}
     assert observed == {"IFS-Gen.score (partial)": pytest.approx(100 * math.exp(-0.25))}
-    pair = _pair(a, b, IRIS.paired_units)
+    pair = paired_rows(a, b, IRIS.paired_units)
     make = _counted_statistic if counted else _statistic
     statistic = make(headlines, (a, b), pair, ["IFS-Gen.score (partial)"])
     expected = {
@@ -232,7 +232,7 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
     assert ha == pytest.approx(
         _recomputed(a, list(dict.fromkeys(IRIS.paired_units(a))), config, scales, tmp_path)
     )
-    pair = _pair(a, b, IRIS.paired_units)
+    pair = paired_rows(a, b, IRIS.paired_units)
     common = sorted(set(IRIS.paired_units(a)) & set(IRIS.paired_units(b)))
     make = _counted_statistic if isinstance(headlines, HeadlineCounts) else _statistic
     statistic = make(headlines, (a, b), pair, names)

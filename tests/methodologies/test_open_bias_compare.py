@@ -23,7 +23,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.base import PairedCounts
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
-from genfair.study.compare import _counted_statistic, _pair, compare_models, compare_pair
+from genfair.study.compare import _counted_statistic, compare_models, compare_pair, paired_rows
 from genfair.study.layout import Layout
 from tests.support.conf import ROOT, with_runs
 from tests.support.open_bias_labels import distinct_copies, knowledge_base, open_bias_labels
@@ -107,7 +107,7 @@ def test_a_hand_computed_pair_whose_top_biases_differ() -> None:
         },
         nan_ok=True,
     )
-    pair = _pair(a, b, OPEN_BIAS.paired_units)
+    pair = paired_rows(a, b, OPEN_BIAS.paired_units)
     names = ["bias_1.severity_context_aware", "bias_2.severity_context_aware"]
     names.append("bias_1.severity_context_free")
     statistic = _counted_statistic(headlines.counts(a, b), (a, b), pair, names)
@@ -193,7 +193,7 @@ def test_every_replicate_is_the_metrics_step_on_the_same_draw(config: OpenBiasCo
     assert headlines(a) == pytest.approx(own_a, abs=1e-9, nan_ok=True)
     names = [n for n in SEVERITIES if np.isfinite(own_a[n])]
     assert len(names) == 4
-    pair = _pair(a, b, OPEN_BIAS.paired_units)
+    pair = paired_rows(a, b, OPEN_BIAS.paired_units)
     units = [OPEN_BIAS.paired_units(x) for x in (a, b)]
     common = sorted(set(units[0].dropna()) & set(units[1].dropna()))
     assert len(common) == len(set(a.loc[a["step"] == "vqa", "caption_id"]))  # no proposal rows

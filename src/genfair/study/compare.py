@@ -65,7 +65,7 @@ COLUMNS = [
 Unit = str | Callable[[pd.DataFrame], pd.Series]
 
 
-def _pair(a: pd.DataFrame, b: pd.DataFrame, unit: Unit) -> tuple[list, list] | None:
+def paired_rows(a: pd.DataFrame, b: pd.DataFrame, unit: Unit) -> tuple[list, list] | None:
     """Each model's row positions per common unit, in one unit order (None: fewer than two);
     a row whose unit is missing (None) is in none."""
     units = [unit(x) if callable(unit) else x[unit].astype(str) for x in (a, b)]
@@ -137,7 +137,7 @@ def compare_pair(
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     if isinstance(headlines, PairedCounts):  # its columns laid out for these two models
         headlines = headlines.counts(a, b)
-    pair = _pair(a, b, unit)
+    pair = paired_rows(a, b, unit)
     if pair is None:
         return []
     ha, hb = headlines(a), headlines(b)

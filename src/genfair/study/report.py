@@ -391,6 +391,41 @@ def comparisons_view(
     return views
 
 
+def precision_view(
+    params: StudyParams, layout: Layout, simulated: set[str]
+) -> dict[str, Any] | None:
+    """Each headline's 95% half-width and its forecast at the paper's size (issue 47:
+    :func:`genfair.study.precision.at_paper_size`); None when no run has labels."""
+    from genfair.study.precision import NO_PILOT, at_paper_size
+
+    rows = [h for h in at_paper_size(params, layout).half_widths if h.note != NO_PILOT]
+    if not rows:
+        return None
+    frame = pd.DataFrame(
+        {
+            "methodology": [h.methodology for h in rows],
+            "model": [h.model for h in rows],
+            "headline": [h.headline for h in rows],
+            "units": [h.pilot_units for h in rows],
+            "± now": [
+                _num(h.pilot_half_width) if h.pilot_half_width is not None else "" for h in rows
+            ],
+            "paper units": [h.units for h in rows],
+            "± at paper size": [
+                _num(h.half_width) if h.half_width is not None else h.note for h in rows
+            ],
+        }
+    )
+    caption = (
+        "Each headline's 95% half-width now (its bootstrap over the run's resampling units) "
+        "and forecast at the methodology's paper sizes (the run's units resampled up to the "
+        "paper's number, scored with the methodology's own headline function; "
+        'docs/methodology.md, "Planning for precision"). Not forecast: the run cannot '
+        "say it (biased at its size, or too few units)."
+    )
+    return table_view(ReportTable("Precision", frame, caption), simulated)
+
+
 def _num(value: float) -> str:
     return f"{value + 0.0:.4g}"  # + 0.0: a negated 0 is "0", not "-0"
 
@@ -508,6 +543,7 @@ def build_report(
             instruments=instruments_view(params, layout, simulated),
             usage=usage_view(params, layout, simulated),
             comparisons=comparisons_view(params, layout, simulated),
+            precision=precision_view(params, layout, simulated),
             any_simulated=bool(simulated),
             simulated_names=simulated,
             tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,
@@ -573,6 +609,7 @@ img.large { max-width: 256px; max-height: 256px; border: 1px solid #d0d7de; }
 <a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
 <a href="#instruments">Instruments</a>
 {% if comparisons %}<a href="#comparisons">Comparisons</a>{% endif %}
+{% if precision %}<a href="#precision">Precision</a>{% endif %}
 {% if usage %}<a href="#usage">Usage</a>{% endif %}<a href="#samples">Samples</a></nav>
 </header>
 <main>
@@ -666,6 +703,12 @@ score it feeds.</p>
 <section id="comparisons">
 <h2>Model comparisons</h2>
 {% for t in comparisons %}{{ table(t) }}{% endfor %}
+</section>
+{% endif %}
+{% if precision %}
+<section id="precision">
+<h2>Precision</h2>
+{{ table(precision) }}
 </section>
 {% endif %}
 {% if usage %}

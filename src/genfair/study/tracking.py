@@ -316,6 +316,10 @@ def _log_parent(
             _log_metrics(
                 mlflow, {k: float(v) for k, v in compared.items() if isinstance(v, int | float)}
             )
+        # each headline's half-width and its forecast at the paper's size (issue 47)
+        from genfair.study import precision
+
+        _log_metrics(mlflow, precision.half_width_metrics(precision.at_paper_size(params, layout)))
         for name in params.methodologies:
             method = get_methodology(name)
             board_path = layout.scores / f"{name}.parquet"

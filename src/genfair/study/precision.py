@@ -1,0 +1,615 @@
+"""Precision forecasts (issue 47): before a study is paid for, how wide each headline's 95%
+interval will be at the planned size, and how large a difference between two models its
+comparisons can detect.
+
+**The pilot** is a model's labels for a methodology from any earlier run (its cached answers,
+labelled: ``data/labels/<methodology>/<model>.parquet``, written by ``dvc repro`` at any scale
+or ``genfair try --limit N --out .``); a model without them has "no pilot". Its ``n0`` units are
+the methodology's own resampling units
+(:meth:`~genfair.methodologies.base.Methodology.paired_units`).
+
+**The planned size** is ``n = n0 x planned calls / pilot calls``: the plan's calls for the run
+(:mod:`genfair.study.plan`, cached and to send) over the calls the pilot's run made (its
+``usage.json``), i.e. the planned study is taken to have proportionally more units, each like
+the pilot's. A methodology whose larger sizes make its units bigger rather than more (more
+images per occupation) is forecast as if they were more: an approximation.
+
+**Half-width.** Draw ``n`` of the pilot's units with replacement, ``R`` times
+(:data:`RESAMPLES`), and score each draw with the methodology's own headline function
+(:meth:`~genfair.methodologies.base.Methodology.paired_headline_function`; no formula per
+methodology here): the replicates stand for the headline's sampling distribution at size
+``n``, and ``1.96 x`` their SD is the forecast half-width of a 95% interval at ``n`` (at
+``n = n0``, the pilot's own bootstrap interval; for the near-normal headlines that are
+forecast, the percentile interval's half-width, steadier from 100 replicates).
+
+**Not forecast.** Upscaling assumes the headline's spread shrinks smoothly with ``n``, which
+fails where the pilot's estimate is itself biased at its size (a maximum over groups, an
+absolute gap whose true value is near 0: its replicates all lie above it). The rule: from the
+pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; where
+``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`), or the replicates have no
+spread or no value, the headline is marked "not forecast" with the reason and no number.
+With ``R = 100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not
+noise. And the half-pilot check: :data:`HALVES` random halves of the pilot's units, each
+forecast up to the pilot's size, must give the pilot's own half-width within
+:data:`SCALE_LIMIT` (a pilot with too few units behind a headline, or a headline whose
+spread does not shrink as units grow, fails it).
+
+**Minimum detectable difference.** For every pair of models the comparisons would compare
+(:mod:`genfair.study.compare`'s rules: one modality, simulators only with simulators), both
+models' rows of the units both answered are drawn jointly ``n`` units at a time, and
+``SD_n`` is the standard deviation of A - B over the replicates. With ``m`` comparisons in
+the study (every pair's headlines, as Holm adjusts them together), Holm's first step tests at
+``alpha / m``: a two-sided test at that level has 80% power against a true difference of
+``MDD = (z_{1 - alpha/(2m)} + z_{0.8}) x SD_n``. Holm's later steps test at larger levels, so
+this is the difference detectable whatever the comparison's place in Holm's order (an upper
+bound for the others).
+
+``genfair plan --precision`` prints the forecast (:func:`table`, ``--json``: :func:`to_json`);
+``genfair plan --target HEADLINE=HALFWIDTH`` the size that reaches a half-width
+(:mod:`genfair.study.targets`). docs/methodology.md, "Planning for precision".
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from genfair.config import StudyParams
+from genfair.io import read_json, read_parquet
+from genfair.methodologies.base import HeadlineCounts, PairedCounts
+from genfair.methodologies.intervals import unit_counts
+from genfair.models.base import derive_seed
+from genfair.study.compare import CONFIDENCE, DRAWN, Unit, paired_rows
+from genfair.study.context import configured, model_info, models_for
+from genfair.study.layout import Layout
+from genfair.study.steps import read_study
+
+#: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
+RESAMPLES = 100
+#: a headline whose pilot bootstrap bias passes this many SDs is not forecast
+BIAS_LIMIT = 0.25
+#: a headline whose forecast from half the pilot misses the pilot's own half-width by more
+#: than this share is not forecast
+SCALE_LIMIT = 0.25
+#: the power a minimum detectable difference is detected with
+POWER = 0.8
+NO_PILOT = "no pilot"
+
+
+@dataclass
+class HalfWidth:
+    """One headline of one model's run: the pilot's number and interval half-width, and the
+    forecast half-width at the planned number of units (None: ``note`` says why)."""
+
+    methodology: str
+    model: str
+    simulated: bool
+    headline: str
+    pilot_units: int = 0
+    units: int | None = None
+    value: float | None = None
+    pilot_half_width: float | None = None
+    half_width: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Detectable:
+    """One comparison the study would make: the forecast minimum detectable difference."""
+
+    methodology: str
+    headline: str
+    model_a: str
+    model_b: str
+    simulated: bool
+    pilot_units: int = 0
+    units: int | None = None
+    sd: float | None = None
+    mdd: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Forecast:
+    half_widths: list[HalfWidth]
+    detectable: list[Detectable]
+    #: the comparisons Holm adjusts over (``m``) and the level of its first step
+    comparisons: int
+    level: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "confidence": CONFIDENCE,
+            "power": POWER,
+            "comparisons": self.comparisons,
+            "holm_level": self.level,
+            "half_widths": [json_safe(asdict(h)) for h in self.half_widths],
+            "detectable": [json_safe(asdict(d)) for d in self.detectable],
+        }
+
+
+def json_safe(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+# ---- the engine: replicates of a headline function at n units drawn from a pilot's
+
+
+Scorer = Callable[[np.ndarray], np.ndarray]
+
+
+def scorer(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    rows: list,
+    names: Sequence[str],
+) -> Scorer:
+    """``score(draws)``: from a (replicates x n) array of unit positions (into ``rows``, each
+    unit's row positions in ``labels``), a (replicates x names) array of the headlines. A
+    :class:`HeadlineCounts` is scored from each unit's counts weighted by how often a draw
+    took it (as :mod:`genfair.study.compare` does); any other function on the drawn rows,
+    a unit drawn k times present k times with its index (its copies told apart by it)."""
+    if isinstance(headlines, HeadlineCounts):
+        counts = unit_counts(headlines, labels, rows).T.tocsr()
+        m = len(rows)
+
+        def counted(draws: np.ndarray) -> np.ndarray:
+            offsets = (np.arange(len(draws)) * m)[:, None]
+            weights = np.bincount((draws + offsets).ravel(), minlength=len(draws) * m)
+            weights = weights.reshape(len(draws), m).T.astype(float)
+            scored = headlines.score(np.asarray(counts @ weights).T)
+            return np.column_stack([np.asarray(scored[n], dtype=float) for n in names])
+
+        return counted
+
+    def recomputed(draws: np.ndarray) -> np.ndarray:
+        out = np.full((len(draws), len(names)), np.nan)
+        for i, draw in enumerate(draws):
+            found = headlines(labels.iloc[np.concatenate([rows[p] for p in draw])])
+            out[i] = [found.get(n, np.nan) for n in names]
+        return out
+
+    return recomputed
+
+
+def replicates(
+    score: Scorer, units: int, n: int, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(resamples x headlines): ``score`` of ``resamples`` draws of ``n`` of ``units`` units
+    with replacement, drawn at most :data:`~genfair.study.compare.DRAWN` positions at once."""
+    batch = max(1, DRAWN // max(n, 1))
+    parts = []
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        parts.append(score(rng.integers(0, units, size=(size, n))))
+    return np.vstack(parts)
+
+
+def half_width(values: np.ndarray) -> np.ndarray:
+    """Each column's ``z_{(1 + CONFIDENCE)/2} x SD`` of its finite replicates: a
+    :data:`CONFIDENCE` interval's half-width for a headline whose replicates are near normal
+    (the only ones forecast), steadier from :data:`RESAMPLES` replicates than their
+    percentiles."""
+    from scipy.stats import norm
+
+    z = norm.ppf((1 + CONFIDENCE) / 2)
+    out = []
+    for column in np.atleast_2d(values.T):
+        finite = column[np.isfinite(column)]
+        out.append(z * finite.std(ddof=1) if finite.size > 1 else np.nan)
+    return np.array(out)
+
+
+def unforecastable(
+    observed: float, pilot: np.ndarray, halves: Sequence[float], halved: Sequence[np.ndarray]
+) -> str:
+    """Why a headline is not forecast (``""``: it is), from the pilot's own replicates, its
+    values on two complementary halves of the pilot's units (``halves``) and those halves'
+    replicates drawn up to the pilot's size (``halved``): no value, no spread, a bias over
+    :data:`BIAS_LIMIT` of its SD (the bootstrap's, or the half-sampling one: the halves'
+    mean less the pilot's), or a half whose forecast half-width misses the pilot's own by
+    more than :data:`SCALE_LIMIT`."""
+    finite = pilot[np.isfinite(pilot)]
+    if not math.isfinite(observed) or finite.size < 2:
+        return "not forecast: no value in the pilot"
+    sd = float(finite.std(ddof=1))
+    if sd == 0:
+        return "not forecast: no spread in the pilot"
+    biases = (float(finite.mean()) - observed, float(np.mean(halves)) - observed)
+    bias = max(biases, key=lambda b: abs(b) if math.isfinite(b) else math.inf)
+    if not abs(bias) <= BIAS_LIMIT * sd:
+        return (
+            f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
+            "a maximum, an absolute gap, a divergence of sparse counts)"
+        )
+    own, *forecasts = half_width(np.column_stack([pilot, *halved]))
+    worst = max(forecasts, key=lambda f: abs(f / own - 1)) if own > 0 else math.nan
+    if not abs(worst / own - 1) <= SCALE_LIMIT:
+        return (
+            f"not forecast: half the pilot forecasts its half-width {worst / own - 1:+.0%} "
+            "off (too few units, or it does not shrink as its units grow)"
+        )
+    return ""
+
+
+def _spread(
+    score: Scorer,
+    m: int,
+    n: int,
+    observed: Sequence[float],
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Replicates of ``m`` pilot units at their own size and at ``n``, and each column's
+    :func:`unforecastable` note (its half-pilot checks: two complementary random halves,
+    scored as they are and drawn up to ``m``)."""
+    pilot = replicates(score, m, m, resamples, rng)
+    order = rng.permutation(m)
+    halves = [order[: m // 2], order[m // 2 :]]
+    values = np.vstack([score(h[None, :]) for h in halves])
+    halved = [replicates(lambda d, h=h: score(h[d]), len(h), m, resamples, rng) for h in halves]
+    planned = replicates(score, m, n, resamples, rng)  # last: the checks do not depend on n
+    notes = [
+        unforecastable(float(observed[i]), pilot[:, i], values[:, i], [h[:, i] for h in halved])
+        for i in range(pilot.shape[1])
+    ]
+    return pilot, planned, notes
+
+
+def forecast_model(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    unit: Unit,
+    units: int | None,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The pilot's unit count and, per headline: ``value``, ``pilot_half_width`` (its own
+    bootstrap), ``half_width`` at ``units`` units (None: not forecast) and ``note``."""
+    labels = labels.reset_index(drop=True)
+    if isinstance(headlines, PairedCounts):
+        headlines = headlines.counts(labels)
+    pair = paired_rows(labels, labels, unit)
+    if pair is None:
+        return 0, {}
+    rows = pair[0]
+    observed = headlines(labels.iloc[np.concatenate(rows)])
+    names = sorted(observed)
+    if not names:
+        return len(rows), {}
+    score = scorer(headlines, labels, rows, names)
+    values = [observed[n] for n in names]
+    rng = np.random.default_rng(seed)
+    pilot, planned, notes = _spread(score, len(rows), units or len(rows), values, resamples, rng)
+    pilot_hw, planned_hw = half_width(pilot), half_width(planned)
+    out = {}
+    for i, (name, note) in enumerate(zip(names, notes, strict=True)):
+        out[name] = {
+            "value": float(observed[name]),
+            "pilot_half_width": float(pilot_hw[i]),
+            "half_width": None if note else float(planned_hw[i]),
+            "note": note,
+        }
+    return len(rows), out
+
+
+def forecast_pair(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    unit: Unit,
+    units: int | None,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The units both pilots answered and, per headline both have a number for, ``sd``: the
+    SD of A - B at ``units`` paired units (None: not forecast), and ``note``."""
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    if isinstance(headlines, PairedCounts):
+        headlines = headlines.counts(a, b)
+    pair = paired_rows(a, b, unit)
+    if pair is None:
+        return 0, {}
+    ha, hb = (headlines(x.iloc[np.concatenate(r)]) for x, r in zip((a, b), pair, strict=True))
+    names = sorted(n for n in set(ha) & set(hb) if np.isfinite(ha[n]) and np.isfinite(hb[n]))
+    if not names:
+        return len(pair[0]), {}
+    sa, sb = (scorer(headlines, x, r, names) for x, r in zip((a, b), pair, strict=True))
+
+    def difference(draws: np.ndarray) -> np.ndarray:
+        return sa(draws) - sb(draws)
+
+    m = len(pair[0])
+    values = [ha[n] - hb[n] for n in names]
+    rng = np.random.default_rng(seed)
+    _, planned, notes = _spread(difference, m, units or m, values, resamples, rng)
+    out = {}
+    for i, (name, note) in enumerate(zip(names, notes, strict=True)):
+        finite = planned[:, i][np.isfinite(planned[:, i])]
+        sd = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
+        out[name] = {"sd": None if note else sd, "note": note}
+    return m, out
+
+
+def detectable(sd: float, comparisons: int) -> float:
+    """``(z_{1 - alpha/(2m)} + z_{POWER}) x sd``: the difference a two-sided test at Holm's
+    first level ``alpha / m`` finds with :data:`POWER` (``alpha = 1 - CONFIDENCE``)."""
+    from scipy.stats import norm
+
+    alpha = (1 - CONFIDENCE) / max(comparisons, 1)
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(POWER)) * sd)
+
+
+# ---- the study: every run's pilot, at the plan's sizes
+
+
+@dataclass
+class Pilot:
+    labels: pd.DataFrame
+    #: the calls of the run that made it (None: its usage.json is missing)
+    calls: int | None
+
+
+def read_pilot(layout: Layout, model: str, methodology: str) -> Pilot | None:
+    """The model's labels for the methodology from its last run (None: no pilot)."""
+    path = layout.labels(model, methodology)
+    if not path.exists():
+        return None
+    usage = layout.usage(model, methodology)
+    calls = read_json(usage).get("calls") if usage.exists() else None
+    return Pilot(read_parquet(path), int(calls) if calls else None)
+
+
+def _scaled(units: int, pilot: Pilot, planned_calls: int | None) -> int:
+    """The planned units: the pilot's times planned calls over the pilot's calls."""
+    if not planned_calls or not pilot.calls:
+        return units
+    return max(2, round(units * planned_calls / pilot.calls))
+
+
+def forecast(
+    params: StudyParams,
+    planned_calls: Mapping[tuple[str, str], int],
+    layout: Layout = Layout(),
+    *,
+    resamples: int = RESAMPLES,
+    methodologies: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    ratios: Mapping[tuple[str, str], float] | None = None,
+) -> Forecast:
+    """The study's forecast: every selected run's headlines at its planned size
+    (``planned_calls[(model, methodology)]``: the plan's calls; missing: the pilot's own
+    size; ``ratios``: instead, the planned size as a multiple of the pilot's), and every
+    comparison's minimum detectable difference."""
+    if ratios is not None:
+        planned_calls = {
+            run: round(ratio * pilot.calls)
+            for run, ratio in ratios.items()
+            if (pilot := read_pilot(layout, *run)) is not None and pilot.calls
+        }
+    widths: list[HalfWidth] = []
+    pairs: list[tuple[Detectable, float | None]] = []
+    for name in methodologies or params.methodologies:
+        method, config = configured(params, name)
+        study = functools.cache(functools.partial(read_study, name, layout))
+        infos = [
+            model_info(params, m) for m in models_for(params, name) if models is None or m in models
+        ]
+        pilots = {i.name: read_pilot(layout, i.name, name) for i in infos}
+        for info in infos:
+            pilot = pilots[info.name]
+            headlines = (
+                method.paired_headline_function(config, info.modality, study())
+                if method.paired_unit is not None
+                else None
+            )
+            if pilot is None or headlines is None:
+                note = NO_PILOT if pilot is None else "not forecast: no resampling unit"
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", note=note))
+                continue
+            n0 = paired_rows(pilot.labels, pilot.labels, method.paired_units)
+            units = len(n0[0]) if n0 else 0
+            planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
+            seed = derive_seed(params.seed, "precision", name, info.name)
+            n0, found = forecast_model(
+                headlines, pilot.labels, method.paired_units, planned,
+                resamples=resamples, seed=seed,
+            )  # fmt: skip
+            widths.extend(
+                HalfWidth(name, info.name, info.simulated, headline, n0, planned, **values)
+                for headline, values in found.items()
+            )
+            if not found:
+                note = "not forecast: fewer than two units, or no headline, in the pilot"
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", n0, note=note))
+        for a, b in itertools.combinations(infos, 2):
+            if (a.modality, a.simulated) != (b.modality, b.simulated):
+                continue  # the comparisons' rule (genfair.study.compare)
+            pa, pb = pilots[a.name], pilots[b.name]
+            headlines = (
+                method.paired_headline_function(config, a.modality, study())
+                if method.paired_unit is not None
+                else None
+            )
+            if headlines is None or pa is None or pb is None:
+                continue
+            seed = derive_seed(params.seed, "precision", name, a.name, b.name)
+            common = paired_rows(pa.labels, pb.labels, method.paired_units)
+            m = len(common[0]) if common else 0
+            planned = min(
+                _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
+            )
+            m, found = forecast_pair(
+                headlines, pa.labels, pb.labels, method.paired_units, planned,
+                resamples=resamples, seed=seed,
+            )  # fmt: skip
+            for headline, values in found.items():
+                row = Detectable(name, headline, a.name, b.name, a.simulated, m, planned)
+                row.sd, row.note = values["sd"], values["note"]
+                pairs.append((row, values["sd"]))
+    comparisons = len(pairs)
+    for row, sd in pairs:
+        row.mdd = None if sd is None else detectable(sd, comparisons)
+    level = (1 - CONFIDENCE) / max(comparisons, 1)
+    return Forecast(widths, [row for row, _ in pairs], comparisons, level)
+
+
+# ---- the table
+
+
+def short(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
+
+def table(result: Forecast) -> str:
+    """The forecast as text: half-widths per run and headline, then detectable differences."""
+    head = ("methodology", "model", "headline", "pilot n", "value", "± now", "planned n", "± plan")
+    body = [
+        (
+            h.methodology,
+            h.model + (" [SIMULATED]" if h.simulated else ""),
+            h.headline,
+            str(h.pilot_units or "-"),
+            short(h.value),
+            short(h.pilot_half_width),
+            str(h.units or "-"),
+            short(h.half_width) if h.half_width is not None else (h.note or "-"),
+        )
+        for h in result.half_widths
+    ]
+    lines = text_columns(head, body)
+    if result.detectable:
+        head2 = ("methodology", "headline", "A vs B", "pairs n", "planned n", "MDD (80%)")
+        body2 = [
+            (
+                d.methodology,
+                d.headline,
+                f"{d.model_a} vs {d.model_b}" + (" [SIMULATED]" if d.simulated else ""),
+                str(d.pilot_units),
+                str(d.units or "-"),
+                short(d.mdd) if d.mdd is not None else (d.note or "-"),
+            )
+            for d in result.detectable
+        ]
+        lines += ["", *text_columns(head2, body2)]
+    return "\n".join(
+        [
+            *lines,
+            "",
+            f"± now: the pilot's 95% half-width at its n units; ± plan: forecast at the planned n "
+            f"(the pilot's units resampled, {RESAMPLES} replicates)",
+            f"MDD: the difference found with {POWER:.0%} power at Holm's first level "
+            f"{result.level:.3g} over the study's {result.comparisons} comparisons",
+            "no pilot: no labels of the model for the methodology yet (run it at any size, "
+            "e.g. `dvc repro` at scale=smoke); not forecast: see docs/methodology.md",
+        ]
+    )
+
+
+def text_columns(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in (head, *body)
+    ]
+
+
+# ---- at the paper's size (the report and MLflow)
+
+
+def paper_ratio(params: StudyParams, methodology: str, modality: str) -> float | None:
+    """How many times the study's calls of ``methodology`` for a ``modality`` model its paper
+    sizes make (``conf/sizes/<methodology>/paper.yaml`` merged over the study's block; the
+    calls of its :meth:`~genfair.methodologies.base.Methodology.calls`, or its probes where
+    it makes its own calls); None: no paper sizes, or its probes cannot be built here."""
+    import yaml
+
+    from genfair.config import methodology_config
+    from genfair.errors import EXPECTED
+    from genfair.study.runs import SIZES
+
+    path = SIZES / methodology / "paper.yaml"
+    if not path.is_file():
+        return None
+    block = params.methodologies[methodology]
+    paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    method = configured(params, methodology)[0]
+    counts = []
+    try:
+        for raw in (block, paper):
+            changed = params.model_copy(
+                update={"methodologies": {**params.methodologies, methodology: raw}}
+            )
+            config = methodology_config(changed, methodology)
+            probes = method.probes_for(method.build_probes(config, params.seed), modality)
+            try:
+                counts.append(len(method.calls(probes, config, modality)))
+            except NotImplementedError:
+                counts.append(len(probes))
+    except EXPECTED:
+        return None
+    return counts[1] / counts[0] if counts[0] else None
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        mine = out.get(key)
+        both = isinstance(value, Mapping) and isinstance(mine, Mapping)
+        out[key] = _merged(mine, value) if both else value
+    return out
+
+
+def at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Forecast:
+    """Every run's headlines at its paper size (:func:`paper_ratio`, counted once per
+    methodology and modality, for runs with a pilot; none: its own size)."""
+    ratio = functools.cache(functools.partial(paper_ratio, params))
+    ratios = {}
+    for name in params.methodologies:
+        for model in models_for(params, name):
+            if not layout.labels(model, name).exists():
+                continue
+            found = ratio(name, model_info(params, model).modality)
+            if found is not None:
+                ratios[(model, name)] = found
+    return forecast(params, {}, layout, ratios=ratios)
+
+
+def half_width_metrics(result: Forecast) -> dict[str, float]:
+    """MLflow metrics of a forecast: ``precision.<methodology>.<model>.<headline>.half_width``
+    (the pilot's own) and ``.half_width_forecast`` (at the forecast's size), and each
+    comparison's ``precision.<methodology>.<A>_vs_<B>.<headline>.mdd``."""
+    from genfair.names import pair_key
+
+    out = {}
+    for h in result.half_widths:
+        key = f"precision.{h.methodology}.{h.model}.{h.headline}"
+        for name, value in (
+            ("half_width", h.pilot_half_width),
+            ("half_width_forecast", h.half_width),
+        ):
+            if value is not None and math.isfinite(value):
+                out[f"{key}.{name}"] = value
+    for d in result.detectable:
+        if d.mdd is not None and math.isfinite(d.mdd):
+            out[f"precision.{d.methodology}.{pair_key(d.model_a, d.model_b)}.{d.headline}.mdd"] = (
+                d.mdd
+            )
+    return out
+
+
+# ---- the plan's sizes
+
+
+def planned(rows: Sequence[Any]) -> dict[tuple[str, str], int]:
+    """``(model, methodology) -> calls`` of the plan's rows that could be planned."""
+    return {(r.model, r.methodology): r.calls for r in rows if r.planned and r.calls}

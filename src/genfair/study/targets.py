@@ -1,0 +1,288 @@
+"""The reverse question of a precision forecast (issue 47.2, ``genfair plan --target
+HEADLINE=HALFWIDTH``): the units a headline's 95% half-width needs to reach a target
+(:func:`needed_units`: ``n = n_planned x (half-width / target)^2``, checked by a forecast at
+that ``n`` and corrected once), the size knob of the methodology's size files and its value
+that give them (:func:`size_knob`: of the integer settings the files set to several values,
+the one whose doubling moves the plan's calls most proportionally, each candidate planned
+again; its value read off the line through the two plans), and the calls and cost there (the
+run's cost per call to send). docs/methodology.md, "Planning for precision"."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from genfair.config import StudyParams
+from genfair.models.base import derive_seed
+from genfair.study.compare import Unit
+from genfair.study.context import configured, model_info
+from genfair.study.layout import Layout
+from genfair.study.precision import (
+    RESAMPLES,
+    Forecast,
+    forecast_model,
+    json_safe,
+    read_pilot,
+    short,
+    text_columns,
+)
+from genfair.study.steps import read_study
+
+
+def needed_units(
+    headlines: Callable[[pd.DataFrame], dict[str, float]],
+    labels: pd.DataFrame,
+    unit: Unit,
+    headline: str,
+    target: float,
+    start: int,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[int | None, str]:
+    """The units at which ``headline``'s forecast half-width reaches ``target``: from the
+    forecast at ``start`` units, ``n = start x (half-width / target)^2`` (a half-width shrinks
+    as 1/sqrt(n)), checked by a forecast at that ``n`` and corrected once the same way.
+    None, with the reason, where the headline is not forecast."""
+    n = start
+    for _ in range(2):
+        _, found = forecast_model(headlines, labels, unit, n, resamples=resamples, seed=seed)
+        row = found.get(headline)
+        if row is None:
+            return None, f"{headline}: no such headline in the pilot"
+        if row["half_width"] is None:
+            return None, row["note"]
+        if row["half_width"] == 0:
+            return n, "its half-width is already 0"
+        n = max(2, math.ceil(n * (row["half_width"] / target) ** 2))
+    return n, ""
+
+
+def _leaves(tree: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from _leaves(value, (*prefix, str(key)))
+    else:
+        yield prefix, tree
+
+
+def knob_candidates(sizes: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """The integer settings a methodology's size files (``conf/sizes/<name>/*.yaml``) set
+    to more than one value: its size knobs, dotted paths, in the files' order."""
+    seen: dict[tuple[str, ...], set] = {}
+    for size in sizes:
+        for path, value in _leaves(size):
+            if isinstance(value, int) and not isinstance(value, bool):
+                seen.setdefault(path, set()).add(value)
+    return [path for path, values in seen.items() if len(values) > 1]
+
+
+def setting(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(tree, Mapping) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+def with_setting(tree: Mapping[str, Any], path: Sequence[str], value: Any) -> dict[str, Any]:
+    out = dict(tree)
+    head, *rest = path
+    out[head] = with_setting(out.get(head) or {}, rest, value) if rest else value
+    return out
+
+
+def size_knob(
+    calls_at: Callable[[tuple[str, ...], int], int | None],
+    current: Mapping[str, Any],
+    knobs: Sequence[tuple[str, ...]],
+    calls: int,
+    needed: float,
+) -> tuple[str, int, int] | None:
+    """The size knob and value that make a run of ``calls`` calls ``needed`` times as large:
+    of the ``knobs`` whose doubling changes the calls (``calls_at(knob, value)``: the plan's
+    calls with the knob at ``value``), the one closest to proportional; its value from the
+    line through the two plans. ``(dotted knob, value, calls at it)``; None: no knob moves
+    the calls."""
+    best = None
+    for knob in knobs:
+        value = setting(current, knob)
+        if not isinstance(value, int) or value < 1:
+            continue
+        doubled = calls_at(knob, 2 * value)
+        if doubled is None or doubled <= calls:
+            continue
+        slope = (doubled - calls) / value
+        share = slope * value / calls  # 1: the calls are proportional to the knob
+        if best is None or share > best[0]:
+            best = (share, knob, value, slope)
+    if best is None:
+        return None
+    _, knob, value, slope = best
+    intercept = calls - slope * value
+    target = max(1, math.ceil((needed * calls - intercept) / slope))
+    return ".".join(knob), target, round(intercept + slope * target)
+
+
+@dataclass
+class Target:
+    """What one run needs for a headline's half-width to reach ``target``."""
+
+    methodology: str
+    model: str
+    headline: str
+    target: float
+    planned_units: int | None = None
+    planned_half_width: float | None = None
+    units: int | None = None
+    knob: str | None = None
+    value: int | None = None
+    calls: int | None = None
+    cost: float | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe(asdict(self))
+
+
+def parse_target(text: str) -> tuple[str, float]:
+    """``HEADLINE=HALFWIDTH`` (e.g. ``objective.gender.distance=0.05``)."""
+    from genfair.config import ConfigError
+
+    name, _, value = text.partition("=")
+    try:
+        width = float(value)
+    except ValueError:
+        width = math.nan
+    if not name.strip() or not math.isfinite(width) or width <= 0:
+        raise ConfigError(
+            f"--target {text!r}: write HEADLINE=HALFWIDTH with a positive half-width, "
+            "e.g. objective.gender.distance=0.05 (the headlines: genfair plan --precision)"
+        )
+    return name.strip(), width
+
+
+def sizes_of(methodology: str) -> list[dict[str, Any]]:
+    """The methodology's size files (``conf/sizes/<methodology>/*.yaml``), read as YAML."""
+    import yaml
+
+    from genfair.study.runs import SIZES
+
+    return [
+        yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for path in sorted((SIZES / methodology).glob("*.yaml"))
+    ]
+
+
+def targets(
+    params: StudyParams,
+    rows: Sequence[Any],
+    headline: str,
+    target: float,
+    result: Forecast,
+    layout: Layout = Layout(),
+    plan_calls: Callable[[StudyParams, str, str], Any] | None = None,
+) -> list[Target]:
+    """For every run whose forecast has ``headline``: the units its half-width needs to reach
+    ``target`` (:func:`needed_units`), the size knob and value that give them
+    (:func:`size_knob`, each candidate planned by ``plan_calls(params, model, methodology)``,
+    the plan's row), and the calls and cost at that value (the run's cost per call to send)."""
+    by_run = {(r.model, r.methodology): r for r in rows}
+    out = []
+    for h in result.half_widths:
+        if h.headline != headline:
+            continue
+        row = Target(h.methodology, h.model, headline, target, h.units, h.half_width)
+        out.append(row)
+        if h.half_width is None:
+            row.note = h.note or "not forecast"
+            continue
+        method, config = configured(params, h.methodology)
+        study = read_study(h.methodology, layout)
+        functions = method.paired_headline_function(
+            config, model_info(params, h.model).modality, study
+        )
+        pilot = read_pilot(layout, h.model, h.methodology)
+        assert pilot is not None and functions is not None  # it was forecast
+        seed = derive_seed(params.seed, "precision", h.methodology, h.model)
+        row.units, row.note = needed_units(
+            functions, pilot.labels, method.paired_units, headline, target, h.units or 2, seed=seed
+        )
+        plan_row = by_run.get((h.model, h.methodology))
+        if row.units is None or plan_row is None or plan_calls is None or not plan_row.calls:
+            continue
+        block = params.methodologies[h.methodology]
+        calls_at = _replanned(params, h.model, h.methodology, plan_calls)
+        found = size_knob(
+            calls_at, block, knob_candidates(sizes_of(h.methodology)), plan_row.calls,
+            row.units / (h.units or 1),
+        )  # fmt: skip
+        if found is None:
+            row.note = "no size knob of its size files changes its calls"
+            continue
+        row.knob, row.value, row.calls = found
+        to_send = max(0, row.calls - plan_row.cached)
+        if plan_row.to_send and plan_row.cost is not None:
+            row.cost = plan_row.cost / plan_row.to_send * to_send
+        elif plan_row.simulated:
+            row.cost = 0.0
+    return out
+
+
+def _replanned(
+    params: StudyParams,
+    model: str,
+    methodology: str,
+    plan_calls: Callable[[StudyParams, str, str], Any],
+) -> Callable[[tuple[str, ...], int], int | None]:
+    """``calls_at(knob, value)``: the plan's calls of the run with its size knob at ``value``
+    (None: the run could not be planned so)."""
+    block = params.methodologies[methodology]
+
+    def calls_at(knob: tuple[str, ...], value: int) -> int | None:
+        changed = {**params.methodologies, methodology: with_setting(block, knob, value)}
+        again = plan_calls(params.model_copy(update={"methodologies": changed}), model, methodology)
+        return again.calls if again.planned else None
+
+    return calls_at
+
+
+def target_table(found: Sequence[Target]) -> str:
+    head = (
+        "methodology",
+        "model",
+        "headline",
+        "planned n",
+        "± plan",
+        "n needed",
+        "knob",
+        "calls",
+        "cost",
+    )
+    body = [
+        (
+            t.methodology,
+            t.model,
+            t.headline,
+            str(t.planned_units or "-"),
+            short(t.planned_half_width),
+            str(t.units or "-"),
+            f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
+            f"{t.calls:,}" if t.calls is not None else "-",
+            "-" if t.calls is None else "?" if t.cost is None else f"{t.cost:,.4f}",
+        )
+        for t in found
+    ]
+    target = found[0].target if found else math.nan
+    return "\n".join(
+        [
+            *text_columns(head, body),
+            "",
+            f"to reach a 95% half-width of {target:g}: the units the forecast needs, the size "
+            "knob (conf/sizes/<methodology>/) and its value giving them, the calls and cost there",
+        ]
+    )

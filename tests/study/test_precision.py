@@ -1,0 +1,206 @@
+"""Precision forecasts (issue 47): a pilot's units resampled to the planned size give each
+headline's expected 95% half-width (checked against the binomial formula, an independent
+computation), a biased headline is "not forecast", a model without labels has "no pilot",
+and ``genfair plan --precision`` / ``--target`` print them (the toy quiz, no model called)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genfair.cli import compose, main
+from genfair.config import StudyParams, load_params
+from genfair.io import write_json, write_parquet
+from genfair.methodologies import register
+from genfair.study import precision, targets
+from genfair.study.layout import Layout
+from tests.study.toy_methodology import Quiz
+from tests.support.conf import ROOT, copy_conf, with_runs
+
+N = 400
+
+
+def accuracy(labels: pd.DataFrame) -> dict[str, float]:
+    return {"accuracy": float(labels["correct"].mean())}
+
+
+def quiz(correct: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"probe_id": [f"q{i}" for i in range(len(correct))], "status": "ok", "correct": correct}
+    )
+
+
+def test_a_tenth_forecasts_the_binomial_half_width_at_the_full_size() -> None:
+    rng = np.random.default_rng(3)
+    pilot = quiz(rng.uniform(size=N // 10) < 0.7)
+    units, found = precision.forecast_model(accuracy, pilot, "probe_id", N, seed=1)
+    p = pilot["correct"].mean()
+    formula = 1.96 * math.sqrt(p * (1 - p) / N)  # the normal interval of a proportion at N
+    assert units == N // 10 and found["accuracy"]["note"] == ""
+    assert found["accuracy"]["half_width"] == pytest.approx(formula, rel=0.15)
+    own = 1.96 * math.sqrt(p * (1 - p) / units)
+    assert found["accuracy"]["pilot_half_width"] == pytest.approx(own, rel=0.15)
+
+
+def test_a_maximum_is_not_forecast() -> None:
+    rng = np.random.default_rng(4)
+    frame = quiz(rng.uniform(size=200) < 0.5).assign(group=rng.integers(0, 8, 200))
+
+    def largest(labels: pd.DataFrame) -> dict[str, float]:  # every group has the same rate
+        return {"max": float(labels.groupby("group")["correct"].mean().max())}
+
+    _, found = precision.forecast_model(largest, frame, "probe_id", 2000, seed=1)
+    assert found["max"]["half_width"] is None
+    assert found["max"]["note"].startswith("not forecast: biased at the pilot's size")
+
+
+def test_the_detectable_difference_uses_holms_first_level() -> None:
+    z = 1.959963984540054 + 0.8416212335729143  # z_{0.975} + z_{0.8}
+    assert precision.detectable(0.01, 1) == pytest.approx(z * 0.01)
+    assert precision.detectable(0.01, 10) > precision.detectable(0.01, 1)
+
+
+def test_size_knob_is_the_proportional_one_and_its_value_solves_the_line() -> None:
+    knobs = targets.knob_candidates(
+        [
+            {"rounds": 1, "samples": 1, "resamples": 50, "t2i": {"images": 2}},
+            {"rounds": 3, "samples": 100, "resamples": 1000, "t2i": {"images": 20}},
+        ]
+    )
+    assert knobs == [("rounds",), ("samples",), ("resamples",), ("t2i", "images")]
+    current = {"rounds": 3, "samples": 2, "resamples": 500, "t2i": {"images": 4}}
+
+    def calls_at(knob: tuple[str, ...], value: int) -> int:  # 100 fixed + 50 per sample
+        return 100 + 50 * value if knob == ("samples",) else 200
+
+    assert targets.size_knob(calls_at, current, knobs, 200, 4.0) == ("samples", 14, 800)
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory: pytest.TempPathFactory) -> StudyParams:
+    register(Quiz)
+    overrides = [
+        "scale=smoke",
+        *[f"~model@models.{m}" for m in ("smollm2", "simulated_t2i", "simulated_vlm")],
+    ]
+    path = tmp_path_factory.mktemp("precision") / "params.yaml"
+    raw = load_params(compose(overrides, path)).model_dump(mode="json")
+    raw["methodologies"] = {"toy_quiz": {"questions": N}}
+    raw["models"]["simulated_llm_2"] = {**raw["models"]["simulated_llm"], "model_id": "sim-2"}
+    raw["models"]["real_a"] = {
+        "backend": "openai",
+        "model_id": "real_a",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": None,
+    }
+    return StudyParams.model_validate(with_runs(raw))
+
+
+def _pilot(layout: Layout, model: str, correct: np.ndarray, calls: int) -> None:
+    write_parquet(quiz(correct), layout.labels(model, "toy_quiz"))
+    write_json({"calls": calls}, layout.usage(model, "toy_quiz"))
+
+
+def test_the_study_forecast_scales_by_calls_and_pairs_simulators(
+    params: StudyParams, tmp_path: Path
+) -> None:
+    layout = Layout(tmp_path)
+    rng = np.random.default_rng(5)
+    _pilot(layout, "simulated_llm", rng.uniform(size=100) < 0.6, 100)
+    _pilot(layout, "simulated_llm_2", rng.uniform(size=100) < 0.7, 100)
+    sizes = {("simulated_llm", "toy_quiz"): N, ("simulated_llm_2", "toy_quiz"): N}
+    result = precision.forecast(params, sizes, layout)
+    rows = {h.model: h for h in result.half_widths}
+    assert rows["real_a"].note == precision.NO_PILOT and rows["real_a"].half_width is None
+    sim = rows["simulated_llm"]
+    assert (sim.pilot_units, sim.units) == (100, N)
+    assert sim.half_width == pytest.approx(sim.pilot_half_width / 2, rel=0.2)  # 4x the units
+    (pair,) = result.detectable  # simulators with simulators; real_a has no pilot
+    assert (pair.model_a, pair.model_b, pair.units) == ("simulated_llm", "simulated_llm_2", N)
+    assert result.comparisons == 1
+    assert pair.mdd == pytest.approx(precision.detectable(pair.sd, 1))
+    json.dumps(result.to_json(), allow_nan=False)
+    text = precision.table(result)
+    assert "no pilot" in text and "MDD" in text
+
+
+def test_genfair_plan_precision_and_target(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.chdir(copy_conf(tmp_path))
+    path = tmp_path / "planned.yaml"
+    path.write_text(json.dumps(params.model_dump(mode="json", exclude_unset=True)))
+    rng = np.random.default_rng(6)
+    _pilot(Layout(), "simulated_llm", rng.uniform(size=100) < 0.6, 100)
+    assert main(["plan", "--params", str(path), "--precision", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (sim,) = [h for h in out["half_widths"] if h["model"] == "simulated_llm"]
+    assert sim["units"] == N and sim["half_width"] > 0  # the plan's 400 calls / the pilot's 100
+
+    assert main(["plan", "--params", str(path), "--target", "accuracy=0.02", "--json"]) == 0
+    (target,) = [t for t in json.loads(capsys.readouterr().out) if t["model"] == "simulated_llm"]
+    p = 0.6
+    assert target["units"] == pytest.approx((1.96 / 0.02) ** 2 * p * (1 - p), rel=0.35)
+    assert target["knob"] is None  # the toy quiz has no size files
+
+    # sizes files that set its number of questions: the knob, planned again at twice it
+    monkeypatch.setattr(targets, "sizes_of", lambda name: [{"questions": 40}, {"questions": N}])
+    assert main(["plan", "--params", str(path), "--target", "accuracy=0.02", "--json"]) == 0
+    (target,) = [t for t in json.loads(capsys.readouterr().out) if t["model"] == "simulated_llm"]
+    assert target["knob"] == "questions"  # one call a question: the value is the units
+    assert target["value"] == target["calls"] == pytest.approx(target["units"], abs=1)
+    assert target["cost"] == 0.0  # a simulator
+    assert main(["plan", "--params", str(path), "--target", "accuracy=wide"]) != 0
+    assert "write HEADLINE=HALFWIDTH" in capsys.readouterr().err
+
+
+def test_the_paper_ratio_counts_the_calls_of_the_paper_sizes() -> None:
+    """FACT-OR-FAIR's paper sizes (100 samples a prompt, 20 images a query) over the
+    default study's (2 and 4): many times the calls, more for text-to-image."""
+    study = load_params(ROOT / "params.yaml")
+    llm = precision.paper_ratio(study, "fact_or_fair", "llm")
+    t2i = precision.paper_ratio(study, "fact_or_fair", "t2i")
+    assert llm is not None and t2i is not None and 10 < llm and 4 < t2i
+
+
+def test_track_and_the_report_show_the_precision(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The study's MLflow run gets each headline's half-width (and the forecast), the report a
+    Precision section."""
+    from mlflow.tracking import MlflowClient
+
+    from genfair.study.report import build_report
+    from genfair.study.steps import compute_metrics
+    from genfair.study.tracking import track_study
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    raw = params.model_dump(mode="json")
+    raw["models"] = {"simulated_llm": raw["models"]["simulated_llm"]}
+    params = StudyParams.model_validate(with_runs(raw))
+    layout = Layout(tmp_path)
+    _pilot(layout, "simulated_llm", np.random.default_rng(8).uniform(size=N) < 0.6, N)
+    answers = pd.DataFrame({"probe_id": [f"q{i}" for i in range(N)], "status": "ok"})
+    write_parquet(answers, layout.responses("simulated_llm", "toy_quiz"))
+    compute_metrics(params, "simulated_llm", "toy_quiz", layout)
+    runs = json.loads(track_study(params, layout).read_text())
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
+    (run,) = client.search_runs(
+        [experiment], filter_string=f"tags.`genfair.key` = '{runs['parent_run']}'"
+    )
+    key = "precision.toy_quiz.simulated_llm.accuracy"
+    p = 0.6
+    assert run.data.metrics[f"{key}.half_width"] == pytest.approx(
+        1.96 * math.sqrt(p * (1 - p) / N), rel=0.2
+    )
+    assert f"{key}.half_width_forecast" in run.data.metrics  # no paper sizes: its own size
+    html = build_report(params, layout).read_text(encoding="utf-8")
+    section = html[html.index('id="precision"') :]
+    assert "accuracy" in section and "simulated_llm" in section
