@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError
 
 from genfair.models.config import ModelConfig
+from genfair.names import STUDY_FILE
 from genfair.params import (
     PARAMS_FILE,
     ConfigError,
@@ -27,9 +28,9 @@ from genfair.params import (
     validate,
 )
 
-__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "curation_config", "format_errors",
-           "instrument_class", "instrument_config", "load_params", "methodology_config",
-           "params_from", "study_params"]  # fmt: skip
+__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "check_model_methodologies",
+           "curation_config", "format_errors", "instrument_class", "instrument_config",
+           "load_params", "methodology_config", "params_from", "study_params"]  # fmt: skip
 
 
 class StudyParams(StudyFrame):
@@ -63,6 +64,7 @@ def params_from(raw: dict[str, Any], source: str) -> StudyParams:
     params = _keys_redacted(validate(StudyParams, raw, source))
     for name in params.methodologies:
         methodology_config(params, name, source=source)
+    check_model_methodologies(params, source)
     from genfair.curation.inputs import check_input_kinds, check_named_paths
 
     check_named_paths(raw, source)  # any path any block names: no FIFO or device
@@ -113,3 +115,39 @@ def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE
         ) from None
     params._methodology_configs[name] = (params.methodologies[name], config)
     return config
+
+
+def check_model_methodologies(params: StudyParams, source: str = PARAMS_FILE) -> None:
+    """Refuse, in one line naming the key and the fix, a ``model_methodologies`` entry
+    (:data:`STUDY_FILE`) naming a model the study lacks, a methodology it does not select, or
+    one that does not measure the model's modality."""
+    from genfair.methodologies import get_methodology
+
+    for model, names in params.model_methodologies.items():
+        key = f"{source}: model_methodologies.{model}"
+        fix = f"(set in {STUDY_FILE}, then `genfair compose`)"
+        if model not in params.models:
+            raise ConfigError(
+                f"{key}: no model {model!r} in the study (its models: "
+                f"{', '.join(params.models)}): name a model the study selects {fix}"
+            )
+        if not names:
+            raise ConfigError(
+                f"{key}: an empty list runs nothing: remove the model's line from {STUDY_FILE} "
+                f"instead, or name the methodologies it runs {fix}"
+            )
+        modality = params.models[model].modality
+        for name in names:
+            if name not in params.methodologies:
+                raise ConfigError(
+                    f"{key}: {name!r} is not a methodology of the study (its methodologies: "
+                    f"{', '.join(params.methodologies)}): select it with a line "
+                    f"`- /methodology@methodologies.{name}: {name}`, or remove it from the list "
+                    f"{fix}"
+                )
+            method = get_methodology(name)
+            if not method.applies_to(modality):
+                raise ConfigError(
+                    f"{key}: {model} is a {modality} model and {name} measures "
+                    f"{', '.join(method.modalities)} only: remove {name} from the list {fix}"
+                )

@@ -175,6 +175,10 @@ class StudyFrame(Strict):
     models: dict[str, dict[str, Any]] = Field(min_length=1)
     #: validated per methodology by :func:`genfair.config.methodology_config`
     methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: a model on some methodologies only (``conf/study.yaml``): model -> the methodologies it
+    #: runs; a model not named runs every one that measures its modality
+    #: (:func:`genfair.config.check_model_methodologies`)
+    model_methodologies: dict[str, list[str]] = {}
     #: dataset curation steps (``news``...), validated by :func:`curation_config`
     curation: dict[str, dict[str, Any]] = {}
     #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
@@ -216,6 +220,7 @@ class StudyFrame(Strict):
     @field_validator(
         "models",
         "methodologies",
+        "model_methodologies",
         "curation",
         "instruments",
         "runs",

@@ -284,3 +284,29 @@ def test_a_new_plant_changes_the_simulated_answers_only(quiz: Quiz) -> None:
         run(["git", "checkout", "--", "."], work, env)
         run(["dvc", "checkout", "--force"], work, env)
     assert not status_stages(work, env)
+
+
+def test_a_model_held_to_one_methodology_adds_only_its_stages(quiz: Quiz) -> None:
+    """Issue 46.1: a second simulated LLM, selected in the study file and held there to the
+    quiz (``model_methodologies``): ``dvc status`` lists its own three stages and study-level
+    ones, no run of FACT-OR-FAIR, news bias or IRIS (read from ``dvc status``, nothing run)."""
+    work, env = quiz.work, quiz.env
+    study = work / "conf/study.yaml"
+    try:
+        study.write_text(
+            study.read_text()
+            + "  - /model@models.second: simulated_llm\n"
+            + "model_methodologies:\n  second: [pronoun_quiz]\n"
+        )
+        run(["genfair", "compose"], work, env)
+        assert [k for k in _params(work)["runs"] if k.startswith("second-")] == [
+            "second-pronoun_quiz"
+        ]
+        stale = status_stages(work, env)
+        assert {s for s in stale if not s.startswith(STUDY_LEVEL)} == {
+            f"{step}@second-pronoun_quiz" for step in ("generate", "label", "metrics")
+        }, sorted(stale)
+        assert not {s for s in stale if s.startswith("study@")} - {"study@pronoun_quiz"}
+    finally:
+        run(["git", "checkout", "--", "conf/study.yaml", "params.yaml"], work, env)
+    assert not status_stages(work, env)

@@ -42,9 +42,11 @@ def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
 
     return {
         **raw,
-        "runs": compose_runs(raw["models"], raw["methodologies"]),
+        "runs": compose_runs(raw["models"], raw["methodologies"], raw.get("model_methodologies")),
         "methodology_code": compose_code(raw["methodologies"]),
-        "study_steps": compose_study_steps(raw["models"], raw["methodologies"]),
+        "study_steps": compose_study_steps(
+            raw["models"], raw["methodologies"], raw.get("model_methodologies")
+        ),
         "plots": compose_plots(raw["methodologies"]),
         "digests": compose_digests(
             raw["models"], raw["methodologies"], raw.get("instruments") or {}

@@ -20,18 +20,19 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from genfair.names import STUDY_FILE
+
 __all__ = [
     "STUDY_FILE",
     "conf_file",
     "dropped",
+    "held",
     "override_problem",
     "partial_blocks",
     "select_line",
     "where_to_edit",
 ]
 
-#: the user's study: which methodologies run on which models, at which scale
-STUDY_FILE = "conf/study.yaml"
 #: the sections a study selects by name
 SECTIONS = ("methodologies", "models")
 #: the most missing keys a message lists
@@ -41,6 +42,15 @@ SHOWN = 6
 def select_line(name: str) -> str:
     """The line of :data:`STUDY_FILE` that selects methodology ``name``."""
     return f"`- /methodology@methodologies.{name}: {name}`"
+
+
+def held(only: Mapping[str, Any]) -> str | None:
+    """One line naming the models the study holds to some methodologies (its
+    ``model_methodologies``) and those they run; ``None`` when it holds none."""
+    if not only:
+        return None
+    models = "; ".join(f"{model}: {', '.join(names)}" for model, names in only.items())
+    return f"held to some methodologies ({STUDY_FILE}: model_methodologies): {models}"
 
 
 def dropped(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
@@ -170,6 +180,8 @@ def conf_file(key: str, conf: Path = Path("conf")) -> str | None:
     name = rest.partition(".")[0]
     if head in COMPUTED:
         return None
+    if head == "model_methodologies":
+        return STUDY_FILE
     if head == "models" and name:
         study = conf / "study.yaml"
         text = study.read_text(encoding="utf-8") if study.is_file() else ""

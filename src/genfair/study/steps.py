@@ -70,6 +70,12 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
 def _check_run(params: StudyParams, model: str, methodology: str) -> None:
     """A pair the study does not measure has no stage; run by hand, it is an error that says why."""
     if not runs_methodology(params, model, methodology):
+        only = params.model_methodologies.get(model)
+        if only is not None and methodology in params.methodologies:
+            raise ConfigError(
+                f"{model} does not run {methodology}: the study holds it to "
+                f"{', '.join(only)} (conf/study.yaml: model_methodologies.{model})"
+            )
         raise ConfigError(
             f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
             f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
