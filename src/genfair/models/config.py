@@ -292,6 +292,13 @@ class ReplicaService(Strict):
 class _Simulator(Strict):
     #: SIMULATOR pacing (:class:`ReplicaService`); ``None``: answers at once
     replica: ReplicaService | None = None
+    #: this simulator's own plants: methodology -> plant field -> its value (as in the
+    #: methodology's config, e.g. ``{pronoun_quiz: {simulated: {kind: categorical, ...}}}``),
+    #: each replacing the methodology's field whole for this model's runs only
+    #: (:func:`genfair.config.run_config`).
+    #: Not part of the model's identity (never dumped: its hashes, cache keys and MLflow keys
+    #: stay): each run's ``runs`` entry digests the plants it answers with
+    plants: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude=True)
 
 
 class SimulatedPolicy(Strict):

@@ -12,6 +12,7 @@ from genfair.config import (
     instrument_class,
     instrument_config,
     methodology_config,
+    run_config,
 )
 from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
@@ -153,6 +154,8 @@ def configured(
     if step is None:
         return method, config
     simulated = model is not None and params.model(model).backend == "simulated"
+    if simulated and step == "generate":  # a simulator answers with its own plants, if any
+        config = run_config(params, name, model)
     return method, step_config(method, config, step, simulated)
 
 

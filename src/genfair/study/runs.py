@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from genfair.config import ConfigError, StudyParams
+from genfair.config import ConfigError, StudyParams, planted_block
 from genfair.methodologies import get_methodology, names
 from genfair.methodologies.reads import fields_of, plant_fields
 from genfair.methodologies.registry import code_path
@@ -122,7 +122,16 @@ def runs_for(
             "reads": dict(reads[name]),  # its own: a YAML dump of shared dicts has aliases
             "code": code[name],
             # a simulator's generate reads the methodology's planted rates; a real model's not
-            **({"plants": _plants(name, methodologies[name])} if _simulated(model_config) else {}),
+            # (its own plants for the methodology in their place: :func:`planted_block`)
+            **(
+                {
+                    "plants": _plants(
+                        name, planted_block(methodologies[name], _own(model_config, name))
+                    )
+                }
+                if _simulated(model_config)
+                else {}
+            ),
         }
         for model, model_config in models.items()
         for name in methodologies
@@ -135,6 +144,14 @@ def _simulated(config: Any) -> bool:
         config.get("backend") if isinstance(config, Mapping) else getattr(config, "backend", None)
     )
     return backend == "simulated"
+
+
+def _own(config: Any, methodology: str) -> Any:
+    """A simulator's own plants for ``methodology`` (its config's ``plants``), if any."""
+    plants = (
+        config.get("plants") if isinstance(config, Mapping) else getattr(config, "plants", None)
+    )
+    return plants.get(methodology) if isinstance(plants, Mapping) else None
 
 
 def _plants(methodology: str, block: Any) -> str:

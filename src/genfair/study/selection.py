@@ -170,7 +170,11 @@ COMPUTED = frozenset(
     {"runs", "digests", "methodology_code", "study_steps", "plots", "sizes", "external_inputs"}
 )
 #: a message line naming a key of params.yaml: ``params.yaml: <key>: ...``
-_KEY_LINE = re.compile(r"^(\s*)params\.yaml: ([A-Za-z0-9_][A-Za-z0-9_.-]*): ")
+#: (or of the composed config, ``genfair config``'s and ``compose``'s errors)
+_KEY_LINE = re.compile(
+    r"^(\s*)(?:params\.yaml|composed config \(conf/ \+ overrides\)): "
+    r"([A-Za-z0-9_][A-Za-z0-9_.-]*): "
+)
 
 
 def conf_file(key: str, conf: Path = Path("conf")) -> str | None:
@@ -208,7 +212,8 @@ def where_to_edit(text: str, conf: Path = Path("conf")) -> str:
     for line in text.split("\n"):
         found = _KEY_LINE.match(line)
         where = conf_file(found.group(2), conf) if found else None
-        if where and "conf/" not in line and "genfair compose" not in line:
+        said = line[found.end() :] if found else line  # the message after its key
+        if where and "conf/" not in said and "genfair compose" not in said:
             line = f"{line} (params.yaml is composed: set it in {where}, then `genfair compose`)"
         lines.append(line)
     return "\n".join(lines)
