@@ -169,8 +169,9 @@ def planted_block(block: Any, plants: Any) -> Any:
 
 def run_config(params: StudyParams, name: str, model: str) -> Any:
     """The validated config of methodology ``name`` as ``model``'s run answers it: the
-    methodology's (:func:`methodology_config`), with the model's own plants for it merged
-    over (a simulator's ``plants.<name>``; :func:`check_plants` validated them)."""
+    methodology's (:func:`methodology_config`), with the model's own plants for it in place
+    of the methodology's (a simulator's ``plants.<name>``, :func:`planted_block`;
+    :func:`check_plants` validated them)."""
     plants = getattr(params.model(model), "plants", {}).get(name)
     if not plants:
         return methodology_config(params, name)
@@ -188,7 +189,7 @@ def check_plants(params: StudyParams, source: str = PARAMS_FILE) -> None:
     """Refuse, in one line naming ``models.<model>.plants.<methodology>`` and the fix, a
     simulator's own plant for a methodology its runs do not answer (not in the study, not of
     its modality, held out), for a field that is not one of the methodology's plant fields,
-    or that does not validate merged over the methodology's."""
+    or that does not validate."""
     from genfair.methodologies import get_methodology
     from genfair.methodologies.reads import plant_fields
 
