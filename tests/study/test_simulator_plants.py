@@ -14,6 +14,7 @@ import yaml
 from genfair.cli import main
 from genfair.config import ConfigError, load_params
 from genfair.study.context import configured
+from genfair.study.runs import check_runs
 from genfair.study.steps import run_params
 from tests.support.conf import ROOT, copy_conf, stage_params
 
@@ -50,6 +51,7 @@ def test_a_simulators_own_plant_is_in_its_own_runs_stage_params_alone(study: Pat
     assert main(["compose"]) == 0
     before = stage_params(study)
     params = load_params(study / "params.yaml")
+    check_runs(params)  # what `score` checks: the runs follow the validated configs too
     # its runs answer with its own plant; the first simulator's with the methodology's
     _, own = configured(params, "news_bias", "generate", "simulated_llm_b")
     _, shared = configured(params, "news_bias", "generate", "simulated_llm")
