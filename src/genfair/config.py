@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from genfair.models.config import ModelConfig
 from genfair.names import STUDY_FILE
@@ -43,6 +43,16 @@ class StudyParams(StudyFrame):
     _methodology_configs: dict[str, tuple[Any, Any]] = PrivateAttr(default_factory=dict)
     #: (methodology, model) -> the config the model's run answers with (:func:`run_config`)
     _run_configs: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _simulators_know_their_keys(self) -> StudyParams:
+        """Each simulator's key in the study: its calls' seeds derive from it."""
+        for name, config in self.models.items():
+            if config.backend == "simulated":
+                own = config.model_copy()  # its own: one config object may be given twice
+                own._study_key = name  # type: ignore[union-attr]
+                self.models[name] = own
+        return self
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.models:

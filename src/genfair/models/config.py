@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     Tag,
     field_validator,
@@ -300,6 +301,10 @@ class _Simulator(Strict):
     #: Not part of the model's identity (never dumped: its hashes, cache keys and MLflow keys
     #: stay): each run's ``runs`` entry digests the plants it answers with
     plants: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude=True)
+    #: the model's key in the study (set by :class:`genfair.config.StudyParams`): its calls'
+    #: seeds derive from it (:meth:`genfair.models.base.Simulator.call_seed`), so two simulators
+    #: of one config and plant are independent draws; ``None`` outside a study
+    _study_key: str | None = PrivateAttr(None)
 
 
 class SimulatedPolicy(Strict):
