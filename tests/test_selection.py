@@ -203,3 +203,73 @@ def test_a_line_naming_a_key_of_params_yaml_says_which_conf_file_sets_it(tmp_pat
         "`genfair compose`)",
         "  params.yaml: generation.max_cost: raise it in conf/config.yaml (already said)",
     ]
+
+
+def _hold(study: Path, only: str) -> None:
+    """A second simulated LLM in the study file, held to the methodologies ``only`` names
+    (a YAML flow list, e.g. ``[news_bias]``)."""
+    _select(study, "/model@models.second: simulated_llm")
+    path = study / "conf/study.yaml"
+    path.write_text(path.read_text() + f"model_methodologies:\n  second: {only}\n")
+
+
+def test_a_model_held_to_some_methodologies_adds_only_their_runs(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 46.1: the study file holds a model to some methodologies; its runs (dvc.yaml's
+    generate/label/metrics stages) are those alone, and every other run and digest stays
+    (so `dvc status` lists only the new stages and the study-level ones:
+    tests/e2e/test_authoring.py reads it)."""
+    assert main(["compose"]) == 0
+    before = _params(study)  # composed here: the code paths are this copy's
+    capsys.readouterr()
+    _hold(study, "[news_bias]")
+    assert main(["config"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["model_methodologies"] == {"second": ["news_bias"]}
+    assert main(["compose"]) == 0
+    after = _params(study)
+    assert [k for k in after["runs"] if k.startswith("second-")] == ["second-news_bias"]
+    assert {k: v for k, v in after["runs"].items() if not k.startswith("second-")} == before["runs"]
+    assert {k: v for k, v in after["digests"]["models"].items() if k != "second"} == before[
+        "digests"
+    ]["models"]
+    assert after["study_steps"] == before["study_steps"]
+
+
+@pytest.mark.parametrize(
+    ("only", "said"),
+    [
+        ("[iris, lvlm_facet]", "second is a llm model and lvlm_facet measures vlm only: remove"),
+        ("[news_bias, quiz]", "'quiz' is not a methodology of the study"),
+        ("[]", "an empty list runs nothing: remove the model's line"),
+    ],
+)
+def test_a_methodology_a_held_model_cannot_run_is_refused_in_one_line(
+    study: Path, capsys: pytest.CaptureFixture[str], only: str, said: str
+) -> None:
+    _hold(study, only)
+    assert main(["compose"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and said in err, err
+    assert "model_methodologies.second" in err and "conf/study.yaml" in err
+
+
+def test_a_held_model_the_study_lacks_is_refused(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = study / "conf/study.yaml"
+    path.write_text(path.read_text() + "model_methodologies:\n  sceond: [news_bias]\n")
+    assert main(["config"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "model_methodologies.sceond: no model 'sceond' in the study" in err, err
+
+
+def test_a_run_the_study_holds_out_is_an_error_naming_the_study_file(study: Path) -> None:
+    from genfair.config import ConfigError, load_params
+    from genfair.study.steps import _check_run
+
+    _hold(study, "[news_bias]")
+    assert main(["compose"]) == 0
+    with pytest.raises(ConfigError, match=r"holds it to news_bias \(conf/study\.yaml: model_"):
+        _check_run(load_params(study / "params.yaml"), "second", "iris")

@@ -401,13 +401,22 @@ def cmd_plan(args: argparse.Namespace) -> None:
     elif args.json:
         print(
             json.dumps(
-                {"runs": [r.to_dict() for r in rows], "total": totals(rows)},
+                {
+                    "runs": [r.to_dict() for r in rows],
+                    "total": totals(rows),
+                    "model_methodologies": params.model_methodologies,
+                },
                 indent=2,
                 allow_nan=False,
             )
         )
     else:
         print(table(rows, params.generation))
+        from genfair.study.selection import held
+
+        line = held(params.model_methodologies)
+        if line:  # the study's choice, which the rows follow
+            print(line)
 
 
 def _print_precision(args: argparse.Namespace, params: StudyParams, rows: list) -> None:

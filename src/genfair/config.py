@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from genfair.models.config import ModelConfig
+from genfair.names import STUDY_FILE
 from genfair.params import (
     PARAMS_FILE,
     ConfigError,
@@ -27,9 +28,10 @@ from genfair.params import (
     validate,
 )
 
-__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "curation_config", "format_errors",
-           "instrument_class", "instrument_config", "load_params", "methodology_config",
-           "params_from", "study_params"]  # fmt: skip
+__all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "check_model_methodologies",
+           "check_plants", "curation_config", "format_errors", "instrument_class",
+           "instrument_config", "load_params", "methodology_config", "params_from",
+           "planted_block", "run_config", "study_params"]  # fmt: skip
 
 
 class StudyParams(StudyFrame):
@@ -39,6 +41,18 @@ class StudyParams(StudyFrame):
     #: methodology -> (its block, its validated config): :func:`methodology_config` validates a
     #: block once (a copy with another block validates that one)
     _methodology_configs: dict[str, tuple[Any, Any]] = PrivateAttr(default_factory=dict)
+    #: (methodology, model) -> the config the model's run answers with (:func:`run_config`)
+    _run_configs: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _simulators_know_their_keys(self) -> StudyParams:
+        """Each simulator's key in the study: its calls' seeds derive from it."""
+        for name, config in self.models.items():
+            if config.backend == "simulated":
+                own = config.model_copy()  # its own: one config object may be given twice
+                own._study_key = name  # type: ignore[union-attr]
+                self.models[name] = own
+        return self
 
     def model(self, name: str) -> ModelConfig:
         if name not in self.models:
@@ -63,6 +77,8 @@ def params_from(raw: dict[str, Any], source: str) -> StudyParams:
     params = _keys_redacted(validate(StudyParams, raw, source))
     for name in params.methodologies:
         methodology_config(params, name, source=source)
+    check_model_methodologies(params, source)
+    check_plants(params, source)
     from genfair.curation.inputs import check_input_kinds, check_named_paths
 
     check_named_paths(raw, source)  # any path any block names: no FIFO or device
@@ -113,3 +129,106 @@ def methodology_config(params: StudyParams, name: str, source: str = PARAMS_FILE
         ) from None
     params._methodology_configs[name] = (params.methodologies[name], config)
     return config
+
+
+def check_model_methodologies(params: StudyParams, source: str = PARAMS_FILE) -> None:
+    """Refuse, in one line naming the key and the fix, a ``model_methodologies`` entry
+    (:data:`STUDY_FILE`) naming a model the study lacks, a methodology it does not select, or
+    one that does not measure the model's modality."""
+    from genfair.methodologies import get_methodology
+
+    for model, names in params.model_methodologies.items():
+        key = f"{source}: model_methodologies.{model}"
+        fix = f"(set in {STUDY_FILE}, then `genfair compose`)"
+        if model not in params.models:
+            raise ConfigError(
+                f"{key}: no model {model!r} in the study (its models: "
+                f"{', '.join(params.models)}): name a model the study selects {fix}"
+            )
+        if not names:
+            raise ConfigError(
+                f"{key}: an empty list runs nothing: remove the model's line from {STUDY_FILE} "
+                f"instead, or name the methodologies it runs {fix}"
+            )
+        modality = params.models[model].modality
+        for name in names:
+            if name not in params.methodologies:
+                raise ConfigError(
+                    f"{key}: {name!r} is not a methodology of the study (its methodologies: "
+                    f"{', '.join(params.methodologies)}): select it with a line "
+                    f"`- /methodology@methodologies.{name}: {name}`, or remove it from the list "
+                    f"{fix}"
+                )
+            method = get_methodology(name)
+            if not method.applies_to(modality):
+                raise ConfigError(
+                    f"{key}: {model} is a {modality} model and {name} measures "
+                    f"{', '.join(method.modalities)} only: remove {name} from the list {fix}"
+                )
+
+
+def planted_block(block: Any, plants: Any) -> Any:
+    """A methodology's ``block`` with a simulator's own ``plants`` for it (plant field ->
+    value) in place of the methodology's: each field replaced whole (a planted distribution
+    is the simulator's alone, not merged with the methodology's). What the simulator's runs
+    answer with; ``block`` itself when ``plants`` is empty."""
+    if not isinstance(block, dict) or not isinstance(plants, dict) or not plants:
+        return block
+    return {**block, **plants}
+
+
+def run_config(params: StudyParams, name: str, model: str) -> Any:
+    """The validated config of methodology ``name`` as ``model``'s run answers it: the
+    methodology's (:func:`methodology_config`), with the model's own plants for it in place
+    of the methodology's (a simulator's ``plants.<name>``, :func:`planted_block`;
+    :func:`check_plants` validated them)."""
+    plants = getattr(params.model(model), "plants", {}).get(name)
+    if not plants:
+        return methodology_config(params, name)
+    if (name, model) not in params._run_configs:
+        from genfair.methodologies import get_methodology
+
+        block = planted_block(params.methodologies[name], plants)
+        params._run_configs[name, model] = TypeAdapter(
+            get_methodology(name).Config
+        ).validate_python(block)
+    return params._run_configs[name, model]
+
+
+def check_plants(params: StudyParams, source: str = PARAMS_FILE) -> None:
+    """Refuse, in one line naming ``models.<model>.plants.<methodology>`` and the fix, a
+    simulator's own plant for a methodology its runs do not answer (not in the study, not of
+    its modality, held out), for a field that is not one of the methodology's plant fields,
+    or that does not validate."""
+    from genfair.methodologies import get_methodology
+    from genfair.methodologies.reads import plant_fields
+
+    for model, config in params.models.items():
+        for name, plants in getattr(config, "plants", {}).items():
+            key = f"{source}: models.{model}.plants.{name}"
+            only = params.model_methodologies.get(model)
+            if name not in params.methodologies or (only and name not in only):
+                raise ConfigError(
+                    f"{key}: {model} runs no {name} in this study (its methodologies: "
+                    f"{', '.join(only or params.methodologies)}): plant only for a methodology "
+                    "it runs"
+                )
+            method = get_methodology(name)
+            if not method.applies_to(config.modality):
+                raise ConfigError(
+                    f"{key}: {name} measures {', '.join(method.modalities)} models, and "
+                    f"{model} is a {config.modality} one: remove this plant"
+                )
+            fields = plant_fields(method)
+            unknown = sorted(set(plants) - set(fields))
+            if unknown:
+                raise ConfigError(
+                    f"{key}: {', '.join(unknown)} not a plant field of {name} (its plant fields: "
+                    f"{', '.join(fields) or 'none'}): a simulator plants only those"
+                )
+            try:
+                run_config(params, name, model)
+            except ValidationError as exc:
+                raise ConfigError(
+                    format_errors(exc, source, ("models", model, "plants", name))
+                ) from None

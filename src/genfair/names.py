@@ -28,11 +28,13 @@ from genfair.urls import strip_in_text
 
 __all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_FILE",
            "PAIR_SEPARATOR", "check_name", "flatten", "inside", "mlflow_key", "name_problem",
-           "pair_key", "pair_problem", "split_pair"]  # fmt: skip
+           "STUDY_FILE", "pair_key", "pair_problem", "split_pair"]  # fmt: skip
 
 #: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
 PARAMS_FILE = "params.yaml"
+#: the user's study: which methodologies run on which models (genfair.study.selection)
+STUDY_FILE = "conf/study.yaml"
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
 #: the instruments' folder beside the methodologies' (``data/metrics/<methodology>/``,

@@ -175,6 +175,10 @@ class StudyFrame(Strict):
     models: dict[str, dict[str, Any]] = Field(min_length=1)
     #: validated per methodology by :func:`genfair.config.methodology_config`
     methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: a model on some methodologies only (``conf/study.yaml``): model -> the methodologies it
+    #: runs; a model not named runs every one that measures its modality
+    #: (:func:`genfair.config.check_model_methodologies`)
+    model_methodologies: dict[str, list[str]] = {}
     #: dataset curation steps (``news``...), validated by :func:`curation_config`
     curation: dict[str, dict[str, Any]] = {}
     #: measuring instruments (``face_demographics``...), validated by :func:`instrument_config`
@@ -216,6 +220,7 @@ class StudyFrame(Strict):
     @field_validator(
         "models",
         "methodologies",
+        "model_methodologies",
         "curation",
         "instruments",
         "runs",
@@ -277,13 +282,19 @@ def digests_for(
     per-run stage depends on its step's alone."""
 
     return {
-        "models": {name: stable_hash(block, 16) for name, block in models.items()},
+        # a simulator's own plants are not the model's: each run's ``runs`` entry digests
+        # those it answers with, so editing one reruns that run alone
+        "models": {name: stable_hash(_without_plants(block), 16) for name, block in models.items()},
         "methodologies": {
             name: methodology_digests(block, fields(name) if fields else {})
             for name, block in methodologies.items()
         },
         "instruments": stable_hash(instruments, 16),
     }
+
+
+def _without_plants(block: Any) -> Any:
+    return {k: v for k, v in block.items() if k != "plants"} if isinstance(block, dict) else block
 
 
 def methodology_digests(block: Any, steps: Mapping[str, Sequence[str] | None]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,4 +284,54 @@ def test_a_new_plant_changes_the_simulated_answers_only(quiz: Quiz) -> None:
     finally:
         run(["git", "checkout", "--", "."], work, env)
         run(["dvc", "checkout", "--force"], work, env)
+    assert not status_stages(work, env)
+
+
+def test_a_second_simulator_on_the_quiz_alone_with_its_own_plant(quiz: Quiz) -> None:
+    """Issue 46.1-2: a second simulated LLM, selected in the study file and held there to the
+    quiz (``model_methodologies``), with its own plant for it (``plants`` in its model file).
+    ``dvc status`` lists its own three stages and study-level ones (the study steps among
+    them: each depends on every model's digest), no run of FACT-OR-FAIR, news bias or IRIS;
+    its answers follow its plant, the first simulator's the quiz's; editing its plant makes
+    stale its generate alone."""
+    work, env = quiz.work, quiz.env
+    layout = Layout(work)
+    study, model = work / "conf/study.yaml", work / "conf/model/simulated_llm_she.yaml"
+    own = (
+        "plants:\n  pronoun_quiz:\n    simulated: {kind: categorical, answer: text, distribution: "
+    )
+    before = pd.read_parquet(layout.labels("simulated_llm", "pronoun_quiz"))
+    try:
+        model.write_text(
+            (work / "conf/model/simulated_llm.yaml").read_text() + own + "{she: 1.0}}\n"
+        )
+        study.write_text(
+            study.read_text()
+            + "  - /model@models.second: simulated_llm_she\n"
+            + "model_methodologies:\n  second: [pronoun_quiz]\n"
+        )
+        run(["genfair", "compose"], work, env)
+        assert [k for k in _params(work)["runs"] if k.startswith("second-")] == [
+            "second-pronoun_quiz"
+        ]
+        ours = {f"{step}@second-pronoun_quiz" for step in ("generate", "label", "metrics")}
+        stale = status_stages(work, env)
+        assert {s for s in stale if not s.startswith(STUDY_LEVEL)} == ours, sorted(stale)
+        run(["dvc", "repro", "--single-item", *sorted(ours)], work, env)
+        labels = pd.read_parquet(layout.labels("second", "pronoun_quiz"))
+        assert set(labels["answer"]) == {"she"} and len(labels) == 6 * SIZES["smoke"]
+        first = pd.read_parquet(layout.labels("simulated_llm", "pronoun_quiz"))
+        assert first.equals(before)
+        model.write_text(model.read_text().replace("{she: 1.0}", "{she: 0.5, they: 0.5}"))
+        run(["genfair", "compose"], work, env)
+        stale = status_stages(work, env)
+        assert {s for s in stale if not s.startswith(STUDY_LEVEL)} == {
+            "generate@second-pronoun_quiz"
+        }, sorted(stale)
+    finally:
+        model.unlink(missing_ok=True)
+        run(["git", "checkout", "--", "."], work, env)  # conf/, params.yaml, dvc.lock
+        for kind in ("responses", "labels", "metrics"):
+            for path in (work / "data" / kind / "pronoun_quiz").glob("second*"):
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     assert not status_stages(work, env)

@@ -820,3 +820,38 @@ def test_a_tokenizer_counts_the_plans_prompts_and_an_estimate_is_marked(
     assert "~" not in next(line for line in lines if line.startswith("endpoint"))
     assert "~" in next(line for line in lines if line.startswith("simulated_llm"))
     assert "(~: estimated; the model's `tokenizer` counts them" in "\n".join(lines)
+
+
+def test_a_model_held_to_some_methodologies_is_planned_on_those_alone(
+    base: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46.1: ``model_methodologies`` (conf/study.yaml) holds the endpoint to one of the
+    study's two methodologies: the plan has its run on that one alone, and says why."""
+    import yaml
+
+    from genfair.cli import main
+
+    register(OwnGenerate)
+    raw = copy.deepcopy(base)
+    raw["methodologies"] = {
+        name: {"questions": QUESTIONS} for name in ("toy_quiz", OwnGenerate.name)
+    }
+    raw["models"]["endpoint"] = ENDPOINT
+    raw["model_methodologies"] = {"endpoint": ["toy_quiz"]}
+    params = StudyParams.model_validate(with_runs(raw))
+    assert {(r.model, r.methodology) for r in plan(params)} == {
+        ("simulated_llm", "toy_quiz"),
+        ("simulated_llm", OwnGenerate.name),
+        ("endpoint", "toy_quiz"),
+    }
+    monkeypatch.chdir(ROOT)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(params.model_dump(mode="json", exclude_unset=True)))
+    assert main(["plan", "--params", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "held to some methodologies (conf/study.yaml: model_methodologies): endpoint: toy_quiz"
+        in out
+    )
+    assert main(["plan", "--params", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_methodologies"] == {"endpoint": ["toy_quiz"]}

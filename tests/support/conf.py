@@ -42,11 +42,34 @@ def with_runs(raw: dict[str, Any]) -> dict[str, Any]:
 
     return {
         **raw,
-        "runs": compose_runs(raw["models"], raw["methodologies"]),
+        "runs": compose_runs(raw["models"], raw["methodologies"], raw.get("model_methodologies")),
         "methodology_code": compose_code(raw["methodologies"]),
-        "study_steps": compose_study_steps(raw["models"], raw["methodologies"]),
+        "study_steps": compose_study_steps(
+            raw["models"], raw["methodologies"], raw.get("model_methodologies")
+        ),
         "plots": compose_plots(raw["methodologies"]),
         "digests": compose_digests(
             raw["models"], raw["methodologies"], raw.get("instruments") or {}
         ),
     }
+
+
+def stage_params(folder: Path) -> dict[str, dict[str, Any]]:
+    """Stage -> the values of the params it depends on, as DVC reads them from ``folder``'s
+    ``dvc.yaml`` and ``params.yaml`` (a DVC repository is made there, without git, if it has
+    none): a stage reruns when one of these changes."""
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+
+    if not (folder / ".dvc").is_dir():
+        Repo.init(str(folder), no_scm=True)
+    with Repo(str(folder)) as repo:
+        return {
+            stage.addressing: {
+                k: v
+                for d in stage.deps
+                if isinstance(d, ParamsDependency)
+                for k, v in d.read_params().items()
+            }
+            for stage in repo.index.stages
+        }

@@ -352,6 +352,14 @@ class Simulator(LLMBackend):
     def question(self, request: Request) -> Any:
         """The request's typed question (:mod:`genfair.models.questions`)."""
 
+    def call_seed(self, seed: int) -> int:
+        """The seed its calls' seeds derive from (:func:`genfair.models.runner.ask`): the study
+        ``seed`` with the model's key in the study, so two simulators of one config and plant
+        are independent draws (and cached apart: a request's seed is in its key); ``seed``
+        itself for a simulator built outside a study (no key)."""
+        key = getattr(self.config, "_study_key", None)
+        return seed if key is None else derive_seed(seed, "simulator", key)
+
     def settings(self) -> dict[str, Any]:
         """The model-level settings in every cache key besides backend, id and revision
         (an image's size, where the group is): none by default."""

@@ -7,12 +7,14 @@ and fail fast with the offending key named.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     Tag,
     field_validator,
@@ -299,6 +301,17 @@ class ReplicaService(Strict):
 class _Simulator(Strict):
     #: SIMULATOR pacing (:class:`ReplicaService`); ``None``: answers at once
     replica: ReplicaService | None = None
+    #: this simulator's own plants: methodology -> plant field -> its value (as in the
+    #: methodology's config, e.g. ``{pronoun_quiz: {simulated: {kind: categorical, ...}}}``),
+    #: each replacing the methodology's field whole for this model's runs only
+    #: (:func:`genfair.config.run_config`).
+    #: Not part of the model's identity (never dumped: its hashes, cache keys and MLflow keys
+    #: stay): each run's ``runs`` entry digests the plants it answers with
+    plants: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude=True)
+    #: the model's key in the study (set by :class:`genfair.config.StudyParams`): its calls'
+    #: seeds derive from it (:meth:`genfair.models.base.Simulator.call_seed`), so two simulators
+    #: of one config and plant are independent draws; ``None`` outside a study
+    _study_key: str | None = PrivateAttr(None)
 
 
 class SimulatedPolicy(Strict):
@@ -397,6 +410,31 @@ class SimulatedCategoricalPolicy(Strict):
                 f"that the question does not offer (options: {options[:10]})"
             )
         return [shares.get(option, 0.0) for option in options]
+
+    def on_options(
+        self, option_of: Mapping[str, str], group: str | None = None
+    ) -> SimulatedCategoricalPolicy:
+        """This plant, given in answer words, for one probe whose options say them otherwise
+        (lettered, and shuffled per probe): ``option_of`` maps each word to the probe's option
+        that says it (``{"he": "C", "she": "A", "they": "B"}``), and the result plants the
+        distribution of ``group`` (as :meth:`weights` picks it) over those options. The
+        question then offers the options (``letters=["A", "B", "C"]``) and the simulator
+        answers one of them. ``ValueError`` naming the words the probe does not offer."""
+        shares = self.distribution if group is None else self.by_group.get(group, self.distribution)
+        missing = sorted(set(shares) - set(option_of))
+        if missing:
+            raise ValueError(
+                f"the categorical plant (a methodology's `simulated` config) names answers "
+                f"{missing[:5]} that the probe does not offer (its answers: {list(option_of)[:10]})"
+            )
+        if len({option_of[word] for word in shares}) < len(shares):
+            raise ValueError(f"two answers of the plant share one option: {dict(option_of)}")
+        return self.model_copy(
+            update={
+                "distribution": {option_of[word]: share for word, share in shares.items()},
+                "by_group": {},
+            }
+        )
 
 
 def _policy_kind(value: Any) -> str:

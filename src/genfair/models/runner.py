@@ -31,7 +31,14 @@ import pandas as pd
 
 from genfair.logs import progress
 from genfair.models import usage
-from genfair.models.base import Completion, LLMBackend, PerCall, Request, derive_seed
+from genfair.models.base import (
+    Completion,
+    LLMBackend,
+    PerCall,
+    Request,
+    Simulator,
+    derive_seed,
+)
 from genfair.models.executor import active, store_completion
 
 if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
@@ -106,6 +113,8 @@ def ask(
         )
     fingerprint = backend.fingerprint
     model_key = f"{fingerprint.get('backend')}:{fingerprint.get('model_id')}"
+    if isinstance(backend, Simulator):  # its draws are its own, not another simulator's
+        seed = backend.call_seed(seed)
     final: dict[int, tuple[Completion, str, int]] = {}
     finished: list[int] = []  # settled, not yet handed to on_final
     attempt = {i: 0 for i in range(len(calls))}

@@ -12,6 +12,7 @@ from genfair.config import (
     instrument_class,
     instrument_config,
     methodology_config,
+    run_config,
 )
 from genfair.io import read_parquet
 from genfair.methodologies import Methodology, get_methodology
@@ -20,7 +21,7 @@ from genfair.methodologies.reads import step_config
 from genfair.models import open_cache
 from genfair.params import cache_dir, cache_url, images_url
 from genfair.study.layout import Layout
-from genfair.study.runs import measures
+from genfair.study.runs import chosen, measures
 
 
 def model_info(params: StudyParams, model: str) -> ModelInfo:
@@ -35,10 +36,12 @@ def model_info(params: StudyParams, model: str) -> ModelInfo:
 
 
 def runs_methodology(params: StudyParams, model: str, methodology: str) -> bool:
-    """Whether ``model`` runs ``methodology`` in this study (it is in the study and
-    measures the model's modality)."""
-    return methodology in params.methodologies and measures(
-        methodology, params.model(model).modality
+    """Whether ``model`` runs ``methodology`` in this study (it is in the study, measures the
+    model's modality and the study's ``model_methodologies`` lets the model run it)."""
+    return (
+        methodology in params.methodologies
+        and measures(methodology, params.model(model).modality)
+        and chosen(model, methodology, params.model_methodologies)
     )
 
 
@@ -151,6 +154,8 @@ def configured(
     if step is None:
         return method, config
     simulated = model is not None and params.model(model).backend == "simulated"
+    if simulated and step == "generate":  # a simulator answers with its own plants, if any
+        config = run_config(params, name, model)
     return method, step_config(method, config, step, simulated)
 
 

@@ -1,6 +1,8 @@
 """The study's runs: every (model, methodology) pair it measures.
 
-A model runs a methodology when the methodology measures the model's modality. The pairs are
+A model runs a methodology when the methodology measures the model's modality and the study
+does not hold the model to some methodologies only (``model_methodologies`` in
+``conf/study.yaml``: model -> the methodologies it runs; :func:`chosen`). The pairs are
 written into ``params.yaml`` as ``runs`` (``<model>-<methodology>`` -> the two names, and
 ``reads``) when ``conf/`` is composed, by the OmegaConf resolver ``genfair_runs`` (registered
 through ``hydra_plugins.genfair``, which Hydra imports before ``dvc exp run`` and
@@ -32,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from genfair.config import ConfigError, StudyParams
+from genfair.config import ConfigError, StudyParams, planted_block
 from genfair.methodologies import get_methodology, names
 from genfair.methodologies.reads import fields_of, plant_fields
 from genfair.methodologies.registry import code_path
@@ -43,6 +45,7 @@ from genfair.params import digests_for, methodology_digests
 
 __all__ = [
     "check_runs",
+    "chosen",
     "code_for",
     "compose_code",
     "compose_digests",
@@ -72,6 +75,12 @@ def measures(methodology: str, modality: str) -> bool:
     return methodology in names() and get_methodology(methodology).applies_to(modality)
 
 
+def chosen(model: str, methodology: str, only: Mapping[str, Any] | None) -> bool:
+    """Whether the study lets ``model`` run ``methodology``: ``only`` (the study's
+    ``model_methodologies``) names the methodologies of the models it holds to some."""
+    return not only or model not in only or methodology in (only[model] or ())
+
+
 def run_key(model: str, methodology: str) -> str:
     """The name of a run: ``generate@<run_key>`` is its stage."""
     return f"{model}-{methodology}"
@@ -92,11 +101,14 @@ def model_hash(config: Any) -> str | None:
 
 
 def runs_for(
-    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+    models: Mapping[str, Any],
+    methodologies: Mapping[str, Any],
+    only: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every pair, in study order (model, then methodology), of a model (name -> config) and
-    a methodology (name -> config) that measures its modality, with the hashes of the other
-    models its steps read."""
+    a methodology (name -> config) that measures its modality and that ``only`` (the
+    study's ``model_methodologies``) lets it run, with the hashes of the other models its
+    steps read."""
     reads = {
         name: _reads(name, config, models)
         for name, config in methodologies.items()
@@ -110,11 +122,20 @@ def runs_for(
             "reads": dict(reads[name]),  # its own: a YAML dump of shared dicts has aliases
             "code": code[name],
             # a simulator's generate reads the methodology's planted rates; a real model's not
-            **({"plants": _plants(name, methodologies[name])} if _simulated(model_config) else {}),
+            # (its own plants for the methodology in their place: :func:`planted_block`)
+            **(
+                {
+                    "plants": _plants(
+                        name, planted_block(methodologies[name], _own(model_config, name))
+                    )
+                }
+                if _simulated(model_config)
+                else {}
+            ),
         }
         for model, model_config in models.items()
         for name in methodologies
-        if measures(name, str(modality_of(model_config)))
+        if measures(name, str(modality_of(model_config))) and chosen(model, name, only)
     }
 
 
@@ -123,6 +144,14 @@ def _simulated(config: Any) -> bool:
         config.get("backend") if isinstance(config, Mapping) else getattr(config, "backend", None)
     )
     return backend == "simulated"
+
+
+def _own(config: Any, methodology: str) -> Any:
+    """A simulator's own plants for ``methodology`` (its config's ``plants``), if any."""
+    plants = (
+        config.get("plants") if isinstance(config, Mapping) else getattr(config, "plants", None)
+    )
+    return plants.get(methodology) if isinstance(plants, Mapping) else None
 
 
 def _plants(methodology: str, block: Any) -> str:
@@ -166,13 +195,15 @@ def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def study_steps_for(
-    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+    models: Mapping[str, Any],
+    methodologies: Mapping[str, Any],
+    only: Mapping[str, Any] | None = None,
 ) -> dict[str, str | None]:
     """methodology -> the path of its code, for each methodology some model of the study runs:
     ``dvc.yaml``'s study stages fan out over it. A study step depends on its methodology's
     labels and metrics folders, which only its runs write (a methodology no model runs has
     no study step to take: nothing to read)."""
-    ran = {run["methodology"] for run in runs_for(models, methodologies).values()}
+    ran = {run["methodology"] for run in runs_for(models, methodologies, only).values()}
     return {name: code for name, code in code_for(methodologies).items() if name in ran}
 
 
@@ -186,9 +217,9 @@ def compose_plots(methodologies: Any) -> dict[str, dict[str, Any]]:
     return plots_for(_plain(methodologies))
 
 
-def compose_study_steps(models: Any, methodologies: Any) -> dict[str, str | None]:
+def compose_study_steps(models: Any, methodologies: Any, only: Any = None) -> dict[str, str | None]:
     """The ``genfair_study_steps`` resolver: ``study_steps`` (:func:`study_steps_for`)."""
-    return study_steps_for(_plain(models), _plain(methodologies))
+    return study_steps_for(_plain(models), _plain(methodologies), _plain(only))
 
 
 def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[str, Any]:
@@ -234,17 +265,19 @@ def _holds(block: Any, sizes: Any) -> bool:
 
 
 def compose_runs(
-    models: Mapping[str, Any], methodologies: Mapping[str, Any]
+    models: Mapping[str, Any], methodologies: Mapping[str, Any], only: Any = None
 ) -> dict[str, dict[str, Any]]:
     """The ``genfair_runs`` resolver: ``runs`` from the composed ``models`` and
-    ``methodologies`` sections. Nothing fails here (a config that does not validate reads no
+    ``methodologies`` sections and the study's ``model_methodologies`` (``only``; ``None``
+    when the study file has none). Nothing fails here (a config that does not validate reads no
     models): ``load_params`` names the bad key. A key that is not a name
     (:mod:`genfair.names`) gets no run, so it never reaches a stage's shell command
     (``dvc.yaml``'s ``cmd``), even from a composition that skips genfair's validation."""
-    models, methodologies = _plain(models), _plain(methodologies)
+    models, methodologies, only = _plain(models), _plain(methodologies), _plain(only)
     return runs_for(
         {k: v for k, v in models.items() if name_problem(k) is None},
         {k: v for k, v in methodologies.items() if name_problem(k) is None},
+        only if isinstance(only, Mapping) else None,
     )
 
 
@@ -253,7 +286,11 @@ def check_runs(params: StudyParams) -> None:
     (``params.yaml`` edited by hand: the stages would miss or invent runs)."""
     for key, written, expected_value in (
         ("methodology_code", params.methodology_code, code_for(params.methodologies)),
-        ("study_steps", params.study_steps, study_steps_for(params.models, params.methodologies)),
+        (
+            "study_steps",
+            params.study_steps,
+            study_steps_for(params.models, params.methodologies, params.model_methodologies),
+        ),
         ("plots", params.plots, plots_for(params.methodologies)),
     ):
         if written is not None and written != expected_value:
@@ -263,13 +300,14 @@ def check_runs(params: StudyParams) -> None:
             )
     if params.runs is None:
         return
-    expected = runs_for(params.models, params.methodologies)
+    expected = runs_for(params.models, params.methodologies, params.model_methodologies)
     if params.runs != expected:
         missing = sorted(set(expected) - set(params.runs))
         extra = sorted(set(params.runs) - set(expected))
         stale = sorted(k for k in set(expected) & set(params.runs) if expected[k] != params.runs[k])
         raise ConfigError(
-            "params.yaml: runs does not follow models x methodologies (missing: "
+            "params.yaml: runs does not follow models x methodologies (and "
+            "model_methodologies; missing: "
             f"{', '.join(missing) or '-'}; not measured: {', '.join(extra) or '-'}; "
             f"models read changed: {', '.join(stale) or '-'}): params.yaml was edited by "
             "hand; edit conf/ and recompose it with `genfair compose` (or `make compose`)"

@@ -20,18 +20,19 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from genfair.names import STUDY_FILE
+
 __all__ = [
     "STUDY_FILE",
     "conf_file",
     "dropped",
+    "held",
     "override_problem",
     "partial_blocks",
     "select_line",
     "where_to_edit",
 ]
 
-#: the user's study: which methodologies run on which models, at which scale
-STUDY_FILE = "conf/study.yaml"
 #: the sections a study selects by name
 SECTIONS = ("methodologies", "models")
 #: the most missing keys a message lists
@@ -41,6 +42,15 @@ SHOWN = 6
 def select_line(name: str) -> str:
     """The line of :data:`STUDY_FILE` that selects methodology ``name``."""
     return f"`- /methodology@methodologies.{name}: {name}`"
+
+
+def held(only: Mapping[str, Any]) -> str | None:
+    """One line naming the models the study holds to some methodologies (its
+    ``model_methodologies``) and those they run; ``None`` when it holds none."""
+    if not only:
+        return None
+    models = "; ".join(f"{model}: {', '.join(names)}" for model, names in only.items())
+    return f"held to some methodologies ({STUDY_FILE}: model_methodologies): {models}"
 
 
 def dropped(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
@@ -160,7 +170,11 @@ COMPUTED = frozenset(
     {"runs", "digests", "methodology_code", "study_steps", "plots", "sizes", "external_inputs"}
 )
 #: a message line naming a key of params.yaml: ``params.yaml: <key>: ...``
-_KEY_LINE = re.compile(r"^(\s*)params\.yaml: ([A-Za-z0-9_][A-Za-z0-9_.-]*): ")
+#: (or of the composed config, ``genfair config``'s and ``compose``'s errors)
+_KEY_LINE = re.compile(
+    r"^(\s*)(?:params\.yaml|composed config \(conf/ \+ overrides\)): "
+    r"([A-Za-z0-9_][A-Za-z0-9_.-]*): "
+)
 
 
 def conf_file(key: str, conf: Path = Path("conf")) -> str | None:
@@ -170,6 +184,8 @@ def conf_file(key: str, conf: Path = Path("conf")) -> str | None:
     name = rest.partition(".")[0]
     if head in COMPUTED:
         return None
+    if head == "model_methodologies":
+        return STUDY_FILE
     if head == "models" and name:
         study = conf / "study.yaml"
         text = study.read_text(encoding="utf-8") if study.is_file() else ""
@@ -196,7 +212,8 @@ def where_to_edit(text: str, conf: Path = Path("conf")) -> str:
     for line in text.split("\n"):
         found = _KEY_LINE.match(line)
         where = conf_file(found.group(2), conf) if found else None
-        if where and "conf/" not in line and "genfair compose" not in line:
+        said = line[found.end() :] if found else line  # the message after its key
+        if where and "conf/" not in said and "genfair compose" not in said:
             line = f"{line} (params.yaml is composed: set it in {where}, then `genfair compose`)"
         lines.append(line)
     return "\n".join(lines)

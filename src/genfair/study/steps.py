@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import ConfigError, StudyParams, params_from
+from genfair.config import ConfigError, StudyParams, params_from, planted_block
 from genfair.instruments.fanout import readings_executor
 from genfair.io import file_sha256, read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
@@ -72,6 +72,12 @@ def make_probes(params: StudyParams, methodology: str, layout: Layout = Layout()
 def _check_run(params: StudyParams, model: str, methodology: str) -> None:
     """A pair the study does not measure has no stage; run by hand, it is an error that says why."""
     if not runs_methodology(params, model, methodology):
+        only = params.model_methodologies.get(model)
+        if only is not None and methodology in params.methodologies:
+            raise ConfigError(
+                f"{model} does not run {methodology}: the study holds it to "
+                f"{', '.join(only)} (conf/study.yaml: model_methodologies.{model})"
+            )
         raise ConfigError(
             f"{model} does not run {methodology}: it is a {params.model(model).modality} model and "
             f"{methodology} measures {', '.join(configured(params, methodology)[0].modalities)} "
@@ -206,9 +212,14 @@ def generate_fields(
     """The fields of the methodology's block that ``generate`` of ``model`` reads (its
     ``reads``, and its plants for a simulator): what it records, and depends on."""
     method = get_methodology(methodology)
-    simulated = params.model(model).backend == "simulated"
+    config = params.model(model)
+    simulated = config.backend == "simulated"
     keep = {*step_fields(method, "generate"), *(plant_fields(method) if simulated else ())}
-    return {k: v for k, v in written["methodologies"][methodology].items() if k in keep}
+    # a simulator's own plants for it in place of the methodology's (genfair.config.run_config)
+    block = planted_block(
+        written["methodologies"][methodology], getattr(config, "plants", {}).get(methodology)
+    )
+    return {k: v for k, v in block.items() if k in keep}
 
 
 def recorded_params(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genfair.config import StudyParams, methodology_config
+from genfair.config import StudyParams, run_config
 from genfair.io import file_sha256, read_json, read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
 from genfair.models.usage import latest_split, read_ledger
@@ -263,7 +263,7 @@ def _child_key(params: StudyParams, model: str, name: str, layout: Layout) -> st
         params.scale,
         params.seed,
         params.model(model).model_dump(mode="json"),
-        methodology_config(params, name).model_dump(mode="json"),
+        run_config(params, name, model).model_dump(mode="json"),  # its own plants, if any
         layout.metrics(model, name),
         layout.study(name),
     )
@@ -377,7 +377,7 @@ def _log_child(
         from genfair.study.lineage import log_data  # mlflow: see track_study
 
         log_data(mlflow, data, commit)
-        method_config = methodology_config(params, name)
+        method_config = run_config(params, name, model)
         model_params = flatten(config.model_dump(mode="json"), "model.")
         method_params = flatten(method_config.model_dump(mode="json"), f"{name}.")
         _log_params(

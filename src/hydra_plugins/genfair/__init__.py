@@ -25,11 +25,11 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 
-def _runs(models: Any, methodologies: Any) -> Any:
+def _runs(models: Any, methodologies: Any, only: Any = None) -> Any:
     from genfair.study.runs import compose_runs
 
     # a node, not a dict: OmegaConf.resolve (which DVC calls) only writes nodes back
-    return OmegaConf.create(compose_runs(models, methodologies))
+    return OmegaConf.create(compose_runs(models, methodologies, only))
 
 
 def _code(methodologies: Any) -> Any:
@@ -38,10 +38,10 @@ def _code(methodologies: Any) -> Any:
     return OmegaConf.create(compose_code(methodologies))
 
 
-def _study_steps(models: Any, methodologies: Any) -> Any:
+def _study_steps(models: Any, methodologies: Any, only: Any = None) -> Any:
     from genfair.study.runs import compose_study_steps
 
-    return OmegaConf.create(compose_study_steps(models, methodologies))
+    return OmegaConf.create(compose_study_steps(models, methodologies, only))
 
 
 def _plots(methodologies: Any) -> Any:

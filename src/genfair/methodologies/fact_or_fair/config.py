@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from genfair.limits import MAX_ATTEMPTS, MAX_RESAMPLES, MAX_SAMPLES, MAX_SMALL
-from genfair.models.config import SimulatedPolicy, SimulatedT2IPolicy
+from genfair.models.config import ChoicePolicy, SimulatedPolicy, SimulatedT2IPolicy
 from genfair.strict import Strict
 
 Context = Literal["baseline", "representativeness", "attribution", "ingroup"]
@@ -82,7 +82,9 @@ class LLMPlants(Strict):
     """The SIMULATED LLM's planted rates per probe kind (objective S_fact ~= ``objective.accuracy``;
     the race prime-following rate of attribution and in-group probes is ``q + (1 - q) / 4``)."""
 
-    objective: SimulatedPolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
+    #: or a categorical plant given in the groups' words, per attribute (``by_group: {gender:
+    #: {male: 0.7, female: 0.3}, race: {...}}``): each probe maps it to its shuffled letters
+    objective: ChoicePolicy = SimulatedPolicy(accuracy=0.8, refusal_rate=0.05, invalid_rate=0.05)
     subjective: SimulatedPolicy = SimulatedPolicy(
         accuracy=0.6,
         refusal_rate=0.02,

@@ -37,7 +37,12 @@ from genfair.methodologies.fact_or_fair.data import RACES, load_statistics
 from genfair.methodologies.fact_or_fair.paired import paired_counts
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
-from genfair.methodologies.fact_or_fair.probes import build_probes, primed_letters, truth_letters
+from genfair.methodologies.fact_or_fair.probes import (
+    build_probes,
+    planted,
+    primed_letters,
+    truth_letters,
+)
 from genfair.methodologies.fact_or_fair.report import plot_tables, report_section
 from genfair.methodologies.fact_or_fair.scores import (
     CONTEXT_ORDER,
@@ -181,7 +186,7 @@ class FactOrFair(Methodology[FactOrFairConfig]):
                         letters=[o["letter"] for o in json.loads(row["options"])],
                         truth_letters=truth_letters(row),
                         primed_letters=primed_letters(row),
-                        plant=getattr(config.simulated.llm, row["kind"]),
+                        plant=planted(row, getattr(config.simulated.llm, row["kind"])),
                     ).meta(),
                 },
             )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ from genfair.methodologies.fact_or_fair.data import (
     load_statistics,
 )
 from genfair.models.base import derive_seed, stable_hash
+from genfair.models.config import SimulatedCategoricalPolicy
 
 LETTERS = "ABCD"
 ADJECTIVE = {"high": "highest", "low": "lowest"}
@@ -344,6 +346,17 @@ def truth_letters(row: dict | pd.Series) -> list[str]:
     return []
 
 
+def planted(row: dict | pd.Series, plant: Any) -> Any:
+    """The plant of ``row``'s question: a categorical one (given in the groups' words, per
+    attribute: ``by_group: {gender: {male: 0.7, female: 0.3}}``) on the probe's shuffled
+    letters; a choice policy as it is (it reads :func:`truth_letters`)."""
+    if not isinstance(plant, SimulatedCategoricalPolicy):
+        return plant
+    attribute = row["attribute"]
+    options = json.loads(row["options"])
+    return plant.on_options({o[attribute]: o["letter"] for o in options}, attribute)
+
+
 def primed_letters(row: dict | pd.Series) -> dict[str, list[str]]:
     """Per attribute, the letters of the individuals of the primed group (attribution and
     in-group contexts; empty elsewhere): the simulator's prime-following picks."""
@@ -363,6 +376,7 @@ __all__ = [
     "PROBE_COLUMNS",
     "build_probes",
     "definition_clause",
+    "planted",
     "primed_letters",
     "truth_letters",
 ]
