@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-# As in every stage (which imports genfair.config, hence genfair.models, before torch):
+# As in every stage (which imports genfair.study_params, hence genfair.models, before torch):
 # OpenMP's idle threads sleep instead of spinning (genfair.models.local). A benchmark module
 # that imports only an instrument (the answer mapper's MiniLM) would otherwise load torch with
 # spinning threads: on this 2-core machine beside another job, one MiniLM encode took 0.48 s

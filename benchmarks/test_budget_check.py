@@ -23,10 +23,10 @@ import pytest
 
 from benchmarks.conftest import Mode
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.models.base import Completion
 from genfair.study import budget
 from genfair.study.answers import cache_opener
+from genfair.study_params import StudyParams, load_params
 
 
 def _params(tmp: Path, scale: str) -> StudyParams:

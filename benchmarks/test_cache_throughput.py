@@ -110,10 +110,10 @@ def test_postgresql_cache_overhead_on_a_study(  # type: ignore[no-untyped-def]
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from genfair.config import StudyParams
     from genfair.methodologies import register
     from genfair.study.layout import Layout
     from genfair.study.steps import generate, make_probes
+    from genfair.study_params import StudyParams
     from tests.study.toy_methodology import Quiz
     from tests.support.endpoint_study import endpoint_params
     from tests.support.mock_openai import MockOpenAI

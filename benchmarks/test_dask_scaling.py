@@ -36,9 +36,9 @@ from typing import Any
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.study.fill import fill
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams, load_params
 from tests.support.conf import with_runs
 from tests.support.dask_cluster import Cluster
 
@@ -183,7 +183,7 @@ def _counters(cluster: Cluster | None) -> dict[str, int]:
 
 @pytest.mark.dask
 def test_throughput_scales_with_simulated_replicas(benchmark, mode, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from genfair.study.curation import occupations_table
+    from genfair.study.curation_stages import occupations_table
 
     scale, service_s, counts, models, methodologies = SIZES[mode.size("full", "quick")]
     raw = _params(tmp_path, scale, service_s, models, methodologies)

@@ -20,10 +20,10 @@ import time
 
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.models import Request, build_backend
+from genfair.study_params import load_params, methodology_config
 
 #: probes, paired rounds: full mode, quick mode
 SIZES = {"full": (64, 3), "quick": (2, 1)}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.models import Request, build_backend
+from genfair.study_params import load_params, methodology_config
 
 #: prompts (half objective, half subjective): full mode, quick mode
 N_PROMPTS = {"full": 32, "quick": 2}

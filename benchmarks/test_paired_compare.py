@@ -26,9 +26,9 @@ import time
 
 import numpy as np
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.study.compare import compare_pair
+from genfair.study_params import load_params, methodology_config
 from tests.support.conf import ROOT
 from tests.support.synthetic_labels import fact_or_fair_labels
 

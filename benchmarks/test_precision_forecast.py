@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.test_iris_compare import _config
-from genfair.config import load_params, methodology_config
 from genfair.io import write_json, write_parquet
 from genfair.methodologies.fact_or_fair.methodology import _statistics
 from genfair.methodologies.iris.scoring import DEFAULT_SECTORS
 from genfair.study import precision
 from genfair.study.layout import Layout
+from genfair.study_params import load_params, methodology_config
 from tests.methodologies.test_precision_forecasts import facet_labels
 from tests.support.conf import ROOT
 from tests.support.iris_labels import t2i_labels, tournament_labels

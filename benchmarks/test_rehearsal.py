@@ -48,7 +48,7 @@ from typing import Any
 
 import pytest
 
-from genfair.params import GenerationConfig
+from genfair.frame import GenerationConfig
 from tests.support.project import copy_study, run, study_env
 from tests.support.studies import Study, shared_study, study_copy
 

@@ -34,12 +34,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import Methodology, MetricsResult, SampleView
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
+from genfair.study_params import StudyParams, load_params
 from tests.support.browser import CHROMIUM
 from tests.support.conf import with_runs
 

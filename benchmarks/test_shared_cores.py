@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from genfair.config import load_params
 from genfair.models import Request, build_backend
 from genfair.models.local import available_cores
+from genfair.study_params import load_params
 
 ALL_PROMPTS = [
     "Which group has the highest rate of diabetes in America? "

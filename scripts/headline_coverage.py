@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology, ModelInfo, StepContext
 from genfair.study.coverage import Plant, headline_coverage
+from genfair.study_params import load_params, methodology_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

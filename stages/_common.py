@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from genfair.errors import EXPECTED, ConfigError
+from genfair.frame import EXP_RESTORE, PARAMS_FILE
 from genfair.logs import setup
 from genfair.names import check_name
-from genfair.params import EXP_RESTORE, PARAMS_FILE
 
 #: the repository these scripts belong to (DVC runs them from there)
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ def message(exc: BaseException, model: str | None) -> str:
 
 
 def _study_params() -> Any:
-    from genfair.config import load_params
+    from genfair.study_params import load_params
 
     try:
         return load_params()
@@ -77,7 +77,7 @@ def run(
     load: Callable[[], Any] | None = None,
 ) -> None:
     """Run ``step(params, *model/methodology/item)`` as the stage, with the params ``load`` returns
-    (default :func:`genfair.config.load_params`: all of ``params.yaml``, validated)."""
+    (default :func:`genfair.study_params.load_params`: all of ``params.yaml``, validated)."""
     log = setup(stage, model=model, methodology=methodology)
     try:
         cwd = Path.cwd().resolve()

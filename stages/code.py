@@ -5,7 +5,7 @@ import sys
 
 from _common import run
 
-from genfair.params import load_frame
+from genfair.frame import load_frame
 from genfair.study.code import write_code_fingerprint
 
 if __name__ == "__main__":

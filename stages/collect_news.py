@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.study.curation import collect_news_corpus
+from genfair.study.curation_stages import collect_news_corpus
 
 if __name__ == "__main__":
     run("collect_news", collect_news_corpus)

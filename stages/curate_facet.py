@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.study.curation import curate_facet_crops
+from genfair.study.curation_stages import curate_facet_crops
 
 if __name__ == "__main__":
     run("curate_facet", curate_facet_crops)

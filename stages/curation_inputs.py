@@ -9,7 +9,7 @@ if __name__ == "__main__" and not quick(CURATION_STAGE, quick_curation_inputs):
 
     from _common import run
 
-    from genfair.params import load_frame
-    from genfair.study.curation import curation_inputs
+    from genfair.frame import load_frame
+    from genfair.study.curation_stages import curation_inputs
 
     run(CURATION_STAGE, partial(curation_inputs, stamp=True), load=load_frame)

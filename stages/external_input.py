@@ -5,8 +5,8 @@ import sys
 
 from _common import run
 
-from genfair.params import load_frame
-from genfair.study.curation import external_input
+from genfair.frame import load_frame
+from genfair.study.curation_stages import external_input
 
 if __name__ == "__main__":
     run("external_input", external_input, item=sys.argv[1], load=load_frame)

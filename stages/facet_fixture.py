@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.study.curation import facet_fixture
+from genfair.study.curation_stages import facet_fixture
 
 if __name__ == "__main__":
     run("facet_fixture", facet_fixture)

@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.study.curation import occupations_table
+from genfair.study.curation_stages import occupations_table
 
 if __name__ == "__main__":
     run("map_occupations", occupations_table)

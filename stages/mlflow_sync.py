@@ -9,7 +9,7 @@ if __name__ == "__main__" and not quick(STORE_STAGE, quick_sync_store):
 
     from _common import run
 
-    from genfair.params import load_frame
+    from genfair.frame import load_frame
     from genfair.study.always import sync_store
 
     run(STORE_STAGE, partial(sync_store, stamp=True), load=load_frame)

@@ -2,7 +2,7 @@
 
 from _common import run
 
-from genfair.study.curation import validate_instruments
+from genfair.study.curation_stages import validate_instruments
 
 if __name__ == "__main__":
     run("validate_instruments", validate_instruments)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genfair.config import ConfigError, load_params, methodology_config
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.models.config import EmbeddedModelConfig, SimulatedModelConfig
+from genfair.study_params import ConfigError, load_params, methodology_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ROOT / "params.yaml"
@@ -140,7 +140,7 @@ def test_curation_and_instrument_blocks_are_validated_by_key(tmp_path, raw):
 
 
 def test_a_missing_curation_block_names_the_fix(tmp_path, raw):
-    from genfair.config import curation_config
+    from genfair.study_params import curation_config
 
     data = copy.deepcopy(raw)
     del data["curation"]["news"]
@@ -154,7 +154,7 @@ def test_a_missing_curation_block_names_the_fix(tmp_path, raw):
 def test_a_methodology_config_is_validated_once_per_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     """load_params validates every methodology block; the steps reuse that (a copy with
     another block validates the new one)."""
-    import genfair.config as config
+    import genfair.study_params as config
     from genfair.study.context import configured, step_context
     from genfair.study.layout import Layout
     from genfair.study.steps import run_params

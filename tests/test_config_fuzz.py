@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genfair.cli import main
-from genfair.config import params_from
 from genfair.errors import ConfigError
-from genfair.params import read_params
+from genfair.frame import read_params
 from genfair.study.layout import Layout
+from genfair.study_params import params_from
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = read_params(ROOT / "params.yaml")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from genfair.cli import compose
-from genfair.config import load_params
 from genfair.study.layout import Layout
 from genfair.study.steps import compute_metrics, generate, label, make_probes
+from genfair.study_params import load_params
 
 
 def _study(

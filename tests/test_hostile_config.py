@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from genfair.cli import exp_overrides, main
-from genfair.config import ConfigError, methodology_config, params_from
-from genfair.params import read_params
+from genfair.frame import read_params
+from genfair.study_params import ConfigError, methodology_config, params_from
 from genfair.yaml_guard import MAX_DEPTH, check_yaml
 from tests.support.conf import copy_conf
 from tests.test_names import ROOT
@@ -247,9 +247,9 @@ def _config_models() -> list[type]:
 
     from pydantic import BaseModel
 
-    from genfair.config import StudyParams
+    from genfair.frame import CURATION, INSTRUMENTS
     from genfair.methodologies import get_methodology, names
-    from genfair.params import CURATION, INSTRUMENTS
+    from genfair.study_params import StudyParams
 
     roots: list[Any] = [StudyParams]
     # genfair's own (a test may have registered a toy methodology in this process)

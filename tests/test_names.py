@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genfair.cli import main
-from genfair.config import params_from
 from genfair.errors import ConfigError
+from genfair.frame import read_params
 from genfair.names import (
     NAME_PATTERN,
     check_name,
@@ -25,9 +25,9 @@ from genfair.names import (
     pair_problem,
     split_pair,
 )
-from genfair.params import read_params
 from genfair.study.layout import Layout
 from genfair.study.runs import compose_runs
+from genfair.study_params import params_from
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = [

@@ -74,7 +74,7 @@ def test_a_methodology_runs_at_its_own_sizes_and_they_are_recorded(study: Path) 
     assert {key: block[key] for key in smoke if key != "t2i"} == {
         k: v for k, v in smoke.items() if k != "t2i"
     }
-    from genfair.config import load_params
+    from genfair.study_params import load_params
 
     loaded = load_params(study / "params.yaml")
     assert loaded.sizes_of("fact_or_fair") == "smoke" and loaded.sizes_of("iris") == "default"
@@ -266,8 +266,8 @@ def test_a_held_model_the_study_lacks_is_refused(
 
 
 def test_a_run_the_study_holds_out_is_an_error_naming_the_study_file(study: Path) -> None:
-    from genfair.config import ConfigError, load_params
     from genfair.study.steps import _check_run
+    from genfair.study_params import ConfigError, load_params
 
     _hold(study, "[news_bias]")
     assert main(["compose"]) == 0

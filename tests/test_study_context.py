@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genfair.config import ConfigError, StudyParams, instrument_config, load_params
 from genfair.study.context import instruments, methodologies_for, model_info, models_for
+from genfair.study_params import ConfigError, StudyParams, instrument_config, load_params
 from tests.support.conf import read_conf
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from genfair.config import load_params
 from genfair.study.store import follow_checkout, redact, tracking_uri, workspace_root
 from genfair.study.tracking import flatten
+from genfair.study_params import load_params
 
 
 def test_workspace_root_escapes_dvc_temporary_experiment_copies(tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from genfair.config import params_from
 from genfair.errors import ConfigError
+from genfair.frame import read_params
 from genfair.logs import setup
-from genfair.params import read_params
 from genfair.study.store import display_uri
 from genfair.study.tracking import flatten
+from genfair.study_params import params_from
 from genfair.urls import strip_in_text, url_problem
 from tests.test_names import ROOT
 

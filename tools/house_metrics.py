@@ -138,7 +138,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def back_arrows(edges: dict[str, set[str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Imports from a lower layer into a higher one: those tests/study/test_layers.py forbids,
-    and those of the shared utilities (``base``, which it exempts: ``genfair.config``
+    and those of the shared utilities (``base``, which it exempts: ``genfair.study_params``
     validates every layer's config lazily)."""
     rank = {name: i for i, name in enumerate(LAYERS)}
     forbidden, exempt = [], []

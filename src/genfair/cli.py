@@ -29,11 +29,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from genfair.config import PARAMS_FILE, ConfigError, StudyParams, load_params
 from genfair.errors import EXPECTED
+from genfair.frame import EXP_RESTORE
 from genfair.logs import printable
 from genfair.names import check_name
-from genfair.params import EXP_RESTORE
+from genfair.study_params import PARAMS_FILE, ConfigError, StudyParams, load_params
 
 #: files that mark the repository root (where `dvc repro` and `genfair` run)
 ROOT_MARKERS = ("conf/config.yaml", "dvc.yaml")
@@ -60,7 +60,7 @@ def compose(overrides: list[str], output: Path, conf: Path = Path("conf")) -> Pa
 def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
     """The composed config's text and validated params. The temporary folder it is composed
     in is removed at once, whatever happens (it may hold a key pasted into a config)."""
-    from genfair.params import read_params
+    from genfair.frame import read_params
     from genfair.study.selection import override_problem, partial_blocks
     from genfair.yaml_guard import check_override
 
@@ -93,7 +93,7 @@ def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
 def _selected(overrides: list[str]) -> list[str]:
     """The methodologies ``conf/`` selects with ``overrides`` but those that set a
     methodology's field (the ones Hydra refused)."""
-    from genfair.params import read_params
+    from genfair.frame import read_params
 
     kept = [o for o in overrides if not o.lstrip("+~").startswith("methodologies.")]
     with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
@@ -165,7 +165,7 @@ def cmd_compose(args: argparse.Namespace) -> None:
 def _say_dropped(params: StudyParams) -> None:
     """One line when the new composition drops a methodology or model ``params.yaml`` has
     (a selection made by an override lasts one command; conf/study.yaml's last)."""
-    from genfair.params import read_params
+    from genfair.frame import read_params
     from genfair.study.selection import dropped
 
     try:
@@ -258,9 +258,9 @@ def cmd_try(args: argparse.Namespace) -> None:
 
 def _cache(target: str | None, images: str | None) -> Any:
     """A response cache by URL or path (with its image store), or the study's cache."""
+    from genfair.frame import CacheConfig, cache_dir
     from genfair.models.cache import ResponseCache, foreign_file_problem
     from genfair.models.images import ImageStore
-    from genfair.params import CacheConfig, cache_dir
 
     params = load_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else None
     config = params.cache if params else CacheConfig()
@@ -330,9 +330,9 @@ def _print_usage() -> None:
 
 def _print_ledger() -> None:
     """Per model and methodology, the sent and cached counts of every generate in the
-    cache folder's ledger (:func:`genfair.params.usage_ledger`)."""
+    cache folder's ledger (:func:`genfair.frame.usage_ledger`)."""
+    from genfair.frame import CacheConfig, usage_ledger
     from genfair.models.usage import ledger_totals, read_ledger
-    from genfair.params import CacheConfig, usage_ledger
 
     params = load_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else None
     ledger = usage_ledger(params.cache if params else CacheConfig())

@@ -30,7 +30,7 @@ __all__ = ["INSTRUMENTS_FOLDER", "MLFLOW_KEY_PATTERN", "NAME_PATTERN", "PARAMS_F
            "PAIR_SEPARATOR", "check_name", "flatten", "inside", "mlflow_key", "name_problem",
            "STUDY_FILE", "pair_key", "pair_problem", "split_pair"]  # fmt: skip
 
-#: the study's params file, from the repository root (here, not in :mod:`genfair.params`, so
+#: the study's params file, from the repository root (here, not in :mod:`genfair.frame`, so
 #: that what reads its bytes without validating it imports no pydantic: :mod:`genfair.stamps`)
 PARAMS_FILE = "params.yaml"
 #: the user's study: which methodologies run on which models (genfair.study.selection)

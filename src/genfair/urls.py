@@ -92,7 +92,7 @@ def checked_url(
     base: bool = False,
 ) -> str:
     """A pydantic field validator's body: ``value``, or a validation error (its key named
-    by :func:`genfair.params.format_errors`) saying what is wrong, never echoing a
+    by :func:`genfair.frame.format_errors`) saying what is wrong, never echoing a
     credential. ``base``: a URL paths are appended to (a model's ``base_url``), which can
     hold no ``?query`` or ``#fragment`` (``/chat/completions`` would land inside them)."""
     problem = url_problem(value, schemes)

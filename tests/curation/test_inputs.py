@@ -343,8 +343,8 @@ def test_compose_writes_external_inputs(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_external_input_stage_refuses_a_name_params_do_not_list(tmp_path: Path) -> None:
-    from genfair.params import load_frame
-    from genfair.study.curation import external_input
+    from genfair.frame import load_frame
+    from genfair.study.curation_stages import external_input
     from genfair.study.layout import Layout
     from tests.support.conf import ROOT
 

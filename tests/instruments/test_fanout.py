@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from genfair.frame import GenerationConfig
 from genfair.instruments.fanout import (
     DaskReadings,
     ProcessReadings,
@@ -20,7 +21,6 @@ from genfair.instruments.fanout import (
     measure_each,
     readings_executor,
 )
-from genfair.params import GenerationConfig
 from tests.support.readings import (
     FaceSpec,
     ServiceSpec,
@@ -149,7 +149,7 @@ def test_the_label_step_reads_on_the_executor_the_study_names(
     """Whatever methodology labels, its readings go where ``generation`` says."""
     import pandas as pd
 
-    from genfair import params as params_module
+    from genfair import frame as params_module
     from genfair.instruments import fanout
     from genfair.study import steps
     from genfair.study.layout import Layout

@@ -153,7 +153,7 @@ def test_validation_checks_reach_the_reports_instruments_section(folders, tmp_pa
     from types import SimpleNamespace
 
     from genfair.instruments.image_validation import DEGRADATIONS
-    from genfair.study.curation import _validate_image_instruments
+    from genfair.study.curation_stages import _validate_image_instruments
     from genfair.study.layout import Layout
     from genfair.study.report import instruments_view
 

@@ -239,9 +239,9 @@ def test_a_label_step_reads_and_stores_in_the_study_cache_that_cache_url_names(
 
     import yaml
 
-    from genfair.config import StudyParams
     from genfair.study.context import step_context
     from genfair.study.layout import Layout
+    from genfair.study_params import StudyParams
     from tests.support.conf import read_conf
 
     monkeypatch.delenv("GENFAIR_CACHE_URL", raising=False)

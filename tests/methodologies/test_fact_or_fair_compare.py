@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair import t2i
 from genfair.methodologies.fact_or_fair.data import GROUPS
@@ -18,6 +17,7 @@ from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
 from genfair.study.compare import compare_pair
+from genfair.study_params import load_params, methodology_config
 from tests.support.conf import ROOT
 from tests.support.contexts import step_context
 from tests.support.synthetic_labels import fact_or_fair_labels

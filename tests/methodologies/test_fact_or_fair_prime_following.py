@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
 from genfair.methodologies.fact_or_fair.prime_following import (
@@ -22,6 +21,7 @@ from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
+from genfair.study_params import load_params, methodology_config
 from tests.support.contexts import step_context
 
 METHODOLOGY = get_methodology("fact_or_fair")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies.fact_or_fair.data import ReferenceDataError
 from genfair.methodologies.fact_or_fair.probes import PROBE_COLUMNS, build_probes
+from genfair.study_params import load_params, methodology_config
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "data" / "reference"

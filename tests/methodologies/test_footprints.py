@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from genfair.config import ConfigError, methodology_config, params_from
+from genfair.frame import read_params
 from genfair.methodologies import get_methodology
-from genfair.params import read_params
 from genfair.study.footprint import check_footprint
+from genfair.study_params import ConfigError, methodology_config, params_from
 from tests.test_names import ROOT
 
 GIB2 = 2 << 30

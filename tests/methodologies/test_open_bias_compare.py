@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params, methodology_config
 from genfair.io import write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import PairedCounts
@@ -25,6 +24,7 @@ from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
 from genfair.study.compare import _counted_statistic, compare_models, compare_pair, paired_rows
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams, load_params, methodology_config
 from tests.support.conf import ROOT, with_runs
 from tests.support.open_bias_labels import distinct_copies, knowledge_base, open_bias_labels
 

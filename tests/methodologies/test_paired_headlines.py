@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
 from genfair.methodologies.lvlm_facet.results import headline, headline_counts, recall_tables
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
 from genfair.resources.group_words import GroupWordCounter
 from genfair.study.compare import compare_pair
+from genfair.study_params import load_params, methodology_config
 from tests.support.conf import ROOT
 
 LVLM = get_methodology("lvlm_facet")

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import StudyResult
 from genfair.methodologies.iris.config import IrisConfig
@@ -26,6 +25,7 @@ from genfair.models.config import SimulatedModelConfig
 from genfair.models.runner import run_calls
 from genfair.models.simulated import SimulatedLLM
 from genfair.study import precision
+from genfair.study_params import load_params, methodology_config
 from tests.support.conf import ROOT
 from tests.support.contexts import step_context
 from tests.support.iris_labels import tournament_labels

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.study import precision
 from genfair.study.compare import compare_pair
+from genfair.study_params import load_params, methodology_config
 from tests.methodologies.test_precision_forecasts import facet_labels
 from tests.support.conf import ROOT
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from genfair.frame import cache_dir
 from genfair.models.base import Completion, Request
 from genfair.models.cache import ResponseCache
-from genfair.params import cache_dir
 
 FINGERPRINT = {
     "backend": "hf",

@@ -172,8 +172,8 @@ def test_postgresql_credentials_come_from_the_environment_or_pgpass(
 def test_a_password_in_the_configured_url_is_refused_naming_the_key(tmp_path: Path) -> None:
     import yaml
 
-    from genfair.config import ConfigError, load_params
-    from genfair.params import CacheConfig, cache_url
+    from genfair.frame import CacheConfig, cache_url
+    from genfair.study_params import ConfigError, load_params
 
     raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     raw["cache"]["url"] = "postgresql://team:s3cret@db.example/genfair"

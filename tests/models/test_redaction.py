@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from genfair.config import format_errors
 from genfair.models.base import Completion
 from genfair.models.config import ModelConfig, OpenAIModelConfig, OpenAIT2IConfig, OpenAIVLMConfig
 from genfair.models.redaction import (
@@ -20,6 +19,7 @@ from genfair.models.redaction import (
     redact_completion,
     register_key_env,
 )
+from genfair.study_params import format_errors
 
 PASTED = [
     "sk-proj-4fGh7Jk2LmNoPqRsTuVwXyZ0123456789abcdef",

@@ -13,12 +13,12 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.methodologies import get_methodology, names, register, registry
 from genfair.study.layout import Layout
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
 
@@ -115,9 +115,9 @@ def test_registry_rejects_what_is_not_a_methodology(monkeypatch: pytest.MonkeyPa
 
 def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
     """A study whose models give a plot no rows still writes its table (DVC needs the output)."""
-    from genfair.config import ConfigError
     from genfair.io import write_parquet
     from genfair.study.scoring import write_plot
+    from genfair.study_params import ConfigError
 
     register(Quiz)
     layout = Layout(tmp_path)

@@ -109,8 +109,8 @@ def test_the_full_path_leaves_unchanged_fingerprints_and_drops_stale_ones(worksp
     """DVC keeps ``data/curated/inputs`` between runs (persist): an unchanged fingerprint keeps
     its inode and mtime (DVC's state database still knows its hash), and a section no longer
     configured leaves nothing behind."""
-    from genfair.params import StudyFrame
-    from genfair.study.curation import curation_inputs
+    from genfair.frame import StudyFrame
+    from genfair.study.curation_stages import curation_inputs
 
     news = workspace / "news.jsonl"
     news.write_text('{"headline": "H", "body": "B"}\n')

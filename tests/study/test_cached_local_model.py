@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genfair.config import load_params
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
 from tests.support.tiny_models import count_loads, tiny_llm_config

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from genfair.errors import ConfigError
-from genfair.params import StudyFrame
+from genfair.frame import StudyFrame
 from genfair.study.code import write_code_fingerprint
 from genfair.study.layout import Layout
 

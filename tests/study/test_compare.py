@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.study.compare import compare_models, comparison_files, comparison_metrics
@@ -20,6 +19,7 @@ from genfair.study.layout import Layout
 from genfair.study.report import build_report, comparisons_view
 from genfair.study.steps import compute_metrics
 from genfair.study.tracking import track_study
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 

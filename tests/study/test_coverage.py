@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.config import load_params, methodology_config
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
 from genfair.methodologies.intervals import headline_intervals, interval_table
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
 from genfair.study.coverage import Plant, headline_coverage, reported_intervals
+from genfair.study_params import load_params, methodology_config
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT
 

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.errors import ConfigError
 from genfair.models.dask_executor import config_hash, worker_stats
 from genfair.study.fill import fill, select_runs
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import StudyParams, load_params
 from tests.support.conf import ROOT, with_runs
 from tests.support.dask_cluster import Cluster, dask_cluster  # noqa: F401 - a fixture, found by name
 
@@ -59,7 +59,7 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The smoke study's curation outputs, built once in-process as its stages do: the news
     corpus (the smoke config's embedded source), the occupation table, the FACET-format
     fixture and its person crops; a folder whose ``data/curated`` the other methodologies read."""
-    from genfair.study.curation import (
+    from genfair.study.curation_stages import (
         collect_news_corpus,
         curate_facet_crops,
         facet_fixture,

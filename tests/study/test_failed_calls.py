@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.errors import IncompleteGeneration
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 from tests.support.mock_openai import Fault

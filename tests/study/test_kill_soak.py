@@ -26,10 +26,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import StudyParams
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 from tests.support.endpoint_study import endpoint_params

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from genfair.cli import compose
-from genfair.config import ConfigError, StudyParams, load_params
 from genfair.errors import IncompleteGeneration
 from genfair.methodologies import register
 from genfair.models import ResponseCache, build_backend
@@ -27,6 +26,7 @@ from genfair.study.answers import cache_opener
 from genfair.study.layout import Layout
 from genfair.study.plan import check_budget, plan, totals
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import ConfigError, StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
 
@@ -318,9 +318,9 @@ def test_each_generate_appends_its_split_to_the_cache_folders_ledger(
     """Issue 33.3: the sent/cached split goes to ``usage.jsonl`` beside the cache, never to
     an output; ``track`` logs the latest split of the responses it logs; `cache stats` sums it."""
     from genfair.cli import main
+    from genfair.frame import usage_ledger
     from genfair.io import file_sha256
     from genfair.models.usage import Counts, read_ledger
-    from genfair.params import usage_ledger
     from genfair.study.tracking import split_metrics
 
     params, layout = _params(base), Layout(tmp_path)
@@ -378,8 +378,8 @@ def test_an_unwritable_ledger_costs_a_warning(
 def test_an_interrupted_generate_still_records_what_it_sent(
     base: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from genfair.frame import usage_ledger
     from genfair.models import usage
-    from genfair.params import usage_ledger
     from genfair.study import answers
 
     def interrupted(*args: object) -> None:
@@ -553,8 +553,8 @@ def test_a_lower_bound_plan_stops_the_stage_at_the_budget(
 ) -> None:
     """Issue 44 (weak): OpenBias planned 3 calls and sent 6 under max_calls=8. The budget
     says its plan is a lower bound and the stage counts its calls as they go out."""
+    from genfair.frame import usage_ledger
     from genfair.models.usage import read_ledger
-    from genfair.params import usage_ledger
 
     register(TwoStep)
     raw = copy.deepcopy(base)
@@ -616,8 +616,8 @@ def test_a_later_generate_reuses_the_plan_and_a_changed_cache_plans_again(
 def test_a_reused_plan_still_holds_the_study_to_its_budget(base: dict, tmp_path: Path) -> None:
     """Planned 12 + 12 (a lower bound) under max_calls = 27: the quiz may send 27 - 12, the
     two-step (on the reused plan) what the quiz left; the study sends 27, no more."""
+    from genfair.frame import usage_ledger
     from genfair.models.usage import read_ledger
-    from genfair.params import usage_ledger
 
     params, layout = _two_methodologies(base, 2 * QUESTIONS + 3), Layout(tmp_path)
     for methodology in ("toy_quiz", "toy_two_step"):
@@ -767,8 +767,8 @@ def test_the_caches_answers_give_the_expected_re_asks_and_the_plan_bounds_the_bi
     plan's bound, at least its first asks."""
     import pandas as pd
 
+    from genfair.frame import usage_ledger
     from genfair.models.usage import read_ledger
-    from genfair.params import usage_ledger
 
     params, layout = _reasking(base), Layout(tmp_path)
     make_probes(params, Reasking.name, layout)

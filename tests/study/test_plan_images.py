@@ -10,7 +10,6 @@ import copy
 import pytest
 
 from genfair.cli import compose
-from genfair.config import ConfigError, StudyParams, load_params
 from genfair.io import read_parquet
 from genfair.models import build_backend
 from genfair.models.base import Completion
@@ -20,6 +19,7 @@ from genfair.study.layout import Layout
 from genfair.study.plan import plan, table, totals
 from genfair.study.sizing import INSTRUMENT_CPU, PNG_BYTES_PER_PIXEL
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import ConfigError, StudyParams, load_params
 from tests.support.conf import with_runs
 
 ENDPOINT = {
@@ -132,7 +132,7 @@ def test_max_disk_gb_refuses_generate_before_any_call(base: dict, tmp_path) -> N
 
 @pytest.mark.parametrize("value", ["nan", "inf", -1.0, 0.0])
 def test_max_disk_gb_must_be_a_finite_positive_number(base: dict, value: object) -> None:
-    from genfair.params import StudyFrame, validate
+    from genfair.frame import StudyFrame, validate
 
     raw = copy.deepcopy(base)
     raw["generation"] = {"max_disk_gb": value}

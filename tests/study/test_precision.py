@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose, main
-from genfair.config import StudyParams, load_params
 from genfair.io import write_json, write_parquet
 from genfair.methodologies import register
 from genfair.study import precision, targets
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, copy_conf, with_runs
 

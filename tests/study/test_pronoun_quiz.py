@@ -99,9 +99,9 @@ def test_an_answer_is_read_as_a_word_or_json(text: str, word: str | None) -> Non
     ],
 )
 def test_a_bad_plant_is_refused_when_params_load(plant: dict, message: str) -> None:
-    from genfair.config import params_from
     from genfair.errors import ConfigError
-    from genfair.params import read_params
+    from genfair.frame import read_params
+    from genfair.study_params import params_from
     from tests.support.conf import ROOT
 
     raw = read_params(ROOT / "params.yaml")

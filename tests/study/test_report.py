@@ -17,19 +17,19 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.io import write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import NEUTRAL, Headline, MetricsResult, StepContext
 from genfair.study.always import sync_store
 from genfair.study.context import models_for
-from genfair.study.curation import occupations_table
+from genfair.study.curation_stages import occupations_table
 from genfair.study.layout import Layout
 from genfair.study.report import build_report, study_fingerprint
 from genfair.study.scoring import score_study, write_plot
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.store import listed_keys, missing_runs
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.browser import browser, sync_api, watched_page
 from tests.support.conf import with_runs

@@ -10,10 +10,16 @@ import pytest
 import yaml
 
 from genfair.cli import compose
-from genfair.config import ConfigError, StudyParams, load_params, methodology_config, params_from
 from genfair.methodologies import register
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes, recorded_params, run_params
+from genfair.study_params import (
+    ConfigError,
+    StudyParams,
+    load_params,
+    methodology_config,
+    params_from,
+)
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 
@@ -121,9 +127,9 @@ def test_where_calls_run_is_outside_the_records_and_hashes(tmp_path) -> None:
     ``worker_resources`` and a simulator's ``replica`` pacing change no output:
     run_params.json and the runs' model hashes ignore them, so switching reruns nothing."""
     from genfair.cli import compose
-    from genfair.config import StudyParams, load_params
     from genfair.study.runs import model_hash
     from genfair.study.steps import run_params
+    from genfair.study_params import StudyParams, load_params
 
     raw = load_params(compose(["scale=smoke"], tmp_path / "params.yaml")).model_dump(
         mode="json", exclude_unset=True

@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from genfair.cli import compose
-from genfair.config import ConfigError, load_params
-from genfair.params import load_frame
+from genfair.frame import load_frame
 from genfair.study import steps
 from genfair.study.context import step_context
 from genfair.study.layout import Layout
@@ -21,6 +20,7 @@ from genfair.study.runs import (
     runs_for,
     study_steps_for,
 )
+from genfair.study_params import ConfigError, load_params
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")

@@ -11,9 +11,9 @@ import pytest
 
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Headline
-from genfair.methodologies.samples import SAMPLE_FIELDS, SampleView, guess_groups, join_samples
+from genfair.methodologies.sample_view import SAMPLE_FIELDS, SampleView, guess_groups, join_samples
 from genfair.study.report import samples_href
-from genfair.study.samples import SampleFile, encode_rows, image_urls, script_json
+from genfair.study.sample_files import SampleFile, encode_rows, image_urls, script_json
 from tests.support.conf import ROOT
 
 HOSTILE = "<img src=x onerror=alert(1)></script><!-- & \u2028"

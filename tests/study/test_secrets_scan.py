@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.methodologies import register
 from genfair.study.always import sync_store
 from genfair.study.layout import Layout
@@ -25,6 +24,7 @@ from genfair.study.report import build_report
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 from tests.support.mlflow_server import mlflow_server

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from genfair.cli import main
-from genfair.config import ConfigError, load_params
 from genfair.study.context import configured
 from genfair.study.runs import check_runs
 from genfair.study.steps import run_params
+from genfair.study_params import ConfigError, load_params
 from tests.support.conf import ROOT, copy_conf, stage_params
 
 #: the second simulator's own news-bias plant: more swaps than the methodology's

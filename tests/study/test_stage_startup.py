@@ -18,7 +18,7 @@ HEAVY = ("scipy.stats", "scipy.optimize", "textblob", "trafilatura", "gensim", "
 
 PROBE = """
 import sys
-from genfair.config import load_params
+from genfair.study_params import load_params
 load_params()
 import genfair.study.steps
 print(" ".join(m for m in sys.argv[1:] if m in sys.modules))

@@ -10,14 +10,14 @@ from typing import ClassVar
 import pytest
 import yaml
 
-from genfair.config import load_params
 from genfair.errors import UndeclaredRead
+from genfair.frame import methodology_digests
 from genfair.methodologies import get_methodology, register
 from genfair.methodologies.reads import STEPS, digest_fields, step_config, step_fields
 from genfair.methodologies.registry import builtin
-from genfair.params import methodology_digests
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, label, make_probes
+from genfair.study_params import load_params
 from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.conf import with_runs
 

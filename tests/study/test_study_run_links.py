@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.methodologies import registry
 from genfair.study.layout import Layout
 from genfair.study.lineage import MAX_RUN_NAME, Experiment, in_words
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import MODEL_RUNS, track_study
+from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from genfair.config import StudyParams
 from genfair.models.usage import JOURNALS, read_ledger
 from genfair.study.layout import Layout
 from genfair.study.steps import make_probes
+from genfair.study_params import StudyParams
 from tests.study.test_kill_soak import DRIVER, KEY, _params, start_driver
 from tests.support.conf import with_runs
 from tests.support.mock_openai import MockOpenAI

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from genfair.cli import compose
-from genfair.config import StudyParams, load_params
 from genfair.methodologies import registry
 from genfair.study.always import sync_store
 from genfair.study.layout import Layout
@@ -26,6 +25,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.store import KEY_TAG, listed_keys
 from genfair.study.tracking import track_study
+from genfair.study_params import StudyParams, load_params
 from tests.support.conf import with_runs
 from tests.support.tracking_kill import POINTS, Quiz, QuizB
 

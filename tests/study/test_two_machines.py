@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.models.cache import ResponseCache
 from genfair.study.layout import Layout
 from genfair.study.steps import make_probes
+from genfair.study_params import StudyParams
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import with_runs
 from tests.support.endpoint_study import endpoint_params

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from genfair.config import StudyParams
 from genfair.methodologies import register
 from genfair.models import build_backend
 from genfair.models.config import SimulatedModelConfig
 from genfair.study.layout import Layout
 from genfair.study.steps import generate, make_probes
+from genfair.study_params import StudyParams
 from tests.study.toy_methodology import Quiz
 from tests.support.conf import ROOT, with_runs
 

@@ -16,7 +16,7 @@ def endpoint_params(
     ``toy_quiz`` (``questions`` probes), the methodologies in ``keep`` as composed, and
     ``runs`` made again; ``folder`` receives the composed file."""
     from genfair.cli import compose
-    from genfair.config import load_params
+    from genfair.study_params import load_params
 
     overrides = [
         "scale=smoke",

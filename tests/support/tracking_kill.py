@@ -22,12 +22,12 @@ from typing import Any
 
 import mlflow
 
-from genfair.config import StudyParams
+from genfair.frame import StudyFrame
 from genfair.methodologies import register
-from genfair.params import StudyFrame
 from genfair.study import tracking
 from genfair.study.always import sync_store
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams
 from tests.study.toy_methodology import Quiz
 
 POINTS = (

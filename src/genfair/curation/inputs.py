@@ -200,7 +200,7 @@ def external_inputs(
     name or does not validate has no entry; loading the params names its error."""
     from pydantic import ValidationError
 
-    from genfair.params import CURATION, section_class
+    from genfair.frame import CURATION, section_class
 
     base = Path(root).resolve()
     found: dict[str, dict[str, str]] = {}

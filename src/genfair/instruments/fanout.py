@@ -113,7 +113,7 @@ def executing_readings(executor: ReadingsExecutor | None) -> Iterator[None]:
 @contextmanager
 def readings_executor(generation: Any) -> Iterator[None]:
     """Run the block's readings where ``generation`` (the study's
-    :class:`~genfair.params.GenerationConfig`) says: on the Dask cluster of
+    :class:`~genfair.frame.GenerationConfig`) says: on the Dask cluster of
     ``generation.scheduler`` when ``executor`` is ``dask``, else on
     ``instrument_workers`` local processes (1: in this process). Workers start (and Dask is
     imported) at the first reading, not before."""

@@ -46,10 +46,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from genfair.frame import INSTRUMENTS, instrument_class, section_class
 from genfair.instruments.fanout import adopt, measure_each
 from genfair.io import file_sha256, stable_hash
 from genfair.logs import progress
-from genfair.params import INSTRUMENTS, instrument_class, section_class
 
 __all__ = [
     "BATCH",

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from genfair.methodologies.samples import SampleView, join_samples
+from genfair.methodologies.sample_view import SampleView, join_samples
 from genfair.metrics.bootstrap import INTERVAL_METHODS, IntervalMethod
 from genfair.models.runner import Call, OnRows, Verdict
 

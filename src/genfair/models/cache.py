@@ -55,9 +55,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from genfair.errors import CacheError
+from genfair.frame import CacheConfig, cache_dir, cache_url, images_url
 from genfair.models.base import Completion, Request, stable_hash
 from genfair.models.redaction import redact_completion
-from genfair.params import CacheConfig, cache_dir, cache_url, images_url
 
 log = logging.getLogger(__name__)
 #: how long a SQLite connection waits for another process's lock

@@ -304,11 +304,11 @@ class _Simulator(Strict):
     #: this simulator's own plants: methodology -> plant field -> its value (as in the
     #: methodology's config, e.g. ``{pronoun_quiz: {simulated: {kind: categorical, ...}}}``),
     #: each replacing the methodology's field whole for this model's runs only
-    #: (:func:`genfair.config.run_config`).
+    #: (:func:`genfair.study_params.run_config`).
     #: Not part of the model's identity (never dumped: its hashes, cache keys and MLflow keys
     #: stay): each run's ``runs`` entry digests the plants it answers with
     plants: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude=True)
-    #: the model's key in the study (set by :class:`genfair.config.StudyParams`): its calls'
+    #: the model's key in the study (set by :class:`genfair.study_params.StudyParams`): its calls'
     #: seeds derive from it (:meth:`genfair.models.base.Simulator.call_seed`), so two simulators
     #: of one config and plant are independent draws; ``None`` outside a study
     _study_key: str | None = PrivateAttr(None)
@@ -796,7 +796,7 @@ def modality_of(value: Any) -> Any:
 def _model_kind(value: Any) -> str | None:
     """The union tag of a model config: its ``backend`` for an llm, else its modality,
     whose own union is tagged by backend. Tags equal to a field's value are dropped from
-    error paths by :func:`genfair.config.format_errors`."""
+    error paths by :func:`genfair.study_params.format_errors`."""
     backend = value.get("backend") if isinstance(value, dict) else getattr(value, "backend", None)
     modality = modality_of(value)
     return backend if modality == "llm" else modality

@@ -201,7 +201,7 @@ class DaskExecutor:
 @contextmanager
 def calls_executor(generation: Any, open_cache: Callable[[], ResponseCache]) -> Iterator[None]:
     """Run the block's calls where ``generation`` (the study's
-    :class:`~genfair.params.GenerationConfig`) says: in this process, or on the Dask cluster of
+    :class:`~genfair.frame.GenerationConfig`) says: in this process, or on the Dask cluster of
     ``generation.scheduler`` (whose workers open the response cache with ``open_cache``)."""
     if generation.executor == "local":
         yield

@@ -286,7 +286,7 @@ def sent_ahead() -> None:
 
 # The ledger of splits: outputs hold only totals (the same bytes whether the cache answered or
 # not), so each generate's cache/sent split is appended to a ledger in the cache folder
-# (:func:`genfair.params.usage_ledger`).
+# (:func:`genfair.frame.usage_ledger`).
 
 #: the most of the ledger read (its tail): one line (about 500 bytes) per generate, so 4 MiB
 #: holds the latest ~8,000 runs

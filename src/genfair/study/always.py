@@ -4,7 +4,7 @@ again when it has not changed.
 ``curation_inputs`` and ``mlflow_sync`` run on every repro, so their start-up is most of a no-op
 repro's cost beyond ``dvc status`` (issue 25 point 4). Their checks are cheap; building the
 validated study frame is not (pydantic). Their full paths
-(:func:`genfair.study.curation.curation_inputs`, :func:`sync_store` below) record what
+(:func:`genfair.study.curation_stages.curation_inputs`, :func:`sync_store` below) record what
 they derived from the params in a stamp (:mod:`genfair.stamps`); :func:`quick` runs the same check
 with that record when the stamp's key (the bytes of ``params.yaml``, the environment variables the
 stage reads, the working directory) still matches, and reports ``False`` (take the full path)
@@ -35,7 +35,7 @@ from genfair.study.store import (
 )
 
 if TYPE_CHECKING:  # not at run time: the fast paths have no pydantic
-    from genfair.params import StudyFrame
+    from genfair.frame import StudyFrame
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +117,8 @@ def sync_store(params: StudyFrame, layout: Layout = Layout(), *, stamp: bool = F
         log.info("MLflow %s holds all %d runs of %s", redact(uri), len(keys), layout.tracking)
     else:
         # here, not at the top: the model layer and MLflow only when the store lacks a run
-        from genfair.config import study_params
         from genfair.study.tracking import track_study
+        from genfair.study_params import study_params
 
         log.info(
             "MLflow %s: %s; logging what it lacks",

@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.errors import IncompleteGeneration
 from genfair.models import ResponseCache, build_backend
 from genfair.study.context import cache_opener, configured, step_context
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams
 
 
 def check_errors(responses: pd.DataFrame, max_error_rate: float, what: str) -> int:

@@ -27,12 +27,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genfair.config import StudyParams
+from genfair.frame import cache_dir, usage_ledger
 from genfair.io import write_json
 from genfair.models.usage import Budget, Counts, cost, read_ledger
-from genfair.params import cache_dir, usage_ledger
 from genfair.study.answers import cache_opener
 from genfair.study.plan import PlanRow, allowance, plan, refuse_over
+from genfair.study_params import StudyParams
 
 log = logging.getLogger(__name__)
 

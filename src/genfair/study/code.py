@@ -15,8 +15,8 @@ from pathlib import Path
 
 from genfair.curation.inputs import inputs_fingerprint
 from genfair.errors import ConfigError
+from genfair.frame import StudyFrame
 from genfair.io import write_json
-from genfair.params import StudyFrame
 from genfair.study.layout import Layout
 
 __all__ = ["write_code_fingerprint"]

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.io import read_parquet
 from genfair.methodologies.base import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import draw_weights, unit_counts
@@ -36,6 +35,7 @@ from genfair.names import pair_key
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
+from genfair.study_params import StudyParams
 
 log = logging.getLogger(__name__)
 

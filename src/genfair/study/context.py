@@ -6,7 +6,15 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from genfair.config import (
+from genfair.frame import cache_dir, cache_url, images_url
+from genfair.io import read_parquet
+from genfair.methodologies import Methodology, get_methodology
+from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
+from genfair.methodologies.reads import step_config
+from genfair.models import open_cache
+from genfair.study.layout import Layout
+from genfair.study.runs import chosen, measures
+from genfair.study_params import (
     ConfigError,
     StudyParams,
     instrument_class,
@@ -14,14 +22,6 @@ from genfair.config import (
     methodology_config,
     run_config,
 )
-from genfair.io import read_parquet
-from genfair.methodologies import Methodology, get_methodology
-from genfair.methodologies.base import ModelInfo, ModelRun, StepContext, StudyContext
-from genfair.methodologies.reads import step_config
-from genfair.models import open_cache
-from genfair.params import cache_dir, cache_url, images_url
-from genfair.study.layout import Layout
-from genfair.study.runs import chosen, measures
 
 
 def model_info(params: StudyParams, model: str) -> ModelInfo:

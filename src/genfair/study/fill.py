@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.config import ConfigError, StudyParams
 from genfair.errors import EXPECTED
 from genfair.instruments.fanout import readings_executor
 from genfair.models.dask_executor import calls_executor
 from genfair.study.answers import answer, cache_opener, check_errors
 from genfair.study.context import configured
 from genfair.study.layout import Layout
+from genfair.study_params import ConfigError, StudyParams
 
 log = logging.getLogger(__name__)
 

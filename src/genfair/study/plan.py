@@ -45,7 +45,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genfair.config import ConfigError, StudyParams, instrument_class
 from genfair.errors import EXPECTED
 from genfair.methodologies.base import Methodology
 from genfair.models.base import ESTIMATE_RULE, Completion, LLMBackend, Request
@@ -63,6 +62,7 @@ from genfair.study.sizing import (
     instrument_seconds,
     stored_bytes,
 )
+from genfair.study_params import ConfigError, StudyParams, instrument_class
 
 log = logging.getLogger(__name__)
 

@@ -61,7 +61,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.io import read_json, read_parquet
 from genfair.methodologies.base import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import unit_counts
@@ -70,6 +69,7 @@ from genfair.study.compare import CONFIDENCE, DRAWN, Unit, paired_rows
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
+from genfair.study_params import StudyParams
 
 #: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
 RESAMPLES = 100
@@ -533,9 +533,9 @@ def paper_ratio(params: StudyParams, methodology: str, modality: str) -> float |
     it makes its own calls); None: no paper sizes, or its probes cannot be built here."""
     import yaml
 
-    from genfair.config import methodology_config
     from genfair.errors import EXPECTED
     from genfair.study.runs import SIZES
+    from genfair.study_params import methodology_config
 
     path = SIZES / methodology / "paper.yaml"
     if not path.is_file():

@@ -2,7 +2,7 @@
 
 It opens offline from disk: CSS is inline, figures are PNGs inside the page (``data:`` URLs).
 Its one inline script is the sample browser (``samples.js``, allowed by its hash); the rows it
-shows are script files beside the page (:mod:`genfair.study.samples`), loaded on demand, and
+shows are script files beside the page (:mod:`genfair.study.sample_files`), loaded on demand, and
 the Content-Security-Policy allows no other script and no request off the disk, so a model's
 text can neither run nor call home. Every string that a model wrote or a dataset supplied goes
 through Jinja2's autoescaping in the page and ``textContent`` in the browser. Sections:
@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress, shown
 from genfair.methodologies import get_methodology
@@ -48,11 +47,12 @@ from genfair.methodologies.base import NEUTRAL, ModelInfo, ReportContext, Report
 from genfair.names import split_pair
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
-from genfair.study.samples import SampleFile, script_json, write_samples
+from genfair.study.sample_files import SampleFile, script_json, write_samples
 from genfair.study.scoring import REPORTED, headline_rows
 from genfair.study.steps import read_study
 from genfair.study.store import workspace_root
 from genfair.study.tracking import git_commit
+from genfair.study_params import StudyParams
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 #: rows of a table shown in the report (the full tables are in data/)
 MAX_ROWS = 60
 #: the sample browser's script, inlined in the page (allowed by its hash)
-VIEWER = files("genfair.study") / "samples.js"
+VIEWER = files("genfair.study") / "web" / "samples.js"
 SIMULATED = "SIMULATED"
 
 

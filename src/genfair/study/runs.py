@@ -16,7 +16,7 @@ VQA judge): ``generate`` depends on its ``runs`` entry, so it reruns when one of
 models changes, and not when an unrelated model is added.
 
 Composing also writes ``digests`` (a content hash of each model config, each methodology
-config and the instruments: the stages' params dependencies, :func:`genfair.params.digests_for`),
+config and the instruments: the stages' params dependencies, :func:`genfair.frame.digests_for`),
 ``methodology_code`` (methodology -> the folder of its code, in the
 tree or installed: :func:`~genfair.methodologies.registry.code_path`), which each run's
 ``code`` repeats, ``study_steps`` (the same, for the methodologies some model runs: a
@@ -34,14 +34,14 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from genfair.config import ConfigError, StudyParams, planted_block
+from genfair.frame import digests_for, methodology_digests
 from genfair.methodologies import get_methodology, names
 from genfair.methodologies.reads import fields_of, plant_fields
 from genfair.methodologies.registry import code_path
 from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
-from genfair.params import digests_for, methodology_digests
+from genfair.study_params import ConfigError, StudyParams, planted_block
 
 __all__ = [
     "check_runs",
@@ -223,7 +223,7 @@ def compose_study_steps(models: Any, methodologies: Any, only: Any = None) -> di
 
 
 def compose_digests(models: Any, methodologies: Any, instruments: Any) -> dict[str, Any]:
-    """The ``genfair_digests`` resolver: ``digests`` (:func:`genfair.params.digests_for`) from
+    """The ``genfair_digests`` resolver: ``digests`` (:func:`genfair.frame.digests_for`) from
     the composed ``models``, ``methodologies`` and ``instruments``."""
     return digests_for(_plain(models), _plain(methodologies), _plain(instruments), fields_of)
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import ConfigError, StudyParams
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import NEUTRAL, Methodology, Ranking
@@ -26,6 +25,7 @@ from genfair.study.context import model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.runs import check_runs
 from genfair.study.steps import read_study
+from genfair.study_params import ConfigError, StudyParams
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,13 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import ConfigError, StudyParams, params_from, planted_block
+from genfair.frame import (
+    EXECUTION,
+    PARAMS_FILE,
+    check_digests,
+    read_params,
+    usage_ledger,
+)
 from genfair.instruments.fanout import readings_executor
 from genfair.io import file_sha256, read_json, read_parquet, write_json, write_parquet
 from genfair.logs import printable
@@ -36,13 +42,6 @@ from genfair.models.usage import (
     recording,
     start_journal,
 )
-from genfair.params import (
-    EXECUTION,
-    PARAMS_FILE,
-    check_digests,
-    read_params,
-    usage_ledger,
-)
 from genfair.study.context import (
     configured,
     run_models,
@@ -53,6 +52,7 @@ from genfair.study.context import (
 from genfair.study.footprint import check_footprint
 from genfair.study.layout import Layout
 from genfair.study.runs import run_key
+from genfair.study_params import ConfigError, StudyParams, params_from, planted_block
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def generate_fields(
     config = params.model(model)
     simulated = config.backend == "simulated"
     keep = {*step_fields(method, "generate"), *(plant_fields(method) if simulated else ())}
-    # a simulator's own plants for it in place of the methodology's (genfair.config.run_config)
+    # a simulator's own plants in place of the methodology's (genfair.study_params.run_config)
     block = planted_block(
         written["methodologies"][methodology], getattr(config, "plants", {}).get(methodology)
     )

@@ -24,7 +24,7 @@ from genfair.study.layout import Layout
 from genfair.urls import strip_in_text
 
 if TYPE_CHECKING:  # not at run time: mlflow_sync's fast path (genfair.study.always) has no pydantic
-    from genfair.params import StudyFrame
+    from genfair.frame import StudyFrame
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.models.base import derive_seed
 from genfair.study.compare import Unit
 from genfair.study.context import configured, model_info
@@ -31,6 +30,7 @@ from genfair.study.precision import (
     text_columns,
 )
 from genfair.study.steps import read_study
+from genfair.study_params import StudyParams
 
 
 def needed_units(
@@ -151,7 +151,7 @@ class Target:
 
 def parse_target(text: str) -> tuple[str, float]:
     """``HEADLINE=HALFWIDTH`` (e.g. ``objective.gender.distance=0.05``)."""
-    from genfair.config import ConfigError
+    from genfair.study_params import ConfigError
 
     name, _, value = text.partition("=")
     try:

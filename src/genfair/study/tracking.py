@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genfair.config import StudyParams, run_config
+from genfair.frame import PARAMS_FILE, usage_ledger
 from genfair.io import file_sha256, read_json, read_parquet, spreadsheet_safe, write_json
 from genfair.methodologies import get_methodology
 from genfair.models.usage import latest_split, read_ledger
 from genfair.names import flatten, mlflow_key
-from genfair.params import PARAMS_FILE, usage_ledger
 from genfair.study.context import methodologies_for, model_info
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
@@ -48,6 +47,7 @@ from genfair.study.store import (
     tracking_uri,
     workspace_root,
 )
+from genfair.study_params import StudyParams, run_config
 
 if TYPE_CHECKING:
     from genfair.study.lineage import DataFile, Experiment

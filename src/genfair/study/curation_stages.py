@@ -31,8 +31,7 @@ from typing import Any
 from genfair.curation.inputs import check_external_inputs, inputs_fingerprint, write_fingerprint
 from genfair.curation.inputs import curation_inputs as inputs_of
 from genfair.errors import ConfigError
-from genfair.io import write_json, write_parquet
-from genfair.params import (
+from genfair.frame import (
     PARAMS_FILE,
     StudyFrame,
     cache_dir,
@@ -40,6 +39,7 @@ from genfair.params import (
     instrument_class,
     instrument_config,
 )
+from genfair.io import write_json, write_parquet
 from genfair.stamps import write_stamp
 from genfair.study.layout import Layout
 

@@ -3,7 +3,7 @@
 The frame is every block of the study validated but the model configs, which it keeps as
 written: the stages that run on every ``dvc repro`` (curation input fingerprints, the MLflow
 store check) read only the frame, so they start without importing the model layer (a third
-of a second each, every repro). :mod:`genfair.config` adds the validated model configs and
+of a second each, every repro). :mod:`genfair.study_params` adds the validated model configs and
 the methodologies' own configs on top of it.
 """
 
@@ -161,7 +161,7 @@ def usage_ledger(cache: CacheConfig) -> Path:
 
 
 class StudyFrame(Strict):
-    """The study's blocks; ``models`` as written (:class:`genfair.config.StudyParams`
+    """The study's blocks; ``models`` as written (:class:`genfair.study_params.StudyParams`
     validates each model config)."""
 
     # a key pasted where a variable name belongs must never be echoed in an error
@@ -173,11 +173,11 @@ class StudyFrame(Strict):
     cache: CacheConfig = CacheConfig()
     tracking: TrackingConfig = TrackingConfig()
     models: dict[str, dict[str, Any]] = Field(min_length=1)
-    #: validated per methodology by :func:`genfair.config.methodology_config`
+    #: validated per methodology by :func:`genfair.study_params.methodology_config`
     methodologies: dict[str, dict[str, Any]] = Field(min_length=1)
     #: a model on some methodologies only (``conf/study.yaml``): model -> the methodologies it
     #: runs; a model not named runs every one that measures its modality
-    #: (:func:`genfair.config.check_model_methodologies`)
+    #: (:func:`genfair.study_params.check_model_methodologies`)
     model_methodologies: dict[str, list[str]] = {}
     #: dataset curation steps (``news``...), validated by :func:`curation_config`
     curation: dict[str, dict[str, Any]] = {}

@@ -3,7 +3,7 @@
 Invalid configuration fails fast, before any model is loaded, with every problem named by
 its key path, e.g. ``params.yaml: models.smollm2.sampling.temprature: unknown key``. The
 study's frame (every block but the model configs) and the file's reading are in
-:mod:`genfair.params`; this module adds the model configs and the methodologies' configs.
+:mod:`genfair.frame`; this module adds the model configs and the methodologies' configs.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
-from genfair.models.config import ModelConfig
-from genfair.names import STUDY_FILE
-from genfair.params import (
+from genfair.frame import (
     PARAMS_FILE,
     ConfigError,
     StudyFrame,
@@ -27,6 +25,8 @@ from genfair.params import (
     read_params,
     validate,
 )
+from genfair.models.config import ModelConfig
+from genfair.names import STUDY_FILE
 
 __all__ = ["PARAMS_FILE", "ConfigError", "StudyParams", "check_model_methodologies",
            "check_plants", "curation_config", "format_errors", "instrument_class",
@@ -63,7 +63,7 @@ class StudyParams(StudyFrame):
 def load_params(path: str | Path = PARAMS_FILE) -> StudyParams:
     """Read and validate the study parameters; raise :class:`ConfigError` naming each bad key.
     Every methodology, curation and instrument block is validated now, so a typo fails before
-    any work starts; ``digests`` must follow the blocks (:func:`genfair.params.check_digests`)."""
+    any work starts; ``digests`` must follow the blocks (:func:`genfair.frame.check_digests`)."""
     from genfair.methodologies.reads import fields_of
 
     raw = read_params(path)
@@ -90,7 +90,7 @@ def params_from(raw: dict[str, Any], source: str) -> StudyParams:
 
 
 def study_params(frame: StudyFrame) -> StudyParams:
-    """``frame`` (:func:`genfair.params.load_frame`) with its model configs validated, for a
+    """``frame`` (:func:`genfair.frame.load_frame`) with its model configs validated, for a
     step that read only the frame and now needs the models."""
     return frame if isinstance(frame, StudyParams) else params_from(frame.model_dump(), PARAMS_FILE)
 

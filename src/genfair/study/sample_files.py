@@ -27,14 +27,14 @@ from typing import Any
 
 import pandas as pd
 
-from genfair.config import StudyParams
 from genfair.errors import ConfigError
 from genfair.io import read_parquet, write_text
 from genfair.methodologies import get_methodology
-from genfair.methodologies.samples import SAMPLE_FIELDS
+from genfair.methodologies.sample_view import SAMPLE_FIELDS
 from genfair.names import inside
 from genfair.study.context import models_for
 from genfair.study.layout import Layout
+from genfair.study_params import StudyParams
 
 #: the report's folder of sample files (next to ``index.html``)
 FOLDER = "samples"

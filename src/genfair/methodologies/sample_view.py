@@ -2,7 +2,7 @@
 
 A methodology says which of its columns matter (:class:`SampleView`, the class attribute
 ``Methodology.sample_view``); :func:`join_samples` makes one row per label row out of its
-label, response and probe tables. The generic report code (:mod:`genfair.study.samples`)
+label, response and probe tables. The generic report code (:mod:`genfair.study.sample_files`)
 exports these rows per model, and names no methodology.
 """
 
