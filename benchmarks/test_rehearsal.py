@@ -7,8 +7,9 @@ The study: the two methodologies on that one model (no LLM, no VLM: their parts 
 methodologies are not images), composed with ``scale=paper`` and the image counts cut to 1/20
 of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS IFS-Gen 8 images per occupation on
 all 52 (paper 160), BIS-Gen 5 per prompt for the top 10 stereotypes (paper 100), FACT-OR-FAIR 1
-per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model, about
-14 minutes and 620 CPU-s here (docs/benchmarks.md, "Paper-scale rehearsal (images)").
+per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model
+(docs/benchmarks.md, "Paper-scale rehearsal (images)"). ``REHEARSAL_FRACTION=40`` draws 1/40
+instead (4, 2 and 1), for a machine with less time.
 Quick mode (`make test`): no study of its own (a build of its own cost 50-60 CPU-s and
 2-7 minutes under the suite's load, mostly DVC's and 25 stages' start-up). A copy of the
 session's shared smoke study has its simulated T2I model swapped for the realistic one at
@@ -66,12 +67,15 @@ STUDY = (
     "~model@models.simulated_vlm",
     "model@models.simulated_t2i=simulated_t2i_realistic",
 )
-FULL = (
-    "scale=paper",
-    "methodologies.iris.ifs_gen.images_per_occupation=8",
-    "methodologies.iris.bis_gen.images_per_prompt=5",
-    "methodologies.fact_or_fair.t2i.images_per_query=1",
-)
+#: the paper's image counts (conf/sizes/<methodology>/paper.yaml), of which full mode draws
+#: 1/``FRACTION`` (at least one): 1/20 unless ``REHEARSAL_FRACTION`` says otherwise (e.g. 40)
+PAPER = {
+    "methodologies.iris.ifs_gen.images_per_occupation": 160,
+    "methodologies.iris.bis_gen.images_per_prompt": 100,
+    "methodologies.fact_or_fair.t2i.images_per_query": 20,
+}
+FRACTION = int(os.environ.get("REHEARSAL_FRACTION", "20"))
+FULL = ("scale=paper", *(f"{k}={max(1, n // FRACTION)}" for k, n in PAPER.items()))
 #: quick mode: the shared smoke study's simulated T2I model made the realistic one, smaller
 QUICK = ("model@models.simulated_t2i=simulated_t2i_realistic", "models.simulated_t2i.size=256")
 #: the case quick mode runs (the readings fan-out through DVC); the others run in full mode
@@ -113,16 +117,23 @@ def timed(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": int(found["peak_rss_kb"].group(1)) / 1024}
 
 
-def disk_bytes(folder: Path) -> int:
-    """Bytes of the files under ``folder``, each inode once (DVC may link its cache)."""
+def disk_bytes(*folders: Path) -> int:
+    """Bytes of the files under ``folders``, each inode once (the cache, ``data/`` and DVC's
+    cache link one image file)."""
     seen, total = set(), 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            st = os.lstat(os.path.join(root, name))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for name in files:
+                st = os.lstat(os.path.join(root, name))
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_size
     return total
+
+
+def load_average() -> list[float]:
+    """The machine's 1-, 5- and 15-minute load averages: its 2 cores are shared."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def stages_in_order(work: Path) -> list[str]:
@@ -187,10 +198,13 @@ def test_rehearsal(benchmark, mode, case: str, cluster, request, tmp_path: Path)
     def rehearse() -> None:
         for stage in stages:
             figures = timed(["dvc", "repro", "--single-item", stage], work, env)
+            there = [v for v in folders.values() if v.exists()]
             disk = {f"{k}_mb": disk_bytes(v) / 2**20 for k, v in folders.items() if v.exists()}
-            rows.append({"stage": stage, **figures, **disk})
+            disk["disk_mb"] = disk_bytes(*there) / 2**20  # all three, each file once
+            rows.append({"stage": stage, **figures, **disk, "load_1m": os.getloadavg()[0]})
             print(f"[{case}] {json.dumps(rows[-1])}", flush=True)  # a long run's progress
 
+    load_before = load_average()
     if mode.quick:
         benchmark(rehearse)
     else:
@@ -201,22 +215,24 @@ def test_rehearsal(benchmark, mode, case: str, cluster, request, tmp_path: Path)
     last = rows[-1]
     summary = {
         "case": case,
-        "sizes": mode.size("1/20 of paper", "quick"),
+        "sizes": mode.size(f"1/{FRACTION} of paper", "quick"),
         "images": images,
         **{k: round(v, 1) for k, v in total.items()},
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
-        **{k: round(last.get(f"{k}_mb", 0.0), 1) for k in folders},
-        "load_average": round(os.getloadavg()[0], 2),
+        **{k: round(last.get(f"{k}_mb", 0.0), 1) for k in (*folders, "disk")},
+        "load_before": load_before,
+        "load_after": load_average(),
     }
     benchmark.extra_info.update(summary)
     (tmp_path / "rehearsal.json").write_text(json.dumps({"summary": summary, "stages": rows}))
     print(f"\nrehearsal [{case}] SIMULATED images (realistic pixels), measured by the real "
           f"instrument: {json.dumps(summary)}")  # fmt: skip
-    print("| stage | wall s | CPU s | peak RSS MiB | data MiB | cache MiB | DVC cache MiB |")
+    print("| stage | wall s | CPU s | peak RSS MiB | data MiB | cache MiB | DVC MiB | disk MiB |")
     for r in rows:
         print(
             f"| {r['stage']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | "
-            f"{r.get('data_mb', 0):.1f} | {r.get('cache_mb', 0):.1f} | {r.get('dvc_mb', 0):.1f} |"
+            f"{r.get('data_mb', 0):.1f} | {r.get('cache_mb', 0):.1f} | {r.get('dvc_mb', 0):.1f} | "
+            f"{r['disk_mb']:.1f} |"
         )
 
 
