@@ -45,6 +45,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,16 +101,36 @@ _TIME = {
 }
 
 
+#: runs a command as the subreaper of its process tree (Linux's PR_SET_CHILD_SUBREAPER) and
+#: waits for every descendant: the readings' local workers are forked by a forkserver that
+#: outlives the stage and that no process waits for, so their CPU would escape ``time``
+REAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+code = subprocess.call(sys.argv[1:])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        sys.exit(code)
+"""
+
+
 def _seconds(clock: str) -> float:
     parts = [float(p) for p in clock.split(":")]
     return sum(p * 60**i for i, p in enumerate(reversed(parts)))
 
 
 def timed(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
-    """``args`` under ``/usr/bin/time -v``: wall, CPU (user + system, the whole process tree)
-    and the peak RSS of its largest process."""
+    """``args`` under ``/usr/bin/time -v``: wall, CPU (user + system, the whole process tree,
+    the forkserver's workers included: :data:`REAPER`) and the peak RSS of its largest
+    process."""
     done = subprocess.run(
-        ["/usr/bin/time", "-v", *args], cwd=cwd, env=env, capture_output=True, text=True
+        ["/usr/bin/time", "-v", sys.executable, "-c", REAPER, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{(done.stdout + done.stderr)[-4000:]}"
     found = {k: re.search(p, done.stderr) for k, p in _TIME.items()}
