@@ -25,11 +25,13 @@ start-up and lock work (about 2 s a stage here). In the Dask case the scheduler 
 which draw the images and read them there, are not in that process tree: their CPU and peak
 RSS are read apart, stage by stage (:func:`cluster_usage`).
 
-Cases (:data:`CASES`): where the instrument's readings run, one override string each: one
-local process (today: the label stage's own), 2 local workers, 2 Dask workers (a real
-scheduler and 2 one-thread workers on 127.0.0.1). The fan-out of readings is another change
-(issue 43 point 2, the setting ``generation.instrument_workers``): a case whose setting
-genfair does not have yet is skipped with that reason.
+Cases (:data:`CASES`): where the instrument's readings run, one override string each: the
+stage's own process (the default), 2 local worker processes
+(``generation.instrument_workers=2``), 2 Dask workers (``generation.executor=dask``: a real
+scheduler and 2 one-thread workers on 127.0.0.1, started and stopped here; they draw the
+images too, as they make every model call). Each case's load average before and after, and
+each stage's after, are recorded: the machine's cores may be shared, and then the wall times
+are the share a case got.
 
 Asserted in both modes: every stage ran, the images are the configured size and distinct
 files (one file in the content-addressed store per image drawn), and the label stages measured
