@@ -7,8 +7,9 @@ The study: the two methodologies on that one model (no LLM, no VLM: their parts 
 methodologies are not images), composed with ``scale=paper`` and the image counts cut to 1/20
 of the paper's (conf/sizes/<methodology>/paper.yaml): IRIS IFS-Gen 8 images per occupation on
 all 52 (paper 160), BIS-Gen 5 per prompt for the top 10 stereotypes (paper 100), FACT-OR-FAIR 1
-per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model, about
-14 minutes and 620 CPU-s here (docs/benchmarks.md, "Paper-scale rehearsal (images)").
+per query on all 76 T2I queries (paper 20): 792 of the paper's 15,840 images per model
+(docs/benchmarks.md, "Paper-scale rehearsal (images)"). ``REHEARSAL_FRACTION=40`` draws 1/40
+instead (4, 2 and 1), for a machine with less time.
 Quick mode (`make test`): no study of its own (a build of its own cost 50-60 CPU-s and
 2-7 minutes under the suite's load, mostly DVC's and 25 stages' start-up). A copy of the
 session's shared smoke study has its simulated T2I model swapped for the realistic one at
@@ -20,13 +21,17 @@ Each stage runs as ``dvc repro --single-item <stage>`` under ``/usr/bin/time -v`
 pipeline's order: its wall time, CPU (user + system of DVC and the stage's processes) and
 peak RSS (the largest process of the tree), then the bytes on disk of ``data/``, the response
 cache (its image store included) and DVC's cache after it. Each figure includes DVC's own
-start-up and lock work (about 2 s a stage here).
+start-up and lock work (about 2 s a stage here). In the Dask case the scheduler and workers,
+which draw the images and read them there, are not in that process tree: their CPU and peak
+RSS are read apart, stage by stage (:func:`cluster_usage`).
 
-Cases (:data:`CASES`): where the instrument's readings run, one override string each: one
-local process (today: the label stage's own), 2 local workers, 2 Dask workers (a real
-scheduler and 2 one-thread workers on 127.0.0.1). The fan-out of readings is another change
-(issue 43 point 2, the setting ``generation.instrument_workers``): a case whose setting
-genfair does not have yet is skipped with that reason.
+Cases (:data:`CASES`): where the instrument's readings run, one override string each: the
+stage's own process (the default), 2 local worker processes
+(``generation.instrument_workers=2``), 2 Dask workers (``generation.executor=dask``: a real
+scheduler and 2 one-thread workers on 127.0.0.1, started and stopped here; they draw the
+images too, as they make every model call). Each case's load average before and after, and
+each stage's after, are recorded: the machine's cores may be shared, and then the wall times
+are the share a case got.
 
 Asserted in both modes: every stage ran, the images are the configured size and distinct
 files (one file in the content-addressed store per image drawn), and the label stages measured
@@ -42,6 +47,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,12 +72,15 @@ STUDY = (
     "~model@models.simulated_vlm",
     "model@models.simulated_t2i=simulated_t2i_realistic",
 )
-FULL = (
-    "scale=paper",
-    "methodologies.iris.ifs_gen.images_per_occupation=8",
-    "methodologies.iris.bis_gen.images_per_prompt=5",
-    "methodologies.fact_or_fair.t2i.images_per_query=1",
-)
+#: the paper's image counts (conf/sizes/<methodology>/paper.yaml), of which full mode draws
+#: 1/``FRACTION`` (at least one): 1/20 unless ``REHEARSAL_FRACTION`` says otherwise (e.g. 40)
+PAPER = {
+    "methodologies.iris.ifs_gen.images_per_occupation": 160,
+    "methodologies.iris.bis_gen.images_per_prompt": 100,
+    "methodologies.fact_or_fair.t2i.images_per_query": 20,
+}
+FRACTION = int(os.environ.get("REHEARSAL_FRACTION", "20"))
+FULL = ("scale=paper", *(f"{k}={max(1, n // FRACTION)}" for k, n in PAPER.items()))
 #: quick mode: the shared smoke study's simulated T2I model made the realistic one, smaller
 QUICK = ("model@models.simulated_t2i=simulated_t2i_realistic", "models.simulated_t2i.size=256")
 #: the case quick mode runs (the readings fan-out through DVC); the others run in full mode
@@ -94,16 +103,36 @@ _TIME = {
 }
 
 
+#: runs a command as the subreaper of its process tree (Linux's PR_SET_CHILD_SUBREAPER) and
+#: waits for every descendant: the readings' local workers are forked by a forkserver that
+#: outlives the stage and that no process waits for, so their CPU would escape ``time``
+REAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+code = subprocess.call(sys.argv[1:])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        sys.exit(code)
+"""
+
+
 def _seconds(clock: str) -> float:
     parts = [float(p) for p in clock.split(":")]
     return sum(p * 60**i for i, p in enumerate(reversed(parts)))
 
 
 def timed(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
-    """``args`` under ``/usr/bin/time -v``: wall, CPU (user + system, the whole process tree)
-    and the peak RSS of its largest process."""
+    """``args`` under ``/usr/bin/time -v``: wall, CPU (user + system, the whole process tree,
+    the forkserver's workers included: :data:`REAPER`) and the peak RSS of its largest
+    process."""
     done = subprocess.run(
-        ["/usr/bin/time", "-v", *args], cwd=cwd, env=env, capture_output=True, text=True
+        ["/usr/bin/time", "-v", sys.executable, "-c", REAPER, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{(done.stdout + done.stderr)[-4000:]}"
     found = {k: re.search(p, done.stderr) for k, p in _TIME.items()}
@@ -113,16 +142,38 @@ def timed(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": int(found["peak_rss_kb"].group(1)) / 1024}
 
 
-def disk_bytes(folder: Path) -> int:
-    """Bytes of the files under ``folder``, each inode once (DVC may link its cache)."""
+def disk_bytes(*folders: Path) -> int:
+    """Bytes of the files under ``folders``, each inode once (the cache, ``data/`` and DVC's
+    cache link one image file)."""
     seen, total = set(), 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            st = os.lstat(os.path.join(root, name))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for name in files:
+                st = os.lstat(os.path.join(root, name))
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_size
     return total
+
+
+def load_average() -> list[float]:
+    """The machine's 1-, 5- and 15-minute load averages: its 2 cores are shared."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cluster_usage(cluster: Any) -> tuple[float, float]:
+    """CPU seconds (user + system) the Dask scheduler and workers have used, and the largest
+    one's peak RSS in MiB: they run outside the stage's process tree, which
+    ``/usr/bin/time`` measures, and do the Dask case's model calls and readings."""
+    import psutil
+
+    cpu, peak_kb = 0.0, 0
+    for process in [cluster.scheduler, *cluster.workers]:
+        times = psutil.Process(process.pid).cpu_times()
+        cpu += times.user + times.system
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        peak_kb = max(peak_kb, int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)))
+    return cpu, peak_kb / 1024
 
 
 def stages_in_order(work: Path) -> list[str]:
@@ -185,38 +236,49 @@ def test_rehearsal(benchmark, mode, case: str, cluster, request, tmp_path: Path)
     rows: list[dict[str, Any]] = []
 
     def rehearse() -> None:
+        used = cluster_usage(cluster) if cluster is not None else None
         for stage in stages:
             figures = timed(["dvc", "repro", "--single-item", stage], work, env)
+            if used is not None:  # the Dask processes' share, beside the stage's own
+                before, used = used, cluster_usage(cluster)
+                figures |= {"cluster_cpu_s": used[0] - before[0], "cluster_peak_rss_mb": used[1]}
+            there = [v for v in folders.values() if v.exists()]
             disk = {f"{k}_mb": disk_bytes(v) / 2**20 for k, v in folders.items() if v.exists()}
-            rows.append({"stage": stage, **figures, **disk})
+            disk["disk_mb"] = disk_bytes(*there) / 2**20  # all three, each file once
+            rows.append({"stage": stage, **figures, **disk, "load_1m": os.getloadavg()[0]})
             print(f"[{case}] {json.dumps(rows[-1])}", flush=True)  # a long run's progress
 
+    load_before = load_average()
     if mode.quick:
         benchmark(rehearse)
     else:
         benchmark.pedantic(rehearse, rounds=1, iterations=1)
     assert [r["stage"] for r in rows] == stages
     images = _check_images(work, size=mode.size(1024, 256))
-    total = {k: sum(r[k] for r in rows) for k in ("wall_s", "cpu_s")}
+    total = {k: sum(r.get(k, 0.0) for r in rows) for k in ("wall_s", "cpu_s", "cluster_cpu_s")}
     last = rows[-1]
     summary = {
         "case": case,
-        "sizes": mode.size("1/20 of paper", "quick"),
+        "sizes": mode.size(f"1/{FRACTION} of paper", "quick"),
         "images": images,
         **{k: round(v, 1) for k, v in total.items()},
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rows), 1),
-        **{k: round(last.get(f"{k}_mb", 0.0), 1) for k in folders},
-        "load_average": round(os.getloadavg()[0], 2),
+        "cluster_peak_rss_mb": round(max(r.get("cluster_peak_rss_mb", 0.0) for r in rows), 1),
+        **{k: round(last.get(f"{k}_mb", 0.0), 1) for k in (*folders, "disk")},
+        "load_before": load_before,
+        "load_after": load_average(),
     }
     benchmark.extra_info.update(summary)
     (tmp_path / "rehearsal.json").write_text(json.dumps({"summary": summary, "stages": rows}))
     print(f"\nrehearsal [{case}] SIMULATED images (realistic pixels), measured by the real "
           f"instrument: {json.dumps(summary)}")  # fmt: skip
-    print("| stage | wall s | CPU s | peak RSS MiB | data MiB | cache MiB | DVC cache MiB |")
+    print("| stage | wall s | CPU s | peak RSS MiB | data MiB | cache MiB | DVC MiB | disk MiB |")
     for r in rows:
         print(
             f"| {r['stage']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | "
-            f"{r.get('data_mb', 0):.1f} | {r.get('cache_mb', 0):.1f} | {r.get('dvc_mb', 0):.1f} |"
+            f"{r.get('data_mb', 0):.1f} | {r.get('cache_mb', 0):.1f} | {r.get('dvc_mb', 0):.1f} | "
+            f"{r['disk_mb']:.1f} |"
+            + (f" Dask {r['cluster_cpu_s']:.1f} CPU s |" if "cluster_cpu_s" in r else "")
         )
 
 

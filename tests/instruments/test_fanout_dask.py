@@ -57,3 +57,19 @@ def test_a_failed_reading_on_the_cluster_is_reported(
         with closing(DaskReadings(dask_cluster.address)) as executor, executing_readings(executor):
             measure_each(ServiceSpec(), paths, got.__setitem__)
     assert sorted(got) == [0, 1, 2, 3, 5]
+
+
+def test_paths_relative_to_the_caller_are_read_on_the_cluster(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    dask_cluster: Cluster,  # noqa: F811 - the imported fixture, by name
+) -> None:
+    """A label stage names its images relative to the study (``data/responses/...``); a
+    worker runs in a folder of its own, so it must get them whole (found by the rehearsal)."""
+    paths = text_files(tmp_path / "data", 4)
+    monkeypatch.chdir(tmp_path)
+    relative = [str(Path(p).relative_to(tmp_path)) for p in paths]
+    one, _ = readings_of(ServiceSpec(), relative)
+    with closing(DaskReadings(dask_cluster.address)) as executor:
+        two, _ = readings_of(ServiceSpec(), relative, executor)
+    assert two == one

@@ -217,10 +217,12 @@ class DaskReadings:
         info = client.sync(client.scheduler.identity, n_workers=-1)
         threads = max(1, sum(w.get("nthreads", 1) for w in info["workers"].values()))
         spans = _spans(len(paths), threads)
+        # a worker runs in a folder of its own: a path relative to this process's (a stage's
+        # data/responses/...) reaches it whole
         futures = client.map(
             _read_shard,
             [spec] * len(spans),
-            [list(paths[s : s + n]) for s, n in spans],
+            [[os.path.abspath(p) for p in paths[s : s + n]] for s, n in spans],
             key=[f"genfair-readings-{uuid.uuid4().hex}" for _ in spans],
             pure=False,
         )
