@@ -214,7 +214,7 @@ def test_iris_occupations_sectors_scores_and_mlflow(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
-    work, _, _ = study
+    work, env, _ = study
     occupations = pd.read_parquet(work / "data/curated/occupations/occupations.parquet")
     assert (
         len(occupations) == 52
@@ -295,7 +295,8 @@ def test_iris_occupations_sectors_scores_and_mlflow(
     assert vlm.loc["AD_single_gender", "value"] > 0  # planted: male 0.9 / female 0.6
     bis = labels[labels["sector"] == "BIS-Und"]
     assert bis["instance_id"].nunique() == 10 and bis["fixture"].all()  # smoke: max_sets 10
-    assert (work / ".genfair-cache/answer_mapper/embeddings.npz").is_file()
+    # the answer mapper's embeddings are readings in the study's cache (issue 43.1)
+    assert "text_embedding" in _run(["genfair", "cache", "stats"], work, env)
     run = _mlflow_run(client, runs["child_runs"]["simulated_vlm/iris"])
     assert run.data.tags["genfair.simulated"] == "true"
     assert {"IFS-Und.AD_single_gender.value", "BIS-Und.ac_diff_gender.value"} <= set(
@@ -307,7 +308,7 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
     """paper 004 on the FACET FIXTURE's single-person images, asked of the SIMULATED vlm only."""
     from mlflow.tracking import MlflowClient
 
-    work, _, _ = study
+    work, env, _ = study
     probes = pd.read_parquet(work / "data/probes/lvlm_facet.parquet")
     assert len(probes) == 3 * 3 and set(probes["prompt"]) == {
         "direct",
@@ -340,7 +341,7 @@ def test_lvlm_facet_on_the_fixture(study: tuple[Path, dict[str, str], str]) -> N
     assert {"recall_per_group.png", "disparity_heatmap.png", "recalls.csv"} <= {
         a.path for a in client.list_artifacts(run.info.run_id)
     }
-    assert (work / ".genfair-cache/lvlm_facet/class_embeddings.npz").is_file()
+    assert "text_embedding" in _run(["genfair", "cache", "stats"], work, env)  # matcher's
 
 
 def test_report_metrics_and_plots_are_readable(study: tuple[Path, dict[str, str], str]) -> None:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -70,6 +71,8 @@ from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
 from genfair.study.steps import read_study
 from genfair.study_params import StudyParams
+
+log = logging.getLogger(__name__)
 
 #: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
 RESAMPLES = 100
@@ -420,10 +423,15 @@ def forecast(
             units = len(n0[0]) if n0 else 0
             planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
             seed = derive_seed(params.seed, "precision", name, info.name)
-            n0, found = forecast_model(
-                headlines, pilot.labels, method.paired_units, planned,
-                resamples=resamples, seed=seed,
-            )  # fmt: skip
+            try:
+                n0, found = forecast_model(
+                    headlines, pilot.labels, method.paired_units, planned,
+                    resamples=resamples, seed=seed,
+                )  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
+                note = _failed(name, info.name, exc)
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", units, note=note))
+                continue
             widths.extend(
                 HalfWidth(name, info.name, info.simulated, headline, n0, planned, **values)
                 for headline, values in found.items()
@@ -448,10 +456,14 @@ def forecast(
             planned = min(
                 _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
             )
-            m, found = forecast_pair(
-                headlines, pa.labels, pb.labels, method.paired_units, planned,
-                resamples=resamples, seed=seed,
-            )  # fmt: skip
+            try:
+                m, found = forecast_pair(
+                    headlines, pa.labels, pb.labels, method.paired_units, planned,
+                    resamples=resamples, seed=seed,
+                )  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
+                _failed(name, f"{a.name} vs {b.name}", exc)
+                continue
             for headline, values in found.items():
                 row = Detectable(name, headline, a.name, b.name, a.simulated, m, planned)
                 row.sd, row.note = values["sd"], values["note"]
@@ -461,6 +473,15 @@ def forecast(
         row.mdd = None if sd is None else detectable(sd, comparisons)
     level = (1 - CONFIDENCE) / max(comparisons, 1)
     return Forecast(widths, [row for row, _ in pairs], comparisons, level)
+
+
+def _failed(methodology: str, model: str, exc: Exception) -> str:
+    """The note of a forecast whose headline function raised on a pilot resample (e.g. a draw
+    of only invalid answers), logged once; the message names the exception's type only (its
+    text may quote a model's answer)."""
+    note = f"not forecast: the headline function raised {type(exc).__name__} on a pilot resample"
+    log.warning("%s · %s: %s", methodology, model, note)
+    return note
 
 
 # ---- the table
