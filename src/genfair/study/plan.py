@@ -627,80 +627,96 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+#: the plan table's columns (``genfair plan``)
+HEAD = (
+    "model",
+    "methodology",
+    "calls",
+    "cached",
+    "to send",
+    "re-asks",
+    "images",
+    "prompt tok",
+    "compl. tok max",
+    "compl. tok exp.",
+    "cost",
+    "time",
+    "image GB",
+    "instr. core-h",
+)
+
+
 def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
     """The plan as a text table (``genfair plan``); with ``limits`` (``generation``), a plan
     over its budget is marked in the total row and said under the table."""
-    head = (
-        "model",
-        "methodology",
-        "calls",
-        "cached",
-        "to send",
-        "re-asks",
-        "images",
-        "prompt tok",
-        "compl. tok max",
-        "compl. tok exp.",
-        "cost",
-        "time",
-        "image GB",
-        "instr. core-h",
-    )
-    body = [
-        (
-            r.model + (" [SIMULATED]" if r.simulated else ""),
-            r.methodology,
-            _fmt(r.calls),
-            _fmt(r.cached),
-            _fmt(r.to_send),
-            _reasks(r),
-            _fmt(r.images),
-            ("~" if ESTIMATE_RULE in r.token_rule else "") + _fmt(r.prompt_tokens),
-            _fmt(r.completion_tokens_max),
-            _fmt(r.completion_tokens_expected),
-            _fmt(r.cost, 4),
-            _duration(r.seconds),
-            _gb(r.image_bytes) if r.image_bytes_rule else "",
-            _hours(r.instrument_seconds) if r.instrument_rule else "",
-        )
-        for r in rows
-    ]
-    body = [
-        line if row.planned else (*line[:2], *["-"] * (len(head) - 2))
-        for line, row in zip(body, rows, strict=True)
-    ]
-    total = totals(rows)
-    drawn = any(r.image_bytes_rule for r in rows)
     over = None if limits is None else over_budget(limits, rows)
-    body.append(
-        (
-            "total" + (" [OVER BUDGET]" if over else ""),
-            "",
-            _fmt(total["calls"]),
-            _fmt(total["cached"]),
-            _fmt(total["to_send"]),
-            f"≤{total['reasks_max']:,}" if total["reasks_max"] else "",
-            _fmt(total["images"]),
-            _fmt(total["prompt_tokens"]),
-            "",
-            "",
-            _fmt(total["cost"], 4),
-            _duration(total["seconds"]),
-            _gb(total["image_bytes"]) if drawn else "",
-            _hours(total["instrument_seconds"]) if drawn else "",
-        )
-    )
-    widths = [max(len(str(line[i])) for line in (head, *body)) for i in range(len(head))]
+    body = [_cells(r) if r.planned else (*_cells(r)[:2], *["-"] * (len(HEAD) - 2)) for r in rows]
+    body.append(_total_cells(rows, over))
+    widths = [max(len(str(line[i])) for line in (HEAD, *body)) for i in range(len(HEAD))]
     lines = [
         "  ".join(
             str(c).ljust(w) if i < 2 else str(c).rjust(w)
             for i, (c, w) in enumerate(zip(line, widths, strict=True))
         )
-        for line in (head, *body)
+        for line in (HEAD, *body)
     ]
+    return "\n".join([*lines, "", *_footnotes(rows, over)])
+
+
+def _cells(r: PlanRow) -> tuple[str, ...]:
+    """One run's row of the plan table."""
+    return (
+        r.model + (" [SIMULATED]" if r.simulated else ""),
+        r.methodology,
+        _fmt(r.calls),
+        _fmt(r.cached),
+        _fmt(r.to_send),
+        _reasks(r),
+        _fmt(r.images),
+        ("~" if ESTIMATE_RULE in r.token_rule else "") + _fmt(r.prompt_tokens),
+        _fmt(r.completion_tokens_max),
+        _fmt(r.completion_tokens_expected),
+        _fmt(r.cost, 4),
+        _duration(r.seconds),
+        _gb(r.image_bytes) if r.image_bytes_rule else "",
+        _hours(r.instrument_seconds) if r.instrument_rule else "",
+    )
+
+
+def _total_cells(rows: Sequence[PlanRow], over: str | None) -> tuple[str, ...]:
+    """The plan table's total row, marked when the plan is over its budget."""
+    total = totals(rows)
+    drawn = any(r.image_bytes_rule for r in rows)
+    return (
+        "total" + (" [OVER BUDGET]" if over else ""),
+        "",
+        _fmt(total["calls"]),
+        _fmt(total["cached"]),
+        _fmt(total["to_send"]),
+        f"≤{total['reasks_max']:,}" if total["reasks_max"] else "",
+        _fmt(total["images"]),
+        _fmt(total["prompt_tokens"]),
+        "",
+        "",
+        _fmt(total["cost"], 4),
+        _duration(total["seconds"]),
+        _gb(total["image_bytes"]) if drawn else "",
+        _hours(total["instrument_seconds"]) if drawn else "",
+    )
+
+
+def _footnotes(rows: Sequence[PlanRow], over: str | None) -> list[str]:
+    """The lines under the plan table: how tokens, re-asks and images were counted, and each
+    run's note (the budget first when it is exceeded)."""
     notes = [f"{r.model} · {r.methodology}: {r.note}" for r in rows if r.note]
     if not all(r.planned for r in rows):
         notes.insert(0, "-: not planned (the total leaves these runs out)")
+    if over:
+        notes.insert(
+            0,
+            f"OVER BUDGET: {over}; `dvc repro` would refuse before sending (raise the limit in "
+            "conf/config.yaml's generation block, then `genfair compose`, or fill the cache)",
+        )
     rules = sorted({r.token_rule for r in rows if r.token_rule})
     reasking = [r for r in rows if r.reasks_max]
     images = [
@@ -709,44 +725,35 @@ def table(rows: Sequence[PlanRow], limits: Any = None) -> str:
         for r in rows
         if r.image_bytes_rule
     ]
-    if over:
-        notes.insert(
-            0,
-            f"OVER BUDGET: {over}; `dvc repro` would refuse before sending (raise the limit in "
-            "conf/config.yaml's generation block, then `genfair compose`, or fill the cache)",
-        )
-    return "\n".join(
-        [
-            *lines,
-            "",
-            f"prompt tokens counted with: {'; '.join(rules) or '-'}"
-            + (
-                " (~: estimated; the model's `tokenizer` counts them: docs/serving.md)"
-                if any(ESTIMATE_RULE in r.token_rule for r in rows)
-                else ""
-            ),
-            *(
-                [
-                    "re-asks: ≤ the most the runs may make (within to send, cost and time); "
-                    "exp.: at the rate the cache's answers of the run needed them",
-                    *(f"{r.model} · {r.methodology}: re-asks {r.reask_rule}" for r in reasking),
-                ]
-                if reasking
-                else []
-            ),
-            "?: not known (no price, or no cached answer of the model to measure)",
-            *(
-                [
-                    "image GB: new images, each stored once; instr. core-h: CPU to measure every "
-                    "image of the run",
-                    *images,
-                ]
-                if images
-                else []
-            ),
-            *notes,
-        ]
-    )
+    estimated = any(ESTIMATE_RULE in r.token_rule for r in rows)
+    return [
+        f"prompt tokens counted with: {'; '.join(rules) or '-'}"
+        + (
+            " (~: estimated; the model's `tokenizer` counts them: docs/serving.md)"
+            if estimated
+            else ""
+        ),
+        *(
+            [
+                "re-asks: ≤ the most the runs may make (within to send, cost and time); "
+                "exp.: at the rate the cache's answers of the run needed them",
+                *(f"{r.model} · {r.methodology}: re-asks {r.reask_rule}" for r in reasking),
+            ]
+            if reasking
+            else []
+        ),
+        "?: not known (no price, or no cached answer of the model to measure)",
+        *(
+            [
+                "image GB: new images, each stored once; instr. core-h: CPU to measure every "
+                "image of the run",
+                *images,
+            ]
+            if images
+            else []
+        ),
+        *notes,
+    ]
 
 
 def _reasks(row: PlanRow) -> str:

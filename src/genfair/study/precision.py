@@ -226,7 +226,9 @@ def unforecastable(
     if sd == 0:
         return "not forecast: no spread in the pilot"
     biases = (float(finite.mean()) - observed, float(np.mean(halves)) - observed)
-    bias = max(biases, key=lambda b: abs(b) if math.isfinite(b) else math.inf)
+    if not all(math.isfinite(b) for b in biases):
+        return "not forecast: a half of the pilot has no value (too few units)"
+    bias = max(biases, key=abs)
     if not abs(bias) <= BIAS_LIMIT * sd:
         return (
             f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
