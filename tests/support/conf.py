@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +64,11 @@ def stage_params(folder: Path) -> dict[str, dict[str, Any]]:
     from dvc.repo import Repo
 
     if not (folder / ".dvc").is_dir():
-        Repo.init(str(folder), no_scm=True)
+        # in a subprocess: DVC's in-process logger may still write to a stream an earlier
+        # test's capture closed ("I/O operation on closed file" on its "Initialized" line)
+        subprocess.run(
+            [sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=folder, check=True
+        )
     with Repo(str(folder)) as repo:
         return {
             stage.addressing: {
