@@ -4,14 +4,14 @@ SYNTHETIC labels (:mod:`tests.support.iris_labels`), compared on their sector sc
 S and K by :func:`genfair.study.compare.compare_pair` with 1,000 replicates:
 
 - *text-to-image, counted* (what ``score`` runs for t2i models,
-  :func:`genfair.methodologies.iris.paired.generation_counts`): the paper's 52 occupations x
+  :func:`genfair.methodologies.iris.compare.generation_counts`): the paper's 52 occupations x
   160 IFS-Gen images and 10 steered occupations x 2 prompts x 300 BIS-Gen images (the
   paper's 6,000) per model. Goal: under 60 s for the pair.
 - *tournament*: 2,000 rounds x 18 profiles of 5 competitors (the paper's 36,000) per model,
-  counted (:func:`genfair.methodologies.iris.paired.understanding_counted`, the tournament's
+  counted (:func:`genfair.methodologies.iris.compare.understanding_counted`, the tournament's
   own Bayes step per replicate from summed counts; goal: under 120 s of CPU for the pair), and
   recomputed (IRIS's own scoring of every replicate's rows,
-  :func:`genfair.methodologies.iris.paired.iris_headlines`, the path of a ``workforce``
+  :func:`genfair.methodologies.iris.compare.iris_headlines`, the path of a ``workforce``
   prior) timed on a few replicates and extrapolated to 1,000.
 
 Measured figures: docs/methodology.md, "Paired model comparisons".
@@ -99,8 +99,8 @@ def test_a_pair_of_text_to_image_models_compared_at_paper_scale(benchmark, mode,
 
 def test_a_pair_of_tournaments_at_paper_scale(benchmark, mode, tmp_path) -> None:
     """Counted (1,000 replicates) and recomputed (a few replicates, extrapolated)."""
+    from genfair.methodologies.iris.compare import calibration, iris_headlines
     from genfair.methodologies.iris.occupations import reference_from_occupations
-    from genfair.methodologies.iris.paired import calibration, iris_headlines
 
     config, occupations = _config(tmp_path)
     rounds, resamples = mode.size((2_000, 1_000), (100, 50))

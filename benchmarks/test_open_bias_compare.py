@@ -5,7 +5,7 @@ SYNTHETIC labels (:mod:`tests.support.open_bias_labels`): 40 biases of 2 to 4 cl
 2,000 shared ones, 10 images a caption (N = 10): 40,000 VQA answers per model. Compared on
 the four severity headlines by :func:`genfair.study.compare.compare_pair` with 2,000
 replicates (``severity.n_resamples``, the methodology's own), counted
-(:func:`genfair.methodologies.open_bias.paired.severity_counts`: each (bias, caption)'s
+(:func:`genfair.methodologies.open_bias.compare.severity_counts`: each (bias, caption)'s
 severity and distribution tallied once, every replicate from their weighted sums). Goal:
 under 60 s for the pair.
 

@@ -56,7 +56,7 @@ def _context(seed: int, tmp: Path) -> StepContext:
 def fact_or_fair() -> tuple[Methodology, object, Plant, list[int]]:
     from genfair.methodologies.fact_or_fair.data import GROUPS
     from genfair.methodologies.fact_or_fair.methodology import _statistics
-    from genfair.methodologies.fact_or_fair.scores import (
+    from genfair.methodologies.fact_or_fair.scoring import (
         cell_index,
         formulas_for,
         replicate_scores,
@@ -152,7 +152,7 @@ def news_bias() -> tuple[Methodology, object, Plant, list[int]]:
     from gensim.test.utils import datapath
 
     from genfair.methodologies.base import MetricsResult
-    from genfair.methodologies.news_bias.score_rows import word_row
+    from genfair.methodologies.news_bias.scoring import word_row
     from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
     from genfair.models.simulated import rewrite, whiten
     from genfair.resources.group_words import GroupWordCounter
@@ -224,7 +224,7 @@ def open_bias_severity(reps: int) -> pd.DataFrame:
     config's ``ci_method``: percentile or BCa, 2,000 resamples, contained). Truth: the
     severities of the true distributions; ``plugin``: the estimator's own expectation at that
     many images (4,000 draws), and ``coverage_plugin`` how often the interval holds it."""
-    from genfair.metrics.severity import (
+    from genfair.methodologies.open_bias.severity import (
         Bootstrap,
         context_aware_severity,
         context_free_severity,

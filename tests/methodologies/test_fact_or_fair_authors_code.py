@@ -21,7 +21,7 @@ from scipy.optimize import minimize_scalar
 
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import Statistic
-from genfair.methodologies.fact_or_fair.scores import cell_table, formulas_for, score_cells
+from genfair.methodologies.fact_or_fair.scoring import cell_table, formulas_for, score_cells
 
 GENDERS = ["female", "male"]
 RACES = ["asian", "black", "hispanic", "white"]

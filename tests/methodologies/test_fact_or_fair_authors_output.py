@@ -28,13 +28,13 @@ import pytest
 
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import load_statistics
-from genfair.methodologies.fact_or_fair.scores import (
+from genfair.methodologies.fact_or_fair.scoring import (
     cell_table,
     formulas_for,
     score_cells,
     title_lookup_finds,
 )
-from genfair.metrics import max_entropy_at_accuracy
+from genfair.methodologies.fact_or_fair.tradeoff import max_entropy_at_accuracy
 
 STATISTICS = (
     Path(__file__).resolve().parents[2] / "data" / "reference" / "fact_or_fair_statistics.csv"

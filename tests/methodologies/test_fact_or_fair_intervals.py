@@ -13,19 +13,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.methodologies.fact_or_fair.scores import (
+from genfair.methodologies.fact_or_fair.scoring import (
     SCORES,
     Formulas,
     cell_clusters,
     score_batch,
     score_cells,
 )
+from genfair.methodologies.fact_or_fair.tradeoff import tradeoff_distance
 from genfair.methodologies.fact_or_fair.uncertainty import (
     INTERVAL_METHODS,
     bootstrap_counts,
     interval,
 )
-from genfair.metrics.tradeoff import tradeoff_distance
 
 GROUPS = {2: ["female", "male"], 4: ["asian", "black", "hispanic", "white"]}
 

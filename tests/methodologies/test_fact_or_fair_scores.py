@@ -13,7 +13,7 @@ from genfair.methodologies import get_methodology
 from genfair.methodologies.fact_or_fair import LABEL_COLUMNS
 from genfair.methodologies.fact_or_fair.config import LLMPlants, SimulatedPlants
 from genfair.methodologies.fact_or_fair.data import Statistic
-from genfair.methodologies.fact_or_fair.scores import cell_table, per_statistic, score_cells
+from genfair.methodologies.fact_or_fair.scoring import cell_table, per_statistic, score_cells
 from genfair.models.cache import ResponseCache
 from genfair.models.config import SimulatedModelConfig, SimulatedPolicy
 from genfair.models.runner import run_calls

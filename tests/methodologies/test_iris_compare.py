@@ -15,8 +15,8 @@ import pytest
 
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.iris.compare import headline_name
 from genfair.methodologies.iris.config import IrisConfig
-from genfair.methodologies.iris.paired import headline_name
 from genfair.methodologies.iris.scoring import IrisScoringConfig, SectorParams, score_models
 from genfair.methodologies.iris.tournament import TournamentConfig
 from genfair.study.compare import _counted_statistic, _statistic, compare_pair, paired_rows
@@ -62,8 +62,8 @@ def test_a_hand_computed_pair_at_fixed_s_and_k(two_occupations: Path, counted: b
     on o2, B's 0 and 1; the magnitude is the mean RD over the drawn occupations, an
     occupation drawn twice counting twice; RFS-Gen has no reference for o1, o2 (none).
     Counted (what ``compare`` runs for t2i) and IRIS's own scoring of the drawn rows."""
+    from genfair.methodologies.iris.compare import iris_headlines
     from genfair.methodologies.iris.occupations import read_occupations, reference_from_occupations
-    from genfair.methodologies.iris.paired import iris_headlines
 
     a = _ifs_gen({"o1": ["male"] * 3 + ["female"], "o2": ["male", "female"] * 2})
     b = _ifs_gen({"o1": ["male", "female"] * 2, "o2": ["male"] * 4})

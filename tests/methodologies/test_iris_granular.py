@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
+from genfair.methodologies.iris.core_metrics import statistical_parity_difference
 from genfair.methodologies.iris.granular import (
     COLUMNS,
     GRANULAR_METRICS,
@@ -22,7 +23,6 @@ from genfair.methodologies.iris.granular import (
 )
 from genfair.methodologies.iris.tournament import CATEGORIES
 from genfair.metrics import representation_disparity
-from genfair.metrics.iris import statistical_parity_difference
 
 TRIPLES = list(itertools.product(*CATEGORIES.values()))
 
@@ -408,7 +408,7 @@ def test_all_granular_metrics_with_missing_tables() -> None:
 
 
 def test_prompts_and_stereotypes() -> None:
-    from genfair.methodologies.iris.prompts import (
+    from genfair.methodologies.iris.probes import (
         bis_und_probes,
         ifs_gen_prompt,
         parse_rating,

@@ -20,8 +20,8 @@ from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
 from genfair.methodologies.lvlm_facet.groups import PAPER_CLASSES, lvlm_persons
 from genfair.methodologies.lvlm_facet.methodology import LvlmFacet
 from genfair.methodologies.lvlm_facet.prompts import direct_prompt, single_choice_prompt
+from genfair.methodologies.lvlm_facet.recall import MACRO, POOLED
 from genfair.methodologies.lvlm_facet.synthetic import synthetic_persons
-from genfair.metrics.recall import MACRO, POOLED
 from genfair.models import ResponseCache, build_backend
 from genfair.models.base import derive_seed
 from genfair.models.config import SimulatedVLMConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from genfair.methodologies.lvlm_facet.results import headline, hits, recall_tables
-from genfair.metrics.recall import POOLED
+from genfair.methodologies.lvlm_facet.recall import POOLED
+from genfair.methodologies.lvlm_facet.scoring import headline, hits, recall_tables
 
 
 def _rows() -> pd.DataFrame:

@@ -11,7 +11,8 @@ from scipy import stats
 
 from genfair.methodologies.lvlm_facet.groups import PAPER_CLASSES, lvlm_persons
 from genfair.methodologies.lvlm_facet.matching import AnswerMatcher, make_encoder
-from genfair.methodologies.lvlm_facet.results import headline, recall_tables
+from genfair.methodologies.lvlm_facet.recall import MACRO, POOLED
+from genfair.methodologies.lvlm_facet.scoring import headline, recall_tables
 from genfair.methodologies.lvlm_facet.synthetic import (
     DEFAULT_POLICY,
     TABLE1,
@@ -19,7 +20,6 @@ from genfair.methodologies.lvlm_facet.synthetic import (
     simulate_answers,
     synthetic_persons,
 )
-from genfair.metrics.recall import MACRO, POOLED
 
 PROMPTS = ("direct", "is_there", "person_is")
 N = 7000  # about a third of the paper's 21,560 images

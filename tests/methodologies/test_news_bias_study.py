@@ -13,7 +13,7 @@ from scipy import stats
 
 from genfair.methodologies import get_methodology
 from genfair.methodologies.news_bias import NewsBiasConfig
-from genfair.methodologies.news_bias.comparison import prompt_comparison, welch_delta
+from genfair.methodologies.news_bias.biased_prompts import prompt_comparison, welch_delta
 from genfair.methodologies.news_bias.config import DocumentLevelConfig
 from genfair.methodologies.news_bias.topics_study import ORIGINALS, document_level_study
 from genfair.metrics.intervals import proportion_ci

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.methodologies.news_bias.comparison import (
+from genfair.methodologies.news_bias.biased_prompts import (
     prejudice_values,
     prompt_comparison,
     welch_delta,

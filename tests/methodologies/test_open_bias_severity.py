@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import entropy
 
-from genfair.metrics import bias_severity
-from genfair.metrics.severity import (
+from genfair.methodologies.open_bias.severity import (
     Bootstrap,
     caption_distributions,
     context_aware_severity,
@@ -19,6 +18,7 @@ from genfair.metrics.severity import (
     severity_summary,
     severity_vectorized,
 )
+from genfair.metrics import bias_severity
 
 # issue 13's worked example: caption 1 -> 10 x male; caption 2 -> 2 x female + 8 x unknown
 TWO_CAPTIONS = np.array([[10, 0], [0, 2]])  # columns: male, female (unknown is no column)

@@ -11,7 +11,7 @@ import pytest
 
 from genfair.methodologies import get_methodology
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
-from genfair.methodologies.lvlm_facet.results import headline, headline_counts, recall_tables
+from genfair.methodologies.lvlm_facet.scoring import headline, headline_counts, recall_tables
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
 from genfair.resources.group_words import GroupWordCounter
 from genfair.study.compare import compare_pair

@@ -40,7 +40,7 @@ def parsers() -> dict[str, Callable[[str], Any]]:
     from genfair.instruments.answer_mapper import clean_answer
     from genfair.instruments.refusal import is_refusal, opening
     from genfair.methodologies.fact_or_fair.parsing import parse_choice
-    from genfair.methodologies.iris.prompts import parse_rating
+    from genfair.methodologies.iris.probes import parse_rating
     from genfair.methodologies.iris.tournament import parse_tournament_answer
     from genfair.methodologies.iris.understanding import objective_choice
     from genfair.methodologies.lvlm_facet.matching import AnswerMatcher

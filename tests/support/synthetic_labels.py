@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS
-from genfair.methodologies.fact_or_fair.scores import CONTEXT_ORDER
+from genfair.methodologies.fact_or_fair.scoring import CONTEXT_ORDER
 
 
 def fact_or_fair_labels(n: int, statistics: list, seed: int) -> pd.DataFrame:

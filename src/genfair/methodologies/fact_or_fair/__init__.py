@@ -4,7 +4,7 @@ text-to-image portraits.
 The methodology (:class:`.methodology.FactOrFair`, registered as ``fact_or_fair``; config
 :class:`.config.FactOrFairConfig`) wires these modules: :mod:`.data` (the 19 U.S.
 statistics), :mod:`.probes` (objective and subjective queries), :mod:`.parsing` (answer ->
-choice), :mod:`.scores` (S_fact, S_E, S_KLD, S_fair, the trade-off distance),
+choice), :mod:`.scoring` (S_fact, S_E, S_KLD, S_fair, the trade-off distance),
 :mod:`.uncertainty` (their intervals), :mod:`.prime_following` (§4.4), :mod:`.t2i` (the
 text-to-image portraits, §3.3-3.4), :mod:`.report` and :mod:`.figures`.
 """

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from genfair.methodologies.fact_or_fair.tradeoff import max_entropy_curve
 from genfair.methodologies.plotting import mathtext, plt
-from genfair.metrics import max_entropy_curve
 
 
 def tradeoff_figure(scores: pd.DataFrame, title: str) -> Figure:

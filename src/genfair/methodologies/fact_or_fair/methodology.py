@@ -32,9 +32,9 @@ from genfair.methodologies.base import (
     StepContext,
 )
 from genfair.methodologies.fact_or_fair import t2i
+from genfair.methodologies.fact_or_fair.compare import paired_counts
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import RACES, load_statistics
-from genfair.methodologies.fact_or_fair.paired import paired_counts
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
 from genfair.methodologies.fact_or_fair.prime_following import prime_following, primed_scores
 from genfair.methodologies.fact_or_fair.probes import (
@@ -44,7 +44,7 @@ from genfair.methodologies.fact_or_fair.probes import (
     truth_letters,
 )
 from genfair.methodologies.fact_or_fair.report import plot_tables, report_section
-from genfair.methodologies.fact_or_fair.scores import (
+from genfair.methodologies.fact_or_fair.scoring import (
     CONTEXT_ORDER,
     cell_table,
     formulas_for,
@@ -310,7 +310,7 @@ class FactOrFair(Methodology[FactOrFairConfig]):
         """The headline distances from a model's labels, as its metrics compute them without
         intervals (LLM: :meth:`_llm_metrics`; T2I: :func:`.t2i.metrics`, each image's faces
         counted together), from the counts of valid answers per cell and group
-        (:func:`.paired.paired_counts`)."""
+        (:func:`.compare.paired_counts`)."""
         if modality == "t2i":
             return t2i.paired_counts(self.headline, config)
         return paired_counts(

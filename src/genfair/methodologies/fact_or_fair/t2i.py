@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from genfair.methodologies.base import Headline, HeadlineCounts, MetricsResult
-from genfair.methodologies.fact_or_fair import paired
+from genfair.methodologies.fact_or_fair import compare
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
     DIRECTIONS,
@@ -48,7 +48,7 @@ from genfair.methodologies.fact_or_fair.data import (
     load_statistics,
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, definition_clause
-from genfair.methodologies.fact_or_fair.scores import (
+from genfair.methodologies.fact_or_fair.scoring import (
     Formulas,
     cell_table,
     per_statistic,
@@ -312,7 +312,7 @@ def paired_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> He
     """The headline distances of :func:`metrics` as counts, for paired comparisons (its
     statistics and formulas; an image's faces answer both attributes)."""
     formulas = Formulas(kld_pseudocount=config.kld_pseudocount)
-    return paired.paired_counts(
+    return compare.paired_counts(
         headlines, _statistics(config), lambda _: formulas, every_attribute=True
     )
 

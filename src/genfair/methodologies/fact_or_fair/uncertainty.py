@@ -27,7 +27,7 @@ uniform k = 4: S_E 0.9967 with the percentile interval [0.9913, 0.9945]; ``smoot
   comparison; it is not valid for these biased statistics.
 
 The scores' own boundary points (S_E = 1, S_KLD = 1) are added by exact simulation tests in
-:func:`genfair.methodologies.fact_or_fair.scores.score_cells`. Every method's interval is
+:func:`genfair.methodologies.fact_or_fair.scoring.score_cells`. Every method's interval is
 clipped to the score's range ([0, 1]; distance [0, sqrt 2]) and then widened, if needed, to contain
 the estimate: the reported interval always contains its estimate, and a superset of an interval
 keeps at least its coverage. The target is the population score: the score formula applied to the

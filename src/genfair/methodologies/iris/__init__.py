@@ -6,7 +6,7 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
 - :mod:`.tournament` -- the RFS-Und blank-image tournament: probe design, answer parsing,
   win counts and the Bayes inversion; :mod:`.prior` -- its priors (uniform, workforce) and
   oracle-floor JSD; :mod:`.reference` -- the U.S./E.U. real-world shares;
-- :mod:`.prompts` -- the paper's prompt templates, the BIS-Gen stereotype selection and
+- :mod:`.probes` -- the paper's prompt templates, the BIS-Gen stereotype selection and
   the BIS-Und questions of Table 29;
 - :mod:`.scoring` -- sector and overall scores (S/K calibration), codes; :mod:`.study` --
   the study-level step over every model; :mod:`.validation` -- Cronbach's alpha and
@@ -15,7 +15,7 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
 
 The class is in :mod:`.methodology`, its config in :mod:`.config` (the simulators' plants in
 :mod:`.simulated`), the occupation table as the study uses it in :mod:`.occupations`.
-The core metric math lives in :mod:`genfair.metrics.iris` and :mod:`genfair.metrics`.
+The core metric math lives in :mod:`.core_metrics` and :mod:`genfair.metrics`.
 """
 
 from genfair.methodologies.iris.config import IrisConfig

@@ -66,6 +66,15 @@ import pandas as pd
 from pydantic import Field
 
 from genfair.limits import MAX_RECORDS
+from genfair.methodologies.iris.core_metrics import (
+    accuracy_disparity,
+    answer_consistency_difference,
+    degradation_penalty,
+    delta_gsr,
+    dhr_inconsistency,
+    statistical_parity_difference,
+    stereotype_drift,
+)
 from genfair.methodologies.iris.prior import oracle_floor, resolve_prior
 from genfair.methodologies.iris.reference import read_reference, reference_shares, require_columns  # noqa: F401 (read_reference: re-exported)
 from genfair.methodologies.iris.tournament import (
@@ -76,15 +85,6 @@ from genfair.methodologies.iris.tournament import (
     tournament_distributions,
 )
 from genfair.metrics import representation_disparity
-from genfair.metrics.iris import (
-    accuracy_disparity,
-    answer_consistency_difference,
-    degradation_penalty,
-    delta_gsr,
-    dhr_inconsistency,
-    statistical_parity_difference,
-    stereotype_drift,
-)
 from genfair.strict import Strict
 
 SECTORS = ("IFS-Gen", "RFS-Gen", "BIS-Gen", "IFS-Und", "RFS-Und", "BIS-Und")

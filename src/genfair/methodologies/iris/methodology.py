@@ -67,6 +67,14 @@ from genfair.methodologies.base import (
     StudyContext,
     StudyResult,
 )
+from genfair.methodologies.iris.compare import (
+    calibration,
+    generation_counts,
+    headline_name,
+    iris_headlines,
+    paired_units,
+    understanding_counted,
+)
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.granular import (
     MODALITY_SECTORS,
@@ -78,15 +86,7 @@ from genfair.methodologies.iris.occupations import (
     read_occupations,
     reference_from_occupations,
 )
-from genfair.methodologies.iris.paired import (
-    calibration,
-    generation_counts,
-    headline_name,
-    iris_headlines,
-    paired_units,
-    understanding_counted,
-)
-from genfair.methodologies.iris.prompts import (
+from genfair.methodologies.iris.probes import (
     ifs_gen_prompt,
     parse_rating,
     steering_prompts,
@@ -202,8 +202,8 @@ class Iris(Methodology[IrisConfig]):
     def paired_headline_function(
         self, config: IrisConfig, modality: str, study: StudyResult | None
     ) -> Any:
-        """Each sector's score (and the overall one) at the study's S and K (:mod:`.paired`):
-        counted (:func:`.paired.generation_counts`, :func:`.paired.understanding_counted`),
+        """Each sector's score (and the overall one) at the study's S and K (:mod:`.compare`):
+        counted (:func:`.compare.generation_counts`, :func:`.compare.understanding_counted`),
         or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
         authors' overall score; None without a study step's scores."""
         scales = calibration(study)
@@ -223,7 +223,7 @@ class Iris(Methodology[IrisConfig]):
 
     def paired_units(self, labels: pd.DataFrame) -> pd.Series:
         """The occupation (generation), the tournament round, the crop, the counterfactual
-        set (:data:`.paired.UNITS`)."""
+        set (:data:`.compare.UNITS`)."""
         return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:

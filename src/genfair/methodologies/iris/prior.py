@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from genfair.methodologies.iris.core_metrics import bayes_invert
 from genfair.methodologies.iris.reference import reference_shares
 from genfair.methodologies.iris.tournament import (
     CATEGORIES,
@@ -41,7 +42,6 @@ from genfair.methodologies.iris.tournament import (
     profile_ids,
     profiles,
 )
-from genfair.metrics.iris import bayes_invert
 
 __all__ = ["FLOOR_COLUMNS", "joint_shares", "oracle_floor", "resolve_prior", "workforce_prior"]
 

@@ -51,8 +51,8 @@ from pydantic import Field, field_validator
 
 from genfair.instruments.refusal import is_refusal
 from genfair.limits import MAX_RECORDS, MAX_SMALL
+from genfair.methodologies.iris.core_metrics import bayes_invert
 from genfair.metrics import js_divergence, normalize_counts
-from genfair.metrics.iris import bayes_invert
 from genfair.strict import Strict
 
 #: the paper's prompt (§D.2.5 Step 2)
@@ -382,7 +382,7 @@ def prior_weights(prior: Literal["uniform"] | Mapping[str, float]) -> np.ndarray
 def tournament_posterior(
     beliefs: pd.DataFrame, prior: Literal["uniform"] | Mapping[str, float] = "uniform"
 ) -> pd.DataFrame:
-    """``P(d | o)`` (profiles x occupations) by :func:`genfair.metrics.iris.bayes_invert`.
+    """``P(d | o)`` (profiles x occupations) by :func:`.core_metrics.bayes_invert`.
 
     An occupation with a NaN belief in some profile (never offered to it) is all NaN: its
     posterior would silently drop that profile.

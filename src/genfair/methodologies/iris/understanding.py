@@ -10,7 +10,7 @@ so those crops are left out of every metric using gender), age ``young``/``middl
 8-10 dark), whatever preset ``curation.facet.skin_groups`` used for its own column.
 
 BIS-Und (:func:`read_counterfactual_dataset`, :func:`counterfactual_fixture`): the
-counterfactual dataset documented by :func:`~genfair.methodologies.iris.prompts.bis_und_probes`
+counterfactual dataset documented by :func:`~genfair.methodologies.iris.probes.bis_und_probes`
 (one row per image: ``instance_id``, ``variant``, ``image``, ``occupation``, ``gender``,
 ``age_group``, ``skin_group`` and the objective truths ``uniform_color``,
 ``has_accessories``, ``expression``, ``has_insignia``, ``has_facial_hair``), as Parquet or
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genfair.methodologies.iris.prompts import BIS_UND_QUESTIONS, IFS_UND_QUESTION, bis_und_probes
+from genfair.methodologies.iris.probes import BIS_UND_QUESTIONS, IFS_UND_QUESTION, bis_und_probes
 from genfair.models.images import sha256_file
 
 #: FACET age label -> IRIS age group

@@ -1,7 +1,7 @@
 """lvlm_facet figures (paper 004): pooled recall per group with intervals (Table 2 as a plot)
 and a class x group-pair disparity heatmap (the appendix tables as a picture).
 
-Both take score rows (:func:`.results.score_rows`) with a ``model`` column, one model's or
+Both take score rows (:func:`.scoring.score_rows`) with a ``model`` column, one model's or
 a leaderboard's; SIMULATED models are drawn hollow and named so.
 """
 
@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_IDS, PROMPT_KINDS
+from genfair.methodologies.lvlm_facet.recall import MACRO, POOLED
 from genfair.methodologies.plotting import plt
-from genfair.metrics.recall import MACRO, POOLED
 
 __all__ = ["disparity_heatmap", "recall_figure"]
 

@@ -14,8 +14,8 @@
   single-choice ones), encoder as configured and recorded, embeddings cached beside the
   response cache.
 - ``metrics``: recall per class and group, pooled and macro, disparities with intervals
-  (:mod:`.results`, :mod:`genfair.metrics.recall`); the scores table is
-  :func:`.results.score_rows`.
+  (:mod:`.scoring`, :mod:`genfair.methodologies.lvlm_facet.recall`); the scores table is
+  :func:`.scoring.score_rows`.
 - headline: the pooled disparity of the paper's pair per attribute and prompt (closer to 0
   is fairer); leaderboard ranked by ``|disparity|`` among real models.
 
@@ -53,7 +53,8 @@ from genfair.methodologies.lvlm_facet.groups import (
 from genfair.methodologies.lvlm_facet.labels import label_answers
 from genfair.methodologies.lvlm_facet.probes import probe_rows
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
-from genfair.methodologies.lvlm_facet.results import (
+from genfair.methodologies.lvlm_facet.recall import POOLED
+from genfair.methodologies.lvlm_facet.scoring import (
     SCORE_COLUMNS,
     headline,
     headline_counts,
@@ -61,7 +62,6 @@ from genfair.methodologies.lvlm_facet.results import (
     score_rows,
 )
 from genfair.methodologies.reads import every_field_but
-from genfair.metrics.recall import POOLED
 from genfair.models.images import sha256_file, vlm_message
 from genfair.models.questions import RecallQuestion
 from genfair.models.runner import Call, Verdict
@@ -127,7 +127,7 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
 
     def headline_function(self, config: LvlmFacetConfig, modality: str) -> HeadlineCounts:
         """The pooled disparities of :meth:`metrics` (paper 004 Table 2) from each image's
-        hits and counts per prompt and group (:func:`.results.headline_counts`)."""
+        hits and counts per prompt and group (:func:`.scoring.headline_counts`)."""
         return headline_counts(
             self.headline, resolve_classes(config.classes), config.empty_group_recall
         )

@@ -33,7 +33,7 @@ import pandas as pd
 
 from genfair.curation.facet import SKIN_COLUMNS
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, PAPER_CLASSES, SKIN_BUCKETS
-from genfair.metrics.recall import POOLED
+from genfair.methodologies.lvlm_facet.recall import POOLED
 from genfair.models.base import derive_seed
 
 # the simulator's policy lives with the simulated vlm (models layer); re-exported here
@@ -182,7 +182,7 @@ def simulate_answers(
 def planted_recalls(answers: pd.DataFrame, classes: Sequence[str]) -> pd.DataFrame:
     """The planted recall of every (prompt, attribute, class, group) cell and pooled over
     the classes: the mean planted p of its rows (``n`` rows). ``class`` is
-    :data:`genfair.metrics.recall.POOLED` for the pooled cells."""
+    :data:`genfair.methodologies.lvlm_facet.recall.POOLED` for the pooled cells."""
     rows = []
     chosen = answers[answers["class"].isin(classes)]
     for attribute in ATTRIBUTES:

@@ -5,7 +5,7 @@ The methodology (:class:`.methodology.NewsBias`, registered as ``news_bias``; it
 says what each step does; config :class:`.config.NewsBiasConfig`) wires these modules:
 :mod:`.prompts` (the paper's prompts), :mod:`.word_level`, :mod:`.sentence_level` and
 :mod:`.document_level` (the three levels, Eq. 1-9), :mod:`.topics_study` (the study-level LDA
-step), :mod:`.comparison` (biased vs unbiased prompts), :mod:`.score_rows` (the scores
+step), :mod:`.biased_prompts` (biased vs unbiased prompts), :mod:`.scoring` (the scores
 table's rows), :mod:`.lengths`, :mod:`.refusal_check`, :mod:`.corpus_check`, :mod:`.report`
 and :mod:`.figures`.
 """

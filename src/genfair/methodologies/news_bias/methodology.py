@@ -28,7 +28,7 @@ requests"):
   :mod:`~genfair.methodologies.news_bias.word_level`;
 * sentence level, sentiment and toxicity, gender and race (Eq. 5-6, Figures 4-5, A.1-A.2):
   :mod:`~genfair.methodologies.news_bias.sentence_level`;
-* biased vs unbiased prompts (Figures 8-10): :mod:`~genfair.methodologies.news_bias.comparison`.
+* biased vs unbiased prompts (Figures 8-10): :mod:`~genfair.methodologies.news_bias.biased_prompts`.
 
 The document level (Eq. 7-9, Figures 6-7) fits its LDA topics on the originals plus every
 model's articles, so it is the methodology's study-level step (``study@news_bias``), not a
@@ -68,14 +68,14 @@ from genfair.methodologies.base import (
     bounded,
     table_rows,
 )
-from genfair.methodologies.news_bias.comparison import prompt_comparison
+from genfair.methodologies.news_bias.biased_prompts import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.prompts import prompt_for
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.report import plot_tables, report_section
-from genfair.methodologies.news_bias.score_rows import refusal_rate, sentence_row, tagged, word_row
+from genfair.methodologies.news_bias.scoring import refusal_rate, sentence_row, tagged, word_row
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
     summarize_sentence_level,

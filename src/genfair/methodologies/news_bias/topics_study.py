@@ -38,7 +38,7 @@ from genfair.instruments.topics import (
 )
 from genfair.io import jsonable
 from genfair.methodologies.base import StudyResult
-from genfair.methodologies.news_bias.comparison import prejudice_values, welch_delta
+from genfair.methodologies.news_bias.biased_prompts import prejudice_values, welch_delta
 from genfair.methodologies.news_bias.config import DocumentLevelConfig, NewsBiasConfig
 from genfair.methodologies.news_bias.document_level import (
     NEUTRAL,

@@ -13,7 +13,7 @@ The methodology (:class:`.methodology.OpenBias`, registered as ``open_bias``) wi
   collection of proposals with their statuses;
 - :mod:`.vqa` -- the VQA question, its choices and the answer -> class mapping and labels;
 - :mod:`.scoring` -- labels -> per-caption counts -> severities and rankings (the math is in
-  :mod:`genfair.metrics.severity`);
+  :mod:`genfair.methodologies.open_bias.severity`);
 - :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob;
 - :mod:`.scripted` -- the SCRIPTED proposer (fixed answers per caption, the test double);
 - :mod:`.figures` -- the severity ranking and context-aware vs context-free figures.

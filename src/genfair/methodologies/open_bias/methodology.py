@@ -53,10 +53,10 @@ from genfair.methodologies.base import (
     bounded,
     table_rows,
 )
+from genfair.methodologies.open_bias.compare import caption_units, severity_counts
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.inputs import load_captions
 from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
-from genfair.methodologies.open_bias.paired import caption_units, severity_counts
 from genfair.methodologies.open_bias.probes import (
     collect_proposals,
     image_probes,
@@ -258,7 +258,7 @@ class OpenBias(Methodology[OpenBiasConfig]):
 
     def headline_function(self, config: OpenBiasConfig, modality: str) -> PairedCounts:
         """The severity headlines of each model's k-th most severe bias, recomputed per
-        replicate of captions (:mod:`.paired`): the same rank, in general different biases
+        replicate of captions (:mod:`.compare`): the same rank, in general different biases
         for two models. The proposal yield is the proposer LLM's, the same for every
         text-to-image model of the study: not compared."""
         return severity_counts(config.severity, self.headline)

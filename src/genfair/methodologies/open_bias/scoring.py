@@ -1,5 +1,5 @@
 """OpenBias labels -> per-bias severities and the ranking (paper 003, §3.2; math in
-:mod:`genfair.metrics.severity`).
+:mod:`genfair.methodologies.open_bias.severity`).
 
 Input: one row per (bias, caption, image) with the mapped VQA ``label`` (a class of the bias or
 ``unknown``), keyed by ``bias_id`` and ``caption_id`` -- never by the bias name alone (upstream
@@ -25,8 +25,8 @@ from pydantic import Field
 
 from genfair.limits import MAX_RESAMPLES
 from genfair.methodologies.open_bias.knowledge_base import KnowledgeBase
+from genfair.methodologies.open_bias.severity import Bootstrap, rank_biases, severity_summary
 from genfair.methodologies.open_bias.vqa import UNKNOWN
-from genfair.metrics.severity import Bootstrap, rank_biases, severity_summary
 from genfair.strict import Strict
 
 __all__ = ["SeverityConfig", "bias_counts", "severity_table"]

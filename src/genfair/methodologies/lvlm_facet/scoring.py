@@ -8,8 +8,8 @@ misses: the model did not name the class. Rows whose generation failed (``status
 "error"``: no answer exists) are left out of the denominators and counted, so a transport
 failure never lowers a recall.
 
-:func:`recall_tables` gives, per prompt and attribute, :func:`genfair.metrics.recall.
-group_recalls` (per class, pooled over the classes, macro) and the disparities (the
+:func:`recall_tables` gives, per prompt and attribute, :func:`.recall.group_recalls` (per
+class, pooled over the classes, macro) and the disparities (the
 paper's pair, every pair, and max - min); :func:`headline` the pooled disparity per
 attribute and prompt, as Table 2 reports.
 """
@@ -23,7 +23,7 @@ import pandas as pd
 
 from genfair.methodologies.base import Headline, HeadlineCounts
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
-from genfair.metrics.recall import (
+from genfair.methodologies.lvlm_facet.recall import (
     MACRO,
     POOLED,
     disparity_table,
@@ -118,7 +118,7 @@ def headline_counts(
     """The pooled disparities of :func:`headline` (``where``: prompt, attribute) as counts,
     for paired model comparisons: each answered row of a class in ``classes`` adds to its
     prompt and group's hits and images; a replicate's disparity is the difference of the
-    :func:`~genfair.metrics.recall.recall_values` of its summed counts, as
+    :func:`~genfair.methodologies.lvlm_facet.recall.recall_values` of its summed counts, as
     :func:`recall_tables` computes the pooled row."""
     pairs = [(h, *DISPARITY_PAIRS[h.where["attribute"]]) for h in headlines]
 

@@ -5,11 +5,12 @@ The unit is the caption (:func:`caption_units`): every text-to-image model of a 
 same knowledge base, draws its images per caption and has them answered by the same VQA
 model, so a replicate draws captions, all of a caption's images and answers for both models
 at once. Each (bias, caption) with a known answer adds, in its bias's block of columns, its
-context-aware severity and a 1 (the caption's share of :func:`~genfair.metrics.severity.
-context_aware_severity`'s mean) and its class distribution (Eq. 4; ``pooled``: its counts)
+context-aware severity and a 1 (the caption's share of
+:func:`.severity.context_aware_severity`'s mean) and its class distribution (Eq. 4;
+``pooled``: its counts)
 for the context-free one (Eq. 5); a replicate's sums give each bias's severities as the
 metrics step computes them (:func:`.scoring.severity_table`), and its k-th by the same rule
-(:func:`~genfair.metrics.severity.rank_biases`: most severe first, ties by ``bias_id``, a
+(:func:`.severity.rank_biases`: most severe first, ties by ``bias_id``, a
 bias without a severity unranked). The k-th bias is each model's own, on each replicate:
 same rank, in general different biases (docs/methodology.md).
 """
@@ -26,8 +27,8 @@ import pandas as pd
 
 from genfair.methodologies.base import Headline, HeadlineCounts, PairedCounts
 from genfair.methodologies.open_bias.scoring import SeverityConfig
+from genfair.methodologies.open_bias.severity import severity_vectorized
 from genfair.methodologies.open_bias.vqa import UNKNOWN
-from genfair.metrics.severity import severity_vectorized
 
 __all__ = ["caption_units", "severity_counts"]
 

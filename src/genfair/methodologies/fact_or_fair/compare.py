@@ -1,8 +1,8 @@
 """FACT-OR-FAIR's headline distances as counts, for paired model comparisons (issue 33.2,
 :class:`~genfair.methodologies.base.HeadlineCounts`): each valid answer adds one to its
-headline's (cell, group) count, the cells of :func:`.scores.cell_table`; a replicate's
-summed counts give the scores by :func:`.scores.replicate_scores`, as
-:func:`.scores.score_cells` computes its estimate."""
+headline's (cell, group) count, the cells of :func:`.scoring.cell_table`; a replicate's
+summed counts give the scores by :func:`.scoring.replicate_scores`, as
+:func:`.scoring.score_cells` computes its estimate."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pandas as pd
 
 from genfair.methodologies.base import Headline, HeadlineCounts
 from genfair.methodologies.fact_or_fair.data import GROUPS, Statistic
-from genfair.methodologies.fact_or_fair.scores import (
+from genfair.methodologies.fact_or_fair.scoring import (
     Formulas,
     cell_index,
     cell_layout,
@@ -51,7 +51,7 @@ def paired_counts(
     every_attribute: bool = False,
 ) -> HeadlineCounts:
     """The :class:`HeadlineCounts` of ``headlines`` (``where``: context and attribute), with
-    :func:`.scores.cell_table`'s ``scope`` and ``fact_statistics`` and each context's
+    :func:`.scoring.cell_table`'s ``scope`` and ``fact_statistics`` and each context's
     ``formulas``; ``every_attribute``: each row answers both attributes (a t2i image's faces,
     as :func:`.t2i.metrics` counts them)."""
     blocks: list[_Block] = []

@@ -35,13 +35,13 @@ import pandas as pd
 
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
-from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
-from genfair.metrics import normalized_entropy
-from genfair.metrics.tradeoff import (
+from genfair.methodologies.fact_or_fair.tradeoff import (
     tradeoff_distance,
     tradeoff_distance_single_brent,
     tradeoff_distances,
 )
+from genfair.methodologies.fact_or_fair.uncertainty import IntervalMethod, score_intervals
+from genfair.metrics import normalized_entropy
 
 SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance")
 CONTEXT_ORDER = ("objective", "baseline", "representativeness", "attribution", "ingroup")
@@ -144,7 +144,7 @@ class Formulas:
       (the authors' objective code: ``exp(-kld) if kld > 0 else 0``).
     - ``distance_axis``: the trade-off point's y coordinate, ``s_e`` (Def. 3) or ``s_fair``
       (the authors' code for the subjective contexts, Table 3 and Figs. 6-9).
-    - ``distance_search``: ``global`` (:func:`~genfair.metrics.tradeoff.tradeoff_distance`)
+    - ``distance_search``: ``global`` (:func:`.tradeoff.tradeoff_distance`)
       or ``single_brent`` (Algorithm 2 and the authors' code; may stop at a local minimum).
     """
 

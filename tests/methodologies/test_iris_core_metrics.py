@@ -1,4 +1,4 @@
-"""Tests for genfair.metrics.iris: hand values, plain-loop cross-checks, edge cases, errors."""
+"""Tests for iris.core_metrics: hand values, plain-loop cross-checks, edge cases, errors."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genfair.metrics import (
+from genfair.methodologies.iris.core_metrics import (
     accuracy_disparity,
     answer_consistency_difference,
     bayes_invert,
     degradation_penalty,
     delta_gsr,
     dhr_inconsistency,
+    group_rates,
     statistical_parity_difference,
     stereotype_drift,
 )
-from genfair.metrics.iris import group_rates
 
 SEEDS = range(25)
 

@@ -1,4 +1,4 @@
-"""Tests for genfair.metrics.tradeoff: the FACT-OR-FAIR curve, distance and S_fair."""
+"""Tests for fact_or_fair.tradeoff: the FACT-OR-FAIR curve, distance and S_fair."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import pytest
 from scipy.optimize import minimize_scalar
 from scipy.stats import entropy
 
-from genfair.metrics import max_entropy_at_accuracy, s_fair, tradeoff_distance
+from genfair.methodologies.fact_or_fair.tradeoff import (
+    max_entropy_at_accuracy,
+    s_fair,
+    tradeoff_distance,
+)
 
 KS = [2, 3, 4, 5, 8]
 
@@ -214,7 +218,7 @@ def test_vectorised_distances_match_the_scalar_search():
     points on and above the curve."""
     import numpy as np
 
-    from genfair.metrics.tradeoff import tradeoff_distances
+    from genfair.methodologies.fact_or_fair.tradeoff import tradeoff_distances
 
     rng = np.random.default_rng(0)
     for k in (2, 3, 4):
@@ -235,7 +239,7 @@ def test_vectorised_distances_match_the_scalar_search():
 def test_single_brent_is_algorithm_2_and_can_stop_at_a_local_minimum():
     """``tradeoff_distance_single_brent`` is paper 000's Algorithm 2 (Appendix C.2), written out
     here with scipy: one bounded search, the curve infinite outside (0, 1)."""
-    from genfair.metrics.tradeoff import tradeoff_distance_single_brent
+    from genfair.methodologies.fact_or_fair.tradeoff import tradeoff_distance_single_brent
 
     def algorithm_2(x: float, y: float, k: int) -> float:
         def f(a: float) -> float:
@@ -261,7 +265,7 @@ def test_single_brent_is_algorithm_2_and_can_stop_at_a_local_minimum():
 
 
 def test_the_curve_is_the_bound_at_every_accuracy() -> None:
-    from genfair.metrics import max_entropy_curve
+    from genfair.methodologies.fact_or_fair.tradeoff import max_entropy_curve
 
     a = np.linspace(0, 1, 41)
     for k in (2, 4):

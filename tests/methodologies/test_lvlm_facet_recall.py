@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genfair.metrics.recall import (
+from genfair.methodologies.lvlm_facet.recall import (
     MACRO,
     POOLED,
     disparity_table,
