@@ -12,6 +12,6 @@ and :mod:`.figures`.
 
 from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.methodology import NewsBias
-from genfair.methodologies.news_bias.prompts import prompt_for
+from genfair.methodologies.news_bias.probes import prompt_for
 
 __all__ = ["NewsBias", "NewsBiasConfig", "prompt_for"]

@@ -50,7 +50,7 @@ from genfair.instruments.readings import scored_once
 from genfair.instruments.refusal import RefusalDetector, is_refusal, opening
 from genfair.instruments.sentiment import TextBlobSentiment
 from genfair.instruments.toxicity import build_toxicity
-from genfair.io import jsonable, read_parquet
+from genfair.io import jsonable
 from genfair.methodologies.base import (
     Footprint,
     Headline,
@@ -70,9 +70,8 @@ from genfair.methodologies.base import (
 )
 from genfair.methodologies.news_bias.biased_prompts import prompt_comparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig
-from genfair.methodologies.news_bias.corpus_check import embedded_corpus_warning
 from genfair.methodologies.news_bias.lengths import article_lengths
-from genfair.methodologies.news_bias.prompts import prompt_for
+from genfair.methodologies.news_bias.probes import build_probes
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
 from genfair.methodologies.news_bias.report import plot_tables, report_section
 from genfair.methodologies.news_bias.scoring import refusal_rate, sentence_row, tagged, word_row
@@ -82,24 +81,12 @@ from genfair.methodologies.news_bias.sentence_level import (
 )
 from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
 from genfair.methodologies.reads import every_field_but
-from genfair.models.base import stable_hash
 from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
 from genfair.resources.group_words import GroupWordCounter
 
 log = logging.getLogger(__name__)
 
-PROBE_COLUMNS = [
-    "probe_id",
-    "kind",
-    "prompt_type",
-    "article_id",
-    "headline",
-    "prompt",
-    "body",
-    "max_attempts",
-    "max_tokens",
-]
 LABEL_COLUMNS = [
     "pair_id",
     "prompt_type",
@@ -250,41 +237,7 @@ class NewsBias(Methodology[NewsBiasConfig]):
     def build_probes(self, config: NewsBiasConfig, seed: int) -> pd.DataFrame:
         """One row per article x prompt type; deterministic (``seed`` is unused: nothing
         is sampled)."""
-        corpus = read_parquet(config.corpus)
-        warning = embedded_corpus_warning(corpus, config.paper_scale, config.corpus)
-        if warning:
-            log.warning("%s", warning)
-        missing = [c for c in ("article_id", "headline", "body") if c not in corpus]
-        if missing:
-            raise ValueError(
-                f"{config.corpus}: missing column(s) {missing}; run collect_news to build it"
-            )
-        corpus = corpus[["article_id", "headline", "body"]]
-        if corpus["article_id"].duplicated().any():
-            raise ValueError(f"{config.corpus}: duplicate article_id values")
-        corpus = corpus.sort_values("article_id", kind="stable")
-        if config.articles is not None:
-            corpus = corpus.head(config.articles)
-        rows = []
-        for article in corpus.to_dict("records"):
-            for prompt_type in dict.fromkeys(config.prompt_types):
-                prompt = prompt_for(article["headline"], prompt_type, config.base_model_prompt)
-                rows.append(
-                    {
-                        "probe_id": stable_hash(
-                            ["news_bias", article["article_id"], prompt_type, prompt], 16
-                        ),
-                        "kind": "news",
-                        "prompt_type": prompt_type,
-                        "article_id": article["article_id"],
-                        "headline": article["headline"],
-                        "prompt": prompt,
-                        "body": article["body"],
-                        "max_attempts": 1,
-                        "max_tokens": config.max_tokens,
-                    }
-                )
-        return pd.DataFrame(rows, columns=PROBE_COLUMNS)
+        return build_probes(config)
 
     def calls(self, probes: pd.DataFrame, config: NewsBiasConfig, modality: str) -> list[Call]:
         return [
