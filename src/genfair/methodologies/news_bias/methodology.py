@@ -40,7 +40,6 @@ modules) by the study step, :mod:`.figures` (matplotlib) by the steps that draw.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, ClassVar
 
 import numpy as np
@@ -84,8 +83,6 @@ from genfair.methodologies.reads import every_field_but
 from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
 from genfair.resources.group_words import GroupWordCounter
-
-log = logging.getLogger(__name__)
 
 LABEL_COLUMNS = [
     "pair_id",
