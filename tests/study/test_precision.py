@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,13 @@ import pytest
 from genfair.cli import compose, main
 from genfair.io import write_json, write_parquet
 from genfair.methodologies import register
+from genfair.methodologies.base import StepContext
+from genfair.models.runner import Call
 from genfair.study import precision, targets
 from genfair.study.layout import Layout
 from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology.config import QuizConfig
 from tests.support.conf import ROOT, copy_conf, with_runs
 
 N = 400
@@ -159,13 +163,73 @@ def test_genfair_plan_precision_and_target(
     assert "write HEADLINE=HALFWIDTH" in capsys.readouterr().err
 
 
-def test_the_paper_ratio_counts_the_calls_of_the_paper_sizes() -> None:
-    """FACT-OR-FAIR's paper sizes (100 samples a prompt, 20 images a query) over the
-    default study's (2 and 4): many times the calls, more for text-to-image."""
+class AskedConfig(QuizConfig):
+    #: how many times its own ``generate`` asks each question (a size knob that makes calls,
+    #: not probes)
+    asks: int = 1
+
+
+@register
+class Asked(Quiz):
+    """The toy quiz asking each question ``asks`` times in its own ``generate``: no
+    ``calls()`` (the old paper ratio counted its probes)."""
+
+    name = "toy_asked"
+    Config = AskedConfig
+
+    def calls(self, probes: pd.DataFrame, config: AskedConfig, modality: str) -> list[Call]:
+        raise NotImplementedError("toy_asked makes its own calls")
+
+    def generate(self, probes: pd.DataFrame, config: AskedConfig, ctx: StepContext) -> pd.DataFrame:
+        once = Quiz.calls(self, probes, config, ctx.modality)
+        asked = [
+            replace(c, messages=({"role": "user", "content": f"{c.messages[0]['content']} ({k})"},))
+            for c in once
+            for k in range(config.asks)
+        ]
+        return ctx.run(asked, self.judge)
+
+
+def test_the_paper_ratio_is_the_plans_calls_at_the_paper_sizes(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A methodology with its own ``generate``: the plan's calls at its paper sizes (80
+    questions asked 5 times) over the study's (40 asked once), not its probes' 2."""
+    from genfair.study import runs
+
+    raw = params.model_dump(mode="json")
+    raw["methodologies"] = {"toy_asked": {"questions": 40, "asks": 1}}
+    study = StudyParams.model_validate(with_runs(raw))
+    (tmp_path / "toy_asked").mkdir()
+    (tmp_path / "toy_asked" / "paper.yaml").write_text("{questions: 80, asks: 5}")
+    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    assert precision.paper_ratio(study, "toy_asked", "simulated_llm") == 10.0
+    assert precision.paper_ratio(study, "toy_asked", "real_a") == 10.0  # no call sent, none cached
+    (tmp_path / "toy_asked" / "paper.yaml").unlink()
+    assert precision.paper_ratio(study, "toy_asked", "simulated_llm") is None  # no paper sizes
+
+
+def test_the_paper_ratio_of_a_methodology_with_calls_is_its_calls() -> None:
+    """FACT-OR-FAIR (the base ``generate``, on one of its statistics): the plan's calls at
+    its paper sizes over the study's are its ``calls()``'s (an independent count)."""
+    from genfair.study.context import configured
+    from genfair.study_params import methodology_config
+
     study = load_params(ROOT / "params.yaml")
-    llm = precision.paper_ratio(study, "fact_or_fair", "llm")
-    t2i = precision.paper_ratio(study, "fact_or_fair", "t2i")
-    assert llm is not None and t2i is not None and 10 < llm and 4 < t2i
+    raw = study.model_dump(mode="json")
+    one = ["Employment Rate"]
+    raw["methodologies"]["fact_or_fair"]["only_statistics"] = one
+    study = StudyParams.model_validate(raw)
+    counts = []
+    for samples, images in ((2, 4), (100, 20)):
+        raw["methodologies"]["fact_or_fair"]["samples_per_prompt"] = samples
+        raw["methodologies"]["fact_or_fair"]["t2i"]["images_per_query"] = images
+        config = methodology_config(StudyParams.model_validate(raw), "fact_or_fair")
+        method = configured(study, "fact_or_fair")[0]
+        probes = method.probes_for(method.build_probes(config, study.seed), "llm")
+        counts.append(len(method.calls(probes, config, "llm")))
+    ratio = precision.paper_ratio(study, "fact_or_fair", "simulated_llm")
+    assert ratio == pytest.approx(counts[1] / counts[0]) and ratio > 10
 
 
 def test_track_and_the_report_show_the_precision(

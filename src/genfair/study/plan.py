@@ -226,8 +226,9 @@ class _Planner:
     """Opens the read-only cache and stands in for the executor: every call the runner
     would send is counted per model and answered with :data:`PLANNED`."""
 
-    def __init__(self, open_cache: Callable[[], ResponseCache]) -> None:
+    def __init__(self, open_cache: Callable[[], ResponseCache], tokens: bool = True) -> None:
         self._open = open_cache
+        self._tokens = tokens
         self.cache: _PlanCache | None = None
         self.parts: dict[str, Part] = {}
 
@@ -259,9 +260,10 @@ class _Planner:
                 part.to_send += 1
                 part.reasks += reasking
                 part.first += not reasking and request.attempt == 0
-                tokens, rule = prompt_tokens(backend, request)
-                part.prompt_tokens += tokens
-                part.rules.add(rule)
+                if self._tokens:
+                    tokens, rule = prompt_tokens(backend, request)
+                    part.prompt_tokens += tokens
+                    part.rules.add(rule)
                 if image:  # a call draws one image at most, whatever its refused attempts
                     part.images += not reasking
                 elif limit is not None:
@@ -306,11 +308,12 @@ def _plan_run(
     open_cache: Callable[[], ResponseCache],
     layout: Layout,
     observed: dict[str, Observed],
+    tokens: bool = True,
 ) -> PlanRow:
     method, config = configured(params, methodology)
     row = PlanRow(model, methodology, params.model(model).backend == "simulated")
     probes = method.build_probes(config, params.seed)
-    planner = _Planner(open_cache)
+    planner = _Planner(open_cache, tokens)
     with executing(planner), _quiet("genfair.models"):
         answer(params, model, methodology, probes, layout, planner.open)
     assert planner.cache is not None
@@ -453,11 +456,16 @@ def plan(
     params: StudyParams,
     models: list[str] | None = None,
     methodologies: list[str] | None = None,
+    *,
+    open_cache: Callable[[], ResponseCache] | None = None,
+    tokens: bool = True,
 ) -> list[PlanRow]:
     """Every selected run's plan (a run that cannot be planned, e.g. its probes need a
-    curation stage not yet run, has its reason in ``note`` and no counts)."""
+    curation stage not yet run, has its reason in ``note`` and no counts); ``open_cache``:
+    another response cache than the study's (e.g. an empty one: a fresh clone's plan);
+    ``tokens=False``: its calls counted, their prompt tokens not (0: faster)."""
     runs = select_runs(params, models, methodologies)
-    open_cache = cache_opener(params)
+    open_cache = open_cache or cache_opener(params)
     observed: dict[str, Observed] = {}
     rows = []
     with tempfile.TemporaryDirectory(prefix="genfair-plan-") as scratch:
@@ -465,7 +473,9 @@ def plan(
         for run in runs:
             model, methodology = run["model"], run["methodology"]
             try:
-                rows.append(_plan_run(params, model, methodology, open_cache, layout, observed))
+                rows.append(
+                    _plan_run(params, model, methodology, open_cache, layout, observed, tokens)
+                )
             except EXPECTED as exc:
                 log.error("%s · %s: not planned: %s", model, methodology, exc)
                 rows.append(
