@@ -9,6 +9,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,40 @@ def test_size_knob_is_the_proportional_one_and_its_value_solves_the_line() -> No
         return 100 + 50 * value if knob == ("samples",) else 200
 
     assert targets.size_knob(calls_at, current, knobs, 200, 4.0) == ("samples", 14, 800)
+
+
+def test_a_headlines_knob_sizes_its_own_units() -> None:
+    """IRIS's VLM: BIS-Und's sets come from the data, so no knob of its size files grows
+    them (the tournament's rounds, which move the run's calls most, are RFS-Und's); RFS-Gen
+    reads IFS-Gen's images. A headline a methodology names no knobs for: every knob."""
+    from genfair.methodologies import get_methodology as get
+
+    iris = type(get("iris"))
+    knobs = targets.knob_candidates(targets.sizes_of("iris"))
+    assert ("tournament", "rounds") in knobs
+    assert targets.headline_knobs(iris.size_knobs, "BIS-Und.score (partial)", knobs) == []
+    assert targets.headline_knobs(iris.size_knobs, "RFS-Und.score", knobs) == [
+        ("tournament", "rounds")
+    ]
+    assert targets.headline_knobs(iris.size_knobs, "RFS-Gen.score", knobs) == [
+        ("ifs_gen", "images_per_occupation")
+    ]
+    assert targets.headline_knobs({}, "objective.gender.distance", knobs) == knobs
+
+
+def test_every_declared_size_knob_is_a_setting_of_its_methodology() -> None:
+    from genfair.methodologies import get_methodology as get
+    from genfair.methodologies.registry import builtin
+
+    for name in builtin():
+        method = get(name)
+        for sector, knobs in method.size_knobs.items():
+            for knob in knobs:
+                config: Any = method.Config
+                for key in knob.split("."):
+                    assert key in config.model_fields, f"{name}: {sector}: {knob}"
+                    config = config.model_fields[key].annotation
+            assert sector in {h.name.split(".", 1)[0] for h in method.headline}, (name, sector)
 
 
 @pytest.fixture(scope="module")

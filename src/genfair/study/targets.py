@@ -2,9 +2,10 @@
 HEADLINE=HALFWIDTH``): the units a headline's 95% half-width needs to reach a target
 (:func:`needed_units`: ``n = n_planned x (half-width / target)^2``, checked by a forecast at
 that ``n`` and corrected once), the size knob of the methodology's size files and its value
-that give them (:func:`size_knob`: of the integer settings the files set to several values,
-the one whose doubling moves the plan's calls most proportionally, each candidate planned
-again; its value read off the line through the two plans), and the calls and cost there (the
+that give them (:func:`size_knob`: of the integer settings the files set to several values
+that size the headline's units (:func:`headline_knobs`), the one whose doubling moves the
+plan's calls most proportionally, each candidate planned again; its value read off the line
+through the two plans), and the calls and cost there (the
 run's cost per call to send). docs/methodology.md, "Planning for precision"."""
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def knob_candidates(sizes: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]
             if isinstance(value, int) and not isinstance(value, bool):
                 seen.setdefault(path, set()).add(value)
     return [path for path, values in seen.items() if len(values) > 1]
+
+
+def headline_knobs(
+    declared: Mapping[str, Sequence[str]], headline: str, knobs: Sequence[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
+    """Of a methodology's size ``knobs``, those that size ``headline``'s units: the ones its
+    :attr:`~genfair.methodologies.base.Methodology.size_knobs` names for the headline's
+    first dotted part (every knob where it names none)."""
+    mine = declared.get(headline.split(".", 1)[0])
+    return list(knobs) if mine is None else [k for k in knobs if ".".join(k) in mine]
 
 
 def setting(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
@@ -217,12 +228,12 @@ def targets(
             continue
         block = params.methodologies[h.methodology]
         calls_at = _replanned(params, h.model, h.methodology, plan_calls)
-        found = size_knob(
-            calls_at, block, knob_candidates(sizes_of(h.methodology)), plan_row.calls,
-            row.units / (h.units or 1),
-        )  # fmt: skip
+        knobs = headline_knobs(
+            method.size_knobs, headline, knob_candidates(sizes_of(h.methodology))
+        )
+        found = size_knob(calls_at, block, knobs, plan_row.calls, row.units / (h.units or 1))
         if found is None:
-            row.note = "no size knob of its size files changes its calls"
+            row.note = "no size knob of its size files for this headline changes its calls"
             continue
         row.knob, row.value, row.calls = found
         to_send = max(0, row.calls - plan_row.cached)
