@@ -244,27 +244,32 @@ def test_the_paper_ratio_is_the_plans_calls_at_the_paper_sizes(
     assert precision.paper_ratio(study, "toy_asked", "simulated_llm") is None  # no paper sizes
 
 
-def test_the_paper_ratio_of_a_methodology_with_calls_is_its_calls() -> None:
-    """FACT-OR-FAIR (the base ``generate``, on one of its statistics): the plan's calls at
-    its paper sizes over the study's are its ``calls()``'s (an independent count)."""
+def test_the_paper_ratio_of_a_methodology_with_calls_is_its_calls(tmp_path: Path) -> None:
+    """FACT-OR-FAIR (the default ``generate``, on one of its statistics): its ``calls()``
+    counted, the calls the plan walks (at the paper sizes, from an empty cache)."""
+    from genfair.models.cache import ResponseCache
     from genfair.study.context import configured
+    from genfair.study.plan import plan
     from genfair.study_params import methodology_config
 
     study = load_params(ROOT / "params.yaml")
     raw = study.model_dump(mode="json")
-    one = ["Employment Rate"]
-    raw["methodologies"]["fact_or_fair"]["only_statistics"] = one
+    raw["methodologies"]["fact_or_fair"]["only_statistics"] = ["Employment Rate"]
     study = StudyParams.model_validate(raw)
     counts = []
     for samples, images in ((2, 4), (100, 20)):
         raw["methodologies"]["fact_or_fair"]["samples_per_prompt"] = samples
         raw["methodologies"]["fact_or_fair"]["t2i"]["images_per_query"] = images
-        config = methodology_config(StudyParams.model_validate(raw), "fact_or_fair")
+        sized = StudyParams.model_validate(raw)
+        config = methodology_config(sized, "fact_or_fair")
         method = configured(study, "fact_or_fair")[0]
         probes = method.probes_for(method.build_probes(config, study.seed), "llm")
         counts.append(len(method.calls(probes, config, "llm")))
     ratio = precision.paper_ratio(study, "fact_or_fair", "simulated_llm")
     assert ratio == pytest.approx(counts[1] / counts[0]) and ratio > 10
+    opened = lambda: ResponseCache(tmp_path / "responses.sqlite")  # noqa: E731
+    (row,) = plan(sized, ["simulated_llm"], ["fact_or_fair"], open_cache=opened, tokens=False)
+    assert row.calls - row.reasks_max == counts[1] and row.prompt_tokens == 0
 
 
 def test_track_and_the_report_show_the_precision(

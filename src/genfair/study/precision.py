@@ -553,18 +553,14 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
     """How many times the study's calls of ``model``'s ``methodology`` run its paper sizes
     make: the plan's calls (:func:`genfair.study.plan.plan`, what ``genfair plan -o
     scale=paper`` counts) with ``conf/sizes/<methodology>/paper.yaml`` merged over the study's
-    block, over its calls at the study's sizes. Both are planned against an empty response
-    cache (a fresh clone's plan: the ratio follows from the configuration, not from what the
-    cache holds; a run whose later calls depend on answers plans its first step at both
-    sizes), without the re-asks planned at their maximum (the units are first asks) and
-    without counting tokens. None: no paper sizes, or a size cannot be planned here."""
+    block, over its calls at the study's sizes (:func:`first_asks`). None: no paper sizes, or
+    a size cannot be planned here."""
     import tempfile
     from pathlib import Path
 
     import yaml
 
     from genfair.models.cache import ResponseCache
-    from genfair.study.plan import plan
     from genfair.study.runs import SIZES
 
     path = SIZES / methodology / "paper.yaml"
@@ -574,21 +570,42 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
     paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
     counts = []
     with tempfile.TemporaryDirectory(prefix="genfair-paper-") as scratch:
+        empty = Path(scratch) / "responses.sqlite"
         for raw in (block, paper):
             changed = params.model_copy(
                 update={"methodologies": {**params.methodologies, methodology: raw}}
             )
-            (row,) = plan(
-                changed,
-                [model],
-                [methodology],
-                open_cache=lambda: ResponseCache(Path(scratch) / "responses.sqlite"),
-                tokens=False,
-            )
-            if not row.planned:
+            count = first_asks(changed, methodology, model, lambda: ResponseCache(empty))
+            if count is None:
                 return None
-            counts.append(row.calls - row.reasks_max)
+            counts.append(count)
     return counts[1] / counts[0] if counts[0] else None
+
+
+def first_asks(
+    params: StudyParams, methodology: str, model: str, open_cache: Callable[[], Any]
+) -> int | None:
+    """The run's calls as a fresh clone's plan counts them: against an empty response cache
+    (``open_cache``; so they follow from the configuration, not from what a cache holds; a
+    run whose later calls depend on answers, its first step), without the re-asks planned
+    at their maximum (the units are first asks) and without counting tokens. A methodology
+    on the default ``generate`` sends its :meth:`~genfair.methodologies.base.Methodology.calls`
+    and nothing else then: counted without walking them (the same number, faster). None:
+    the run cannot be planned here."""
+    from genfair.errors import EXPECTED
+    from genfair.methodologies.base import Methodology
+    from genfair.study.plan import plan
+
+    method, config = configured(params, methodology)
+    if type(method).generate is Methodology.generate:
+        modality = model_info(params, model).modality
+        try:
+            probes = method.probes_for(method.build_probes(config, params.seed), modality)
+            return len(method.calls(probes, config, modality))
+        except EXPECTED:
+            return None
+    (row,) = plan(params, [model], [methodology], open_cache=open_cache, tokens=False)
+    return row.calls - row.reasks_max if row.planned else None
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
