@@ -120,6 +120,26 @@ def test_every_declared_size_knob_is_a_setting_of_its_methodology() -> None:
             assert sector in {h.name.split(".", 1)[0] for h in method.headline}, (name, sector)
 
 
+def test_a_targets_cost_is_a_bound_with_its_expected_cost_beside_it() -> None:
+    """The plan's cost per call to send (re-asks at their maximum) and its expected cost per
+    call, times the calls beyond the cached ones."""
+    from genfair.study.plan import PlanRow
+
+    row = PlanRow("m", "x", False, calls=120, cached=20, to_send=100, reasks_max=60)
+    row.cost, row.cost_expected = 2.0, 1.0
+    assert targets.target_cost(row, 220) == (4.0, 2.0)  # 200 calls to send
+    found = targets.Target("x", "m", "h", 0.1, calls=220, cost=4.0, cost_expected=2.0)
+    assert "≤4.0000 exp. 2.0000" in targets.target_table([found])
+    row.cost_expected = None  # no re-ask rate observed: the bound alone
+    assert targets.target_cost(row, 220) == (4.0, None)
+    found.cost_expected = None
+    assert "≤4.0000" in targets.target_table([found])
+    row.cost = None  # no price
+    assert targets.target_cost(row, 220) == (None, None)
+    simulated = PlanRow("s", "x", True, calls=10, cached=10)
+    assert targets.target_cost(simulated, 40) == (0.0, 0.0)
+
+
 @pytest.fixture(scope="module")
 def params(tmp_path_factory: pytest.TempPathFactory) -> StudyParams:
     register(Quiz)

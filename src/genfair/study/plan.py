@@ -329,7 +329,9 @@ def _part_cost(
         calls = part.to_send - part.reasks + (part.reasks if reasks is None else reasks)
         expected = seen.completion_tokens * calls
     bound = _cost(part, answers)
-    return answers, bound, None if reasks is None else _cost(part, expected, reasks)
+    if bound == 0 or reasks is None:  # nothing to pay is nothing whatever the re-asks
+        return answers, bound, bound if bound == 0 else None
+    return answers, bound, _cost(part, expected, reasks)
 
 
 def _plan_run(

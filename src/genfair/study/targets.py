@@ -154,6 +154,8 @@ class Target:
     value: int | None = None
     calls: int | None = None
     cost: float | None = None
+    #: the cost at the re-asks the cache's rate expects (None: no rate observed)
+    cost_expected: float | None = None
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -236,12 +238,36 @@ def targets(
             row.note = "no size knob of its size files for this headline changes its calls"
             continue
         row.knob, row.value, row.calls = found
-        to_send = max(0, row.calls - plan_row.cached)
-        if plan_row.to_send and plan_row.cost is not None:
-            row.cost = plan_row.cost / plan_row.to_send * to_send
-        elif plan_row.simulated:
-            row.cost = 0.0
+        row.cost, row.cost_expected = target_cost(plan_row, row.calls)
     return out
+
+
+def target_cost(plan_row: Any, calls: int) -> tuple[float | None, float | None]:
+    """What ``calls`` calls of a run planned as ``plan_row`` cost beyond its cached ones: at
+    its cost per call to send (re-asks at their maximum: a bound, as the plan's), and at its
+    expected cost per call (:attr:`~genfair.study.plan.PlanRow.cost_expected`; None: no
+    re-ask rate observed). ``(None, None)``: no price known."""
+    to_send = max(0, calls - plan_row.cached)
+    if plan_row.to_send and plan_row.cost is not None:
+        expected = plan_row.cost_expected
+        return (
+            plan_row.cost / plan_row.to_send * to_send,
+            None if expected is None else expected / plan_row.to_send * to_send,
+        )
+    return (0.0, 0.0) if plan_row.simulated else (None, None)
+
+
+def _cost_cell(found: Target) -> str:
+    """A target's cost: as the plan says it, ``≤`` the bound and ``exp.`` the expected cost
+    where re-asks make them differ."""
+    if found.calls is None:
+        return "-"
+    if found.cost is None:
+        return "?"
+    if found.cost_expected == found.cost:
+        return f"{found.cost:,.4f}"
+    expected = "" if found.cost_expected is None else f" exp. {found.cost_expected:,.4f}"
+    return f"≤{found.cost:,.4f}{expected}"
 
 
 def _replanned(
@@ -284,7 +310,7 @@ def target_table(found: Sequence[Target]) -> str:
             str(t.units or "-"),
             f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
             f"{t.calls:,}" if t.calls is not None else "-",
-            "-" if t.calls is None else "?" if t.cost is None else f"{t.cost:,.4f}",
+            _cost_cell(t),
         )
         for t in found
     ]
