@@ -224,7 +224,6 @@ class AskedConfig(QuizConfig):
     asks: int = 1
 
 
-@register
 class Asked(Quiz):
     """The toy quiz asking each question ``asks`` times in its own ``generate``: no
     ``calls()`` (the old paper ratio counted its probes)."""
@@ -252,6 +251,7 @@ def test_the_paper_ratio_is_the_plans_calls_at_the_paper_sizes(
     questions asked 5 times) over the study's (40 asked once), not its probes' 2."""
     from genfair.study import runs
 
+    register(Asked)  # here, not at import: other tests see the registry as it was
     raw = params.model_dump(mode="json")
     raw["methodologies"] = {"toy_asked": {"questions": 40, "asks": 1}}
     study = StudyParams.model_validate(with_runs(raw))
