@@ -855,3 +855,42 @@ def test_a_model_held_to_some_methodologies_is_planned_on_those_alone(
     )
     assert main(["plan", "--params", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model_methodologies"] == {"endpoint": ["toy_quiz"]}
+
+
+def test_the_cost_bound_has_the_expected_cost_beside_it(base: dict, tmp_path: Path) -> None:
+    """Issue 45, left over: the cost counts the re-asks at their maximum (a bound); with a
+    re-ask rate in the cache the plan also gives the cost at the expected re-asks, as it
+    does the calls (``≤bound exp. expected``); without one, the bound alone."""
+    from genfair.study.plan import over_budget, table
+
+    price = {"input_per_million": 1e3}
+    params, layout = _reasking(base, price=price), Layout(tmp_path)
+    raw = params.model_dump(mode="json")
+    raw["models"]["simulated_llm"]["price"] = price  # outside every key: its answers still hit
+    params = StudyParams.model_validate(raw)
+    rows = {r.model: r for r in plan(params)}
+    assert rows["endpoint"].cost_expected is None  # nothing cached: no rate
+    assert "≤" in table([rows["endpoint"]]) and " exp. " not in _cost_cell(rows["endpoint"])
+    make_probes(params, Reasking.name, layout)
+    half = QUESTIONS // 2
+    generate(params, "simulated_llm", Reasking.name, layout, limit=half)
+    (row,) = plan(params, models=["simulated_llm"])
+    expected = row.reasks_expected
+    assert row.reasks_max == 2 * half and expected is not None and 0 < expected < 2 * half
+    # a re-ask is its first ask's prompt again: each uncached question's tokens 3 times at
+    # most, 1 + expected / half times expected
+    once = row.prompt_tokens / 3
+    assert row.cost == pytest.approx(3 * once * 1e3 / 1e6)
+    assert row.cost_expected == pytest.approx(once * (1 + expected / half) * 1e3 / 1e6)
+    assert row.cost_expected < row.cost
+    assert _cost_cell(row) == f"≤{row.cost:,.4f} exp. {row.cost_expected:,.4f}"
+    assert totals([row])["cost_expected"] == pytest.approx(row.cost_expected)
+    limits = params.generation.model_copy(update={"max_cost": row.cost_expected / 2})
+    said = over_budget(limits, [row])
+    assert said is not None and f"{row.cost_expected:.4g} expected at the cache's" in said
+
+
+def _cost_cell(row) -> str:  # type: ignore[no-untyped-def]
+    from genfair.study.plan import HEAD, _cells
+
+    return _cells(row)[HEAD.index("cost")]

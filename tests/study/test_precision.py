@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,10 +18,13 @@ import pytest
 from genfair.cli import compose, main
 from genfair.io import write_json, write_parquet
 from genfair.methodologies import register
+from genfair.methodologies.base import StepContext
+from genfair.models.runner import Call
 from genfair.study import precision, targets
 from genfair.study.layout import Layout
 from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology.config import QuizConfig
 from tests.support.conf import ROOT, copy_conf, with_runs
 
 N = 400
@@ -79,6 +84,60 @@ def test_size_knob_is_the_proportional_one_and_its_value_solves_the_line() -> No
         return 100 + 50 * value if knob == ("samples",) else 200
 
     assert targets.size_knob(calls_at, current, knobs, 200, 4.0) == ("samples", 14, 800)
+
+
+def test_a_headlines_knob_sizes_its_own_units() -> None:
+    """IRIS's VLM: BIS-Und's sets come from the data, so no knob of its size files grows
+    them (the tournament's rounds, which move the run's calls most, are RFS-Und's); RFS-Gen
+    reads IFS-Gen's images. A headline a methodology names no knobs for: every knob."""
+    from genfair.methodologies import get_methodology as get
+
+    iris = type(get("iris"))
+    knobs = targets.knob_candidates(targets.sizes_of("iris"))
+    assert ("tournament", "rounds") in knobs
+    assert targets.headline_knobs(iris.size_knobs, "BIS-Und.score (partial)", knobs) == []
+    assert targets.headline_knobs(iris.size_knobs, "RFS-Und.score", knobs) == [
+        ("tournament", "rounds")
+    ]
+    assert targets.headline_knobs(iris.size_knobs, "RFS-Gen.score", knobs) == [
+        ("ifs_gen", "images_per_occupation")
+    ]
+    assert targets.headline_knobs({}, "objective.gender.distance", knobs) == knobs
+
+
+def test_every_declared_size_knob_is_a_setting_of_its_methodology() -> None:
+    from genfair.methodologies import get_methodology as get
+    from genfair.methodologies.registry import builtin
+
+    for name in builtin():
+        method = get(name)
+        for sector, knobs in method.size_knobs.items():
+            for knob in knobs:
+                config: Any = method.Config
+                for key in knob.split("."):
+                    assert key in config.model_fields, f"{name}: {sector}: {knob}"
+                    config = config.model_fields[key].annotation
+            assert sector in {h.name.split(".", 1)[0] for h in method.headline}, (name, sector)
+
+
+def test_a_targets_cost_is_a_bound_with_its_expected_cost_beside_it() -> None:
+    """The plan's cost per call to send (re-asks at their maximum) and its expected cost per
+    call, times the calls beyond the cached ones."""
+    from genfair.study.plan import PlanRow
+
+    row = PlanRow("m", "x", False, calls=120, cached=20, to_send=100, reasks_max=60)
+    row.cost, row.cost_expected = 2.0, 1.0
+    assert targets.target_cost(row, 220) == (4.0, 2.0)  # 200 calls to send
+    found = targets.Target("x", "m", "h", 0.1, calls=220, cost=4.0, cost_expected=2.0)
+    assert "≤4.0000 exp. 2.0000" in targets.target_table([found])
+    row.cost_expected = None  # no re-ask rate observed: the bound alone
+    assert targets.target_cost(row, 220) == (4.0, None)
+    found.cost_expected = None
+    assert "≤4.0000" in targets.target_table([found])
+    row.cost = None  # no price
+    assert targets.target_cost(row, 220) == (None, None)
+    simulated = PlanRow("s", "x", True, calls=10, cached=10)
+    assert targets.target_cost(simulated, 40) == (0.0, 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -159,13 +218,78 @@ def test_genfair_plan_precision_and_target(
     assert "write HEADLINE=HALFWIDTH" in capsys.readouterr().err
 
 
-def test_the_paper_ratio_counts_the_calls_of_the_paper_sizes() -> None:
-    """FACT-OR-FAIR's paper sizes (100 samples a prompt, 20 images a query) over the
-    default study's (2 and 4): many times the calls, more for text-to-image."""
+class AskedConfig(QuizConfig):
+    #: how many times its own ``generate`` asks each question (a size knob that makes calls,
+    #: not probes)
+    asks: int = 1
+
+
+class Asked(Quiz):
+    """The toy quiz asking each question ``asks`` times in its own ``generate``: no
+    ``calls()`` (the old paper ratio counted its probes)."""
+
+    name = "toy_asked"
+    Config = AskedConfig
+
+    def calls(self, probes: pd.DataFrame, config: AskedConfig, modality: str) -> list[Call]:
+        raise NotImplementedError("toy_asked makes its own calls")
+
+    def generate(self, probes: pd.DataFrame, config: AskedConfig, ctx: StepContext) -> pd.DataFrame:
+        once = Quiz.calls(self, probes, config, ctx.modality)
+        asked = [
+            replace(c, messages=({"role": "user", "content": f"{c.messages[0]['content']} ({k})"},))
+            for c in once
+            for k in range(config.asks)
+        ]
+        return ctx.run(asked, self.judge)
+
+
+def test_the_paper_ratio_is_the_plans_calls_at_the_paper_sizes(
+    params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A methodology with its own ``generate``: the plan's calls at its paper sizes (80
+    questions asked 5 times) over the study's (40 asked once), not its probes' 2."""
+    from genfair.study import runs
+
+    register(Asked)  # here, not at import: other tests see the registry as it was
+    raw = params.model_dump(mode="json")
+    raw["methodologies"] = {"toy_asked": {"questions": 40, "asks": 1}}
+    study = StudyParams.model_validate(with_runs(raw))
+    (tmp_path / "toy_asked").mkdir()
+    (tmp_path / "toy_asked" / "paper.yaml").write_text("{questions: 80, asks: 5}")
+    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    assert precision.paper_ratio(study, "toy_asked", "simulated_llm") == 10.0
+    assert precision.paper_ratio(study, "toy_asked", "real_a") == 10.0  # no call sent, none cached
+    (tmp_path / "toy_asked" / "paper.yaml").unlink()
+    assert precision.paper_ratio(study, "toy_asked", "simulated_llm") is None  # no paper sizes
+
+
+def test_the_paper_ratio_of_a_methodology_with_calls_is_its_calls(tmp_path: Path) -> None:
+    """FACT-OR-FAIR (the default ``generate``, on one of its statistics): its ``calls()``
+    counted, the calls the plan walks (at the paper sizes, from an empty cache)."""
+    from genfair.models.cache import ResponseCache
+    from genfair.study.context import configured
+    from genfair.study.plan import plan
+    from genfair.study_params import methodology_config
+
     study = load_params(ROOT / "params.yaml")
-    llm = precision.paper_ratio(study, "fact_or_fair", "llm")
-    t2i = precision.paper_ratio(study, "fact_or_fair", "t2i")
-    assert llm is not None and t2i is not None and 10 < llm and 4 < t2i
+    raw = study.model_dump(mode="json")
+    raw["methodologies"]["fact_or_fair"]["only_statistics"] = ["Employment Rate"]
+    study = StudyParams.model_validate(raw)
+    counts = []
+    for samples, images in ((2, 4), (100, 20)):
+        raw["methodologies"]["fact_or_fair"]["samples_per_prompt"] = samples
+        raw["methodologies"]["fact_or_fair"]["t2i"]["images_per_query"] = images
+        sized = StudyParams.model_validate(raw)
+        config = methodology_config(sized, "fact_or_fair")
+        method = configured(study, "fact_or_fair")[0]
+        probes = method.probes_for(method.build_probes(config, study.seed), "llm")
+        counts.append(len(method.calls(probes, config, "llm")))
+    ratio = precision.paper_ratio(study, "fact_or_fair", "simulated_llm")
+    assert ratio == pytest.approx(counts[1] / counts[0]) and ratio > 10
+    opened = lambda: ResponseCache(tmp_path / "responses.sqlite")  # noqa: E731
+    (row,) = plan(sized, ["simulated_llm"], ["fact_or_fair"], open_cache=opened, tokens=False)
+    assert row.calls - row.reasks_max == counts[1] and row.prompt_tokens == 0
 
 
 def test_track_and_the_report_show_the_precision(

@@ -468,6 +468,11 @@ class Methodology(ABC, Generic[ConfigT]):
     #: the instruments (``instruments.<name>``) its steps run on every image a text-to-image
     #: model draws for it (``genfair plan``'s instrument core-hours)
     measures: ClassVar[tuple[str, ...]] = ()
+    #: the size settings (dotted, of its ``conf/sizes`` files) that size a headline's units,
+    #: by the headline's first dotted part (e.g. a sector): ``genfair plan --target`` picks
+    #: its knob among them (:mod:`genfair.study.targets`); a headline not named here, among
+    #: every size setting
+    size_knobs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     def applies_to(self, modality: str) -> bool:
         return modality in self.modalities

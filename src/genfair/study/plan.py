@@ -101,6 +101,9 @@ class Part:
     images: int = 0
     prompt_tokens: int = 0
     completion_max: int = 0
+    #: of ``prompt_tokens`` and ``completion_max``: the re-asks'
+    reask_prompt_tokens: int = 0
+    reask_completion_max: int = 0
     rules: set[str] = field(default_factory=set)
 
     @property
@@ -130,8 +133,12 @@ class PlanRow:
     #: the observed mean answer length times the calls to send (None: no answer observed)
     completion_tokens_expected: int | None = None
     token_rule: str = ""
-    #: from the models' ``price`` (None: a model with calls to send has none)
+    #: from the models' ``price`` (None: a model with calls to send has none), re-asks at
+    #: their maximum
     cost: float | None = None
+    #: the same with the re-asks at their expected count (None: not priced, or no rate
+    #: observed)
+    cost_expected: float | None = None
     #: observed seconds per call times the calls to send (None: a model never observed)
     seconds: float | None = None
     #: the images still to draw times bytes per image (each image stored once)
@@ -226,8 +233,9 @@ class _Planner:
     """Opens the read-only cache and stands in for the executor: every call the runner
     would send is counted per model and answered with :data:`PLANNED`."""
 
-    def __init__(self, open_cache: Callable[[], ResponseCache]) -> None:
+    def __init__(self, open_cache: Callable[[], ResponseCache], tokens: bool = True) -> None:
         self._open = open_cache
+        self._tokens = tokens
         self.cache: _PlanCache | None = None
         self.parts: dict[str, Part] = {}
 
@@ -259,13 +267,16 @@ class _Planner:
                 part.to_send += 1
                 part.reasks += reasking
                 part.first += not reasking and request.attempt == 0
-                tokens, rule = prompt_tokens(backend, request)
-                part.prompt_tokens += tokens
-                part.rules.add(rule)
+                if self._tokens:
+                    tokens, rule = prompt_tokens(backend, request)
+                    part.prompt_tokens += tokens
+                    part.reask_prompt_tokens += tokens * reasking
+                    part.rules.add(rule)
                 if image:  # a call draws one image at most, whatever its refused attempts
                     part.images += not reasking
                 elif limit is not None:
                     part.completion_max += request.token_limit(limit)
+                    part.reask_completion_max += request.token_limit(limit) * reasking
                 on_result(position, Completion(status="refused", error=PLANNED))
                 position += 1
             batch, reasking = [request for request, _ in follow()], True
@@ -292,11 +303,35 @@ def observe(cache: ResponseCache, model_key: str, backend: LLMBackend) -> Observ
     )
 
 
-def _cost(part: Part, completion: float) -> float | None:
+def _cost(part: Part, completion: float, reasks: float | None = None) -> float | None:
+    """``part``'s cost at its model's price, with ``completion`` tokens; ``reasks``: with
+    that many of its re-asks rather than all (their prompt tokens in proportion)."""
     price = getattr(part.config, "price", None)
     if price is None:
         return 0.0 if part.backend.simulated else None
-    return cost(price, part.prompt_tokens, completion, part.images)
+    unsent = 1 - reasks / part.reasks if reasks is not None and part.reasks else 0.0
+    prompt = part.prompt_tokens - unsent * part.reask_prompt_tokens
+    return cost(price, prompt, completion, part.images)
+
+
+def _part_cost(
+    part: Part, seen: Observed, reasks: int | None
+) -> tuple[float, float | None, float | None]:
+    """``part``'s completion tokens (observed mean length times the calls, else the token
+    limit: an upper bound) and cost, re-asks at their maximum, and its cost with
+    ``reasks`` re-asks expected (None: unknown)."""
+    if seen.completion_tokens is None:
+        answers = float(part.completion_max)
+        unsent = 1 - reasks / part.reasks if reasks is not None and part.reasks else 0.0
+        expected = part.completion_max - unsent * part.reask_completion_max
+    else:
+        answers = seen.completion_tokens * part.to_send
+        calls = part.to_send - part.reasks + (part.reasks if reasks is None else reasks)
+        expected = seen.completion_tokens * calls
+    bound = _cost(part, answers)
+    if bound == 0 or reasks is None:  # nothing to pay is nothing whatever the re-asks
+        return answers, bound, bound if bound == 0 else None
+    return answers, bound, _cost(part, expected, reasks)
 
 
 def _plan_run(
@@ -306,11 +341,12 @@ def _plan_run(
     open_cache: Callable[[], ResponseCache],
     layout: Layout,
     observed: dict[str, Observed],
+    tokens: bool = True,
 ) -> PlanRow:
     method, config = configured(params, methodology)
     row = PlanRow(model, methodology, params.model(model).backend == "simulated")
     probes = method.build_probes(config, params.seed)
-    planner = _Planner(open_cache)
+    planner = _Planner(open_cache, tokens)
     with executing(planner), _quiet("genfair.models"):
         answer(params, model, methodology, probes, layout, planner.open)
     assert planner.cache is not None
@@ -318,12 +354,12 @@ def _plan_run(
     parts = planner.parts.values()
     row.to_send = sum(p.to_send for p in parts)
     row.calls = row.cached + row.to_send
-    _plan_reasks(row, planner.parts, planner.cache)
+    reasks = _plan_reasks(row, planner.parts, planner.cache)
     row.images = sum(p.images for p in parts)
     row.prompt_tokens = sum(p.prompt_tokens for p in parts)
     row.completion_tokens_max = sum(p.completion_max for p in parts)
     row.token_rule = ", ".join(sorted({r for p in parts for r in p.rules}))
-    expected, costs, seconds = 0.0, [], []
+    expected, costs, likely, seconds = 0.0, [], [], []
     known = True
     with open_cache() as cache:
         for key, part in planner.parts.items():
@@ -333,19 +369,17 @@ def _plan_run(
             text = part.completion_max > 0 and part.images == 0
             if text and seen.completion_tokens is None:
                 known = False
-            answers = (
-                part.completion_max  # unknown length: the token limit, an upper bound
-                if seen.completion_tokens is None
-                else seen.completion_tokens * part.to_send
-            )
+            answers, bound, cost_expected = _part_cost(part, seen, reasks[key])
             expected += answers if text else 0.0
-            costs.append(_cost(part, answers))
+            costs.append(bound)
+            likely.append(cost_expected)
             concurrency = getattr(part.config, "concurrency", 1) or 1
             seconds.append(
                 None if seen.seconds is None else seen.seconds * part.to_send / concurrency
             )
     row.completion_tokens_expected = round(expected) if known else None
     row.cost = None if None in costs else sum(c for c in costs if c is not None)
+    row.cost_expected = None if None in likely else sum(c for c in likely if c is not None)
     row.seconds = None if None in seconds else sum(s for s in seconds if s is not None)
     if row.to_send and params.model(model).modality in method.dependent_calls:
         row.note = f"{LOWER_BOUND}: later calls depend on answers still to send"
@@ -361,27 +395,31 @@ def _plan_run(
     return row
 
 
-def _plan_reasks(row: PlanRow, parts: dict[str, Part], cache: _PlanCache) -> None:
+def _plan_reasks(row: PlanRow, parts: dict[str, Part], cache: _PlanCache) -> dict[str, int | None]:
     """``row``'s re-asks: their maximum, and the count expected at the rate the run's cached
-    answers of each model needed them (re-asks looked up per cached first ask)."""
+    answers of each model needed them (re-asks looked up per cached first ask); per model,
+    its expected re-asks (None: no rate observed)."""
     row.reasks_max = sum(p.reasks for p in parts.values())
-    expected: int | None = 0
+    per_part: dict[str, int | None] = {}
     rules = []
     for key, part in parts.items():
         firsts, reasked = len(cache.firsts.get(key, ())), len(cache.reasked.get(key, ()))
+        per_part[key] = 0
         if not part.reasks:
             continue
         if not firsts:
-            expected = None
+            per_part[key] = None
             continue
-        if expected is not None:
-            expected += min(part.reasks, round(part.first * reasked / firsts))
+        per_part[key] = min(part.reasks, round(part.first * reasked / firsts))
         rules.append(f"{reasked:,} re-asks per {firsts:,} cached first asks")
+    found = list(per_part.values())
+    expected = None if None in found else sum(n for n in found if n is not None)
     row.reasks_expected = expected
     if row.reasks_max:
         row.reask_rule = f"at most {row.reasks_max:,} (max_attempts - 1 per call not answered ok)"
         if expected is not None:
             row.reask_rule += f"; expected {expected:,}: the cache's {', '.join(rules)}"
+    return per_part
 
 
 def _readings_counter(params: StudyParams, model: str, cache: _PlanCache) -> Callable[[str], int]:
@@ -453,11 +491,16 @@ def plan(
     params: StudyParams,
     models: list[str] | None = None,
     methodologies: list[str] | None = None,
+    *,
+    open_cache: Callable[[], ResponseCache] | None = None,
+    tokens: bool = True,
 ) -> list[PlanRow]:
     """Every selected run's plan (a run that cannot be planned, e.g. its probes need a
-    curation stage not yet run, has its reason in ``note`` and no counts)."""
+    curation stage not yet run, has its reason in ``note`` and no counts); ``open_cache``:
+    another response cache than the study's (e.g. an empty one: a fresh clone's plan);
+    ``tokens=False``: its calls counted, their prompt tokens not (0: faster)."""
     runs = select_runs(params, models, methodologies)
-    open_cache = cache_opener(params)
+    open_cache = open_cache or cache_opener(params)
     observed: dict[str, Observed] = {}
     rows = []
     with tempfile.TemporaryDirectory(prefix="genfair-plan-") as scratch:
@@ -465,7 +508,9 @@ def plan(
         for run in runs:
             model, methodology = run["model"], run["methodology"]
             try:
-                rows.append(_plan_run(params, model, methodology, open_cache, layout, observed))
+                rows.append(
+                    _plan_run(params, model, methodology, open_cache, layout, observed, tokens)
+                )
             except EXPECTED as exc:
                 log.error("%s · %s: not planned: %s", model, methodology, exc)
                 rows.append(
@@ -494,7 +539,7 @@ def totals(rows: Sequence[PlanRow]) -> dict[str, Any]:
             "instrument_images",
         )
     }
-    for name in ("cost", "seconds"):
+    for name in ("cost", "cost_expected", "seconds"):
         values = [getattr(r, name) for r in rows if r.to_send]
         out[name] = None if None in values else _finite(float(sum(values)))
     for name in ("image_bytes", "instrument_seconds"):
@@ -580,6 +625,8 @@ def over_budget(limits: Any, rows: Sequence[PlanRow]) -> str | None:
                 f"generation.max_cost is {limits.max_cost:g} and the plan costs "
                 f"{total['cost']:.4g}{reasks}"
             )
+            if reasks and total["cost_expected"] is not None:
+                over += f"; {total['cost_expected']:.4g} expected at the cache's re-ask rate"
     if over is None and limits.max_disk_gb is not None:
         over = _over_disk(rows, limits.max_disk_gb)
     return over
@@ -676,7 +723,7 @@ def _cells(r: PlanRow) -> tuple[str, ...]:
         ("~" if ESTIMATE_RULE in r.token_rule else "") + _fmt(r.prompt_tokens),
         _fmt(r.completion_tokens_max),
         _fmt(r.completion_tokens_expected),
-        _fmt(r.cost, 4),
+        _bill(r.cost, r.cost_expected, r.reasks_max),
         _duration(r.seconds),
         _gb(r.image_bytes) if r.image_bytes_rule else "",
         _hours(r.instrument_seconds) if r.instrument_rule else "",
@@ -698,7 +745,7 @@ def _total_cells(rows: Sequence[PlanRow], over: str | None) -> tuple[str, ...]:
         _fmt(total["prompt_tokens"]),
         "",
         "",
-        _fmt(total["cost"], 4),
+        _bill(total["cost"], total["cost_expected"], total["reasks_max"]),
         _duration(total["seconds"]),
         _gb(total["image_bytes"]) if drawn else "",
         _hours(total["instrument_seconds"]) if drawn else "",
@@ -736,7 +783,7 @@ def _footnotes(rows: Sequence[PlanRow], over: str | None) -> list[str]:
         *(
             [
                 "re-asks: ≤ the most the runs may make (within to send, cost and time); "
-                "exp.: at the rate the cache's answers of the run needed them",
+                "exp.: at the rate the cache's answers of the run needed them (cost: the same)",
                 *(f"{r.model} · {r.methodology}: re-asks {r.reask_rule}" for r in reasking),
             ]
             if reasking
@@ -762,6 +809,14 @@ def _reasks(row: PlanRow) -> str:
         return "0"
     expected = "" if row.reasks_expected is None else f" exp. {row.reasks_expected:,}"
     return f"≤{row.reasks_max:,}{expected}"
+
+
+def _bill(bound: float | None, expected: float | None, reasks: int) -> str:
+    """A cost: with re-asks, ``≤`` its bound (re-asks at their maximum) and the expected
+    cost where a re-ask rate is known, as :func:`_reasks` says the calls."""
+    if not reasks or bound is None:
+        return _fmt(bound, 4)
+    return f"≤{bound:,.4f}" + ("" if expected is None else f" exp. {expected:,.4f}")
 
 
 def _gb(size: int | None) -> str:

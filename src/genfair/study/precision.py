@@ -549,38 +549,63 @@ def text_columns(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str
 # ---- at the paper's size (the report and MLflow)
 
 
-def paper_ratio(params: StudyParams, methodology: str, modality: str) -> float | None:
-    """How many times the study's calls of ``methodology`` for a ``modality`` model its paper
-    sizes make (``conf/sizes/<methodology>/paper.yaml`` merged over the study's block; the
-    calls of its :meth:`~genfair.methodologies.base.Methodology.calls`, or its probes where
-    it makes its own calls); None: no paper sizes, or its probes cannot be built here."""
+def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | None:
+    """How many times the study's calls of ``model``'s ``methodology`` run its paper sizes
+    make: the plan's calls (:func:`genfair.study.plan.plan`, what ``genfair plan -o
+    scale=paper`` counts) with ``conf/sizes/<methodology>/paper.yaml`` merged over the study's
+    block, over its calls at the study's sizes (:func:`first_asks`). None: no paper sizes, or
+    a size cannot be planned here."""
+    import tempfile
+    from pathlib import Path
+
     import yaml
 
-    from genfair.errors import EXPECTED
+    from genfair.models.cache import ResponseCache
     from genfair.study.runs import SIZES
-    from genfair.study_params import methodology_config
 
     path = SIZES / methodology / "paper.yaml"
     if not path.is_file():
         return None
     block = params.methodologies[methodology]
     paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-    method = configured(params, methodology)[0]
     counts = []
-    try:
+    with tempfile.TemporaryDirectory(prefix="genfair-paper-") as scratch:
+        empty = Path(scratch) / "responses.sqlite"
         for raw in (block, paper):
             changed = params.model_copy(
                 update={"methodologies": {**params.methodologies, methodology: raw}}
             )
-            config = methodology_config(changed, methodology)
-            probes = method.probes_for(method.build_probes(config, params.seed), modality)
-            try:
-                counts.append(len(method.calls(probes, config, modality)))
-            except NotImplementedError:
-                counts.append(len(probes))
-    except EXPECTED:
-        return None
+            count = first_asks(changed, methodology, model, lambda: ResponseCache(empty))
+            if count is None:
+                return None
+            counts.append(count)
     return counts[1] / counts[0] if counts[0] else None
+
+
+def first_asks(
+    params: StudyParams, methodology: str, model: str, open_cache: Callable[[], Any]
+) -> int | None:
+    """The run's calls as a fresh clone's plan counts them: against an empty response cache
+    (``open_cache``; so they follow from the configuration, not from what a cache holds; a
+    run whose later calls depend on answers, its first step), without the re-asks planned
+    at their maximum (the units are first asks) and without counting tokens. A methodology
+    on the default ``generate`` sends its :meth:`~genfair.methodologies.base.Methodology.calls`
+    and nothing else then: counted without walking them (the same number, faster). None:
+    the run cannot be planned here."""
+    from genfair.errors import EXPECTED
+    from genfair.methodologies.base import Methodology
+    from genfair.study.plan import plan
+
+    method, config = configured(params, methodology)
+    if type(method).generate is Methodology.generate:
+        modality = model_info(params, model).modality
+        try:
+            probes = method.probes_for(method.build_probes(config, params.seed), modality)
+            return len(method.calls(probes, config, modality))
+        except EXPECTED:
+            return None
+    (row,) = plan(params, [model], [methodology], open_cache=open_cache, tokens=False)
+    return row.calls - row.reasks_max if row.planned else None
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -593,15 +618,20 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Forecast:
-    """Every run's headlines at its paper size (:func:`paper_ratio`, counted once per
-    methodology and modality, for runs with a pilot; none: its own size)."""
-    ratio = functools.cache(functools.partial(paper_ratio, params))
-    ratios = {}
+    """Every run's headlines at its paper size (:func:`paper_ratio`, for runs with a pilot;
+    none: its own size). The ratio is planned once per methodology and modality (for its
+    first model with a pilot): without re-asks, a run's calls are its methodology's for
+    that modality, whichever model answers them."""
+    ratios: dict[tuple[str, str], float] = {}
+    planned: dict[tuple[str, str], float | None] = {}
     for name in params.methodologies:
         for model in models_for(params, name):
             if not layout.labels(model, name).exists():
                 continue
-            found = ratio(name, model_info(params, model).modality)
+            kind = (name, model_info(params, model).modality)
+            if kind not in planned:
+                planned[kind] = paper_ratio(params, name, model)
+            found = planned[kind]
             if found is not None:
                 ratios[(model, name)] = found
     return forecast(params, {}, layout, ratios=ratios)

@@ -2,9 +2,10 @@
 HEADLINE=HALFWIDTH``): the units a headline's 95% half-width needs to reach a target
 (:func:`needed_units`: ``n = n_planned x (half-width / target)^2``, checked by a forecast at
 that ``n`` and corrected once), the size knob of the methodology's size files and its value
-that give them (:func:`size_knob`: of the integer settings the files set to several values,
-the one whose doubling moves the plan's calls most proportionally, each candidate planned
-again; its value read off the line through the two plans), and the calls and cost there (the
+that give them (:func:`size_knob`: of the integer settings the files set to several values
+that size the headline's units (:func:`headline_knobs`), the one whose doubling moves the
+plan's calls most proportionally, each candidate planned again; its value read off the line
+through the two plans), and the calls and cost there (the
 run's cost per call to send). docs/methodology.md, "Planning for precision"."""
 
 from __future__ import annotations
@@ -81,6 +82,16 @@ def knob_candidates(sizes: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]
     return [path for path, values in seen.items() if len(values) > 1]
 
 
+def headline_knobs(
+    declared: Mapping[str, Sequence[str]], headline: str, knobs: Sequence[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
+    """Of a methodology's size ``knobs``, those that size ``headline``'s units: the ones its
+    :attr:`~genfair.methodologies.base.Methodology.size_knobs` names for the headline's
+    first dotted part (every knob where it names none)."""
+    mine = declared.get(headline.split(".", 1)[0])
+    return list(knobs) if mine is None else [k for k in knobs if ".".join(k) in mine]
+
+
 def setting(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
     for key in path:
         if not isinstance(tree, Mapping) or key not in tree:
@@ -143,6 +154,8 @@ class Target:
     value: int | None = None
     calls: int | None = None
     cost: float | None = None
+    #: the cost at the re-asks the cache's rate expects (None: no rate observed)
+    cost_expected: float | None = None
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,20 +230,44 @@ def targets(
             continue
         block = params.methodologies[h.methodology]
         calls_at = _replanned(params, h.model, h.methodology, plan_calls)
-        found = size_knob(
-            calls_at, block, knob_candidates(sizes_of(h.methodology)), plan_row.calls,
-            row.units / (h.units or 1),
-        )  # fmt: skip
+        knobs = headline_knobs(
+            method.size_knobs, headline, knob_candidates(sizes_of(h.methodology))
+        )
+        found = size_knob(calls_at, block, knobs, plan_row.calls, row.units / (h.units or 1))
         if found is None:
-            row.note = "no size knob of its size files changes its calls"
+            row.note = "no size knob of its size files for this headline changes its calls"
             continue
         row.knob, row.value, row.calls = found
-        to_send = max(0, row.calls - plan_row.cached)
-        if plan_row.to_send and plan_row.cost is not None:
-            row.cost = plan_row.cost / plan_row.to_send * to_send
-        elif plan_row.simulated:
-            row.cost = 0.0
+        row.cost, row.cost_expected = target_cost(plan_row, row.calls)
     return out
+
+
+def target_cost(plan_row: Any, calls: int) -> tuple[float | None, float | None]:
+    """What ``calls`` calls of a run planned as ``plan_row`` cost beyond its cached ones: at
+    its cost per call to send (re-asks at their maximum: a bound, as the plan's), and at its
+    expected cost per call (:attr:`~genfair.study.plan.PlanRow.cost_expected`; None: no
+    re-ask rate observed). ``(None, None)``: no price known."""
+    to_send = max(0, calls - plan_row.cached)
+    if plan_row.to_send and plan_row.cost is not None:
+        expected = plan_row.cost_expected
+        return (
+            plan_row.cost / plan_row.to_send * to_send,
+            None if expected is None else expected / plan_row.to_send * to_send,
+        )
+    return (0.0, 0.0) if plan_row.simulated else (None, None)
+
+
+def _cost_cell(found: Target) -> str:
+    """A target's cost: as the plan says it, ``≤`` the bound and ``exp.`` the expected cost
+    where re-asks make them differ."""
+    if found.calls is None:
+        return "-"
+    if found.cost is None:
+        return "?"
+    if found.cost_expected == found.cost:
+        return f"{found.cost:,.4f}"
+    expected = "" if found.cost_expected is None else f" exp. {found.cost_expected:,.4f}"
+    return f"≤{found.cost:,.4f}{expected}"
 
 
 def _replanned(
@@ -273,7 +310,7 @@ def target_table(found: Sequence[Target]) -> str:
             str(t.units or "-"),
             f"{t.knob}={t.value}" if t.knob else (t.note or "-"),
             f"{t.calls:,}" if t.calls is not None else "-",
-            "-" if t.calls is None else "?" if t.cost is None else f"{t.cost:,.4f}",
+            _cost_cell(t),
         )
         for t in found
     ]

@@ -159,6 +159,17 @@ class Iris(Methodology[IrisConfig]):
     }
     #: the unit each sector resamples (:meth:`paired_units`): occupation, round, crop or set
     paired_unit = "unit"
+    #: each sector's size settings (``genfair plan --target``): more images per occupation
+    #: and per prompt, more tournament rounds, more answers per crop; RFS-Gen reads IFS-Gen's
+    #: images; BIS-Und's sets come from the data (``bis_und.max_sets`` only caps them)
+    size_knobs = {
+        "IFS-Gen": ("ifs_gen.images_per_occupation",),
+        "RFS-Gen": ("ifs_gen.images_per_occupation",),
+        "BIS-Gen": ("bis_gen.top", "bis_gen.images_per_prompt"),
+        "RFS-Und": ("tournament.rounds",),
+        "IFS-Und": ("ifs_und.samples_per_crop",),
+        "BIS-Und": ("bis_und.max_sets",),
+    }
     metric_keys = ("sector", "metric")
     #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
     #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
