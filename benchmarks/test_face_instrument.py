@@ -29,8 +29,9 @@ image measured once: images per model at paper size (``conf/sizes/iris/paper.yam
 52 occupations x ``images_per_occupation`` + BIS-Gen ``top`` stereotypes x 6 prompts x
 ``images_per_prompt``) x mean CPU per 1024-px image. Printed for the default, before and the
 option; asserted in full mode for the option only (the default, whose readings every
-committed figure rests on, does not meet it on this machine: the Haar cascade's scan of the
-image itself is ~85% of its cost and cannot be cut without moving boxes).
+committed figure rests on, does not meet it on this machine: the Haar cascade's window
+evaluation in OpenCV is ~72% of its CPU (``perf``), the rest is decoding, resizing and the
+networks, and neither can be cut further without moving boxes; docs/methodology.md).
 Quick mode: 3 images per side (a portrait, a scene, a face-free photo); goal printed only.
 Run: pytest benchmarks/test_face_instrument.py --benchmark-only -s
 """

@@ -40,7 +40,7 @@ def test_default_readings_unchanged_on_the_validation_photos(instrument) -> None
 
 
 def test_an_rgb_png_is_decoded_to_pillows_pixels(tmp_path) -> None:
-    """8-bit RGB PNGs go to OpenCV's decoder (faster), every other file to Pillow; the pixels
+    """8-bit RGB PNGs go to libspng's decoder (faster), every other file to Pillow; the pixels
     are Pillow's either way (no gamma applied, EXIF orientation ignored)."""
     rgb = np.ascontiguousarray(data.astronaut()[:, :300])  # not square: a rotation would show
     exif = Image.Exif()
