@@ -40,7 +40,7 @@ def test_default_readings_unchanged_on_the_validation_photos(instrument) -> None
 
 
 def test_an_rgb_png_is_decoded_to_pillows_pixels(tmp_path) -> None:
-    """8-bit RGB PNGs go to OpenCV's decoder (faster), every other file to Pillow; the pixels
+    """8-bit RGB PNGs go to libspng's decoder (faster), every other file to Pillow; the pixels
     are Pillow's either way (no gamma applied, EXIF orientation ignored)."""
     rgb = np.ascontiguousarray(data.astronaut()[:, :300])  # not square: a rotation would show
     exif = Image.Exif()
@@ -65,6 +65,31 @@ def test_an_rgb_png_is_decoded_to_pillows_pixels(tmp_path) -> None:
     (tmp_path / "cut.png").write_bytes((tmp_path / "plain.png").read_bytes()[:5000])
     with pytest.raises(OSError):  # a truncated file: OpenCV gives nothing, Pillow says why
         fd.load_rgb(tmp_path / "cut.png")
+
+
+def test_a_damaged_rgb_png_goes_to_pillow(tmp_path) -> None:
+    """libspng (the fast path) checks no CRC: a file whose chunks fail theirs goes to Pillow,
+    which decodes it as it would (libspng alone would give other pixels, or some where
+    Pillow refuses the file)."""
+    path = tmp_path / "plain.png"
+    Image.fromarray(np.ascontiguousarray(data.astronaut()[:200, :300])).save(path)
+    raw = path.read_bytes()
+    idat = raw.index(b"IDAT")
+    # damaged pixel data (libspng decodes it) and the last IDAT's CRC (the pixels are intact)
+    for where in (idat + 1047, len(raw) - 14):
+        damaged = bytearray(raw)
+        damaged[where] ^= 0x10
+        (tmp_path / "damaged.png").write_bytes(bytes(damaged))
+        assert fd._decoded_rgb8_png(tmp_path / "damaged.png") is None, where
+        try:
+            with Image.open(tmp_path / "damaged.png") as im:
+                pillow = np.asarray(im.convert("RGB"))
+        except (OSError, SyntaxError) as exc:
+            with pytest.raises(type(exc)):
+                fd.load_rgb(tmp_path / "damaged.png")
+        else:
+            assert np.array_equal(fd.load_rgb(tmp_path / "damaged.png"), pillow)
+    assert fd._decoded_rgb8_png(path) is not None
 
 
 def test_haar_boxes_come_in_one_order_whatever_the_threads() -> None:

