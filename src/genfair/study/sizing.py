@@ -61,14 +61,14 @@ class PerImageCPU:
 INSTRUMENT_CPU: dict[str, PerImageCPU] = {
     "face_demographics": PerImageCPU(
         512,
-        0.186,
+        0.184,
         1024,
-        0.283,
-        "the face instrument's benchmark after issue 43's second round of cuts (the Haar scan "
-        "skips the padded copy's border, PNGs decoded by OpenCV; readings unchanged): 0.185-0.188 "
-        "CPU-s per 512-px image, 0.281-0.286 per 1024-px image (the midpoints of two runs; means "
-        "of 42 images per side, one at a time, ONNX on one thread); docs/benchmarks.md, 'Face "
-        "instrument per image'",
+        0.275,
+        "the face instrument's benchmark after issue 43's third round of cuts (the Haar scan "
+        "skips the padded copy's border, RGB PNGs decoded by libspng; readings unchanged): 0.184 "
+        "CPU-s per 512-px image, 0.275 per 1024-px image (means of 42 images per side, one at a "
+        "time, ONNX on one thread, an AVX-512 Xeon; the AVX2 machine of the second round gave "
+        "the same figures within 1%); docs/benchmarks.md, 'Face instrument per image'",
     ),
 }
 
