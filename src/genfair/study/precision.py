@@ -246,7 +246,9 @@ def unforecastable(
     biases = (float(finite.mean()) - observed, float(np.mean(halves)) - observed)
     if not all(math.isfinite(b) for b in biases):
         return "not forecast: a half of the pilot has no value (too few units)"
-    share, where = max((atom(pilot), "the pilot's"), *((atom(h), "a half's") for h in halved))
+    share, where = atom(pilot), "the pilot's"
+    if share <= ATOM_LIMIT:
+        share, where = max(atom(h) for h in halved), "a half's"
     if share > ATOM_LIMIT:
         return (
             f"not forecast: {share:.0%} of {where} replicates on one value (too few units: "
