@@ -110,7 +110,8 @@ def fact_or_fair_run(
 
 def test_fact_or_fair(tmp_path: Path) -> None:
     """A plant of a factual, unprimed model (accuracy 0.95): its baseline gender distance is
-    forecast (the others are biased at a pilot's size: a divergence of sparse counts)."""
+    forecast (the others, divergences of sparse counts, are not: a half of the pilot stuck
+    on one value, or half the pilot off the pilot's own half-width)."""
     config, labels = fact_or_fair_run(tmp_path, 20, 2, plant=(0.95, 0.95, 0.0))
     check("fact_or_fair", config, "llm", labels)
 
