@@ -64,6 +64,20 @@ def test_a_maximum_is_not_forecast() -> None:
     assert found["max"]["note"].startswith("not forecast: biased at the pilot's size")
 
 
+def test_a_point_mass_is_not_forecast() -> None:
+    """One correct answer in 40: a resample of them has none with probability
+    (39/40)^40 = 0.36, a point mass no normal spread has; its share is the atom."""
+    assert precision.atom(np.array([1.0, 1.0, 2.0, np.nan])) == pytest.approx(2 / 3)
+    assert precision.atom(np.array([0.1 + 0.2, 0.3, 0.5])) == pytest.approx(2 / 3)
+    assert precision.atom(np.array([1.0, np.nan])) == 1.0  # fewer than two: no spread
+    pilot = quiz(np.arange(40) == 0)
+    _, found = precision.forecast_model(accuracy, pilot, "probe_id", 400, resamples=400, seed=1)
+    assert found["accuracy"]["half_width"] is None
+    note = found["accuracy"]["note"]
+    assert note.startswith("not forecast: ") and "of the pilot's replicates on one value" in note
+    assert 0.30 <= float(note.split("%")[0].rsplit(" ", 1)[1]) / 100 <= 0.42, note
+
+
 def test_the_detectable_difference_uses_holms_first_level() -> None:
     z = 1.959963984540054 + 0.8416212335729143  # z_{0.975} + z_{0.8}
     assert precision.detectable(0.01, 1) == pytest.approx(z * 0.01)

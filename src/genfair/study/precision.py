@@ -29,10 +29,13 @@ pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; wh
 ``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`), or the replicates have no
 spread or no value, the headline is marked "not forecast" with the reason and no number.
 With ``R = 100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not
-noise. And the half-pilot check: :data:`HALVES` random halves of the pilot's units, each
-forecast up to the pilot's size, must give the pilot's own half-width within
-:data:`SCALE_LIMIT` (a pilot with too few units behind a headline, or a headline whose
-spread does not shrink as units grow, fails it).
+noise. And the half-pilot checks, on :data:`SPLITS` random splits of the pilot's units into two
+halves, each half drawn up to the pilot's size: no replicates of the pilot's or of any half
+may put more than :data:`ATOM_LIMIT` of themselves on one value (a point mass: the spread
+is not near normal and does not shrink as 1/sqrt(n); an empty cell or a gap stuck at 0 in
+a thin half shows it), and the first split's halves must forecast the pilot's own
+half-width within :data:`SCALE_LIMIT` (too few units behind a headline, or a spread that
+does not shrink as units grow).
 
 **Minimum detectable difference.** For every pair of models the comparisons would compare
 (:mod:`genfair.study.compare`'s rules: one modality, simulators only with simulators), both
@@ -81,6 +84,11 @@ BIAS_LIMIT = 0.25
 #: a headline whose forecast from half the pilot misses the pilot's own half-width by more
 #: than this share is not forecast
 SCALE_LIMIT = 0.25
+#: random splits of the pilot's units into two halves for the half-pilot checks
+SPLITS = 3
+#: a headline whose pilot's or half-pilot's replicates put more than this share of
+#: themselves on one value is not forecast
+ATOM_LIMIT = 0.25
 #: the power a minimum detectable difference is detected with
 POWER = 0.8
 NO_PILOT = "no pilot"
@@ -210,15 +218,25 @@ def half_width(values: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+def atom(column: np.ndarray) -> float:
+    """The share of a column's finite replicates on its most common value (to 12 decimals;
+    1.0 with fewer than two)."""
+    finite = column[np.isfinite(column)]
+    if finite.size < 2:
+        return 1.0
+    return float(np.unique(np.round(finite, 12), return_counts=True)[1].max() / finite.size)
+
+
 def unforecastable(
     observed: float, pilot: np.ndarray, halves: Sequence[float], halved: Sequence[np.ndarray]
 ) -> str:
     """Why a headline is not forecast (``""``: it is), from the pilot's own replicates, its
-    values on two complementary halves of the pilot's units (``halves``) and those halves'
-    replicates drawn up to the pilot's size (``halved``): no value, no spread, a bias over
-    :data:`BIAS_LIMIT` of its SD (the bootstrap's, or the half-sampling one: the halves'
-    mean less the pilot's), or a half whose forecast half-width misses the pilot's own by
-    more than :data:`SCALE_LIMIT`."""
+    values on the halves of :data:`SPLITS` random splits of the pilot's units (``halves``,
+    each split's two in turn) and those halves' replicates drawn up to the pilot's size
+    (``halved``): no value, no spread, replicates with more than :data:`ATOM_LIMIT` on one
+    value, a bias over :data:`BIAS_LIMIT` of its SD (the bootstrap's, or the half-sampling
+    one: the halves' mean less the pilot's), or a half of the first split whose forecast
+    half-width misses the pilot's own by more than :data:`SCALE_LIMIT`."""
     finite = pilot[np.isfinite(pilot)]
     if not math.isfinite(observed) or finite.size < 2:
         return "not forecast: no value in the pilot"
@@ -228,13 +246,21 @@ def unforecastable(
     biases = (float(finite.mean()) - observed, float(np.mean(halves)) - observed)
     if not all(math.isfinite(b) for b in biases):
         return "not forecast: a half of the pilot has no value (too few units)"
+    share, where = atom(pilot), "the pilot's"
+    if share <= ATOM_LIMIT:
+        share, where = max(atom(h) for h in halved), "a half's"
+    if share > ATOM_LIMIT:
+        return (
+            f"not forecast: {share:.0%} of {where} replicates on one value (too few units: "
+            "not near normal, its spread will not shrink as 1/sqrt(n))"
+        )
     bias = max(biases, key=abs)
     if not abs(bias) <= BIAS_LIMIT * sd:
         return (
             f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
             "a maximum, an absolute gap, a divergence of sparse counts)"
         )
-    own, *forecasts = half_width(np.column_stack([pilot, *halved]))
+    own, *forecasts = half_width(np.column_stack([pilot, *halved[:2]]))
     worst = max(forecasts, key=lambda f: abs(f / own - 1)) if own > 0 else math.nan
     if not abs(worst / own - 1) <= SCALE_LIMIT:
         return (
@@ -253,11 +279,13 @@ def _spread(
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Replicates of ``m`` pilot units at their own size and at ``n``, and each column's
-    :func:`unforecastable` note (its half-pilot checks: two complementary random halves,
-    scored as they are and drawn up to ``m``)."""
+    :func:`unforecastable` note (its half-pilot checks: :data:`SPLITS` random splits into
+    two complementary halves, each scored as it is and drawn up to ``m``)."""
     pilot = replicates(score, m, m, resamples, rng)
-    order = rng.permutation(m)
-    halves = [order[: m // 2], order[m // 2 :]]
+    halves = []
+    for _ in range(SPLITS):
+        order = rng.permutation(m)
+        halves += [order[: m // 2], order[m // 2 :]]
     values = np.vstack([score(h[None, :]) for h in halves])
     halved = [replicates(lambda d, h=h: score(h[d]), len(h), m, resamples, rng) for h in halves]
     planned = replicates(score, m, n, resamples, rng)  # last: the checks do not depend on n
