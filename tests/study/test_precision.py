@@ -22,6 +22,7 @@ from genfair.methodologies.base import StepContext
 from genfair.models.runner import Call
 from genfair.study import precision, targets
 from genfair.study.layout import Layout
+from genfair.study.plan import PlanRow
 from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz
 from tests.study.toy_methodology.config import QuizConfig
@@ -342,3 +343,13 @@ def test_track_and_the_report_show_the_precision(
     html = build_report(params, layout).read_text(encoding="utf-8")
     section = html[html.index('id="precision"') :]
     assert "accuracy" in section and "simulated_llm" in section
+
+
+def test_the_planned_size_counts_expected_reasks_not_their_maximum() -> None:
+    rows = [
+        PlanRow("a", "quiz", True, calls=130, reasks_max=30, reasks_expected=6, planned=True),
+        PlanRow("b", "quiz", True, calls=130, reasks_max=30, planned=True),  # no rate observed
+        PlanRow("c", "quiz", True, calls=0, planned=True),
+        PlanRow("d", "quiz", True, calls=50, planned=False),
+    ]
+    assert precision.planned(rows) == {("a", "quiz"): 106, ("b", "quiz"): 100}

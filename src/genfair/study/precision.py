@@ -692,5 +692,12 @@ def half_width_metrics(result: Forecast) -> dict[str, float]:
 
 
 def planned(rows: Sequence[Any]) -> dict[tuple[str, str], int]:
-    """``(model, methodology) -> calls`` of the plan's rows that could be planned."""
-    return {(r.model, r.methodology): r.calls for r in rows if r.planned and r.calls}
+    """``(model, methodology) -> calls`` of the plan's rows that could be planned: their first
+    asks and the re-asks the cache's observed rate expects (not the re-asks' maximum, which
+    bounds the bill: a re-ask replaces an answer, it adds no unit)."""
+    sizes = {
+        (r.model, r.methodology): r.calls - r.reasks_max + (r.reasks_expected or 0)
+        for r in rows
+        if r.planned and r.calls
+    }
+    return {key: calls for key, calls in sizes.items() if calls > 0}
