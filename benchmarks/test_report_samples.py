@@ -36,7 +36,9 @@ from pydantic import BaseModel, ConfigDict
 from genfair.cli import compose
 from genfair.io import write_parquet
 from genfair.methodologies import register
-from genfair.methodologies.base import Methodology, MetricsResult, SampleView
+from genfair.methodologies.base import Methodology, MetricsResult
+from genfair.methodologies.presentation import Presentation
+from genfair.methodologies.sample_view import SampleView
 from genfair.study.layout import Layout
 from genfair.study.report import build_report
 from genfair.study_params import StudyParams, load_params
@@ -50,15 +52,19 @@ class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SyntheticRowsPresentation(Presentation[_Config]):
+    sample_view = SampleView(
+        groups=("context", "statistic", "attribute", "direction"), label=("choice",)
+    )
+
+
 class SyntheticRows(Methodology):
     """Synthetic rows for the report benchmark (no probes are built, no model is called)."""
 
     name: ClassVar[str] = "bench_rows"
     modalities = ("llm",)
     Config = _Config
-    sample_view = SampleView(
-        groups=("context", "statistic", "attribute", "direction"), label=("choice",)
-    )
+    presentation_role = SyntheticRowsPresentation
 
     def build_probes(self, config: Any, seed: int) -> pd.DataFrame:
         raise NotImplementedError

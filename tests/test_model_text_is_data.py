@@ -211,7 +211,7 @@ def test_any_model_text_in_a_report_section_is_escaped_text(text: str) -> None:
     cells, rendered by the report's own template: every one is the text, escaped."""
     from markupsafe import escape
 
-    from genfair.methodologies.base import ReportSection, ReportTable
+    from genfair.methodologies.presentation import ReportSection, ReportTable
     from genfair.study.report import TEMPLATE, report_environment, section_view
 
     frame = pd.DataFrame([[text, -0.5]], columns=[text or "x", "value"])

@@ -48,7 +48,7 @@ def test_a_sample_file_per_methodology_and_model(study: tuple[Path, dict[str, st
         data = json.loads(script[len("genfairSamples(") : -3])
         assert data["n"] == len(labels) and set(entry["groups"]) <= set(data["columns"])
         # the methodology's own groups (its SampleView), those its labels have
-        named = get_methodology(entry["methodology"]).sample_view.groups
+        named = get_methodology(entry["methodology"]).presentation.sample_view.groups
         assert entry["groups"] and set(entry["groups"]) <= set(named), entry
     # the page holds no row: its index is a few lines per methodology and model
     assert len(html.split('id="samples-index">')[1].split("</script>")[0]) < 400 * len(index)

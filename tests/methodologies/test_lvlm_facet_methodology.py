@@ -164,7 +164,7 @@ def test_fixture_labels_metrics_headline_and_figures(fixture_run) -> None:
     )
     board = leaderboard(scores, LvlmFacet.ranking)
     assert board["rank"].isna().all()  # a simulator is never ranked
-    figures = get_methodology("lvlm_facet").figures(scores, "sim")
+    figures = get_methodology("lvlm_facet").presentation.figures(scores, "sim")
     assert [name for _, name in figures] == ["recall_per_group.png", "disparity_heatmap.png"]
 
 

@@ -219,7 +219,7 @@ def test_fig9_pattern_biased_within_captions_only(exact) -> None:
 
 
 def test_figures_are_drawn(exact) -> None:
-    figures = get_methodology("open_bias").figures(exact[4].scores, "test")
+    figures = get_methodology("open_bias").presentation.figures(exact[4].scores, "test")
     assert [name for _, name in figures] == [
         "open_bias_severity_ranking.png",
         "open_bias_context_aware_vs_free.png",
@@ -407,7 +407,7 @@ def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
     assert result.summary["proposals"]["yield"] == 0.0
     method = get_methodology("open_bias")  # the study's later steps read the empty scores
     scores = result.scores.assign(model="m")
-    assert method.figures(scores, "m") == []
+    assert method.presentation.figures(scores, "m") == []
     assert method.leaderboard(scores, None).empty
 
 

@@ -7,9 +7,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from genfair.methodologies.base import ReportContext, StudyResult
+from genfair.methodologies.base import StudyResult
 from genfair.methodologies.iris.report import report_section as iris_section
 from genfair.methodologies.news_bias.report import report_section as news_section
+from genfair.methodologies.presentation import ReportContext
 
 
 def _context(board: pd.DataFrame, tables: dict[str, pd.DataFrame] | None) -> ReportContext:

@@ -24,10 +24,10 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
-    Plot,
     Ranking,
     StepContext,
 )
+from genfair.methodologies.presentation import Plot, Presentation
 from genfair.metrics.intervals import mean_ci, proportion_ci
 from genfair.models.config import SimulatedCategoricalPolicy
 from genfair.models.questions import ChoiceQuestion
@@ -64,11 +64,24 @@ class PronounQuizConfig(Strict):
         return self
 
 
+class PronounQuizPresentation(Presentation[PronounQuizConfig]):
+    """Its report title and its ``dvc plots`` figure of the gap (the rest: the defaults)."""
+
+    title: ClassVar[str] = "Toy pronoun quiz: he, she or they"
+    plots: ClassVar[tuple[Plot, ...]] = (
+        Plot("gap", "share_he - share_she per model", "mean", "model", "bar_horizontal"),
+    )
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        gap = board[board["measure"] == GAP] if len(board) else board
+        return {"gap": gap[["model", "mean", "ci_low", "ci_high"]]} if len(gap) else {}
+
+
 class PronounQuiz(Methodology):
     """Toy pronoun quiz: which pronoun a model gives an occupation (a test of the contract)."""
 
     name: ClassVar[str] = "pronoun_quiz"
-    title = "Toy pronoun quiz: he, she or they"
+    presentation_role = PronounQuizPresentation
     modalities = ("llm",)
     Config = PronounQuizConfig
     metric_keys = ("measure",)
@@ -78,7 +91,6 @@ class PronounQuiz(Methodology):
             "share_he_minus_she", "mean", {"measure": GAP}, "closer to 0", ("ci_low", "ci_high")
         ),
     )
-    plots = (Plot("gap", "share_he - share_she per model", "mean", "model", "bar_horizontal"),)
     paired_unit = "probe_id"
     #: the fields each step reads (the plants, ``simulated``, a simulator's generate adds): a
     #: change to ``confidence_level`` reruns only ``metrics`` and what follows
@@ -165,10 +177,6 @@ class PronounQuiz(Methodology):
             return {"share_he_minus_she": float(answers.map(SIGN).mean())}
 
         return gap
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        gap = board[board["measure"] == GAP] if len(board) else board
-        return {"gap": gap[["model", "mean", "ci_low", "ci_high"]]} if len(gap) else {}
 
 
 def pronoun(text: str | None) -> str | None:

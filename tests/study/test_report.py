@@ -31,6 +31,7 @@ from genfair.study.store import listed_keys, missing_runs
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz, QuizConfig
+from tests.study.toy_methodology.report import QuizPresentation
 from tests.support.browser import browser, sync_api, watched_page
 from tests.support.conf import with_runs
 from tests.support.mlflow_server import mlflow_server
@@ -43,10 +44,25 @@ IMG = '"><img src=x onerror=alert(2)>'
 MODEL_TEXT = "=cmd|' /C calc'!A0 gender $x^{$ \x1b[2J\n12:00:00 INFO forged"
 
 
+class EvilPresentation(QuizPresentation):
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """The measures as bar labels, titled with the model's text (issue 32: mathtext in
+        a label made ``report`` and ``track`` die)."""
+        from genfair.methodologies.plotting import plt
+
+        figure, ax = plt.subplots(figsize=(4, 2))
+        ax.barh(range(len(scores)), scores["mean"], label=MODEL_TEXT)
+        ax.set(yticks=range(len(scores)), yticklabels=scores["measure"], title=MODEL_TEXT)
+        ax.legend()
+        figure.tight_layout()
+        return [(figure, "measures.png")]
+
+
 class EvilQuiz(Quiz):
     """A toy quiz whose dataset and model text is hostile markup."""
 
     name: ClassVar[str] = "toy_evil"
+    presentation_role = EvilPresentation
     headline = (Headline(f"accuracy {IMG}", "mean", {"measure": "accuracy"}, "higher"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
@@ -62,18 +78,6 @@ class EvilQuiz(Quiz):
         result.scores["note"] = IMG
         result.summary["instruments"] = {"judge": SCRIPT}
         return result
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """The measures as bar labels, titled with the model's text (issue 32: mathtext in
-        a label made ``report`` and ``track`` die)."""
-        from genfair.methodologies.plotting import plt
-
-        figure, ax = plt.subplots(figsize=(4, 2))
-        ax.barh(range(len(scores)), scores["mean"], label=MODEL_TEXT)
-        ax.set(yticks=range(len(scores)), yticklabels=scores["measure"], title=MODEL_TEXT)
-        ax.legend()
-        figure.tight_layout()
-        return [(figure, "measures.png")]
 
 
 def _params(tmp_path: Path) -> StudyParams:

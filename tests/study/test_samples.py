@@ -151,9 +151,9 @@ def test_lvlm_facet_links_its_prompt_kind_to_the_question_column() -> None:
     method = get_methodology("lvlm_facet")
     headline = method.headline[0]
     assert "prompt" in headline.where
-    link = method.sample_filter(headline)
+    link = method.presentation.sample_filter(headline)
     assert link["question"] == headline.where["prompt"] and "prompt" not in link
-    default = get_methodology("fact_or_fair").sample_filter(
+    default = get_methodology("fact_or_fair").presentation.sample_filter(
         Headline("x", "distance", {"context": "objective", "attribute": "gender"}, "lower")
     )
     assert default == {"context": "objective", "attribute": "gender"}
@@ -173,7 +173,9 @@ def test_open_bias_vqa_rows_show_the_image_they_asked_about() -> None:
     labels = responses.drop(columns=["image_probe_id", "file"]).assign(
         label=[None, "male", "female"]
     )
-    rows = get_methodology("open_bias").sample_rows(pd.DataFrame(), responses, labels, Path("i"))
+    rows = get_methodology("open_bias").presentation.sample_rows(
+        pd.DataFrame(), responses, labels, Path("i")
+    )
     assert rows["image"].tolist() == ["i/aa.png", "i/aa.png", None]
     assert rows["label"].tolist() == [None, "male", "female"]
 

@@ -112,7 +112,7 @@ def install_methodology(module: Path, entry: str, where: Path) -> Path:
     folder to put on the study's ``PYTHONPATH``."""
     name, cls = entry.split("=")
     package, site = where / "package", where / "site"
-    if module.is_dir():  # a package: __init__.py, config.py, methodology.py (the layout)
+    if module.is_dir():  # a package: __init__.py, config.py, methodology.py, report.py
         shutil.copytree(
             module, package / f"genfair_{name}", ignore=shutil.ignore_patterns("__pycache__")
         )

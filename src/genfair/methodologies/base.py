@@ -10,10 +10,9 @@ order of the pipeline's stages::
     metrics   -> MetricsResult          metrics@<model>-<methodology>
     study     -> StudyResult | None     study@<methodology>  (all models at once; optional)
     leaderboard, ranking, headline      score
-    plots, plot_tables                  plot@<methodology>-<plot>  (data/plots/, dvc plots)
-    figures, run_record                 track (MLflow)
-    report_section -> ReportSection     report (data/report/index.html)
-    sample_rows, sample_filter          report (data/report/samples/: the rows behind the numbers)
+    presentation  (an optional role)    plot@<methodology>-<plot>, track, report: figures,
+                                        dvc plots, MLflow record, report section, samples
+                                        (:mod:`genfair.methodologies.presentation`)
 
 What a step needs beyond its inputs (seed, model, modality, folders, instruments, the backend
 and response cache, the progress text) comes in one context object (:class:`StepContext`,
@@ -46,23 +45,21 @@ the calls that use it; conf/model's simulators hold no policy.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from genfair.methodologies.sample_view import SampleView, join_samples
+from genfair.methodologies.presentation import Presentation
 from genfair.metrics.bootstrap import INTERVAL_METHODS, IntervalMethod
 from genfair.models.runner import Call, OnRows, Verdict
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 Modality = Literal["llm", "t2i", "vlm"]
 MODALITIES: tuple[Modality, ...] = ("llm", "t2i", "vlm")
@@ -185,21 +182,6 @@ class PairedCounts:
 
 
 @dataclass(frozen=True)
-class Plot:
-    """One ``dvc plots`` figure the methodology declares: the table ``plot_tables(board)[name]``,
-    written as ``data/plots/<methodology>/<name>.csv`` by the ``plot@<methodology>-<name>``
-    stage, drawn with DVC's ``template`` (``linear``, ``scatter``, ``bar_horizontal``...)
-    from its columns ``x`` and ``y``, under ``title``. Composing ``conf/`` lists the plots of
-    the study's methodologies in ``params.yaml`` (``plots``); ``dvc.yaml`` names none."""
-
-    name: str
-    title: str
-    x: str
-    y: str
-    template: str = "linear"
-
-
-@dataclass(frozen=True)
 class ModelInfo:
     """What a methodology may know about a model under test."""
 
@@ -319,69 +301,6 @@ class StudyContext:
     probes: Callable[[], pd.DataFrame]
 
 
-@dataclass
-class ReportFigure:
-    """A figure of the report: a matplotlib figure (embedded as PNG) and its caption, which
-    says which paper figure it recomputes and what a reader should look for."""
-
-    figure: Figure
-    caption: str
-    #: short identifier (the figure's file name in MLflow, the report's anchor)
-    name: str = ""
-
-
-@dataclass
-class ReportTable:
-    """A table of the report (every cell is escaped: model and dataset text are safe)."""
-
-    title: str
-    frame: pd.DataFrame
-    caption: str = ""
-
-
-@dataclass
-class ReportSection:
-    """A methodology's section of the study report: what it measures, its figures and
-    tables. Notes are short paragraphs (plain text, escaped)."""
-
-    title: str
-    intro: str = ""
-    figures: list[ReportFigure] = field(default_factory=list)
-    tables: list[ReportTable] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ReportContext:
-    """What :meth:`Methodology.report_section` is given: the ranked leaderboard
-    (``data/scores/<methodology>.parquet``; ``model``, ``backend``, ``modality``,
-    ``simulated``, ``rank`` and the methodology's columns), the study step's result, the
-    models that ran it, its config, and readers of each model's metrics outputs."""
-
-    board: pd.DataFrame
-    study: StudyResult | None
-    models: tuple[ModelInfo, ...]
-    config: Any
-    #: model -> its metrics ``summary.json`` ({} when absent)
-    summary: Callable[[str], dict[str, Any]] = field(default=lambda model: {})
-    #: (model, table) -> the detail table ``data/metrics/<methodology>/<model>/<table>.parquet``
-    table: Callable[[str, str], pd.DataFrame] = field(default=lambda model, name: pd.DataFrame())
-
-    def study_table(self, name: str) -> pd.DataFrame | None:
-        """The study step's table ``name``; None without a study result or when it lacks the
-        table or the table is empty (a report shows no empty table)."""
-        frame = self.study.tables.get(name) if self.study is not None else None
-        return frame if frame is not None and len(frame) else None
-
-    def leaderboard(
-        self, columns: Sequence[str], caption: str, title: str = "Leaderboard"
-    ) -> ReportTable:
-        """The leaderboard as a report table: ``columns`` in that order, those it has."""
-        return ReportTable(
-            title, self.board[[c for c in columns if c in self.board.columns]], caption
-        )
-
-
 @dataclass(frozen=True)
 class Footprint:
     """An estimate: ``rows`` rows of ``bytes_per_row`` bytes each, held at once in memory, set
@@ -438,10 +357,6 @@ class Methodology(ABC, Generic[ConfigT]):
     ranking: ClassVar[Ranking | None] = None
     #: the few numbers that summarise a model
     headline: ClassVar[tuple[Headline, ...]] = ()
-    #: its ``dvc plots`` (tables from :meth:`plot_tables`)
-    plots: ClassVar[tuple[Plot, ...]] = ()
-    #: the section title of the study report (default: :attr:`name`)
-    title: ClassVar[str] = ""
     #: the labels column whose values a paired model comparison resamples jointly (the
     #: methodology's resampling unit, e.g. ``probe_id``; a unit that is not one column is
     #: named here and given by :meth:`paired_units`); None: its models are not compared
@@ -458,8 +373,6 @@ class Methodology(ABC, Generic[ConfigT]):
     #: only the simulators' runs)
     plants: ClassVar[tuple[str, ...]] = ("simulated",)
 
-    #: what the report's sample browser shows of its rows (:meth:`sample_rows`)
-    sample_view: ClassVar[SampleView] = SampleView()
     #: the modalities on which a run's later calls depend on its earlier answers (e.g. prompts
     #: built from the images it drew): ``genfair plan`` can count only the first uncached
     #: step of such a run and marks its row a lower bound; an own :meth:`generate` alone
@@ -538,6 +451,15 @@ class Methodology(ABC, Generic[ConfigT]):
         """The study-level step over all models (None: the methodology has none)."""
         return None
 
+    #: how its results are shown (figures, ``dvc plots``, report section, samples, MLflow
+    #: record): :mod:`genfair.methodologies.presentation`, optional (the default works)
+    presentation_role: ClassVar[type[Presentation[Any]]] = Presentation
+
+    @functools.cached_property
+    def presentation(self) -> Presentation[ConfigT]:
+        """Its :attr:`presentation_role`, built with it."""
+        return self.presentation_role(self)
+
     def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
         """The leaderboard's rows before ranking: every model's scores (``model`` column
         first) plus the study step's ``scores`` rows when it has them."""
@@ -549,26 +471,6 @@ class Methodology(ABC, Generic[ConfigT]):
         """The rows that describe one model in its MLflow run and figures: its scores plus
         its rows of the study step's ``scores`` table."""
         return _with_study_rows(scores, study, model)
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Figure, str]]:
-        """(figure, file name) pairs of the paper's figures for a model's or the
-        leaderboard's scores."""
-        return []
-
-    def run_record(
-        self,
-        model: str,
-        config: ConfigT,
-        scores: pd.DataFrame,
-        summary: dict[str, Any],
-        study: StudyResult | None,
-    ) -> tuple[dict[str, Any], dict[str, float]]:
-        """Extra MLflow params and metrics of a model's run (default: the instruments named
-        in the metrics summary, no extra metrics)."""
-        params = {
-            f"{self.name}.instrument.{k}": v for k, v in summary.get("instruments", {}).items()
-        }
-        return params, {}
 
     def headline_function(
         self, config: ConfigT, modality: str
@@ -606,59 +508,6 @@ class Methodology(ABC, Generic[ConfigT]):
         replicates returns them (a smoke study stays quick, a paper-scale one gets the paper's
         replicates)."""
         return COMPARISON_RESAMPLES
-
-    # ---- report
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        """The tables of :attr:`plots` by name, from the leaderboard (a declared plot missing
-        here is written with its columns and no rows). Default: none."""
-        return {}
-
-    def report_section(self, ctx: ReportContext) -> ReportSection:
-        """This methodology's section of the study report. The default works for any
-        methodology: its docstring's first paragraph, the figures of :meth:`figures` over
-        the leaderboard (captioned with their file names), and the leaderboard itself.
-        Override it to caption the paper's figures and add tables."""
-        doc = (type(self).__doc__ or "").strip().split("\n\n")[0]
-        figures = [
-            ReportFigure(
-                fig,
-                f"{self.name}: {file} (the methodology's figure over every model's "
-                "scores; simulators are labelled).",
-                file,
-            )
-            for fig, file in (self.figures(ctx.board, self.name) if len(ctx.board) else [])
-        ]
-        tables = [
-            ReportTable(
-                "Leaderboard",
-                ctx.board,
-                "Every model's scores; rank among real models only (simulators are never ranked).",
-            )
-        ]
-        return ReportSection(
-            title=self.title or self.name,
-            intro=" ".join(doc.split()),
-            figures=figures,
-            tables=tables if len(ctx.board) else [],
-        )
-
-    def sample_rows(
-        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
-    ) -> pd.DataFrame:
-        """The rows behind a model's numbers, for the report's sample browser: one row per
-        label row, with the :data:`SAMPLE_FIELDS` (``image``: a path from the study root, or
-        None) and the grouping columns (every other column, as text). ``images`` is the
-        model's image folder (from the study root). Default: :func:`join_samples` of
-        :attr:`sample_view`; override it to join otherwise."""
-        return join_samples(self.sample_view, probes, responses, labels, images)
-
-    def sample_filter(self, headline: Headline) -> dict[str, str]:
-        """The sample browser's filter that a headline number links to: its ``where`` entries
-        that name a grouping column (values that no row has are dropped by the report).
-        Override it where the leaderboard's columns are named otherwise than the labels'."""
-        groups = self.sample_view.groups
-        return {k: str(v) for k, v in headline.where.items() if not groups or k in groups}
 
 
 def _with_study_rows(

@@ -1,7 +1,7 @@
 """The rows behind a methodology's numbers, as the report's sample browser shows them.
 
 A methodology says which of its columns matter (:class:`SampleView`, the class attribute
-``Methodology.sample_view``); :func:`join_samples` makes one row per label row out of its
+``Presentation.sample_view``); :func:`join_samples` makes one row per label row out of its
 label, response and probe tables. The generic report code (:mod:`genfair.study.sample_files`)
 exports these rows per model, and names no methodology.
 """
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
-#: the fields of every sample row the report's sample browser shows (``Methodology.sample_rows``)
+#: the fields of every sample row the report's sample browser shows (``Presentation.sample_rows``)
 SAMPLE_FIELDS = ("probe_id", "prompt", "answer", "label", "status", "attempts", "image")
 
 
 @dataclass(frozen=True)
 class SampleView:
     """Which columns the report's sample browser shows of a methodology's rows (its label
-    table, joined with its responses and probes by :meth:`Methodology.sample_rows`).
+    table, joined with its responses and probes by :meth:`Presentation.sample_rows`).
 
     ``groups``: the label columns a reader filters by (statistic, context, sector, class,
     bias...); empty: the label table's short text columns (at most :data:`MAX_LEVELS` values).

@@ -14,8 +14,8 @@ through Jinja2's autoescaping in the page and ``textContent`` in the browser. Se
 - headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
   model, with the model's rank among real models (simulators are never ranked);
 - one section per methodology, from its
-  :meth:`~genfair.methodologies.base.Methodology.report_section` (the generic code names no
-  methodology);
+  :meth:`~genfair.methodologies.presentation.Presentation.report_section` (the generic code
+  names no methodology);
 - instruments: the face instrument's validation, the instruments each methodology used (the
   ``instruments`` entry of its metrics summaries) and the answer mapper's tiers (``tiers``).
 
@@ -43,7 +43,8 @@ import pandas as pd
 from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress, shown
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import NEUTRAL, ModelInfo, ReportContext, ReportSection, ReportTable
+from genfair.methodologies.base import NEUTRAL, ModelInfo
+from genfair.methodologies.presentation import ReportContext, ReportSection, ReportTable
 from genfair.names import split_pair
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
@@ -166,7 +167,8 @@ def headline_view(
         for row in headline_rows(method, board):
             file = files.get((name, row["model"]))
             if file is not None:
-                row["samples"] = samples_href(file, method.sample_filter(headlines[row["name"]]))
+                where = method.presentation.sample_filter(headlines[row["name"]])
+                row["samples"] = samples_href(file, where)
             entry = by_name.setdefault(
                 row["name"],
                 {
@@ -520,7 +522,8 @@ def build_report(
     for name in progress(
         list(params.methodologies), desc="report sections", unit="section", every=5
     ):
-        section = get_methodology(name).report_section(report_context(params, name, layout))
+        presentation = get_methodology(name).presentation
+        section = presentation.report_section(report_context(params, name, layout))
         mine = [f for f in samples if f.methodology == name]
         sections.append(section_view(section, f"m-{name}", simulated, mine))
     viewer = VIEWER.read_text(encoding="utf-8")

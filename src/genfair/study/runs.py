@@ -190,7 +190,7 @@ def plots_for(methodologies: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         f"{name}-{plot.name}": {"methodology": name, "code": code[name], **vars(plot)}
         for name in methodologies
         if name in names()
-        for plot in get_methodology(name).plots
+        for plot in get_methodology(name).presentation.plots
     }
 
 

@@ -1,7 +1,7 @@
 """The report's samples: the rows behind every number, one script file per methodology and model.
 
 ``data/report/samples/<methodology>/<model>.js`` holds the rows that
-:meth:`~genfair.methodologies.base.Methodology.sample_rows` makes of the model's labels,
+:meth:`~genfair.methodologies.presentation.Presentation.sample_rows` makes of the model's labels,
 responses and probes, and registers them with the report's sample browser
 (``genfairSamples({...})``). Script files, not JSON: a page opened from disk (``file://``)
 may load a script but Chromium refuses it ``fetch()`` of a local file. The report loads a
@@ -149,7 +149,7 @@ def sample_rows(
     if probes is None:
         probes = _read(layout.probes(methodology))
     images = Path(os.path.relpath(layout.images(model, methodology), layout.root))
-    return get_methodology(methodology).sample_rows(
+    return get_methodology(methodology).presentation.sample_rows(
         probes, _read(layout.responses(model, methodology)), read_parquet(labels_path), images
     )
 

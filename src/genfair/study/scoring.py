@@ -214,19 +214,19 @@ def instrument_metric_files(layout: Layout) -> list[Path]:
 
 def write_plot(methodology: str, plot: str, layout: Layout = Layout()) -> Path:
     """``plot@<methodology>-<plot>``: the table of one declared ``dvc plots`` figure
-    (:attr:`~genfair.methodologies.base.Methodology.plots`) from the methodology's
+    (:attr:`~genfair.methodologies.presentation.Presentation.plots`) from the methodology's
     leaderboard, as ``data/plots/<methodology>/<plot>.csv`` (its columns and no rows when
     the leaderboard has none to show)."""
-    method = get_methodology(methodology)
-    spec = next((p for p in method.plots if p.name == plot), None)
+    shown = get_methodology(methodology).presentation
+    spec = next((p for p in shown.plots if p.name == plot), None)
     if spec is None:
         raise ConfigError(
             f"{methodology} declares no plot {plot!r} (its plots: "
-            f"{', '.join(p.name for p in method.plots) or 'none'}): recompose params.yaml "
+            f"{', '.join(p.name for p in shown.plots) or 'none'}): recompose params.yaml "
             "with `genfair compose`"
         )
     board = read_parquet(layout.named(layout.scores, methodology, suffix=".parquet"))
-    frame = method.plot_tables(board).get(plot)
+    frame = shown.plot_tables(board).get(plot)
     if frame is None:
         log.warning("%s: no rows for plot %s (the study's models give none)", methodology, plot)
         frame = pd.DataFrame(columns=list(dict.fromkeys([spec.x, spec.y])))

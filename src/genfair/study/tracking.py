@@ -327,7 +327,7 @@ def _log_parent(
                 board = read_parquet(board_path)
                 if len(board):
                     _log_table(mlflow, board, f"leaderboard_{name}.csv")
-                    for figure, file in method.figures(board, name):
+                    for figure, file in method.presentation.figures(board, name):
                         _log_figure(mlflow, figure, f"{name}_{file}")
             study = studies[name]
             if study is not None:
@@ -398,7 +398,7 @@ def _log_child(
         )
         scores = read_parquet(folder / "scores.parquet")
         rows = method.model_rows(model, scores, studies[name])
-        extra_params, extra_metrics = method.run_record(
+        extra_params, extra_metrics = method.presentation.run_record(
             model, method_config, rows, summary, studies[name]
         )
         _log_params(mlflow, extra_params)
@@ -416,7 +416,7 @@ def _log_child(
         if len(rows) > len(scores):
             _log_table(mlflow, rows.iloc[len(scores) :], "study_scores.csv")
         shown = rows.assign(model=model, simulated=info.simulated, modality=info.modality)
-        for figure, file in method.figures(shown, model):
+        for figure, file in method.presentation.figures(shown, model):
             _log_figure(mlflow, figure, file)
         return str(child.info.run_id)
 

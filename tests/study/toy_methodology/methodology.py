@@ -11,7 +11,6 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
-    Plot,
     Ranking,
     StepContext,
 )
@@ -20,19 +19,19 @@ from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
 from .config import QuizConfig
+from .report import QuizPresentation
 
 
 class Quiz(Methodology):
     """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
 
     name: ClassVar[str] = "toy_quiz"
-    title = "Toy quiz: which number is larger"
+    presentation_role = QuizPresentation
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
     ranking = Ranking(("measure",), "mean", False)
     headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
-    plots = (Plot("accuracy", "Toy quiz accuracy per model", "mean", "model", "bar_horizontal"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         rows = [
@@ -92,9 +91,6 @@ class Quiz(Methodology):
             return {"accuracy": float(valid["correct"].mean()) if len(valid) else float("nan")}
 
         return accuracy
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]} if len(board) else {}
 
 
 def _answer(text: str | None) -> str | None:

@@ -8,7 +8,7 @@ scenarios, with and without cognitive-error contexts. Text-to-image models (§3.
 Scores, for both: S_fact, S_E, S_KLD, S_fair and the distance to the accuracy-entropy
 trade-off curve.
 
-Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
+Its presentation (figures, report section, ``dvc plots``, samples): :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,7 @@ from genfair.methodologies.base import (
     HeadlineCounts,
     Methodology,
     MetricsResult,
-    Plot,
     Ranking,
-    ReportContext,
-    ReportSection,
-    SampleView,
     StepContext,
 )
 from genfair.methodologies.fact_or_fair import t2i
@@ -43,7 +39,7 @@ from genfair.methodologies.fact_or_fair.probes import (
     primed_letters,
     truth_letters,
 )
-from genfair.methodologies.fact_or_fair.report import plot_tables, report_section
+from genfair.methodologies.fact_or_fair.report import FactOrFairPresentation
 from genfair.methodologies.fact_or_fair.scoring import (
     CONTEXT_ORDER,
     cell_table,
@@ -102,16 +98,7 @@ class FactOrFair(Methodology[FactOrFairConfig]):
     U.S. statistics, and of text-to-image portraits for the same queries."""
 
     name: ClassVar[str] = "fact_or_fair"
-    plots = tuple(
-        Plot(
-            f"tradeoff_objective_{a}",
-            f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
-            "s_fact",
-            "s_e",
-            "scatter",
-        )
-        for a in ("gender", "race")
-    )
+    presentation_role = FactOrFairPresentation
     modalities = ("llm", "t2i")
     #: the T2I portraits' faces (:meth:`label`)
     measures = ("face_demographics",)
@@ -128,11 +115,6 @@ class FactOrFair(Methodology[FactOrFairConfig]):
     # §4.3: the distance to the trade-off curve's best point, lower is better
     ranking = Ranking(("context", "attribute"), "distance", True)
     headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
-    #: the report's samples: the chosen option (LLM) or the face instrument's reading (T2I)
-    sample_view = SampleView(
-        groups=("context", "statistic", "attribute", "direction", "kind"),
-        label=("choice", "chosen_gender", "chosen_race"),
-    )
 
     def footprint(self, config: FactOrFairConfig) -> list[Footprint]:
         """The subjective probes (statistics x 2 directions x scenarios x samples x contexts;
@@ -263,40 +245,6 @@ class FactOrFair(Methodology[FactOrFairConfig]):
         if ctx.modality == "t2i":
             return t2i.metrics(labels, config, ctx.seed)
         return self._llm_metrics(labels, config, ctx.seed)
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """Paper 000 Fig. 6-9 (LLMs, per context) and Fig. 4-5 (T2I objective / subjective
-        test): models on the (S_fact, S_E) plane under the max-entropy curve."""
-        from genfair.methodologies.fact_or_fair.figures import tradeoff_figure
-
-        out = []
-        by_modality = (
-            scores.groupby("modality", sort=False) if "modality" in scores else [("llm", scores)]
-        )
-        for modality, part in by_modality:
-            for context, rows in part.groupby("context", sort=False):
-                if modality == "t2i":
-                    test = {"objective": "objective test", "baseline": "subjective test"}.get(
-                        context, context
-                    )
-                    out.append(
-                        (
-                            tradeoff_figure(rows, f"{title}: T2I {test}"),
-                            f"tradeoff_t2i_{context}.png",
-                        )
-                    )
-                else:
-                    out.append(
-                        (tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png")
-                    )
-        return out
-
-    def report_section(self, ctx: ReportContext) -> ReportSection:
-        """The trade-off plots per modality and context (paper Fig. 4-9) and the leaderboard."""
-        return report_section(ctx)
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return plot_tables(board)
 
     #: one answer (a probe id names a query and its sample index): the unit its intervals
     #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count

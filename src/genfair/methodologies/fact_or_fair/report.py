@@ -1,15 +1,24 @@
-"""FACT-OR-FAIR's report section and ``dvc plots`` tables (paper 000, Fig. 4-9).
+"""FACT-OR-FAIR's presentation role (:class:`FactOrFairPresentation`): its figures, report
+section and ``dvc plots`` tables (paper 000, Fig. 4-9), and its samples.
 
 Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
-from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection
+from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
+from genfair.methodologies.presentation import (
+    Plot,
+    Presentation,
+    ReportContext,
+    ReportFigure,
+    ReportSection,
+)
+from genfair.methodologies.sample_view import SampleView
 
 #: what each context's trade-off plot is in the paper
 _PAPER = {
@@ -95,3 +104,58 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         ]
         out[f"tradeoff_objective_{attribute}"] = frame.drop(columns="simulated")
     return out
+
+
+class FactOrFairPresentation(Presentation[FactOrFairConfig]):
+    """FACT-OR-FAIR's trade-off figures (paper Fig. 4-9), report section, ``dvc plots`` and
+    samples."""
+
+    plots: ClassVar[tuple[Plot, ...]] = tuple(
+        Plot(
+            f"tradeoff_objective_{a}",
+            f"FACT-OR-FAIR trade-off, objective, {a} (paper Fig. 6)",
+            "s_fact",
+            "s_e",
+            "scatter",
+        )
+        for a in ("gender", "race")
+    )
+    #: the report's samples: the chosen option (LLM) or the face instrument's reading (T2I)
+    sample_view = SampleView(
+        groups=("context", "statistic", "attribute", "direction", "kind"),
+        label=("choice", "chosen_gender", "chosen_race"),
+    )
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """Paper 000 Fig. 6-9 (LLMs, per context) and Fig. 4-5 (T2I objective / subjective
+        test): models on the (S_fact, S_E) plane under the max-entropy curve."""
+        from genfair.methodologies.fact_or_fair.figures import tradeoff_figure
+
+        out = []
+        by_modality = (
+            scores.groupby("modality", sort=False) if "modality" in scores else [("llm", scores)]
+        )
+        for modality, part in by_modality:
+            for context, rows in part.groupby("context", sort=False):
+                if modality == "t2i":
+                    test = {"objective": "objective test", "baseline": "subjective test"}.get(
+                        context, context
+                    )
+                    out.append(
+                        (
+                            tradeoff_figure(rows, f"{title}: T2I {test}"),
+                            f"tradeoff_t2i_{context}.png",
+                        )
+                    )
+                else:
+                    out.append(
+                        (tradeoff_figure(rows, f"{title}: {context}"), f"tradeoff_{context}.png")
+                    )
+        return out
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The trade-off plots per modality and context (paper Fig. 4-9) and the leaderboard."""
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return plot_tables(board)

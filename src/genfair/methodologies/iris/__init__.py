@@ -13,8 +13,9 @@ Steerability) in six sectors (IFS-Gen, RFS-Gen, BIS-Gen, IFS-Und, RFS-Und, BIS-U
   ranking stability; :mod:`.validity` -- Fig. 4(c) sector correlation and Fig. 4(d) Welch
   test by architecture; :mod:`.figures` -- Fig. 4(c)'s heat map.
 
-The class is in :mod:`.methodology`, its config in :mod:`.config` (the simulators' plants in
-:mod:`.simulated`), the occupation table as the study uses it in :mod:`.occupations`.
+The class is in :mod:`.methodology` (its presentation role in :mod:`.report`), its config in
+:mod:`.config` (the simulators' plants in :mod:`.simulated`), the occupation table as the
+study uses it in :mod:`.occupations`.
 The core metric math lives in :mod:`.core_metrics` and :mod:`genfair.metrics`.
 """
 

@@ -37,7 +37,8 @@ Metrics: the granular metrics (:mod:`.granular`) of the sectors of the model's m
 ``scores.parquet`` is that table. The IRIS scores (S/K calibration needs every model) are
 computed by the cross-model ``score`` stage (:mod:`genfair.methodologies.iris.study`).
 
-Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
+Its presentation (figures, report section, ``dvc plots``, samples, MLflow record):
+:mod:`.report`.
 """
 
 from __future__ import annotations
@@ -59,10 +60,6 @@ from genfair.methodologies.base import (
     Headline,
     Methodology,
     MetricsResult,
-    Plot,
-    ReportContext,
-    ReportSection,
-    SampleView,
     StepContext,
     StudyContext,
     StudyResult,
@@ -92,8 +89,8 @@ from genfair.methodologies.iris.probes import (
     steering_prompts,
     top_stereotypes,
 )
-from genfair.methodologies.iris.report import plot_tables, report_section
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS, tracking_record
+from genfair.methodologies.iris.report import IrisPresentation
+from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.study import score_study
@@ -138,11 +135,7 @@ class Iris(Methodology[IrisConfig]):
     understanding, six sectors over three dimensions, with S/K-calibrated scores and codes."""
 
     name: ClassVar[str] = "iris"
-    plots = (
-        Plot(
-            "sectors", "IRIS sector scores (higher is fairer)", "score", "label", "bar_horizontal"
-        ),
-    )
+    presentation_role = IrisPresentation
     modalities = ("llm", "t2i", "vlm")
     #: on a T2I model BIS-Gen's prompts steer from the stereotypes measured on its own IFS-Gen
     #: images; the LLM tournament and the VLM questions are all known from the probes
@@ -183,15 +176,6 @@ class Iris(Methodology[IrisConfig]):
         for s in (*SECTORS, OVERALL)
         for part in (False, True)
     )
-    #: the report's samples: the occupation chosen or named (understanding), the face
-    #: instrument's reading (generation); a vision probe's photo, a generated image
-    sample_view = SampleView(
-        groups=("sector", "profile", "gender", "age_group", "skin_group", "occupation",
-                "prompt_type", "face_status"),
-        label=("choice", "mapped_occupation"),
-        answer=("answer", "text"),
-        probe_image="image",
-    )  # fmt: skip
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
     measures = (instrument,)
@@ -878,46 +862,6 @@ class Iris(Methodology[IrisConfig]):
         """A model's run logs its granular metrics (its IRIS scores come from
         :meth:`run_record`)."""
         return scores
-
-    def run_record(
-        self,
-        model: str,
-        config: IrisConfig,
-        scores: pd.DataFrame,
-        summary: dict[str, Any],
-        study: StudyResult | None,
-    ) -> tuple[dict[str, Any], dict[str, float]]:
-        """The S and K used (and the mode), per-sector magnitudes and scores, the overall
-        IRIS score (models with all six sectors) and the Gen/Und codes."""
-        board = study.tables["scores"] if study else pd.DataFrame()
-        if board.empty or model not in set(board["model"]):
-            return {}, {}
-        record = tracking_record(
-            board[board["model"] == model].drop(columns="simulated"), config.scoring
-        )[model]
-        return record["params"], record["metrics"]
-
-    # ---- figures and report
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """For the leaderboard (the study's IRIS scores; a model's granular metrics have
-        none): the sector chart with the codes, and Fig. 4(c), the sector-score correlation
-        matrix, for >= 3 models."""
-        if scores.empty or "score" not in scores or "sector" not in scores:
-            return []
-        from genfair.methodologies.iris.figures import sector_figure, study_figures
-
-        return [
-            (sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png"),
-            *study_figures(scores, title),
-        ]
-
-    def report_section(self, ctx: ReportContext) -> ReportSection:
-        """The sector chart with the codes, the scores per sector, the validation table."""
-        return report_section(ctx)
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return plot_tables(board)
 
 
 def _instruments_used(

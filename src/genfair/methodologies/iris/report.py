@@ -1,14 +1,29 @@
-"""IRIS's report section and ``dvc plots`` table (paper 002).
+"""IRIS's presentation role (:class:`IrisPresentation`): its figures, report section and
+``dvc plots`` table (paper 002), its samples and its MLflow record.
 
 Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import pandas as pd
 
-from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
-from genfair.methodologies.iris.scoring import IrisScoringConfig
+from genfair.methodologies.iris.config import IrisConfig
+from genfair.methodologies.iris.scoring import IrisScoringConfig, tracking_record
+from genfair.methodologies.presentation import (
+    Plot,
+    Presentation,
+    ReportContext,
+    ReportFigure,
+    ReportSection,
+    ReportTable,
+)
+from genfair.methodologies.sample_view import SampleView
+
+if TYPE_CHECKING:
+    from genfair.methodologies.base import StudyResult
 
 _SHOWN = [
     "model",
@@ -114,3 +129,61 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
             }
         )
     }
+
+
+class IrisPresentation(Presentation[IrisConfig]):
+    """IRIS's sector chart and correlation matrix, report section, ``dvc plots``, samples and
+    MLflow record (S, K, sector scores and codes)."""
+
+    plots: ClassVar[tuple[Plot, ...]] = (
+        Plot(
+            "sectors", "IRIS sector scores (higher is fairer)", "score", "label", "bar_horizontal"
+        ),
+    )
+    #: the report's samples: the occupation chosen or named (understanding), the face
+    #: instrument's reading (generation); a vision probe's photo, a generated image
+    sample_view = SampleView(
+        groups=("sector", "profile", "gender", "age_group", "skin_group", "occupation",
+                "prompt_type", "face_status"),
+        label=("choice", "mapped_occupation"),
+        answer=("answer", "text"),
+        probe_image="image",
+    )  # fmt: skip
+
+    def run_record(
+        self,
+        model: str,
+        config: IrisConfig,
+        scores: pd.DataFrame,
+        summary: dict[str, Any],
+        study: StudyResult | None,
+    ) -> tuple[dict[str, Any], dict[str, float]]:
+        """The S and K used (and the mode), per-sector magnitudes and scores, the overall
+        IRIS score (models with all six sectors) and the Gen/Und codes."""
+        board = study.tables["scores"] if study else pd.DataFrame()
+        if board.empty or model not in set(board["model"]):
+            return {}, {}
+        record = tracking_record(
+            board[board["model"] == model].drop(columns="simulated"), config.scoring
+        )[model]
+        return record["params"], record["metrics"]
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """For the leaderboard (the study's IRIS scores; a model's granular metrics have
+        none): the sector chart with the codes, and Fig. 4(c), the sector-score correlation
+        matrix, for >= 3 models."""
+        if scores.empty or "score" not in scores or "sector" not in scores:
+            return []
+        from genfair.methodologies.iris.figures import sector_figure, study_figures
+
+        return [
+            (sector_figure(scores, f"{title}: IRIS sector scores"), "sectors.png"),
+            *study_figures(scores, title),
+        ]
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The sector chart with the codes, the scores per sector, the validation table."""
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return plot_tables(board)

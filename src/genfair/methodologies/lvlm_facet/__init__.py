@@ -10,7 +10,8 @@ The methodology (:class:`.methodology.LvlmFacet`, registered as ``lvlm_facet``; 
 :class:`.config.LvlmFacetConfig`) wires the core modules: :mod:`.groups` (selection and
 groups), :mod:`.prompts` (paper Table 3), :mod:`.probes` (probe rows), :mod:`.matching`
 (answer -> label), :mod:`.labels` (responses -> the labelled table), :mod:`.scoring`
-(labelled responses -> recall and disparity tables, scores), :mod:`.figures`,
+(labelled responses -> recall and disparity tables, scores), :mod:`.report` (its
+presentation: figures, report title, samples), :mod:`.figures`,
 :mod:`.synthetic` (a SIMULATED FACET-schema table and planted-recall answers) and
 :mod:`.clip_baseline` (CLIP, the paper's CLIP row; the model kind is ``backend: clip``,
 :mod:`genfair.models.clip`).

@@ -19,7 +19,7 @@
 - headline: the pooled disparity of the paper's pair per attribute and prompt (closer to 0
   is fairer); leaderboard ranked by ``|disparity|`` among real models.
 
-Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
+Its presentation (figures, report title, samples): :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from genfair.methodologies.base import (
     Methodology,
     MetricsResult,
     Ranking,
-    SampleView,
     StepContext,
     bounded,
     table_rows,
@@ -54,6 +53,7 @@ from genfair.methodologies.lvlm_facet.labels import label_answers
 from genfair.methodologies.lvlm_facet.probes import probe_rows
 from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
 from genfair.methodologies.lvlm_facet.recall import POOLED
+from genfair.methodologies.lvlm_facet.report import LvlmFacetPresentation
 from genfair.methodologies.lvlm_facet.scoring import (
     SCORE_COLUMNS,
     headline,
@@ -97,7 +97,7 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     class and gender, skin tone and age group, and its disparities."""
 
     name: ClassVar[str] = "lvlm_facet"
-    title: ClassVar[str] = "LVLM-FACET: recall of vision-language models per demographic group"
+    presentation_role = LvlmFacetPresentation
     modalities = ("vlm",)
     Config: ClassVar[type[LvlmFacetConfig]] = LvlmFacetConfig
     #: the fields each step reads (its stage depends on them alone): answer matching is the
@@ -112,16 +112,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     metric_keys = ("measure", "prompt", "attribute", "class", "group")
     ranking = Ranking(("measure", "prompt", "attribute", "class", "group"), "abs_disparity", True)
     headline = tuple(_headline(a, p) for p in PROMPT_KINDS for a in ATTRIBUTES)
-    #: the report's samples (the labels' ``prompt``, the kind of question, shown as
-    #: ``question``: ``prompt`` is the prompt's text)
-    sample_view = SampleView(
-        groups=("question", "class", *ATTRIBUTES),
-        label=("label",),
-        answer=("answer",),
-        prompt="text",
-        probe_image="image_path",
-    )
-
     #: an image (asked every prompt): the rows of one person go together
     paired_unit = "person_id"
 
@@ -131,16 +121,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
         return headline_counts(
             self.headline, resolve_classes(config.classes), config.empty_group_recall
         )
-
-    def sample_rows(
-        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
-    ) -> pd.DataFrame:
-        labels = labels.rename(columns={"prompt": "question"})
-        return super().sample_rows(probes, responses, labels, images)
-
-    def sample_filter(self, headline: Headline) -> dict[str, str]:
-        where = {"question" if k == "prompt" else k: v for k, v in headline.where.items()}
-        return {k: str(v) for k, v in where.items() if k in self.sample_view.groups}
 
     # ---- probes@lvlm_facet
 
@@ -299,33 +279,3 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
         }
         summary["classes"] = classes
         return MetricsResult(scores=score_rows(tables), tables=tables, summary=summary)
-
-    # ---- score, track
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """Pooled recall per group with intervals (every model) and one class x pair
-        disparity heatmap per model."""
-        from genfair.methodologies.lvlm_facet.figures import disparity_heatmap, recall_figure
-
-        if scores.empty or "measure" not in scores:
-            return []
-        out = []
-        figure = recall_figure(scores, f"{title}: pooled recall per group")
-        if figure is not None:
-            out.append((figure, "recall_per_group.png"))
-        models = list(dict.fromkeys(scores["model"])) if "model" in scores else [None]
-        for model in models:
-            rows = scores if model is None else scores[scores["model"] == model]
-            simulated = "simulated" in rows and bool(rows["simulated"].astype(bool).any())
-            name = f"{model} (SIMULATED)" if simulated else (model or title)
-            heat = disparity_heatmap(rows, f"{title}: {name} disparity per class")
-            if heat is not None:
-                out.append(
-                    (
-                        heat,
-                        "disparity_heatmap.png"
-                        if len(models) == 1
-                        else f"disparity_heatmap_{model}.png",
-                    )
-                )
-        return out

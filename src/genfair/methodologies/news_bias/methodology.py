@@ -35,7 +35,8 @@ model's articles, so it is the methodology's study-level step (``study@news_bias
 per-model metric: :mod:`~genfair.methodologies.news_bias.topics_study`.
 
 Imported where used, not at the top: :mod:`.topics_study` (gensim, simplemma: about a thousand
-modules) by the study step, :mod:`.figures` (matplotlib) by the steps that draw.
+modules) by the study step. Its presentation (figures, report section, ``dvc plots``, samples,
+MLflow record): :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -56,11 +57,7 @@ from genfair.methodologies.base import (
     HeadlineCounts,
     Methodology,
     MetricsResult,
-    Plot,
     Ranking,
-    ReportContext,
-    ReportSection,
-    SampleView,
     StepContext,
     StudyContext,
     StudyResult,
@@ -72,7 +69,7 @@ from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.probes import build_probes
 from genfair.methodologies.news_bias.refusal_check import refusal_false_positive
-from genfair.methodologies.news_bias.report import plot_tables, report_section
+from genfair.methodologies.news_bias.report import NewsBiasPresentation
 from genfair.methodologies.news_bias.scoring import refusal_rate, sentence_row, tagged, word_row
 from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
@@ -142,15 +139,7 @@ class NewsBias(Methodology[NewsBiasConfig]):
     LLM-written news against the originals, at word, sentence and document level."""
 
     name: ClassVar[str] = "news_bias"
-    plots = (
-        Plot(
-            "bars_unbiased",
-            "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
-            "mean",
-            "label",
-            "bar_horizontal",
-        ),
-    )
+    presentation_role = NewsBiasPresentation
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
     #: the fields each step reads (its stage depends on them alone): the word lists, the
@@ -174,10 +163,6 @@ class NewsBias(Methodology[NewsBiasConfig]):
         *(_headline("word", a, "W") for a in ATTRIBUTES),
         *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")),
     )
-    #: the report's samples: each rewrite (its words, sentences and document are measured
-    #: in the metrics step, not labelled per row)
-    sample_view = SampleView(groups=("prompt_type",), answer=("generated_text",), probe="pair_id")
-
     #: an article (its rewrites under every prompt type): the unit its t-intervals are over
     paired_unit = "pair_id"
 
@@ -414,30 +399,3 @@ class NewsBias(Methodology[NewsBiasConfig]):
         return document_level_study(
             originals_of(ctx.probes()), generated, config, ctx.seed, simulated=simulated
         )
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """Paper 001 Figs. 2-10 style bars with their confidence intervals."""
-        from genfair.methodologies.news_bias.figures import bias_bars
-
-        return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
-
-    def report_section(self, ctx: ReportContext) -> ReportSection:
-        """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level
-        tests."""
-        return report_section(ctx)
-
-    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return plot_tables(board)
-
-    def run_record(
-        self,
-        model: str,
-        config: NewsBiasConfig,
-        scores: pd.DataFrame,
-        summary: dict[str, Any],
-        study: StudyResult | None,
-    ) -> tuple[dict[str, Any], dict[str, float]]:
-        params, metrics = super().run_record(model, config, scores, summary, study)
-        if "race_name_table" in summary:
-            params[f"{self.name}.instrument.race_name_table"] = summary["race_name_table"]
-        return params, metrics

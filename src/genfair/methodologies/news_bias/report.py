@@ -1,13 +1,28 @@
-"""News bias's report section and ``dvc plots`` table (paper 001, Figs. 2-10).
+"""News bias's presentation role (:class:`NewsBiasPresentation`): its figures, report section
+and ``dvc plots`` table (paper 001, Figs. 2-10), its samples and its MLflow record.
 
 Imported where used: :mod:`.figures` (matplotlib), when a section is drawn.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import pandas as pd
 
-from genfair.methodologies.base import ReportContext, ReportFigure, ReportSection, ReportTable
+from genfair.methodologies.news_bias.config import NewsBiasConfig
+from genfair.methodologies.presentation import (
+    Plot,
+    Presentation,
+    ReportContext,
+    ReportFigure,
+    ReportSection,
+    ReportTable,
+)
+from genfair.methodologies.sample_view import SampleView
+
+if TYPE_CHECKING:
+    from genfair.methodologies.base import StudyResult
 
 _SHOWN = [
     "model",
@@ -98,3 +113,49 @@ def plot_tables(board: pd.DataFrame) -> dict[str, pd.DataFrame]:
             }
         )
     }
+
+
+class NewsBiasPresentation(Presentation[NewsBiasConfig]):
+    """News bias's bars with intervals (paper Figs. 2-10), report section, ``dvc plots``,
+    samples and MLflow record (the race name table)."""
+
+    plots: ClassVar[tuple[Plot, ...]] = (
+        Plot(
+            "bars_unbiased",
+            "News bias, unbiased prompt, mean per model, level and measure (paper Figs. 2-10)",
+            "mean",
+            "label",
+            "bar_horizontal",
+        ),
+    )
+    #: the report's samples: each rewrite (its words, sentences and document are measured
+    #: in the metrics step, not labelled per row)
+    sample_view = SampleView(groups=("prompt_type",), answer=("generated_text",), probe="pair_id")
+
+    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
+        """Paper 001 Figs. 2-10 style bars with their confidence intervals."""
+        from genfair.methodologies.news_bias.figures import bias_bars
+
+        return [(bias_bars(scores, f"{title}: news bias (95% CI)"), "bias_bars.png")]
+
+    def report_section(self, ctx: ReportContext) -> ReportSection:
+        """The bias bars with intervals (paper Figs. 2-10), the leaderboard, document-level
+        tests."""
+        return report_section(ctx)
+
+    def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return plot_tables(board)
+
+    def run_record(
+        self,
+        model: str,
+        config: NewsBiasConfig,
+        scores: pd.DataFrame,
+        summary: dict[str, Any],
+        study: StudyResult | None,
+    ) -> tuple[dict[str, Any], dict[str, float]]:
+        params, metrics = super().run_record(model, config, scores, summary, study)
+        if "race_name_table" in summary:
+            key = f"{self.methodology.name}.instrument.race_name_table"
+            params[key] = summary["race_name_table"]
+        return params, metrics

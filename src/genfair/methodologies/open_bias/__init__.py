@@ -16,6 +16,7 @@ The methodology (:class:`.methodology.OpenBias`, registered as ``open_bias``) wi
   :mod:`genfair.methodologies.open_bias.severity`);
 - :mod:`.config` -- :class:`~.config.OpenBiasConfig`, every knob;
 - :mod:`.scripted` -- the SCRIPTED proposer (fixed answers per caption, the test double);
+- :mod:`.report` -- its presentation role: figures, report title, samples;
 - :mod:`.figures` -- the severity ranking and context-aware vs context-free figures.
 
 Decisions and differences from the authors' code: ``docs/methodology.md`` (OpenBias section).

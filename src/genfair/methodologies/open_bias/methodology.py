@@ -21,14 +21,14 @@ SCRIPTED proposer of :mod:`.scripted`) and the VQA model (a vlm).
   embeddings cached beside the response cache); the other steps' rows pass through.
 - ``metrics``: the severity table per bias (:func:`.scoring.severity_table`): context-aware and
   context-free severities with bootstrap intervals, majority class, counts, ranks; the
-  proposal yield. Figures: the severity ranking and context-aware vs context-free severity
-  (the paper's Figs. 3, 4 and 9).
+  proposal yield. Figures (:mod:`.report`): the severity ranking and context-aware vs
+  context-free severity (the paper's Figs. 3, 4 and 9).
 
 A SIMULATED t2i model draws the planted classes of OpenBias's ``simulated.t2i`` policy for the
 biases asked about each image (``true_attributes``); the SIMULATED VLM answers from them
 (``meta["truth"]``) and never sees a real image, so it refuses to run on a real model's images.
 
-Imported where used, not at the top: :mod:`.figures` (matplotlib), by the steps that draw.
+Its presentation (figures, report title, samples): :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from genfair.methodologies.base import (
     MetricsResult,
     PairedCounts,
     Ranking,
-    SampleView,
     StepContext,
     bounded,
     table_rows,
@@ -70,6 +69,7 @@ from genfair.methodologies.open_bias.proposals import (
     parse_proposals,
     proposals_json_schema,
 )
+from genfair.methodologies.open_bias.report import OpenBiasPresentation
 from genfair.methodologies.open_bias.scoring import severity_table
 from genfair.methodologies.open_bias.scripted import ScriptedProposer, load_scripted
 from genfair.methodologies.open_bias.vqa import UNKNOWN, AnswerToClass, label_answers
@@ -159,7 +159,7 @@ class OpenBias(Methodology[OpenBiasConfig]):
     biases per caption), generation, VQA, and severity by the entropy of the answers."""
 
     name: ClassVar[str] = "open_bias"
-    title: ClassVar[str] = "OpenBias: open-set bias discovery in text-to-image models"
+    presentation_role = OpenBiasPresentation
     modalities = ("t2i",)
     #: the images draw the proposer's biases, the VQA model asks about those images
     dependent_calls = ("t2i",)
@@ -198,35 +198,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
         ),
         Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
     )
-    #: the report's samples: every step's rows (proposal, knowledge base, image, VQA), the
-    #: VQA answer's class as the label
-    sample_view = SampleView(
-        groups=("step", "caption_id", "bias_id", "vqa_model"),
-        label=("label",),
-        answer=("answer", "text"),
-        prompt="messages",
-    )
-
-    def sample_rows(
-        self, probes: pd.DataFrame, responses: pd.DataFrame, labels: pd.DataFrame, images: Path
-    ) -> pd.DataFrame:
-        """The default rows, a VQA row showing the generated image it asked about."""
-        rows = super().sample_rows(probes, responses, labels, images)
-        if rows.empty or not {"step", "image_probe_id", "file"} <= set(responses):
-            return rows
-        files = responses.dropna(subset=["file"]).drop_duplicates("probe_id")
-        file_of = dict(zip(files["probe_id"].astype(str), files["file"].astype(str), strict=True))
-        vqa = responses[responses["step"] == "vqa"].dropna(subset=["image_probe_id"])
-        image_of = {
-            str(q): str(images / file_of[str(i)])
-            for q, i in zip(vqa["probe_id"], vqa["image_probe_id"], strict=True)
-            if str(i) in file_of
-        }
-        asked = pd.Series(
-            [image_of.get(str(p)) for p in rows["probe_id"]], index=rows.index, dtype="object"
-        )
-        rows["image"] = rows["image"].where(rows["image"].notna(), asked).astype("object")
-        return rows
 
     def models_read(self, config: OpenBiasConfig) -> tuple[str, ...]:
         """The proposer LLM and the VQA model, where the config names a model of the study."""
@@ -639,16 +610,3 @@ class OpenBias(Methodology[OpenBiasConfig]):
             "severity": config.severity.model_dump(mode="json"),
         }
         return MetricsResult(scores=scores, summary=summary)
-
-    # ---- figures
-
-    def figures(self, scores: pd.DataFrame, title: str) -> list[tuple[Any, str]]:
-        """The severity ranking and context-aware vs context-free severity (paper Figs. 3, 4, 9)."""
-        from genfair.methodologies.open_bias.figures import aware_vs_free_figure, ranking_figure
-
-        if scores.empty or "severity_context_aware" not in scores:
-            return []
-        return [
-            (ranking_figure(scores, title), "open_bias_severity_ranking.png"),
-            (aware_vs_free_figure(scores, title), "open_bias_context_aware_vs_free.png"),
-        ]
