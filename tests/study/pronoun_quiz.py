@@ -21,13 +21,12 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from genfair.methodologies.base import (
-    Headline,
     Methodology,
     MetricsResult,
     Plot,
-    Ranking,
     StepContext,
 )
+from genfair.methodologies.comparison import Comparison, Headline, Ranking
 from genfair.metrics.intervals import mean_ci, proportion_ci
 from genfair.models.config import SimulatedCategoricalPolicy
 from genfair.models.questions import ChoiceQuestion
@@ -64,6 +63,25 @@ class PronounQuizConfig(Strict):
         return self
 
 
+class PronounQuizComparison(Comparison[PronounQuizConfig]):
+    """The pronoun quiz's comparison role: the gap share(he) - share(she), closer to 0."""
+
+    ranking = Ranking(("measure",), "distance_from_0", True)
+    headline = (
+        Headline(
+            "share_he_minus_she", "mean", {"measure": GAP}, "closer to 0", ("ci_low", "ci_high")
+        ),
+    )
+    paired_unit = "probe_id"
+
+    def headline_function(self, config: PronounQuizConfig, modality: str) -> Any:
+        def gap(labels: pd.DataFrame) -> dict[str, float]:
+            answers = labels["answer"].dropna()
+            return {"share_he_minus_she": float(answers.map(SIGN).mean())}
+
+        return gap
+
+
 class PronounQuiz(Methodology):
     """Toy pronoun quiz: which pronoun a model gives an occupation (a test of the contract)."""
 
@@ -71,15 +89,9 @@ class PronounQuiz(Methodology):
     title = "Toy pronoun quiz: he, she or they"
     modalities = ("llm",)
     Config = PronounQuizConfig
+    comparison_role = PronounQuizComparison
     metric_keys = ("measure",)
-    ranking = Ranking(("measure",), "distance_from_0", True)
-    headline = (
-        Headline(
-            "share_he_minus_she", "mean", {"measure": GAP}, "closer to 0", ("ci_low", "ci_high")
-        ),
-    )
     plots = (Plot("gap", "share_he - share_she per model", "mean", "model", "bar_horizontal"),)
-    paired_unit = "probe_id"
     #: the fields each step reads (the plants, ``simulated``, a simulator's generate adds): a
     #: change to ``confidence_level`` reruns only ``metrics`` and what follows
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -158,13 +170,6 @@ class PronounQuiz(Methodology):
         scores = pd.DataFrame(rows)
         scores["distance_from_0"] = scores["mean"].abs()
         return MetricsResult(scores=scores, summary={"answered": len(answers)})
-
-    def headline_function(self, config: PronounQuizConfig, modality: str) -> Any:
-        def gap(labels: pd.DataFrame) -> dict[str, float]:
-            answers = labels["answer"].dropna()
-            return {"share_he_minus_she": float(answers.map(SIGN).mean())}
-
-        return gap
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         gap = board[board["measure"] == GAP] if len(board) else board

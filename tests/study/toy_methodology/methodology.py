@@ -8,17 +8,16 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from genfair.methodologies.base import (
-    Headline,
     Methodology,
     MetricsResult,
     Plot,
-    Ranking,
     StepContext,
 )
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
+from .compare import QuizComparison
 from .config import QuizConfig
 
 
@@ -30,8 +29,7 @@ class Quiz(Methodology):
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
-    ranking = Ranking(("measure",), "mean", False)
-    headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
+    comparison_role = QuizComparison
     plots = (Plot("accuracy", "Toy quiz accuracy per model", "mean", "model", "bar_horizontal"),)
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
@@ -82,16 +80,6 @@ class Quiz(Methodology):
         ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
-
-    #: a question: what a paired comparison of two models resamples
-    paired_unit = "probe_id"
-
-    def headline_function(self, config: QuizConfig, modality: str) -> Any:
-        def accuracy(labels: pd.DataFrame) -> dict[str, float]:
-            valid = labels[labels["status"] == "ok"]
-            return {"accuracy": float(valid["correct"].mean()) if len(valid) else float("nan")}
-
-        return accuracy
 
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {"accuracy": board[["model", "mean", "ci_low", "ci_high"]]} if len(board) else {}

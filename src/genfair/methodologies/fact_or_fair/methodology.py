@@ -20,19 +20,16 @@ import pandas as pd
 
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
-    HeadlineCounts,
     Methodology,
     MetricsResult,
     Plot,
-    Ranking,
     ReportContext,
     ReportSection,
     SampleView,
     StepContext,
 )
 from genfair.methodologies.fact_or_fair import t2i
-from genfair.methodologies.fact_or_fair.compare import paired_counts
+from genfair.methodologies.fact_or_fair.compare import FactOrFairComparison
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import RACES, load_statistics
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
@@ -50,6 +47,7 @@ from genfair.methodologies.fact_or_fair.scoring import (
     formulas_for,
     per_statistic,
     score_cells,
+    statistics_for,
 )
 from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed
@@ -87,16 +85,6 @@ SCORING_FIELDS = (
 )  # fmt: skip
 
 
-def _headline(context: str, attribute: str) -> Headline:
-    return Headline(
-        f"{context}.{attribute}.distance",
-        "distance",
-        {"context": context, "attribute": attribute},
-        "lower",
-        ("distance_lo", "distance_hi"),
-    )
-
-
 class FactOrFair(Methodology[FactOrFairConfig]):
     """FACT-OR-FAIR (Huang et al., paper 000): factuality vs. fairness of LLM answers on 19
     U.S. statistics, and of text-to-image portraits for the same queries."""
@@ -116,6 +104,7 @@ class FactOrFair(Methodology[FactOrFairConfig]):
     #: the T2I portraits' faces (:meth:`label`)
     measures = ("face_demographics",)
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
+    comparison_role = FactOrFairComparison
     #: the fields each step reads (its stage depends on them alone); the scoring choices are
     #: the metrics step's: changing one reruns metrics and what follows, never the calls
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -125,9 +114,6 @@ class FactOrFair(Methodology[FactOrFairConfig]):
         "study": (),
     }
     metric_keys = ("context", "attribute")
-    # §4.3: the distance to the trade-off curve's best point, lower is better
-    ranking = Ranking(("context", "attribute"), "distance", True)
-    headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
     #: the report's samples: the chosen option (LLM) or the face instrument's reading (T2I)
     sample_view = SampleView(
         groups=("context", "statistic", "attribute", "direction", "kind"),
@@ -298,33 +284,10 @@ class FactOrFair(Methodology[FactOrFairConfig]):
     def plot_tables(self, board: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return plot_tables(board)
 
-    #: one answer (a probe id names a query and its sample index): the unit its intervals
-    #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
-    paired_unit = "probe_id"
-
-    def comparison_resamples(self, config: FactOrFairConfig) -> int:
-        """The scores' bootstrap replicates (``bootstrap_resamples``)."""
-        return config.bootstrap_resamples
-
-    def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
-        """The headline distances from a model's labels, as its metrics compute them without
-        intervals (LLM: :meth:`_llm_metrics`; T2I: :func:`.t2i.metrics`, each image's faces
-        counted together), from the counts of valid answers per cell and group
-        (:func:`.compare.paired_counts`)."""
-        if modality == "t2i":
-            return t2i.paired_counts(self.headline, config)
-        return paired_counts(
-            self.headline,
-            _statistics(config),
-            lambda context: formulas_for(config, context),
-            scope=config.subjective_cell_scope,
-            fact_statistics=config.subjective_fact_statistics,
-        )
-
     def _llm_metrics(
         self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int
     ) -> MetricsResult:
-        statistics = _statistics(config)
+        statistics = statistics_for(config)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
         summary: dict[str, Any] = {}
@@ -377,12 +340,6 @@ def _cells(
         scope=config.subjective_cell_scope,
         fact_statistics=config.subjective_fact_statistics,
     )
-
-
-def _statistics(config: FactOrFairConfig) -> list:
-    """The statistics the scores use (with the ground-truth overrides when configured)."""
-    overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
-    return load_statistics(config.statistics, overrides, config.only_statistics)
 
 
 def _prime_tables(

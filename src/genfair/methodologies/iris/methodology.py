@@ -56,7 +56,6 @@ from genfair.instruments.readings import read_images
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
     Methodology,
     MetricsResult,
     Plot,
@@ -67,14 +66,7 @@ from genfair.methodologies.base import (
     StudyContext,
     StudyResult,
 )
-from genfair.methodologies.iris.compare import (
-    calibration,
-    generation_counts,
-    headline_name,
-    iris_headlines,
-    paired_units,
-    understanding_counted,
-)
+from genfair.methodologies.iris.compare import IrisComparison
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.granular import (
     MODALITY_SECTORS,
@@ -93,7 +85,7 @@ from genfair.methodologies.iris.probes import (
     top_stereotypes,
 )
 from genfair.methodologies.iris.report import plot_tables, report_section
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS, tracking_record
+from genfair.methodologies.iris.scoring import tracking_record
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.study import score_study
@@ -148,6 +140,7 @@ class Iris(Methodology[IrisConfig]):
     #: images; the LLM tournament and the VLM questions are all known from the probes
     dependent_calls = ("t2i",)
     Config: ClassVar[type[IrisConfig]] = IrisConfig
+    comparison_role = IrisComparison
     #: the fields each step reads (its stage depends on them alone): the metrics options are
     #: the label and metrics steps', the scoring the study step's
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -157,21 +150,7 @@ class Iris(Methodology[IrisConfig]):
         "metrics": every_field_but(IrisConfig, "scoring"),
         "study": ("scoring",),
     }
-    #: the unit each sector resamples (:meth:`paired_units`): occupation, round, crop or set
-    paired_unit = "unit"
     metric_keys = ("sector", "metric")
-    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
-    #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
-    headline = tuple(
-        Headline(
-            headline_name(s, part),
-            "score",
-            {"sector": s, "partial": part},
-            "higher",
-        )
-        for s in (*SECTORS, OVERALL)
-        for part in (False, True)
-    )
     #: the report's samples: the occupation chosen or named (understanding), the face
     #: instrument's reading (generation); a vision probe's photo, a generated image
     sample_view = SampleView(
@@ -193,38 +172,6 @@ class Iris(Methodology[IrisConfig]):
         rounds over the 52 FACET occupations)."""
         rows = config.tournament.rounds * len(profiles())
         return [Footprint("tournament.rounds", "the tournament's probe table", rows, 1_000)]
-
-    def headline_function(self, config: IrisConfig, modality: str) -> None:
-        """None: IRIS's sector and overall scores, S · exp(-K · M), need the study step's S
-        and K (:meth:`paired_headline_function`)."""
-        return None
-
-    def paired_headline_function(
-        self, config: IrisConfig, modality: str, study: StudyResult | None
-    ) -> Any:
-        """Each sector's score (and the overall one) at the study's S and K (:mod:`.compare`):
-        counted (:func:`.compare.generation_counts`, :func:`.compare.understanding_counted`),
-        or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
-        authors' overall score; None without a study step's scores."""
-        scales = calibration(study)
-        if not scales:
-            return None
-        every = read_occupations(
-            config.model_copy(update={"occupations": None, "max_occupations": None})
-        )
-        reference = reference_from_occupations(every)
-        counted = config.scoring.overall != "authors_code"  # its overall: every model's
-        if counted and modality == "t2i":
-            return generation_counts(config, scales, list(every["occupation"]), reference)
-        if counted and config.metrics.tournament.prior != "workforce":
-            names = list(every["occupation"])
-            return understanding_counted(config, scales, names, reference, modality)
-        return iris_headlines(config, scales, reference)
-
-    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
-        """The occupation (generation), the tournament round, the crop, the counterfactual
-        set (:data:`.compare.UNITS`)."""
-        return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)
@@ -855,18 +802,6 @@ class Iris(Methodology[IrisConfig]):
 
     def study(self, config: IrisConfig, ctx: StudyContext) -> StudyResult | None:
         return score_study(ctx, config.scoring)
-
-    def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
-        """IRIS sector and overall scores per model (the study step's ``scores``), not the
-        granular metrics."""
-        return study.tables["scores"] if study else pd.DataFrame()
-
-    def model_rows(
-        self, model: str, scores: pd.DataFrame, study: StudyResult | None
-    ) -> pd.DataFrame:
-        """A model's run logs its granular metrics (its IRIS scores come from
-        :meth:`run_record`)."""
-        return scores
 
     def run_record(
         self,
