@@ -30,7 +30,8 @@ import pandas as pd
 
 from genfair.curation.occupations import OccupationsConfig, map_occupations
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.base import StudyResult
+from genfair.methodologies.comparison import HeadlineCounts
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.scoring import DEFAULT_SECTORS
 from genfair.study.compare import compare_pair
@@ -66,7 +67,7 @@ def test_a_pair_of_text_to_image_models_compared_at_paper_scale(benchmark, mode,
     config, occupations = _config(tmp_path)
     n_occ, images, resamples = mode.size((52, 160, 1_000), (12, 20, 50))
     occupations = occupations[:n_occ]
-    headlines = IRIS.paired_headline_function(config, "t2i", STUDY)
+    headlines = IRIS.comparison.paired_headline_function(config, "t2i", STUDY)
     assert isinstance(headlines, HeadlineCounts)
     rng = np.random.default_rng(0)
     a, b = (
@@ -75,7 +76,9 @@ def test_a_pair_of_text_to_image_models_compared_at_paper_scale(benchmark, mode,
     )
 
     def compare() -> list:
-        return compare_pair(headlines, a, b, IRIS.paired_units, resamples=resamples, seed=0)
+        return compare_pair(
+            headlines, a, b, IRIS.comparison.paired_units, resamples=resamples, seed=0
+        )
 
     cpu = time.process_time()
     result, seconds = mode.measure(benchmark, compare)
@@ -106,12 +109,14 @@ def test_a_pair_of_tournaments_at_paper_scale(benchmark, mode, tmp_path) -> None
     rounds, resamples = mode.size((2_000, 1_000), (100, 50))
     rng = np.random.default_rng(0)
     a, b = (tournament_labels(rng, occupations, "llm", rounds=rounds, competitors=5) for _ in "ab")
-    counted = IRIS.paired_headline_function(config, "llm", STUDY)
+    counted = IRIS.comparison.paired_headline_function(config, "llm", STUDY)
     assert isinstance(counted, HeadlineCounts)
     cpu = time.process_time()
     result, seconds = mode.measure(
         benchmark,
-        lambda: compare_pair(counted, a, b, IRIS.paired_units, resamples=resamples, seed=0),
+        lambda: compare_pair(
+            counted, a, b, IRIS.comparison.paired_units, resamples=resamples, seed=0
+        ),
     )
     cpu = time.process_time() - cpu
     assert [n for n, _ in result] == ["RFS-Und.score (partial)"]  # no SDS without IFS-Und
@@ -121,7 +126,7 @@ def test_a_pair_of_tournaments_at_paper_scale(benchmark, mode, tmp_path) -> None
     recomputed = iris_headlines(config, calibration(STUDY), reference)
     few = 2
     began = time.perf_counter()
-    compare_pair(recomputed, a, b, IRIS.paired_units, resamples=few, seed=0)
+    compare_pair(recomputed, a, b, IRIS.comparison.paired_units, resamples=few, seed=0)
     per_replicate = (time.perf_counter() - began) / (few + 1)  # and the observed difference
     print(
         f"\ntournament: {len(a):,} rounds per model, {resamples:,} replicates: counted "

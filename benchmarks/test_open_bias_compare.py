@@ -39,10 +39,12 @@ def test_a_pair_of_text_to_image_models_compared_at_paper_scale(benchmark, mode)
         for caption in its
     }
     a, b = (open_bias_labels(rng, kb, shares) for _ in "ab")
-    headlines = OPEN_BIAS.headline_function(OpenBiasConfig(), "t2i")
+    headlines = OPEN_BIAS.comparison.headline_function(OpenBiasConfig(), "t2i")
 
     def compare() -> list:
-        return compare_pair(headlines, a, b, OPEN_BIAS.paired_units, resamples=resamples, seed=0)
+        return compare_pair(
+            headlines, a, b, OPEN_BIAS.comparison.paired_units, resamples=resamples, seed=0
+        )
 
     cpu = time.process_time()
     result, seconds = mode.measure(benchmark, compare)

@@ -7,7 +7,7 @@ FACT-OR-FAIR's ``probe_id`` is), compared on their four headline distances by
 rows per model (paper scale: FACT-OR-FAIR is about 46,000 calls per LLM).
 
 - *counted* (what ``score`` runs): the methodology's
-  :class:`~genfair.methodologies.base.HeadlineCounts`, each probe's counts tallied once and
+  :class:`~genfair.methodologies.comparison.HeadlineCounts`, each probe's counts tallied once and
   every replicate scored from their weighted sum. Goal: under 60 s for the pair. Measured:
   12.8 s (4.1 s CPU; 2 shared cores, load average 14).
 - *recomputed* (what ``score`` ran before): the headline function called on each replicate's
@@ -36,12 +36,12 @@ METHODOLOGY = get_methodology("fact_or_fair")
 
 
 def test_a_pair_of_llms_compared_at_paper_scale(benchmark, mode) -> None:
-    from genfair.methodologies.fact_or_fair.methodology import _statistics
+    from genfair.methodologies.fact_or_fair.scoring import statistics_for
 
     rows, resamples = mode.size((46_000, 1_000), (2_000, 50))
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
-    counted = METHODOLOGY.headline_function(config, "llm")
-    statistics = _statistics(config)
+    counted = METHODOLOGY.comparison.headline_function(config, "llm")
+    statistics = statistics_for(config)
     a, b = (fact_or_fair_labels(rows, statistics, seed) for seed in (1, 2))
 
     def compare(function, replicates: int) -> list:
@@ -50,7 +50,7 @@ def test_a_pair_of_llms_compared_at_paper_scale(benchmark, mode) -> None:
     cpu = time.process_time()
     result, seconds = mode.measure(benchmark, lambda: compare(counted, resamples))
     cpu = time.process_time() - cpu
-    assert len(result) == len(METHODOLOGY.headline)
+    assert len(result) == len(METHODOLOGY.comparison.headline)
     assert all(r["n"] == rows and np.isfinite(r["ci_low"]) for _, r in result)
 
     few = 3

@@ -26,7 +26,7 @@ import pandas as pd
 
 from benchmarks.test_iris_compare import _config
 from genfair.io import write_json, write_parquet
-from genfair.methodologies.fact_or_fair.methodology import _statistics
+from genfair.methodologies.fact_or_fair.scoring import statistics_for
 from genfair.methodologies.iris.scoring import DEFAULT_SECTORS
 from genfair.study import precision
 from genfair.study.layout import Layout
@@ -62,7 +62,7 @@ def _study(tmp_path: Path) -> tuple:
     params = type(params).model_validate(raw)
     layout = Layout(tmp_path)
     rng = np.random.default_rng(0)
-    statistics = _statistics(methodology_config(params, "fact_or_fair"))
+    statistics = statistics_for(methodology_config(params, "fact_or_fair"))
     kb = knowledge_base(rng, 4, 8, 6, (2, 3))
     shares = {
         (b, c): rng.dirichlet(np.ones(len(classes)) * 2)

@@ -55,11 +55,11 @@ def _context(seed: int, tmp: Path) -> StepContext:
 
 def fact_or_fair() -> tuple[Methodology, object, Plant, list[int]]:
     from genfair.methodologies.fact_or_fair.data import GROUPS
-    from genfair.methodologies.fact_or_fair.methodology import _statistics
     from genfair.methodologies.fact_or_fair.scoring import (
         cell_index,
         formulas_for,
         replicate_scores,
+        statistics_for,
     )
     from genfair.models.cache import ResponseCache
     from genfair.models.config import SimulatedModelConfig
@@ -75,7 +75,7 @@ def fact_or_fair() -> tuple[Methodology, object, Plant, list[int]]:
     truth = {}
     for attribute in ("gender", "race"):
         k = len(GROUPS[attribute])
-        cells, groups = cell_index(_statistics(base), "objective", attribute)
+        cells, groups = cell_index(statistics_for(base), "objective", attribute)
         true = np.array([GROUPS[attribute].index(g) if g else -1 for g in groups])
         p = np.full((len(true), k), 1 / k)  # no truth: any option
         p[true >= 0] = (1 - accuracy) / (k - 1)
@@ -121,7 +121,7 @@ def lvlm_facet() -> tuple[Methodology, object, Plant, list[int]]:
     pool = pool[pool["class"].isin(classes)].reset_index(drop=True)
     p = {prompt: policy.probabilities(pool, prompt) for prompt in config.prompts}
     truth = {}
-    for h in method.headline:
+    for h in method.comparison.headline:
         a, b = DISPARITY_PAIRS[h.where["attribute"]]
         groups = pool[h.where["attribute"]].to_numpy()
         planted = p[h.where["prompt"]]
@@ -176,7 +176,7 @@ def news_bias() -> tuple[Methodology, object, Plant, list[int]]:
     lines = Path(datapath("lee_background.cor")).read_text(encoding="utf-8").splitlines()
     corpus = [line for line in lines if line.strip()]
     counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
-    word = [h for h in method.headline if h.where["level"] == "word"]
+    word = [h for h in method.comparison.headline if h.where["level"] == "word"]
 
     def rewritten(articles: list[str], rng: np.random.Generator) -> list[str]:
         out = []

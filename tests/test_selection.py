@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from genfair.cli import main
-from genfair.methodologies.base import Headline
+from genfair.methodologies.comparison import Headline
 from genfair.study.runs import CUSTOM, sizes_for
 from genfair.study.selection import dropped, partial_blocks
 from tests.support.conf import copy_conf, read_conf

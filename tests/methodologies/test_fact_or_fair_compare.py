@@ -48,11 +48,11 @@ def run(tmp_path_factory: pytest.TempPathFactory):
 
 def test_the_headline_function_gives_the_metrics_distances(run) -> None:
     config, labels, result = run
-    values = METHODOLOGY.headline_function(config, "llm")(labels)
+    values = METHODOLOGY.comparison.headline_function(config, "llm")(labels)
     scores = result.scores.set_index(["context", "attribute"])
     expected = {
         h.name: float(scores.loc[(h.where["context"], h.where["attribute"]), h.column])
-        for h in METHODOLOGY.headline
+        for h in METHODOLOGY.comparison.headline
         if (h.where["context"], h.where["attribute"]) in scores.index
     }
     assert expected and values == pytest.approx(expected)  # baseline gender and race
@@ -60,10 +60,10 @@ def test_the_headline_function_gives_the_metrics_distances(run) -> None:
 
 def test_a_resample_of_the_probes_is_scored_on_their_answers(run) -> None:
     config, labels, _ = run
-    function = METHODOLOGY.headline_function(config, "llm")
-    probes = labels[METHODOLOGY.paired_unit].unique()
+    function = METHODOLOGY.comparison.headline_function(config, "llm")
+    probes = labels[METHODOLOGY.comparison.paired_unit].unique()
     drawn = np.random.default_rng(0).choice(probes, size=len(probes))
-    resampled = labels.set_index(METHODOLOGY.paired_unit).loc[drawn].reset_index()
+    resampled = labels.set_index(METHODOLOGY.comparison.paired_unit).loc[drawn].reset_index()
     assert set(function(resampled)) == set(function(labels))
     assert function(resampled) != function(labels)  # another draw, other counts
 
@@ -73,7 +73,7 @@ def _distances(result) -> dict[str, float]:
     scores = result.scores.set_index(["context", "attribute"])
     return {
         h.name: float(scores.loc[(h.where["context"], h.where["attribute"]), h.column])
-        for h in METHODOLOGY.headline
+        for h in METHODOLOGY.comparison.headline
         if (h.where["context"], h.where["attribute"]) in scores.index
     }
 
@@ -89,13 +89,13 @@ def _other_model(labels, seed: int):
 def test_counting_once_gives_what_recomputing_the_metrics_per_replicate_gives(run) -> None:
     config, labels, _ = run
     other = _other_model(labels, seed=4)
-    counted = METHODOLOGY.headline_function(config, "llm")
+    counted = METHODOLOGY.comparison.headline_function(config, "llm")
 
     def recomputed(rows):  # the definition: the metrics of the replicate's rows
         return _distances(METHODOLOGY.metrics(rows, config, step_context(seed=1)))
 
     fast, slow = (
-        compare_pair(f, labels, other, METHODOLOGY.paired_unit, resamples=4, seed=3)
+        compare_pair(f, labels, other, METHODOLOGY.comparison.paired_unit, resamples=4, seed=3)
         for f in (counted, recomputed)
     )
     assert [name for name, _ in fast] == [name for name, _ in slow]
@@ -121,7 +121,7 @@ def test_text_to_image_headlines_are_its_metrics_distances() -> None:
         source="synthetic",
         instrument="none",
     )
-    values = METHODOLOGY.headline_function(config, "t2i")(labels)
+    values = METHODOLOGY.comparison.headline_function(config, "t2i")(labels)
     expected = _distances(t2i.metrics(labels, config, seed=0))
     assert expected and {k: values[k] for k in expected} == pytest.approx(expected)
 
@@ -132,18 +132,18 @@ def test_with_no_difference_the_paired_intervals_cover_zero() -> None:
     95% interval covers 0 in at least 88% of the 60 comparisons (the binomial 1st percentile
     at 95% over 60 is ~0.88). A planted difference: ``tests/study/test_compare.py`` (through
     the study) and LVLM-FACET's in ``test_paired_headlines.py``."""
-    from genfair.methodologies.fact_or_fair.methodology import _statistics
+    from genfair.methodologies.fact_or_fair.scoring import statistics_for
 
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
-    counted = METHODOLOGY.headline_function(config, "llm")
-    statistics = _statistics(config)
+    counted = METHODOLOGY.comparison.headline_function(config, "llm")
+    statistics = statistics_for(config)
     covered = compared = 0
     for s in range(15):
         a, b = (fact_or_fair_labels(400, statistics, seed=2 * s + i) for i in (0, 1))
         for _, result in compare_pair(counted, a, b, "probe_id", resamples=100, seed=s):
             compared += 1
             covered += result["ci_low"] <= 0 <= result["ci_high"]
-    assert compared == 15 * len(METHODOLOGY.headline)
+    assert compared == 15 * len(METHODOLOGY.comparison.headline)
     assert covered / compared >= 0.88
 
 

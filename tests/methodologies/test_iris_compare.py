@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.base import StudyResult
+from genfair.methodologies.comparison import HeadlineCounts
 from genfair.methodologies.iris.compare import headline_name
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.scoring import IrisScoringConfig, SectorParams, score_models
@@ -69,14 +70,14 @@ def test_a_hand_computed_pair_at_fixed_s_and_k(two_occupations: Path, counted: b
     b = _ifs_gen({"o1": ["male", "female"] * 2, "o2": ["male"] * 4})
     config = IrisConfig(occupations_table=str(two_occupations))
     study = _study({"IFS-Gen": (100.0, 1.0)})
-    headlines = IRIS.paired_headline_function(config, "t2i", study)
+    headlines = IRIS.comparison.paired_headline_function(config, "t2i", study)
     assert isinstance(headlines, HeadlineCounts)
     if not counted:
         reference = reference_from_occupations(read_occupations(config))
         headlines = iris_headlines(config, {"IFS-Gen": (100.0, 1.0)}, reference)
     observed = {k: v for k, v in headlines(a).items() if np.isfinite(v)}
     assert observed == {"IFS-Gen.score (partial)": pytest.approx(100 * math.exp(-0.25))}
-    pair = paired_rows(a, b, IRIS.paired_units)
+    pair = paired_rows(a, b, IRIS.comparison.paired_units)
     make = _counted_statistic if counted else _statistic
     statistic = make(headlines, (a, b), pair, ["IFS-Gen.score (partial)"])
     expected = {
@@ -151,7 +152,7 @@ def _recomputed(
     """IRIS's own metrics step and scoring (S, K fixed) on the drawn units' rows, the k-th
     copy of an occupation (IFS-Gen) or a counterfactual set renamed ``#k``, with its row in
     the occupation table."""
-    units = IRIS.paired_units(labels)
+    units = IRIS.comparison.paired_units(labels)
     seen: Counter[str] = Counter()
     parts = []
     for unit in drawn:
@@ -221,7 +222,7 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
         )
     scales = {"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0), "BIS-Gen": (85.0, 1.0)}
     scales |= {"RFS-Und": (213.0, 5.0), "BIS-Und": (340.0, 1.0), "IFS-Und": (180.0, 5.0)}
-    headlines = IRIS.paired_headline_function(config, modality, _study(scales))
+    headlines = IRIS.comparison.paired_headline_function(config, modality, _study(scales))
     assert isinstance(headlines, HeadlineCounts) == (variant != "workforce")
     ha, hb = (
         {k: v for k, v in h(x).items() if np.isfinite(v)}
@@ -230,10 +231,12 @@ def test_every_replicate_is_iris_own_scoring_of_the_same_draw(
     names = sorted(set(ha) & set(hb))
     assert names, (ha, hb)
     assert ha == pytest.approx(
-        _recomputed(a, list(dict.fromkeys(IRIS.paired_units(a))), config, scales, tmp_path)
+        _recomputed(
+            a, list(dict.fromkeys(IRIS.comparison.paired_units(a))), config, scales, tmp_path
+        )
     )
-    pair = paired_rows(a, b, IRIS.paired_units)
-    common = sorted(set(IRIS.paired_units(a)) & set(IRIS.paired_units(b)))
+    pair = paired_rows(a, b, IRIS.comparison.paired_units)
+    common = sorted(set(IRIS.comparison.paired_units(a)) & set(IRIS.comparison.paired_units(b)))
     make = _counted_statistic if isinstance(headlines, HeadlineCounts) else _statistic
     statistic = make(headlines, (a, b), pair, names)
     for draw in range(2):
@@ -250,10 +253,12 @@ def test_a_partial_sector_stays_partial_and_a_missing_scale_is_not_compared(
 ) -> None:
     a = _ifs_gen({"o1": ["male", "female"], "o2": ["male"]})
     config = IrisConfig(occupations_table=str(two_occupations))
-    headlines = IRIS.paired_headline_function(config, "t2i", _study({"IFS-Gen": (100.0, 1.0)}))
+    headlines = IRIS.comparison.paired_headline_function(
+        config, "t2i", _study({"IFS-Gen": (100.0, 1.0)})
+    )
     assert {k for k, v in headlines(a).items() if np.isfinite(v)} == {"IFS-Gen.score (partial)"}
-    assert IRIS.paired_headline_function(config, "t2i", None) is None
-    assert IRIS.paired_headline_function(config, "t2i", _study({})) is None
+    assert IRIS.comparison.paired_headline_function(config, "t2i", None) is None
+    assert IRIS.comparison.paired_headline_function(config, "t2i", _study({})) is None
 
 
 def test_compare_pair_runs_over_iris_units(occupations_table: Path) -> None:
@@ -261,10 +266,12 @@ def test_compare_pair_runs_over_iris_units(occupations_table: Path) -> None:
     rng = np.random.default_rng(3)
     a, b = t2i_labels(rng, occupations, 0.0), t2i_labels(rng, occupations, 0.4)
     config = IrisConfig(occupations_table=str(occupations_table))
-    headlines = IRIS.paired_headline_function(
+    headlines = IRIS.comparison.paired_headline_function(
         config, "t2i", _study({"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0)})
     )
-    results = dict(compare_pair(headlines, a, b, IRIS.paired_units, resamples=50, seed=1))
+    results = dict(
+        compare_pair(headlines, a, b, IRIS.comparison.paired_units, resamples=50, seed=1)
+    )
     assert {n.split(" ")[0] for n in results} == {"IFS-Gen.score", "RFS-Gen.score"}
     assert all(r["n"] == 4 and np.isfinite(r["ci_low"]) for r in results.values())
 
@@ -300,7 +307,7 @@ def test_the_paired_interval_covers_a_planted_difference_and_none(
     occupations = list(table[table["has_us"] & table["has_eu"]]["occupation"].head(12))
     config = IrisConfig(occupations_table=str(occupations_table))
     study = _study({"IFS-Gen": (90.0, 3.0), "RFS-Gen": (130.0, 3.0)})
-    headlines = IRIS.paired_headline_function(config, "t2i", study)
+    headlines = IRIS.comparison.paired_headline_function(config, "t2i", study)
     rng = np.random.default_rng(11)
 
     def pair() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -314,7 +321,9 @@ def test_the_paired_interval_covers_a_planted_difference_and_none(
     covered, found = Counter(), Counter()
     for seed in range(30):
         a, b = pair()
-        for name, r in compare_pair(headlines, a, b, IRIS.paired_units, resamples=100, seed=seed):
+        for name, r in compare_pair(
+            headlines, a, b, IRIS.comparison.paired_units, resamples=100, seed=seed
+        ):
             covered[name] += r["ci_low"] <= truth[name] <= r["ci_high"]
             found[name] += not r["ci_low"] <= 0 <= r["ci_high"]
     assert set(covered) == set(truth)

@@ -155,14 +155,16 @@ def test_fixture_labels_metrics_headline_and_figures(fixture_run) -> None:
     assert result.summary["fixture"] and result.summary["simulated"]
     assert result.summary["instruments"]["encoder"].startswith("sentence-transformers/all-MiniLM")
     scores = result.scores.assign(model="sim", simulated=True, modality="vlm", backend="simulated")
-    heads = headline(get_methodology("lvlm_facet"), leaderboard(scores, LvlmFacet.ranking))["sim"]
+    heads = headline(
+        get_methodology("lvlm_facet"), leaderboard(scores, LvlmFacet.comparison_role.ranking)
+    )["sim"]
     assert heads["simulated"] is True
     assert len([k for k in heads if k.startswith("disparity.")]) == 9
     assert all(k.endswith("(closer to 0 is better)") for k in heads if k != "simulated")
     assert heads["disparity.gender.person_is (closer to 0 is better)"] == pytest.approx(
         result.summary["headline"]["disparity_gender_person_is"], abs=1e-4
     )
-    board = leaderboard(scores, LvlmFacet.ranking)
+    board = leaderboard(scores, LvlmFacet.comparison_role.ranking)
     assert board["rank"].isna().all()  # a simulator is never ranked
     figures = get_methodology("lvlm_facet").presentation.figures(scores, "sim")
     assert [name for _, name in figures] == ["recall_per_group.png", "disparity_heatmap.png"]

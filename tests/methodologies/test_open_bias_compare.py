@@ -19,7 +19,7 @@ import pytest
 from genfair.cli import compose
 from genfair.io import write_parquet
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import PairedCounts
+from genfair.methodologies.comparison import PairedCounts
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
 from genfair.study.compare import _counted_statistic, compare_models, compare_pair, paired_rows
@@ -29,7 +29,7 @@ from tests.support.conf import ROOT, with_runs
 from tests.support.open_bias_labels import distinct_copies, knowledge_base, open_bias_labels
 
 OPEN_BIAS = get_methodology("open_bias")
-SEVERITIES = [h.name for h in OPEN_BIAS.headline if h.column.startswith("severity_")]
+SEVERITIES = [h.name for h in OPEN_BIAS.comparison.headline if h.column.startswith("severity_")]
 
 
 def _labels(answers: dict[tuple[str, str], list[str]]) -> pd.DataFrame:
@@ -60,7 +60,7 @@ def _own(labels: pd.DataFrame, config: OpenBiasConfig) -> dict[str, float]:
     """The metrics step's severity headlines of ``labels``: the k-th ``bias_rank`` row's."""
     scores = OPEN_BIAS.metrics(labels, config).scores
     out = {}
-    for h in OPEN_BIAS.headline:
+    for h in OPEN_BIAS.comparison.headline:
         if h.name in SEVERITIES:
             row = scores[scores["bias_rank"] == h.where["bias_rank"]]
             out[h.name] = float(row[h.column].iloc[0]) if len(row) else math.nan
@@ -96,7 +96,7 @@ def test_a_hand_computed_pair_whose_top_biases_differ() -> None:
             ("age", "c2"): ["young"] * 3 + ["old"],
         }
     )
-    headlines = OPEN_BIAS.headline_function(SMALL, "t2i")
+    headlines = OPEN_BIAS.comparison.headline_function(SMALL, "t2i")
     assert isinstance(headlines, PairedCounts)
     assert headlines(a) == pytest.approx(
         {
@@ -107,7 +107,7 @@ def test_a_hand_computed_pair_whose_top_biases_differ() -> None:
         },
         nan_ok=True,
     )
-    pair = paired_rows(a, b, OPEN_BIAS.paired_units)
+    pair = paired_rows(a, b, OPEN_BIAS.comparison.paired_units)
     names = ["bias_1.severity_context_aware", "bias_2.severity_context_aware"]
     names.append("bias_1.severity_context_free")
     statistic = _counted_statistic(headlines.counts(a, b), (a, b), pair, names)
@@ -133,7 +133,7 @@ def test_ties_go_by_bias_id_as_in_the_metrics_step() -> None:
             ("gender", "c2"): ["male"] * 2,
         }
     )
-    values = OPEN_BIAS.headline_function(SMALL, "t2i")(labels)
+    values = OPEN_BIAS.comparison.headline_function(SMALL, "t2i")(labels)
     assert values["bias_1.severity_context_free"] == 0.0
     assert values == pytest.approx(_own(labels, SMALL), nan_ok=True)
 
@@ -188,13 +188,13 @@ def test_every_replicate_is_the_metrics_step_on_the_same_draw(config: OpenBiasCo
     rng = np.random.default_rng(5)
     kb = knowledge_base(rng, 6, 20, 8, (2, 3))
     a, b = _study(rng, kb, 0.2, 0.3, images=6)
-    headlines = OPEN_BIAS.headline_function(config, "t2i")
+    headlines = OPEN_BIAS.comparison.headline_function(config, "t2i")
     own_a = _own(a, config)
     assert headlines(a) == pytest.approx(own_a, abs=1e-9, nan_ok=True)
     names = [n for n in SEVERITIES if np.isfinite(own_a[n])]
     assert len(names) == 4
-    pair = paired_rows(a, b, OPEN_BIAS.paired_units)
-    units = [OPEN_BIAS.paired_units(x) for x in (a, b)]
+    pair = paired_rows(a, b, OPEN_BIAS.comparison.paired_units)
+    units = [OPEN_BIAS.comparison.paired_units(x) for x in (a, b)]
     common = sorted(set(units[0].dropna()) & set(units[1].dropna()))
     assert len(common) == len(set(a.loc[a["step"] == "vqa", "caption_id"]))  # no proposal rows
     statistic = _counted_statistic(headlines.counts(a, b), (a, b), pair, names)
@@ -217,11 +217,12 @@ def test_the_study_config_compares_the_severities_not_the_proposal_yield() -> No
     kb = knowledge_base(rng, 4, 12, 10, (2,))
     a, b = _study(rng, kb, 0.0, 0.5, images=4)
     captions = {c for _, its in kb.values() for c in its}
-    results = dict(compare_pair(OPEN_BIAS.headline_function(config, "t2i"), a, b,
-                                OPEN_BIAS.paired_units, resamples=50, seed=1))  # fmt: skip
+    compared = OPEN_BIAS.comparison
+    results = dict(compare_pair(compared.headline_function(config, "t2i"), a, b,
+                                compared.paired_units, resamples=50, seed=1))  # fmt: skip
     assert sorted(results) == sorted(SEVERITIES)
     assert all(r["n"] == len(captions) and np.isfinite(r["ci_low"]) for r in results.values())
-    assert OPEN_BIAS.comparison_resamples(config) == config.severity.n_resamples
+    assert OPEN_BIAS.comparison.comparison_resamples(config) == config.severity.n_resamples
 
 
 def coverage(
@@ -239,7 +240,7 @@ def coverage(
     simulated pairs."""
     rng = np.random.default_rng(seed)
     kb = knowledge_base(rng, 8, 60, 20, (3,))
-    headlines = OPEN_BIAS.headline_function(SMALL, "t2i")
+    headlines = OPEN_BIAS.comparison.headline_function(SMALL, "t2i")
     truth = dict.fromkeys(SEVERITIES, 0.0)
     if tilt:
         pairs = (_study(rng, kb, tilt, spread, only=only) for _ in range(studies))
@@ -249,7 +250,7 @@ def coverage(
     for study in range(studies):
         a, b = _study(rng, kb, tilt, spread, only=only)
         compared = compare_pair(
-            headlines, a, b, OPEN_BIAS.paired_units, resamples=resamples, seed=study
+            headlines, a, b, OPEN_BIAS.comparison.paired_units, resamples=resamples, seed=study
         )
         for name, r in compared:
             covered[name] += r["ci_low"] <= truth[name] <= r["ci_high"]

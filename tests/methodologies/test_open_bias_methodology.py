@@ -408,7 +408,7 @@ def test_an_unusable_proposer_gives_a_study_with_no_biases_found() -> None:
     method = get_methodology("open_bias")  # the study's later steps read the empty scores
     scores = result.scores.assign(model="m")
     assert method.presentation.figures(scores, "m") == []
-    assert method.leaderboard(scores, None).empty
+    assert method.comparison.leaderboard(scores, None).empty
 
 
 def test_vqa_answer_embeddings_as_readings_change_no_label(

@@ -51,7 +51,7 @@ def test_lvlm_facet_counts_give_its_metrics_disparities() -> None:
     config = methodology_config(load_params(ROOT / "params.yaml"), "lvlm_facet")
     labels = _facet_labels(np.random.default_rng(1), 400, np.full(400, 0.6))
     expected = headline(recall_tables(labels, CLASSES, config.confidence))
-    values = LVLM.headline_function(config, "vlm")(labels)
+    values = LVLM.comparison.headline_function(config, "vlm")(labels)
     assert values == pytest.approx(
         {f"disparity.{a}.{p}": v for (a, p), v in _by_attribute_prompt(expected).items()}
     )
@@ -76,7 +76,7 @@ def test_lvlm_facet_paired_intervals_cover_a_planted_difference(gap: float) -> N
     60 is ~0.85), a planted gap is found in nearly every one, none in few."""
     rng = np.random.default_rng(33)
     counted = headline_counts(
-        [h for h in LVLM.headline if h.name == "disparity.gender.direct"], CLASSES
+        [h for h in LVLM.comparison.headline if h.name == "disparity.gender.direct"], CLASSES
     )
     studies, images = 60, 600
     covered = found = 0
@@ -121,9 +121,9 @@ def test_news_bias_counts_give_its_word_level_means() -> None:
             "original_text": [texts[(i + 1) % 4] for i in range(8)],
         }
     )
-    values = NEWS.headline_function(config, "llm")(labels)
+    values = NEWS.comparison.headline_function(config, "llm")(labels)
     ok = labels[(labels["prompt_type"] == "unbiased") & (labels["status"] == "ok")]
-    for h in NEWS.headline:
+    for h in NEWS.comparison.headline:
         if h.where["level"] != "word":
             assert h.name not in values  # the sentence level needs the instruments: not paired
             continue

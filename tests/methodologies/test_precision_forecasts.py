@@ -44,12 +44,12 @@ def forecasts(
     the whole of them observes (its own bootstrap); ``resamples`` replicates each (more than
     the plan's 100: the test measures the method, not its Monte Carlo error)."""
     method = get_methodology(name)
-    headlines = method.paired_headline_function(config, modality, study)
-    units = method.paired_units(labels)
+    headlines = method.comparison.paired_headline_function(config, modality, study)
+    units = method.comparison.paired_units(labels)
     order = pd.unique(units.dropna())
     chosen = set(np.random.default_rng(7).choice(order, len(order) // 10, replace=False))
     pilot = labels[units.isin(chosen).to_numpy()]
-    unit = method.paired_units
+    unit = method.comparison.paired_units
     n, observed = precision.forecast_model(headlines, labels, unit, None, resamples=resamples)
     n0, forecast = precision.forecast_model(headlines, pilot, unit, n, resamples=resamples, seed=2)
     assert n0 == len(order) // 10 and n == len(order)

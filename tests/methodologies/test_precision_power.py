@@ -21,7 +21,7 @@ def test_a_planted_forecast_mdd_is_found_at_about_80_percent() -> None:
     it) in 60 studies of 2,000 images: the paired comparison (one comparison: Holm's level
     0.05) finds it in 65-93% of them (80% +- 2.5 binomial SEs)."""
     config = methodology_config(load_params(ROOT / "params.yaml"), "lvlm_facet")
-    headlines = get_methodology("lvlm_facet").headline_function(config, "vlm")
+    headlines = get_methodology("lvlm_facet").comparison.headline_function(config, "vlm")
     name, n = "disparity.gender.direct", 2000
 
     def pair(seed: int, images: int, gap: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -21,12 +21,11 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from genfair.methodologies.base import (
-    Headline,
     Methodology,
     MetricsResult,
-    Ranking,
     StepContext,
 )
+from genfair.methodologies.comparison import Comparison, Headline, Ranking
 from genfair.methodologies.presentation import Plot, Presentation
 from genfair.metrics.intervals import mean_ci, proportion_ci
 from genfair.models.config import SimulatedCategoricalPolicy
@@ -77,14 +76,9 @@ class PronounQuizPresentation(Presentation[PronounQuizConfig]):
         return {"gap": gap[["model", "mean", "ci_low", "ci_high"]]} if len(gap) else {}
 
 
-class PronounQuiz(Methodology):
-    """Toy pronoun quiz: which pronoun a model gives an occupation (a test of the contract)."""
+class PronounQuizComparison(Comparison[PronounQuizConfig]):
+    """The pronoun quiz's comparison role: the gap share(he) - share(she), closer to 0."""
 
-    name: ClassVar[str] = "pronoun_quiz"
-    presentation_role = PronounQuizPresentation
-    modalities = ("llm",)
-    Config = PronounQuizConfig
-    metric_keys = ("measure",)
     ranking = Ranking(("measure",), "distance_from_0", True)
     headline = (
         Headline(
@@ -92,6 +86,24 @@ class PronounQuiz(Methodology):
         ),
     )
     paired_unit = "probe_id"
+
+    def headline_function(self, config: PronounQuizConfig, modality: str) -> Any:
+        def gap(labels: pd.DataFrame) -> dict[str, float]:
+            answers = labels["answer"].dropna()
+            return {"share_he_minus_she": float(answers.map(SIGN).mean())}
+
+        return gap
+
+
+class PronounQuiz(Methodology):
+    """Toy pronoun quiz: which pronoun a model gives an occupation (a test of the contract)."""
+
+    name: ClassVar[str] = "pronoun_quiz"
+    presentation_role = PronounQuizPresentation
+    modalities = ("llm",)
+    Config = PronounQuizConfig
+    comparison_role = PronounQuizComparison
+    metric_keys = ("measure",)
     #: the fields each step reads (the plants, ``simulated``, a simulator's generate adds): a
     #: change to ``confidence_level`` reruns only ``metrics`` and what follows
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -170,13 +182,6 @@ class PronounQuiz(Methodology):
         scores = pd.DataFrame(rows)
         scores["distance_from_0"] = scores["mean"].abs()
         return MetricsResult(scores=scores, summary={"answered": len(answers)})
-
-    def headline_function(self, config: PronounQuizConfig, modality: str) -> Any:
-        def gap(labels: pd.DataFrame) -> dict[str, float]:
-            answers = labels["answer"].dropna()
-            return {"share_he_minus_she": float(answers.map(SIGN).mean())}
-
-        return gap
 
 
 def pronoun(text: str | None) -> str | None:

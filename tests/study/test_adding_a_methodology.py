@@ -14,12 +14,14 @@ from mlflow.tracking import MlflowClient
 
 from genfair.cli import compose
 from genfair.methodologies import get_methodology, names, register, registry
+from genfair.methodologies.base import StudyResult
+from genfair.methodologies.comparison import COMPARISON_RESAMPLES, Comparison
 from genfair.study.layout import Layout
 from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
 from genfair.study_params import StudyParams, load_params
-from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology import Quiz, QuizConfig
 from tests.support.conf import ROOT, with_runs
 
 MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
@@ -128,3 +130,42 @@ def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
     assert list(table.columns) == ["mean", "model"] and table.empty
     with pytest.raises(ConfigError, match="declares no plot 'nope'"):
         write_plot("toy_quiz", "nope", layout)
+
+
+class PipelineOnly(Quiz):
+    """The toy quiz with no comparison role of its own: the default one."""
+
+    name = "toy_pipeline_only"
+    comparison_role = Comparison
+
+
+def test_a_methodology_without_a_comparison_role_compares_nothing() -> None:
+    """The comparison role is optional: its default leaderboard is every model's scores (and
+    the study step's ``scores`` rows), unranked, with no headline and no paired unit."""
+    method = PipelineOnly()
+    assert type(method.comparison) is Comparison and method.comparison.methodology is method
+    assert method.comparison is method.comparison  # built once, with its methodology
+    scores = pd.DataFrame({"model": ["a", "b"], "measure": "accuracy", "mean": [0.5, 0.7]})
+    study = StudyResult(tables={"scores": pd.DataFrame({"model": ["a"], "mean": [0.9]})})
+    board = method.comparison.leaderboard(scores, study)
+    assert board["mean"].tolist() == [0.5, 0.7, 0.9]
+    assert method.comparison.model_rows("a", scores, study)["mean"].tolist() == [0.5, 0.7, 0.9]
+    assert method.comparison.model_rows("b", scores, study)["mean"].tolist() == [0.5, 0.7]
+    assert method.comparison.ranking is None and method.comparison.headline == ()
+    assert method.comparison.paired_unit is None
+    assert method.comparison.headline_function(QuizConfig(), "llm") is None
+    assert method.comparison.paired_headline_function(QuizConfig(), "llm", study) is None
+    assert method.comparison.comparison_resamples(QuizConfig()) == COMPARISON_RESAMPLES
+
+
+@pytest.mark.parametrize(
+    ("member", "role", "home"),
+    [("headline", "comparison", "compare"), ("figures", "presentation", "report")],
+)
+def test_a_role_member_on_the_methodology_class_is_refused(
+    member: str, role: str, home: str
+) -> None:
+    """A member that moved to a role (comparison, presentation), left on a methodology class,
+    would be ignored: the class is refused in one line naming the member and where it goes."""
+    with pytest.raises(TypeError, match=rf"Stale\.{member}: a {role} member; .*{home}\.py"):
+        type("Stale", (Quiz,), {member: ()})

@@ -191,8 +191,10 @@ def test_the_study_step_result_and_the_unit_hook_reach_the_methodology(
 
         return accuracy
 
-    monkeypatch.setattr(Quiz, "paired_headline_function", scaled)
-    monkeypatch.setattr(Quiz, "paired_units", lambda self, labels: labels.index.to_series() // 2)
+    monkeypatch.setattr(Quiz.comparison_role, "paired_headline_function", scaled)
+    monkeypatch.setattr(
+        Quiz.comparison_role, "paired_units", lambda self, labels: labels.index.to_series() // 2
+    )
     compared = compare_models(params, layout, resamples=50)
     (row,) = [r for r in compared.itertuples() if r.model_a == "real_a"]
     assert seen and seen[0] == {"scale": 10.0}

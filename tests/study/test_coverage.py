@@ -10,12 +10,14 @@ import pandas as pd
 import pytest
 
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import Headline, HeadlineCounts, Methodology, MetricsResult
+from genfair.methodologies.base import Methodology, MetricsResult
+from genfair.methodologies.comparison import Comparison, Headline, HeadlineCounts
 from genfair.methodologies.intervals import headline_intervals, interval_table
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, GROUPS, resolve_classes
 from genfair.study.coverage import Plant, headline_coverage, reported_intervals
 from genfair.study_params import load_params, methodology_config
 from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology.compare import QuizComparison
 from tests.support.conf import ROOT
 
 #: occupations, the first half planted at he = she (gap 0: what the plug-in |gap| overstates)
@@ -44,17 +46,22 @@ def _counts(config: object, modality: str) -> HeadlineCounts:
     return HeadlineCounts(3 * OCCUPATIONS, tally, score)
 
 
+class GapComparison(Comparison):
+    paired_unit = "probe_id"
+    headline = (
+        Headline("share_he", "value", {"measure": "he"}, "neither"),
+        Headline("mean_abs_gap", "value", {"measure": "gap"}, "lower", interval_method="bca"),
+    )
+    headline_function = staticmethod(_counts)  # type: ignore[assignment]
+
+
 class GapQuiz(Methodology):
     """A pronoun quiz reduced to its headline function (no steps run here)."""
 
     name = "gap_quiz"
     modalities = ("llm",)
     Config = None  # type: ignore[assignment]
-    paired_unit = "probe_id"
-    headline = (
-        Headline("share_he", "value", {"measure": "he"}, "neither"),
-        Headline("mean_abs_gap", "value", {"measure": "gap"}, "lower", interval_method="bca"),
-    )
+    comparison_role = GapComparison
 
     def build_probes(self, config, seed):  # type: ignore[no-untyped-def]
         return pd.DataFrame()
@@ -64,8 +71,6 @@ class GapQuiz(Methodology):
 
     def metrics(self, labels, config, ctx):  # type: ignore[no-untyped-def]
         return MetricsResult(pd.DataFrame())
-
-    headline_function = staticmethod(_counts)  # type: ignore[assignment]
 
 
 def draw(size: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -114,7 +119,7 @@ def test_a_headline_uses_its_declared_interval_method() -> None:
     assert rows.loc["share_he", "ci_low"] == found["share_he"]["ci_low"]
     # a plain function of the rows gives the intervals of the counted one (same draws)
     plain = GapQuiz()
-    plain.headline_function = lambda config, modality: _counts(config, modality).__call__
+    plain.comparison.headline_function = lambda config, modality: _counts(config, modality).__call__
     again = headline_intervals(plain, None, "llm", labels, resamples=300)
     for name, result in found.items():
         assert again[name]["ci_low"] == pytest.approx(result["ci_low"])
@@ -126,12 +131,16 @@ def test_a_headline_refuses_an_unknown_interval_method() -> None:
         Headline("x", "value", {}, "lower", interval_method="basic")  # type: ignore[arg-type]
 
 
-class IntervalQuiz(Quiz):
-    """The toy quiz with its reported (Wilson) interval declared on its headline."""
-
+class IntervalComparison(QuizComparison):
     headline = (
         Headline("accuracy", "mean", {"measure": "accuracy"}, "higher", ("ci_low", "ci_high")),
     )
+
+
+class IntervalQuiz(Quiz):
+    """The toy quiz with its reported (Wilson) interval declared on its headline."""
+
+    comparison_role = IntervalComparison
 
 
 def test_the_reported_interval_of_a_methodologys_metrics_step_is_measured_too() -> None:
@@ -162,26 +171,30 @@ def test_a_built_in_methodologys_headline_intervals() -> None:
             rng.random(300) < 0.6, persons["class"] if prompt == "direct" else "yes", "no"))
         for prompt in ("direct", "is_there", "person_is")
     )  # fmt: skip
-    methods = {h.name: "bca" for h in lvlm.headline}
+    methods = {h.name: "bca" for h in lvlm.comparison.headline}
     found = headline_intervals(lvlm, config, "vlm", labels, methods=methods, resamples=200)
-    assert found.keys() == lvlm.headline_function(config, "vlm")(labels).keys()
+    assert found.keys() == lvlm.comparison.headline_function(config, "vlm")(labels).keys()
     for name, result in found.items():
         assert result["estimate"] == pytest.approx(
-            lvlm.headline_function(config, "vlm")(labels)[name]
+            lvlm.comparison.headline_function(config, "vlm")(labels)[name]
         )
         assert result["ci_low"] <= result["estimate"] <= result["ci_high"]
         assert result["method"] == "bca" and result["n"] == 300
+
+
+class ReportingGapComparison(GapComparison):
+    headline = tuple(
+        Headline(h.name, "estimate", {"headline": h.name}, h.better, ("ci_low", "ci_high"),
+                 interval_method=h.interval_method)
+        for h in GapComparison.headline
+    )  # fmt: skip
 
 
 class ReportingGapQuiz(GapQuiz):
     """The gap quiz whose metrics step reports genfair's intervals (docs/architecture.md's
     recipe): its reported intervals are its declared ones."""
 
-    headline = tuple(
-        Headline(h.name, "estimate", {"headline": h.name}, h.better, ("ci_low", "ci_high"),
-                 interval_method=h.interval_method)
-        for h in GapQuiz.headline
-    )  # fmt: skip
+    comparison_role = ReportingGapComparison
 
     def metrics(self, labels, config, ctx):  # type: ignore[no-untyped-def]
         found = headline_intervals(self, config, ctx.modality, labels, seed=ctx.seed)

@@ -9,19 +9,24 @@ from typing import ClassVar
 import pandas as pd
 import pytest
 
-from genfair.methodologies.base import BETTER_VALUES, NEUTRAL, Headline
+from genfair.methodologies.comparison import BETTER_VALUES, NEUTRAL, Headline
 from genfair.study.scoring import headline, headline_rows, leaderboard, metric_files
 from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology.compare import QuizComparison
+
+
+class AnsweredComparison(QuizComparison):
+    headline = (
+        *QuizComparison.headline,
+        Headline("answered", "n", {"measure": "accuracy"}, NEUTRAL),
+    )
 
 
 class Answered(Quiz):
     """The toy quiz with a second headline: how many answers counted, for information."""
 
     name: ClassVar[str] = "toy_answered"
-    headline = (
-        *Quiz.headline,
-        Headline("answered", "n", {"measure": "accuracy"}, NEUTRAL),
-    )
+    comparison_role = AnsweredComparison
 
 
 def _board() -> pd.DataFrame:
@@ -37,7 +42,7 @@ def _board() -> pd.DataFrame:
             "n": [30, 20, 25],
         }
     )
-    return leaderboard(rows, Answered.ranking)
+    return leaderboard(rows, Answered.comparison_role.ranking)
 
 
 def test_a_neutral_headline_has_the_reported_suffix_and_no_rank() -> None:

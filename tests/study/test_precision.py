@@ -132,7 +132,10 @@ def test_every_declared_size_knob_is_a_setting_of_its_methodology() -> None:
                 for key in knob.split("."):
                     assert key in config.model_fields, f"{name}: {sector}: {knob}"
                     config = config.model_fields[key].annotation
-            assert sector in {h.name.split(".", 1)[0] for h in method.headline}, (name, sector)
+            assert sector in {h.name.split(".", 1)[0] for h in method.comparison.headline}, (
+                name,
+                sector,
+            )
 
 
 def test_a_targets_cost_is_a_bound_with_its_expected_cost_beside_it() -> None:

@@ -19,7 +19,8 @@ from mlflow.tracking import MlflowClient
 from genfair.cli import compose
 from genfair.io import write_parquet
 from genfair.methodologies import register
-from genfair.methodologies.base import NEUTRAL, Headline, MetricsResult, StepContext
+from genfair.methodologies.base import MetricsResult, StepContext
+from genfair.methodologies.comparison import NEUTRAL, Headline
 from genfair.study.always import sync_store
 from genfair.study.context import models_for
 from genfair.study.curation_stages import occupations_table
@@ -31,6 +32,7 @@ from genfair.study.store import listed_keys, missing_runs
 from genfair.study.tracking import EXPERIMENT_KIND, KEY_TAG, track_study
 from genfair.study_params import StudyParams, load_params
 from tests.study.toy_methodology import Quiz, QuizConfig
+from tests.study.toy_methodology.compare import QuizComparison
 from tests.study.toy_methodology.report import QuizPresentation
 from tests.support.browser import browser, sync_api, watched_page
 from tests.support.conf import with_runs
@@ -58,12 +60,16 @@ class EvilPresentation(QuizPresentation):
         return [(figure, "measures.png")]
 
 
+class EvilComparison(QuizComparison):
+    headline = (Headline(f"accuracy {IMG}", "mean", {"measure": "accuracy"}, "higher"),)
+
+
 class EvilQuiz(Quiz):
     """A toy quiz whose dataset and model text is hostile markup."""
 
     name: ClassVar[str] = "toy_evil"
     presentation_role = EvilPresentation
-    headline = (Headline(f"accuracy {IMG}", "mean", {"measure": "accuracy"}, "higher"),)
+    comparison_role = EvilComparison
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         probes = super().build_probes(config, seed)
@@ -178,7 +184,7 @@ def test_a_neutral_headline_is_shown_as_reported_not_ranked(
     its value and no direction or rank."""
     params, layout, _ = study
     answered = Headline("answered", "n", {"measure": "accuracy"}, NEUTRAL)
-    monkeypatch.setattr(EvilQuiz, "headline", (*EvilQuiz.headline, answered))
+    monkeypatch.setattr(EvilComparison, "headline", (*EvilComparison.headline, answered))
     html = build_report(params, layout).read_text(encoding="utf-8")
     row = re.search(
         r"<tr><td>toy_evil</td><td>answered</td><td>(.*?)</td>(.*?)</tr>", html, re.DOTALL

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import Headline
+from genfair.methodologies.comparison import Headline
 from genfair.methodologies.sample_view import SAMPLE_FIELDS, SampleView, guess_groups, join_samples
 from genfair.study.report import samples_href
 from genfair.study.sample_files import SampleFile, encode_rows, image_urls, script_json
@@ -149,7 +149,7 @@ def test_headline_links_filter_by_the_groups_rows_have() -> None:
 
 def test_lvlm_facet_links_its_prompt_kind_to_the_question_column() -> None:
     method = get_methodology("lvlm_facet")
-    headline = method.headline[0]
+    headline = method.comparison.headline[0]
     assert "prompt" in headline.where
     link = method.presentation.sample_filter(headline)
     assert link["question"] == headline.where["prompt"] and "prompt" not in link

@@ -1,11 +1,11 @@
 """One model's headline numbers with bootstrap intervals, each by its headline's
-:attr:`~genfair.methodologies.base.Headline.interval_method` (issue 46.7).
+:attr:`~genfair.methodologies.comparison.Headline.interval_method` (issue 46.7).
 
 The replicates resample the methodology's unit
-(:meth:`~genfair.methodologies.base.Methodology.paired_units`) and recompute its
-:meth:`~genfair.methodologies.base.Methodology.headline_function`, as a
+(:meth:`~genfair.methodologies.comparison.Comparison.paired_units`) and recompute its
+:meth:`~genfair.methodologies.comparison.Comparison.headline_function`, as a
 paired comparison does for two models (:mod:`genfair.study.compare`): a
-:class:`~genfair.methodologies.base.HeadlineCounts` tallies each unit once and scores every
+:class:`~genfair.methodologies.comparison.HeadlineCounts` tallies each unit once and scores every
 replicate from the units' counts weighted by how often it drew them; any other function is
 called on each replicate's rows. The intervals: :func:`genfair.metrics.bootstrap.unit_intervals`.
 """
@@ -13,13 +13,16 @@ called on each replicate's rows. The intervals: :func:`genfair.metrics.bootstrap
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import HeadlineCounts, Methodology, PairedCounts
+from genfair.methodologies.comparison import HeadlineCounts, PairedCounts
 from genfair.metrics.bootstrap import IntervalMethod, unit_intervals
+
+if TYPE_CHECKING:
+    from genfair.methodologies.base import Methodology
 
 #: unit positions drawn at once (bounds one interval's memory: 8 bytes each, and the
 #: replicates' weights as many floats)
@@ -64,22 +67,22 @@ def headline_intervals(
 ) -> dict[str, dict[str, Any]]:
     """Each headline number of one model's ``labels`` that is finite, by name:
     ``{"estimate", "ci_low", "ci_high", "method", "widened", "n"}`` (``n``: units; ``method``:
-    the one used, :attr:`~genfair.methodologies.base.Headline.interval_method` unless
+    the one used, :attr:`~genfair.methodologies.comparison.Headline.interval_method` unless
     ``methods`` names another for that headline). Empty without a headline function, or with
     fewer than two units."""
-    headlines = methodology.headline_function(config, modality)
+    headlines = methodology.comparison.headline_function(config, modality)
     if headlines is None:
         return {}
     labels = labels.reset_index(drop=True)
     if isinstance(headlines, PairedCounts):  # its columns laid out for these labels
         headlines = headlines.counts(labels)
-    units = methodology.paired_units(labels)
+    units = methodology.comparison.paired_units(labels)
     rows = list(labels.groupby(units.to_numpy(), sort=True).indices.values())
     if len(rows) < 2:
         return {}
     observed = headlines(labels.iloc[np.concatenate(rows)])
     names = sorted(n for n, v in observed.items() if np.isfinite(v))
-    declared = {h.name: h.interval_method for h in methodology.headline}
+    declared = {h.name: h.interval_method for h in methodology.comparison.headline}
     wanted = [(methods or {}).get(n, declared.get(n, "percentile")) for n in names]
     counted = isinstance(headlines, HeadlineCounts)
     statistic = (_counted if counted else _recomputed)(headlines, labels, rows, names)

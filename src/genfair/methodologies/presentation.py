@@ -119,6 +119,13 @@ class ReportContext:
         )
 
 
+#: the members a methodology class no longer holds: they are its presentation role's
+MEMBERS = (
+    "title", "plots", "sample_view", "figures", "plot_tables", "report_section", "sample_rows",
+    "sample_filter", "run_record",
+)  # fmt: skip
+
+
 class Presentation(Generic[ConfigT]):
     """How a methodology's results are shown (the module docstring lists where), generic in
     its config type; every member is optional and this class is the default."""

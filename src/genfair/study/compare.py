@@ -1,11 +1,11 @@
 """Paired model comparisons (issue 33.2): for every pair of models of one modality that
 answered the same probes, each headline number's difference A - B with a paired bootstrap
-interval (the methodology's :attr:`~genfair.methodologies.base.Methodology.paired_unit`
+interval (the methodology's :attr:`~genfair.methodologies.comparison.Comparison.paired_unit`
 resampled jointly, :mod:`genfair.metrics.paired`), and a mark where the Holm-adjusted
 p-value across the whole study's comparisons is below ``1 - CONFIDENCE``. Simulators are
 compared only with simulators, real models only with real models. A methodology's
-:class:`~genfair.methodologies.base.HeadlineCounts` (a
-:class:`~genfair.methodologies.base.PairedCounts` laid out for the pair first) is tallied
+:class:`~genfair.methodologies.comparison.HeadlineCounts` (a
+:class:`~genfair.methodologies.comparison.PairedCounts` laid out for the pair first) is tallied
 once per unit and every replicate scored from the units' counts weighted by how often it drew
 them (fast at paper scale, ``benchmarks/test_paired_compare.py``); any other headline
 function is called on each replicate's rows.
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.io import read_parquet
-from genfair.methodologies.base import HeadlineCounts, PairedCounts
+from genfair.methodologies.comparison import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import draw_weights, unit_counts
 from genfair.metrics.paired import holm, paired_differences
 from genfair.models.base import derive_seed
@@ -40,7 +40,7 @@ from genfair.study_params import StudyParams
 log = logging.getLogger(__name__)
 
 #: confidence level of every comparison (the replicates are the methodology's:
-#: :meth:`~genfair.methodologies.base.Methodology.comparison_resamples`)
+#: :meth:`~genfair.methodologies.comparison.Comparison.comparison_resamples`)
 CONFIDENCE = 0.95
 #: unit positions drawn at once (bounds a comparison's memory: 8 bytes each, and the
 #: replicates' weights as many floats)
@@ -162,18 +162,18 @@ def compare_models(
 ) -> pd.DataFrame:
     """Every comparison of the study (:data:`COLUMNS`), Holm-adjusted across all of them;
     ``resamples`` replicates each (default: the methodology's own, its
-    :meth:`~genfair.methodologies.base.Methodology.comparison_resamples`)."""
+    :meth:`~genfair.methodologies.comparison.Comparison.comparison_resamples`)."""
     found: list[dict[str, Any]] = []
     for name in params.methodologies:
         method, config = configured(params, name)
-        if method.paired_unit is None:
+        if method.comparison.paired_unit is None:
             continue
         infos = [model_info(params, m) for m in models_for(params, name)]
         study = functools.cache(functools.partial(read_study, name, layout))  # read if needed
         for a, b in itertools.combinations(infos, 2):
             if (a.modality, a.simulated) != (b.modality, b.simulated):
                 continue  # simulators only against simulators, one modality at a time
-            headlines = method.paired_headline_function(config, a.modality, study())
+            headlines = method.comparison.paired_headline_function(config, a.modality, study())
             paths = [layout.labels(m.name, name) for m in (a, b)]
             if headlines is None or not all(p.exists() for p in paths):
                 continue
@@ -182,8 +182,8 @@ def compare_models(
                 headlines,
                 la,
                 lb,
-                method.paired_units,
-                resamples=resamples or method.comparison_resamples(config),
+                method.comparison.paired_units,
+                resamples=resamples or method.comparison.comparison_resamples(config),
                 seed=derive_seed(params.seed, "compare", name, a.name, b.name),
             )
             if not results:

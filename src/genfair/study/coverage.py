@@ -131,7 +131,7 @@ def _intervals(
         if method == "reported":
             out[method] = reported_intervals(methodology, config, modality, labels, seed=rep)
             continue
-        every = {h.name: method for h in methodology.headline}
+        every = {h.name: method for h in methodology.comparison.headline}
         out[method] = headline_intervals(
             methodology, config, modality, labels, methods=every, resamples=resamples,
             confidence=confidence, seed=rep,
@@ -153,9 +153,9 @@ def reported_intervals(
             image_dir=Path(tmp) / "images",
         )
         scores = methodology.metrics(labels, config, ctx).scores
-    board = methodology.leaderboard(scores.assign(model="coverage"), None)
+    board = methodology.comparison.leaderboard(scores.assign(model="coverage"), None)
     out = {}
-    for headline in methodology.headline:
+    for headline in methodology.comparison.headline:
         if headline.interval is None:
             continue
         match = board

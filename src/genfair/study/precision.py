@@ -6,7 +6,7 @@ comparisons can detect.
 labelled: ``data/labels/<methodology>/<model>.parquet``, written by ``dvc repro`` at any scale
 or ``genfair try --limit N --out .``); a model without them has "no pilot". Its ``n0`` units are
 the methodology's own resampling units
-(:meth:`~genfair.methodologies.base.Methodology.paired_units`).
+(:meth:`~genfair.methodologies.comparison.Comparison.paired_units`).
 
 **The planned size** is ``n = n0 x planned calls / pilot calls``: the plan's calls for the run
 (:mod:`genfair.study.plan`, cached and to send) over the calls the pilot's run made (its
@@ -16,7 +16,7 @@ images per occupation) is forecast as if they were more: an approximation.
 
 **Half-width.** Draw ``n`` of the pilot's units with replacement, ``R`` times
 (:data:`RESAMPLES`), and score each draw with the methodology's own headline function
-(:meth:`~genfair.methodologies.base.Methodology.paired_headline_function`; no formula per
+(:meth:`~genfair.methodologies.comparison.Comparison.paired_headline_function`; no formula per
 methodology here): the replicates stand for the headline's sampling distribution at size
 ``n``, and ``1.96 x`` their SD is the forecast half-width of a 95% interval at ``n`` (at
 ``n = n0``, the pilot's own bootstrap interval; for the near-normal headlines that are
@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.io import read_json, read_parquet
-from genfair.methodologies.base import HeadlineCounts, PairedCounts
+from genfair.methodologies.comparison import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import unit_counts
 from genfair.models.base import derive_seed
 from genfair.study.compare import CONFIDENCE, DRAWN, Unit, paired_rows
@@ -441,21 +441,21 @@ def forecast(
         for info in infos:
             pilot = pilots[info.name]
             headlines = (
-                method.paired_headline_function(config, info.modality, study())
-                if method.paired_unit is not None
+                method.comparison.paired_headline_function(config, info.modality, study())
+                if method.comparison.paired_unit is not None
                 else None
             )
             if pilot is None or headlines is None:
                 note = NO_PILOT if pilot is None else "not forecast: no resampling unit"
                 widths.append(HalfWidth(name, info.name, info.simulated, "-", note=note))
                 continue
-            n0 = paired_rows(pilot.labels, pilot.labels, method.paired_units)
+            n0 = paired_rows(pilot.labels, pilot.labels, method.comparison.paired_units)
             units = len(n0[0]) if n0 else 0
             planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
             seed = derive_seed(params.seed, "precision", name, info.name)
             try:
                 n0, found = forecast_model(
-                    headlines, pilot.labels, method.paired_units, planned,
+                    headlines, pilot.labels, method.comparison.paired_units, planned,
                     resamples=resamples, seed=seed,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
@@ -474,21 +474,21 @@ def forecast(
                 continue  # the comparisons' rule (genfair.study.compare)
             pa, pb = pilots[a.name], pilots[b.name]
             headlines = (
-                method.paired_headline_function(config, a.modality, study())
-                if method.paired_unit is not None
+                method.comparison.paired_headline_function(config, a.modality, study())
+                if method.comparison.paired_unit is not None
                 else None
             )
             if headlines is None or pa is None or pb is None:
                 continue
             seed = derive_seed(params.seed, "precision", name, a.name, b.name)
-            common = paired_rows(pa.labels, pb.labels, method.paired_units)
+            common = paired_rows(pa.labels, pb.labels, method.comparison.paired_units)
             m = len(common[0]) if common else 0
             planned = min(
                 _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
             )
             try:
                 m, found = forecast_pair(
-                    headlines, pa.labels, pb.labels, method.paired_units, planned,
+                    headlines, pa.labels, pb.labels, method.comparison.paired_units, planned,
                     resamples=resamples, seed=seed,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage

@@ -11,7 +11,7 @@ through Jinja2's autoescaping in the page and ``textContent`` in the browser. Se
   it ran at), scale, seed, the study's fingerprint; the git commit and render time come from
   ``build.js`` beside the page (:func:`write_build`), outside the DVC output, so the page's
   bytes depend on the study only and a rebuild leaves ``dvc.lock`` unchanged;
-- headline numbers: each methodology's :class:`~genfair.methodologies.base.Headline` per
+- headline numbers: each methodology's :class:`~genfair.methodologies.comparison.Headline` per
   model, with the model's rank among real models (simulators are never ranked);
 - one section per methodology, from its
   :meth:`~genfair.methodologies.presentation.Presentation.report_section` (the generic code
@@ -43,7 +43,8 @@ import pandas as pd
 from genfair.io import read_json, read_parquet, write_text
 from genfair.logs import progress, shown
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import NEUTRAL, ModelInfo
+from genfair.methodologies.base import ModelInfo
+from genfair.methodologies.comparison import NEUTRAL
 from genfair.methodologies.presentation import ReportContext, ReportSection, ReportTable
 from genfair.names import split_pair
 from genfair.study.context import configured, model_info, models_for
@@ -162,7 +163,7 @@ def headline_view(
         board_path = layout.scores / f"{name}.parquet"
         board = read_parquet(board_path) if board_path.exists() else pd.DataFrame()
         method = get_methodology(name)
-        headlines = {h.name: h for h in method.headline}
+        headlines = {h.name: h for h in method.comparison.headline}
         by_name: dict[str, dict[str, Any]] = {}
         for row in headline_rows(method, board):
             file = files.get((name, row["model"]))

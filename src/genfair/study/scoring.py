@@ -2,7 +2,7 @@
 
 Simulators are kept in the tables, labelled ``simulated``, and never ranked: ``rank`` is
 computed among real models only, within each group of comparable scores (the
-methodology's :class:`~genfair.methodologies.base.Ranking`, per modality).
+methodology's :class:`~genfair.methodologies.comparison.Ranking`, per modality).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pandas as pd
 
 from genfair.io import read_parquet, write_csv, write_json, write_parquet
 from genfair.methodologies import get_methodology
-from genfair.methodologies.base import NEUTRAL, Methodology, Ranking
+from genfair.methodologies.base import Methodology
+from genfair.methodologies.comparison import NEUTRAL, Ranking
 from genfair.names import INSTRUMENTS_FOLDER
 from genfair.study.compare import compare_models, comparison_files, comparison_metrics
 from genfair.study.context import model_info, models_for
@@ -77,7 +78,7 @@ def incomplete(layout: Layout, model: str, methodology: str) -> bool:
 def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.DataFrame:
     """The methodology's ranked leaderboard, with the model columns first (``incomplete``:
     scores from part of the model's calls)."""
-    rows = method.leaderboard(
+    rows = method.comparison.leaderboard(
         model_scores(params, method.name, layout), read_study(method.name, layout)
     )
     if rows.empty:
@@ -95,20 +96,20 @@ def board_for(params: StudyParams, method: Methodology, layout: Layout) -> pd.Da
             rows.insert(len(rows.columns), column, values)
     rows = rows[[*MODEL_COLUMNS, *[c for c in rows.columns if c not in MODEL_COLUMNS]]]
     rows["simulated"] = rows["simulated"].astype(bool)
-    return leaderboard(rows, method.ranking)
+    return leaderboard(rows, method.comparison.ranking)
 
 
 def headline_rows(method: Methodology, board: pd.DataFrame) -> list[dict[str, Any]]:
     """One row per model and headline number of the methodology: ``model``, ``simulated``,
     ``name``, ``better``, ``value``, ``low`` and ``high`` (its interval, when declared; None
     for NaN) and ``rank`` (among real models; None for simulators, an unranked row or a
-    :data:`~genfair.methodologies.base.NEUTRAL` number, reported and not ranked), in
+    :data:`~genfair.methodologies.comparison.NEUTRAL` number, reported and not ranked), in
     leaderboard order."""
     out: list[dict[str, Any]] = []
     if board.empty:
         return out
     for model, rows in board.groupby("model", sort=False):
-        for item in method.headline:
+        for item in method.comparison.headline:
             match = rows
             for column, value in item.where.items():
                 match = match[match[column] == value] if column in match else match.iloc[0:0]
@@ -159,7 +160,7 @@ def headline(method: Methodology, board: pd.DataFrame) -> dict[str, dict[str, An
     return out
 
 
-#: what a :data:`~genfair.methodologies.base.NEUTRAL` headline says instead of a direction
+#: what a :data:`~genfair.methodologies.comparison.NEUTRAL` headline says instead of a direction
 REPORTED = "reported, not ranked"
 
 

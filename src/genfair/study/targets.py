@@ -216,14 +216,20 @@ def targets(
             continue
         method, config = configured(params, h.methodology)
         study = read_study(h.methodology, layout)
-        functions = method.paired_headline_function(
+        functions = method.comparison.paired_headline_function(
             config, model_info(params, h.model).modality, study
         )
         pilot = read_pilot(layout, h.model, h.methodology)
         assert pilot is not None and functions is not None  # it was forecast
         seed = derive_seed(params.seed, "precision", h.methodology, h.model)
         row.units, row.note = needed_units(
-            functions, pilot.labels, method.paired_units, headline, target, h.units or 2, seed=seed
+            functions,
+            pilot.labels,
+            method.comparison.paired_units,
+            headline,
+            target,
+            h.units or 2,
+            seed=seed,
         )
         plan_row = by_run.get((h.model, h.methodology))
         if row.units is None or plan_row is None or plan_calls is None or not plan_row.calls:

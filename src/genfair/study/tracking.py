@@ -397,7 +397,7 @@ def _log_child(
             json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
         )
         scores = read_parquet(folder / "scores.parquet")
-        rows = method.model_rows(model, scores, studies[name])
+        rows = method.comparison.model_rows(model, scores, studies[name])
         extra_params, extra_metrics = method.presentation.run_record(
             model, method_config, rows, summary, studies[name]
         )

@@ -7,8 +7,9 @@ config (``simulated``: 0.8), which keys its cached answers alone.
 (``docs/architecture.md``, "Adding a methodology").
 
 The layout of every methodology package: ``__init__.py`` re-exports, ``config.py`` the
-pydantic config, ``methodology.py`` the class, ``report.py`` its presentation role (imports
-inside the package are relative, so it also works installed under another name).
+pydantic config, ``methodology.py`` the class, ``report.py`` its presentation role,
+``compare.py`` its comparison role (imports inside the package are relative, so it also works
+installed under another name).
 """
 
 from .config import QuizConfig

@@ -8,16 +8,15 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from genfair.methodologies.base import (
-    Headline,
     Methodology,
     MetricsResult,
-    Ranking,
     StepContext,
 )
 from genfair.metrics.intervals import proportion_ci
 from genfair.models.questions import ChoiceQuestion
 from genfair.models.runner import Call, Verdict
 
+from .compare import QuizComparison
 from .config import QuizConfig
 from .report import QuizPresentation
 
@@ -30,8 +29,7 @@ class Quiz(Methodology):
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
-    ranking = Ranking(("measure",), "mean", False)
-    headline = (Headline("accuracy", "mean", {"measure": "accuracy"}, "higher"),)
+    comparison_role = QuizComparison
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         rows = [
@@ -81,16 +79,6 @@ class Quiz(Methodology):
         ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
-
-    #: a question: what a paired comparison of two models resamples
-    paired_unit = "probe_id"
-
-    def headline_function(self, config: QuizConfig, modality: str) -> Any:
-        def accuracy(labels: pd.DataFrame) -> dict[str, float]:
-            valid = labels[labels["status"] == "ok"]
-            return {"accuracy": float(valid["correct"].mean()) if len(valid) else float("nan")}
-
-        return accuracy
 
 
 def _answer(text: str | None) -> str | None:

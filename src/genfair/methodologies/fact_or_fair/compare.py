@@ -1,5 +1,5 @@
 """FACT-OR-FAIR's headline distances as counts, for paired model comparisons (issue 33.2,
-:class:`~genfair.methodologies.base.HeadlineCounts`): each valid answer adds one to its
+:class:`~genfair.methodologies.comparison.HeadlineCounts`): each valid answer adds one to its
 headline's (cell, group) count, the cells of :func:`.scoring.cell_table`; a replicate's
 summed counts give the scores by :func:`.scoring.replicate_scores`, as
 :func:`.scoring.score_cells` computes its estimate."""
@@ -13,14 +13,18 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import Headline, HeadlineCounts
+from genfair.methodologies.comparison import Comparison, Headline, HeadlineCounts, Ranking
+from genfair.methodologies.fact_or_fair import t2i
+from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import GROUPS, Statistic
 from genfair.methodologies.fact_or_fair.scoring import (
     Formulas,
     cell_index,
     cell_layout,
     cell_rows,
+    formulas_for,
     replicate_scores,
+    statistics_for,
 )
 
 
@@ -107,3 +111,53 @@ def paired_counts(
         return out
 
     return HeadlineCounts(offset, tally, score)
+
+
+def t2i_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> HeadlineCounts:
+    """The headline distances of :func:`.t2i.metrics` as counts, for paired comparisons (its
+    statistics and formulas; an image's faces answer both attributes)."""
+    formulas = Formulas(kld_pseudocount=config.kld_pseudocount)
+    return paired_counts(
+        headlines, t2i.scored_statistics(config), lambda _: formulas, every_attribute=True
+    )
+
+
+def _headline(context: str, attribute: str) -> Headline:
+    return Headline(
+        f"{context}.{attribute}.distance",
+        "distance",
+        {"context": context, "attribute": attribute},
+        "lower",
+        ("distance_lo", "distance_hi"),
+    )
+
+
+class FactOrFairComparison(Comparison[FactOrFairConfig]):
+    """FACT-OR-FAIR's comparison role: models ranked and compared by their distance to the
+    accuracy-entropy trade-off curve's best point (§4.3), per context and attribute."""
+
+    # §4.3: the distance to the trade-off curve's best point, lower is better
+    ranking = Ranking(("context", "attribute"), "distance", True)
+    headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
+    #: one answer (a probe id names a query and its sample index): the unit its intervals
+    #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
+    paired_unit = "probe_id"
+
+    def comparison_resamples(self, config: FactOrFairConfig) -> int:
+        """The scores' bootstrap replicates (``bootstrap_resamples``)."""
+        return config.bootstrap_resamples
+
+    def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
+        """The headline distances from a model's labels, as its metrics compute them without
+        intervals (LLM: :meth:`.FactOrFair.metrics`; T2I: :func:`.t2i.metrics`, each image's faces
+        counted together), from the counts of valid answers per cell and group
+        (:func:`paired_counts`)."""
+        if modality == "t2i":
+            return t2i_counts(self.headline, config)
+        return paired_counts(
+            self.headline,
+            statistics_for(config),
+            lambda context: formulas_for(config, context),
+            scope=config.subjective_cell_scope,
+            fact_statistics=config.subjective_fact_statistics,
+        )

@@ -20,15 +20,12 @@ import pandas as pd
 
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
-    HeadlineCounts,
     Methodology,
     MetricsResult,
-    Ranking,
     StepContext,
 )
 from genfair.methodologies.fact_or_fair import t2i
-from genfair.methodologies.fact_or_fair.compare import paired_counts
+from genfair.methodologies.fact_or_fair.compare import FactOrFairComparison
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import RACES, load_statistics
 from genfair.methodologies.fact_or_fair.parsing import parse_choice
@@ -46,6 +43,7 @@ from genfair.methodologies.fact_or_fair.scoring import (
     formulas_for,
     per_statistic,
     score_cells,
+    statistics_for,
 )
 from genfair.methodologies.reads import every_field_but
 from genfair.models.base import derive_seed
@@ -83,16 +81,6 @@ SCORING_FIELDS = (
 )  # fmt: skip
 
 
-def _headline(context: str, attribute: str) -> Headline:
-    return Headline(
-        f"{context}.{attribute}.distance",
-        "distance",
-        {"context": context, "attribute": attribute},
-        "lower",
-        ("distance_lo", "distance_hi"),
-    )
-
-
 class FactOrFair(Methodology[FactOrFairConfig]):
     """FACT-OR-FAIR (Huang et al., paper 000): factuality vs. fairness of LLM answers on 19
     U.S. statistics, and of text-to-image portraits for the same queries."""
@@ -103,6 +91,7 @@ class FactOrFair(Methodology[FactOrFairConfig]):
     #: the T2I portraits' faces (:meth:`label`)
     measures = ("face_demographics",)
     Config: ClassVar[type[FactOrFairConfig]] = FactOrFairConfig
+    comparison_role = FactOrFairComparison
     #: the fields each step reads (its stage depends on them alone); the scoring choices are
     #: the metrics step's: changing one reruns metrics and what follows, never the calls
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -112,9 +101,6 @@ class FactOrFair(Methodology[FactOrFairConfig]):
         "study": (),
     }
     metric_keys = ("context", "attribute")
-    # §4.3: the distance to the trade-off curve's best point, lower is better
-    ranking = Ranking(("context", "attribute"), "distance", True)
-    headline = tuple(_headline(c, a) for c in ("objective", "baseline") for a in ("gender", "race"))
 
     def footprint(self, config: FactOrFairConfig) -> list[Footprint]:
         """The subjective probes (statistics x 2 directions x scenarios x samples x contexts;
@@ -246,33 +232,10 @@ class FactOrFair(Methodology[FactOrFairConfig]):
             return t2i.metrics(labels, config, ctx.seed)
         return self._llm_metrics(labels, config, ctx.seed)
 
-    #: one answer (a probe id names a query and its sample index): the unit its intervals
-    #: resample (answers are independent draws, :mod:`.uncertainty`) and its tables count
-    paired_unit = "probe_id"
-
-    def comparison_resamples(self, config: FactOrFairConfig) -> int:
-        """The scores' bootstrap replicates (``bootstrap_resamples``)."""
-        return config.bootstrap_resamples
-
-    def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
-        """The headline distances from a model's labels, as its metrics compute them without
-        intervals (LLM: :meth:`_llm_metrics`; T2I: :func:`.t2i.metrics`, each image's faces
-        counted together), from the counts of valid answers per cell and group
-        (:func:`.compare.paired_counts`)."""
-        if modality == "t2i":
-            return t2i.paired_counts(self.headline, config)
-        return paired_counts(
-            self.headline,
-            _statistics(config),
-            lambda context: formulas_for(config, context),
-            scope=config.subjective_cell_scope,
-            fact_statistics=config.subjective_fact_statistics,
-        )
-
     def _llm_metrics(
         self, labels: pd.DataFrame, config: FactOrFairConfig, seed: int
     ) -> MetricsResult:
-        statistics = _statistics(config)
+        statistics = statistics_for(config)
         contexts = [c for c in CONTEXT_ORDER if c in set(labels["context"])]
         score_rows, detail = [], []
         summary: dict[str, Any] = {}
@@ -325,12 +288,6 @@ def _cells(
         scope=config.subjective_cell_scope,
         fact_statistics=config.subjective_fact_statistics,
     )
-
-
-def _statistics(config: FactOrFairConfig) -> list:
-    """The statistics the scores use (with the ground-truth overrides when configured)."""
-    overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
-    return load_statistics(config.statistics, overrides, config.only_statistics)
 
 
 def _prime_tables(

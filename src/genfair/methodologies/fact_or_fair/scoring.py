@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
-from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic
+from genfair.methodologies.fact_or_fair.data import DIRECTIONS, GROUPS, Statistic, load_statistics
 from genfair.methodologies.fact_or_fair.tradeoff import (
     tradeoff_distance,
     tradeoff_distance_single_brent,
@@ -156,6 +156,12 @@ class Formulas:
     zero_kl_score: Literal["one", "zero"] = "one"
     distance_axis: Literal["s_e", "s_fair"] = "s_e"
     distance_search: Literal["global", "single_brent"] = "global"
+
+
+def statistics_for(config: FactOrFairConfig) -> list:
+    """The statistics the LLM scores use (with the ground-truth overrides when configured)."""
+    overrides = config.ground_truth_overrides if config.score_ground_truth == "overrides" else {}
+    return load_statistics(config.statistics, overrides, config.only_statistics)
 
 
 def formulas_for(config: FactOrFairConfig, context: str) -> Formulas:

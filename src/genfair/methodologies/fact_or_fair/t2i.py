@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from genfair.methodologies.base import Headline, HeadlineCounts, MetricsResult
-from genfair.methodologies.fact_or_fair import compare
+from genfair.methodologies.base import MetricsResult
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
     DIRECTIONS,
@@ -49,7 +47,6 @@ from genfair.methodologies.fact_or_fair.data import (
 )
 from genfair.methodologies.fact_or_fair.probes import ADJECTIVE, definition_clause
 from genfair.methodologies.fact_or_fair.scoring import (
-    Formulas,
     cell_table,
     per_statistic,
     score_cells,
@@ -308,22 +305,13 @@ def label(
     return frame.astype({"n_faces": "int64", "face": "Int64"})
 
 
-def paired_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> HeadlineCounts:
-    """The headline distances of :func:`metrics` as counts, for paired comparisons (its
-    statistics and formulas; an image's faces answer both attributes)."""
-    formulas = Formulas(kld_pseudocount=config.kld_pseudocount)
-    return compare.paired_counts(
-        headlines, _statistics(config), lambda _: formulas, every_attribute=True
-    )
-
-
-def _statistics(config: FactOrFairConfig) -> list:
+def scored_statistics(config: FactOrFairConfig) -> list:
     """The statistics T2I scores use (always with the ground-truth overrides)."""
     return load_statistics(config.statistics, config.ground_truth_overrides, config.only_statistics)
 
 
 def metrics(labels: pd.DataFrame, config: FactOrFairConfig, seed: int) -> MetricsResult:
-    statistics = _statistics(config)
+    statistics = scored_statistics(config)
     score_rows, detail = [], []
     summary: dict[str, Any] = {}
     sources = sorted(set(labels["source"].dropna()))

@@ -32,7 +32,7 @@ The unit, per sector (:func:`paired_units`; paper 002 §3.2-§3.4 and the metric
 RD, JSD (RFS-Gen) and AC-diff/DHR average over occupations or sets, so a unit drawn twice
 must count twice: its second copy is renamed (``nurse#1``, with the reference's row of
 ``nurse``), the k-th occurrence of a row's index being its k-th copy
-(:meth:`~genfair.methodologies.base.Methodology.headline_function`). The other metrics pool
+(:meth:`~genfair.methodologies.comparison.Comparison.headline_function`). The other metrics pool
 rows, where a copy counts twice as it is.
 """
 
@@ -41,12 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import HeadlineCounts, StudyResult
+from genfair.methodologies.comparison import Comparison, Headline, HeadlineCounts
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.granular import (
     GRANULAR_METRICS,
@@ -61,9 +61,12 @@ from genfair.methodologies.iris.granular import (
     jsd_log_base,
     model_granular,
 )
+from genfair.methodologies.iris.occupations import read_occupations, reference_from_occupations
 from genfair.methodologies.iris.reference import reference_shares
 from genfair.methodologies.iris.scoring import (
+    OVERALL,
     PARTIAL_MARK,
+    SECTORS,
     dimension_score,
     normalize_frame,
     overall_magnitudes,
@@ -80,8 +83,12 @@ from genfair.methodologies.iris.tournament import (
     tournament_posterior,
 )
 
+if TYPE_CHECKING:
+    from genfair.methodologies.base import StudyResult
+
 __all__ = [
     "UNITS",
+    "IrisComparison",
     "calibration",
     "distinct_copies",
     "generation_counts",
@@ -104,7 +111,7 @@ DISTINCT = {"IFS-Gen": "occupation", "BIS-Und": "instance_id"}
 
 
 def headline_name(sector: str, partial: bool) -> str:
-    """The :class:`~genfair.methodologies.base.Headline` name of a sector's (or the overall)
+    """The :class:`~genfair.methodologies.comparison.Headline` name of a sector's (or the overall)
     score: ``<sector>.score``, with the partial mark when scored from a subset of metrics."""
     return f"{sector}.score{PARTIAL_MARK if partial else ''}"
 
@@ -232,7 +239,7 @@ def generation_counts(
     reference: pd.DataFrame,
 ) -> HeadlineCounts:
     """IFS-Gen, RFS-Gen and BIS-Gen's scores at the fixed ``scales`` as a
-    :class:`~genfair.methodologies.base.HeadlineCounts`: the same numbers as
+    :class:`~genfair.methodologies.comparison.HeadlineCounts`: the same numbers as
     :func:`iris_headlines` (tested to 1e-9), each occupation tallied once.
 
     Counts per row: its occupation's images per intersection group (IFS-Gen ``ok`` rows with
@@ -538,7 +545,7 @@ def understanding_counted(
     modality: str,
 ) -> HeadlineCounts:
     """An LLM's RFS-Und score, or a VLM's IFS-Und, RFS-Und and BIS-Und scores, at the fixed
-    ``scales`` as a :class:`~genfair.methodologies.base.HeadlineCounts` (a prior given as
+    ``scales`` as a :class:`~genfair.methodologies.comparison.HeadlineCounts` (a prior given as
     weights, or uniform): the tournament's JSD (:func:`_tournament_part`); for a VLM, per
     answered crop its answers per intersection group (answered, correct, each mapped class)
     for AD [M2] and SPD [M3] and each |SDS| [M6] group's error cases and share gaps
@@ -723,3 +730,68 @@ def _set_part(config: IrisConfig) -> _Part:
         return out
 
     return _Part(4 * len(dims), tally, values)
+
+
+class IrisComparison(Comparison[IrisConfig]):
+    """IRIS's comparison role: the sector and overall scores of the study step (S · exp(-K ·
+    M)) are the leaderboard and the headline numbers, compared per sector's unit at the
+    study's S and K."""
+
+    #: the unit each sector resamples (:meth:`paired_units`): occupation, round, crop or set
+    paired_unit = "unit"
+    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
+    #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
+    headline = tuple(
+        Headline(
+            headline_name(s, part),
+            "score",
+            {"sector": s, "partial": part},
+            "higher",
+        )
+        for s in (*SECTORS, OVERALL)
+        for part in (False, True)
+    )
+
+    def headline_function(self, config: IrisConfig, modality: str) -> None:
+        """None: IRIS's sector and overall scores, S · exp(-K · M), need the study step's S
+        and K (:meth:`paired_headline_function`)."""
+        return None
+
+    def paired_headline_function(
+        self, config: IrisConfig, modality: str, study: StudyResult | None
+    ) -> Any:
+        """Each sector's score (and the overall one) at the study's S and K (this module):
+        counted (:func:`generation_counts`, :func:`understanding_counted`),
+        or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
+        authors' overall score; None without a study step's scores."""
+        scales = calibration(study)
+        if not scales:
+            return None
+        every = read_occupations(
+            config.model_copy(update={"occupations": None, "max_occupations": None})
+        )
+        reference = reference_from_occupations(every)
+        counted = config.scoring.overall != "authors_code"  # its overall: every model's
+        if counted and modality == "t2i":
+            return generation_counts(config, scales, list(every["occupation"]), reference)
+        if counted and config.metrics.tournament.prior != "workforce":
+            names = list(every["occupation"])
+            return understanding_counted(config, scales, names, reference, modality)
+        return iris_headlines(config, scales, reference)
+
+    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
+        """The occupation (generation), the tournament round, the crop, the counterfactual
+        set (:data:`UNITS`)."""
+        return paired_units(labels)
+
+    def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
+        """IRIS sector and overall scores per model (the study step's ``scores``), not the
+        granular metrics."""
+        return study.tables["scores"] if study else pd.DataFrame()
+
+    def model_rows(
+        self, model: str, scores: pd.DataFrame, study: StudyResult | None
+    ) -> pd.DataFrame:
+        """A model's run logs its granular metrics (its IRIS scores come from
+        :meth:`~genfair.methodologies.iris.methodology.Iris.run_record`)."""
+        return scores

@@ -57,21 +57,13 @@ from genfair.instruments.readings import read_images
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
     Methodology,
     MetricsResult,
     StepContext,
     StudyContext,
     StudyResult,
 )
-from genfair.methodologies.iris.compare import (
-    calibration,
-    generation_counts,
-    headline_name,
-    iris_headlines,
-    paired_units,
-    understanding_counted,
-)
+from genfair.methodologies.iris.compare import IrisComparison
 from genfair.methodologies.iris.config import IrisConfig
 from genfair.methodologies.iris.granular import (
     MODALITY_SECTORS,
@@ -90,7 +82,6 @@ from genfair.methodologies.iris.probes import (
     top_stereotypes,
 )
 from genfair.methodologies.iris.report import IrisPresentation
-from genfair.methodologies.iris.scoring import OVERALL, SECTORS
 from genfair.methodologies.iris.simulated import SimulatedPlants
 from genfair.methodologies.iris.steering_scores import steering_scores
 from genfair.methodologies.iris.study import score_study
@@ -141,6 +132,7 @@ class Iris(Methodology[IrisConfig]):
     #: images; the LLM tournament and the VLM questions are all known from the probes
     dependent_calls = ("t2i",)
     Config: ClassVar[type[IrisConfig]] = IrisConfig
+    comparison_role = IrisComparison
     #: the fields each step reads (its stage depends on them alone): the metrics options are
     #: the label and metrics steps', the scoring the study step's
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -150,8 +142,6 @@ class Iris(Methodology[IrisConfig]):
         "metrics": every_field_but(IrisConfig, "scoring"),
         "study": ("scoring",),
     }
-    #: the unit each sector resamples (:meth:`paired_units`): occupation, round, crop or set
-    paired_unit = "unit"
     #: each sector's size settings (``genfair plan --target``): more images per occupation
     #: and per prompt, more tournament rounds, more answers per crop; RFS-Gen reads IFS-Gen's
     #: images; BIS-Und's sets come from the data (``bis_und.max_sets`` only caps them)
@@ -164,18 +154,6 @@ class Iris(Methodology[IrisConfig]):
         "BIS-Und": ("bis_und.max_sets",),
     }
     metric_keys = ("sector", "metric")
-    #: not a ranking: IRIS sector and overall scores (S · exp(-K · M), higher is fairer) and codes;
-    #: a score from a subset of its sector's metrics is named ``<sector>.score (partial)``
-    headline = tuple(
-        Headline(
-            headline_name(s, part),
-            "score",
-            {"sector": s, "partial": part},
-            "higher",
-        )
-        for s in (*SECTORS, OVERALL)
-        for part in (False, True)
-    )
     #: the demographic instrument (``instruments.face_demographics``; oracle mode for SIMULATORS)
     instrument: ClassVar[str] = "face_demographics"
     measures = (instrument,)
@@ -188,38 +166,6 @@ class Iris(Methodology[IrisConfig]):
         rounds over the 52 FACET occupations)."""
         rows = config.tournament.rounds * len(profiles())
         return [Footprint("tournament.rounds", "the tournament's probe table", rows, 1_000)]
-
-    def headline_function(self, config: IrisConfig, modality: str) -> None:
-        """None: IRIS's sector and overall scores, S · exp(-K · M), need the study step's S
-        and K (:meth:`paired_headline_function`)."""
-        return None
-
-    def paired_headline_function(
-        self, config: IrisConfig, modality: str, study: StudyResult | None
-    ) -> Any:
-        """Each sector's score (and the overall one) at the study's S and K (:mod:`.compare`):
-        counted (:func:`.compare.generation_counts`, :func:`.compare.understanding_counted`),
-        or IRIS's own scoring of every replicate's rows under a ``workforce`` prior or the
-        authors' overall score; None without a study step's scores."""
-        scales = calibration(study)
-        if not scales:
-            return None
-        every = read_occupations(
-            config.model_copy(update={"occupations": None, "max_occupations": None})
-        )
-        reference = reference_from_occupations(every)
-        counted = config.scoring.overall != "authors_code"  # its overall: every model's
-        if counted and modality == "t2i":
-            return generation_counts(config, scales, list(every["occupation"]), reference)
-        if counted and config.metrics.tournament.prior != "workforce":
-            names = list(every["occupation"])
-            return understanding_counted(config, scales, names, reference, modality)
-        return iris_headlines(config, scales, reference)
-
-    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
-        """The occupation (generation), the tournament round, the crop, the counterfactual
-        set (:data:`.compare.UNITS`)."""
-        return paired_units(labels)
 
     def build_probes(self, config: IrisConfig, seed: int) -> pd.DataFrame:
         table = read_occupations(config)
@@ -850,18 +796,6 @@ class Iris(Methodology[IrisConfig]):
 
     def study(self, config: IrisConfig, ctx: StudyContext) -> StudyResult | None:
         return score_study(ctx, config.scoring)
-
-    def leaderboard(self, scores: pd.DataFrame, study: StudyResult | None) -> pd.DataFrame:
-        """IRIS sector and overall scores per model (the study step's ``scores``), not the
-        granular metrics."""
-        return study.tables["scores"] if study else pd.DataFrame()
-
-    def model_rows(
-        self, model: str, scores: pd.DataFrame, study: StudyResult | None
-    ) -> pd.DataFrame:
-        """A model's run logs its granular metrics (its IRIS scores come from
-        :meth:`run_record`)."""
-        return scores
 
 
 def _instruments_used(

@@ -33,31 +33,25 @@ import pandas as pd
 from genfair.instruments.refusal import is_refusal
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
-    HeadlineCounts,
     Methodology,
     MetricsResult,
-    Ranking,
     StepContext,
     bounded,
     table_rows,
 )
+from genfair.methodologies.lvlm_facet.compare import LvlmFacetComparison
 from genfair.methodologies.lvlm_facet.config import LvlmFacetConfig
 from genfair.methodologies.lvlm_facet.groups import (
     ATTRIBUTES,
-    DISPARITY_PAIRS,
     lvlm_persons,
     resolve_classes,
 )
 from genfair.methodologies.lvlm_facet.labels import label_answers
 from genfair.methodologies.lvlm_facet.probes import probe_rows
-from genfair.methodologies.lvlm_facet.prompts import PROMPT_KINDS
-from genfair.methodologies.lvlm_facet.recall import POOLED
 from genfair.methodologies.lvlm_facet.report import LvlmFacetPresentation
 from genfair.methodologies.lvlm_facet.scoring import (
     SCORE_COLUMNS,
     headline,
-    headline_counts,
     recall_tables,
     score_rows,
 )
@@ -78,20 +72,6 @@ _MATCHING = ("encoder", "min_similarity")
 _SCORING = ("confidence", "empty_group_recall")
 
 
-def _headline(attribute: str, prompt: str) -> Headline:
-    a, b = DISPARITY_PAIRS[attribute]
-    where = {
-        "measure": "disparity",
-        "prompt": prompt,
-        "attribute": attribute,
-        "class": POOLED,
-        "group": f"{a}-{b}",
-    }
-    return Headline(
-        f"disparity.{attribute}.{prompt}", "value", where, "closer to 0", ("ci_low", "ci_high")
-    )
-
-
 class LvlmFacet(Methodology[LvlmFacetConfig]):
     """LVLM fairness on FACET (Wu et al., paper 004): recall of vision-language models per
     class and gender, skin tone and age group, and its disparities."""
@@ -100,6 +80,7 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
     presentation_role = LvlmFacetPresentation
     modalities = ("vlm",)
     Config: ClassVar[type[LvlmFacetConfig]] = LvlmFacetConfig
+    comparison_role = LvlmFacetComparison
     #: the fields each step reads (its stage depends on them alone): answer matching is the
     #: label step's, the intervals the metrics step's
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -110,17 +91,6 @@ class LvlmFacet(Methodology[LvlmFacetConfig]):
         "study": (),
     }
     metric_keys = ("measure", "prompt", "attribute", "class", "group")
-    ranking = Ranking(("measure", "prompt", "attribute", "class", "group"), "abs_disparity", True)
-    headline = tuple(_headline(a, p) for p in PROMPT_KINDS for a in ATTRIBUTES)
-    #: an image (asked every prompt): the rows of one person go together
-    paired_unit = "person_id"
-
-    def headline_function(self, config: LvlmFacetConfig, modality: str) -> HeadlineCounts:
-        """The pooled disparities of :meth:`metrics` (paper 004 Table 2) from each image's
-        hits and counts per prompt and group (:func:`.scoring.headline_counts`)."""
-        return headline_counts(
-            self.headline, resolve_classes(config.classes), config.empty_group_recall
-        )
 
     # ---- probes@lvlm_facet
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import Headline, HeadlineCounts
+from genfair.methodologies.comparison import Headline, HeadlineCounts
 from genfair.methodologies.lvlm_facet.groups import ATTRIBUTES, DISPARITY_PAIRS, GROUPS
 from genfair.methodologies.lvlm_facet.recall import (
     MACRO,

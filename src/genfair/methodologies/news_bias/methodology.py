@@ -53,11 +53,8 @@ from genfair.instruments.toxicity import build_toxicity
 from genfair.io import jsonable
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
-    HeadlineCounts,
     Methodology,
     MetricsResult,
-    Ranking,
     StepContext,
     StudyContext,
     StudyResult,
@@ -65,6 +62,7 @@ from genfair.methodologies.base import (
     table_rows,
 )
 from genfair.methodologies.news_bias.biased_prompts import prompt_comparison
+from genfair.methodologies.news_bias.compare import NewsBiasComparison
 from genfair.methodologies.news_bias.config import NewsBiasConfig
 from genfair.methodologies.news_bias.lengths import article_lengths
 from genfair.methodologies.news_bias.probes import build_probes
@@ -75,7 +73,11 @@ from genfair.methodologies.news_bias.sentence_level import (
     sentence_level_pairs,
     summarize_sentence_level,
 )
-from genfair.methodologies.news_bias.word_level import summarize_word_level, word_level_pairs
+from genfair.methodologies.news_bias.word_level import (
+    ATTRIBUTES,
+    summarize_word_level,
+    word_level_pairs,
+)
 from genfair.methodologies.reads import every_field_but
 from genfair.models.questions import RewriteQuestion
 from genfair.models.runner import Call, Verdict
@@ -109,7 +111,6 @@ SCORE_COLUMNS = [
     "prejudice_change_ci_low",
     "prejudice_change_ci_high",
 ]
-ATTRIBUTES = ("gender", "race")
 
 
 #: the config fields that measure the articles (the metrics and study steps'); documents last
@@ -124,16 +125,6 @@ def _readings(ctx: StepContext | None) -> Any:
     return ctx.open_cache if ctx is not None else None
 
 
-def _headline(level: str, attribute: str, measure: str) -> Headline:
-    return Headline(
-        f"unbiased.{level}.{attribute}.{measure}",
-        "mean",
-        {"prompt_type": "unbiased", "level": level, "attribute": attribute, "measure": measure},
-        "lower" if measure == "W" else "closer to 0",
-        ("ci_low", "ci_high"),
-    )
-
-
 class NewsBias(Methodology[NewsBiasConfig]):
     """News bias of AI-generated content (Fang et al., paper 001): gender and racial bias of
     LLM-written news against the originals, at word, sentence and document level."""
@@ -142,6 +133,7 @@ class NewsBias(Methodology[NewsBiasConfig]):
     presentation_role = NewsBiasPresentation
     modalities = ("llm",)
     Config: ClassVar[type[NewsBiasConfig]] = NewsBiasConfig
+    comparison_role = NewsBiasComparison
     #: the fields each step reads (its stage depends on them alone): the word lists, the
     #: toxicity instrument and the topic model are the measuring steps', never the calls'
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -152,47 +144,6 @@ class NewsBias(Methodology[NewsBiasConfig]):
         "study": ("documents", "gender_words", "occupations", "names", "confidence_level"),
     }
     metric_keys = ("prompt_type", "level", "attribute", "measure")
-    # W, S, T: lower is less biased; a refusal of a biased prompt is not a worse answer (not ranked)
-    ranking = Ranking(
-        ("prompt_type", "level", "attribute", "measure"),
-        "mean",
-        True,
-        unranked=("level", ("refusal",)),
-    )
-    headline = (
-        *(_headline("word", a, "W") for a in ATTRIBUTES),
-        *(_headline("sentence", a, m) for a in ATTRIBUTES for m in ("sentiment", "toxicity")),
-    )
-    #: an article (its rewrites under every prompt type): the unit its t-intervals are over
-    paired_unit = "pair_id"
-
-    def headline_function(self, config: NewsBiasConfig, modality: str) -> HeadlineCounts:
-        """The word-level headlines (W per attribute, the mean over the unbiased prompt's kept
-        articles, as :func:`.word_level.summarize_word_level`) from each article's W: their
-        sum and count. The sentence-level ones are not compared: their sentiment and
-        toxicity are the instruments' readings, made in the metrics step and not held in the
-        labels (pairing them would run the toxicity classifier over every sentence again)."""
-        counter = GroupWordCounter.from_files(config.gender_words, config.occupations, config.names)
-        word = [h for h in self.headline if h.where["level"] == "word"]
-
-        def tally(labels: pd.DataFrame) -> pd.DataFrame:
-            labels = labels.reset_index(drop=True)
-            ok = labels[(labels["prompt_type"] == "unbiased") & (labels["status"] == "ok")]
-            parts = []
-            for i, h in enumerate(word):
-                table = word_level_pairs(ok, counter, h.where["attribute"])
-                kept = ~table["dropped"].to_numpy(dtype=bool)
-                for j, count in enumerate((table["W"].to_numpy(float)[kept], 1.0)):
-                    parts.append(
-                        pd.DataFrame({"row": ok.index[kept], "column": 2 * i + j, "count": count})
-                    )
-            return pd.concat(parts, ignore_index=True)
-
-        def score(totals: np.ndarray) -> dict[str, np.ndarray]:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return {h.name: totals[:, 2 * i] / totals[:, 2 * i + 1] for i, h in enumerate(word)}
-
-        return HeadlineCounts(2 * len(word), tally, score)
 
     def footprint(self, config: NewsBiasConfig) -> list[Footprint]:
         """The probe table: articles (``articles``, capped by the corpus's row count read from

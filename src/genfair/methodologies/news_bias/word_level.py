@@ -43,6 +43,7 @@ from genfair.metrics.intervals import mean_ci, ttest_zero
 from genfair.resources.group_words import GroupWordCounter
 
 __all__ = [
+    "ATTRIBUTES",
     "FOCAL_GROUP",
     "group_differences",
     "mean_ci",
@@ -55,6 +56,8 @@ __all__ = [
 
 #: The underrepresented group the paper zooms in on, per attribute.
 FOCAL_GROUP = {"gender": "female", "race": "black"}
+#: the attributes measured
+ATTRIBUTES = ("gender", "race")
 
 
 def word_level_from_counts(

@@ -1,5 +1,5 @@
 """OpenBias's severity headlines as counts, for paired model comparisons (issue 33.2,
-:class:`~genfair.methodologies.base.PairedCounts`).
+:class:`~genfair.methodologies.comparison.PairedCounts`).
 
 The unit is the caption (:func:`caption_units`): every text-to-image model of a study gets the
 same knowledge base, draws its images per caption and has them answered by the same VQA
@@ -25,7 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from genfair.methodologies.base import Headline, HeadlineCounts, PairedCounts
+from genfair.methodologies.comparison import (
+    Comparison,
+    Headline,
+    HeadlineCounts,
+    PairedCounts,
+    Ranking,
+)
+from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.scoring import SeverityConfig
 from genfair.methodologies.open_bias.severity import severity_vectorized
 from genfair.methodologies.open_bias.vqa import UNKNOWN
@@ -111,7 +118,7 @@ def _caption_counts(
 
 
 def severity_counts(config: SeverityConfig, headlines: Sequence[Headline]) -> PairedCounts:
-    """The :class:`~genfair.methodologies.base.PairedCounts` of the severity ``headlines``
+    """The :class:`~genfair.methodologies.comparison.PairedCounts` of the severity ``headlines``
     (``where``: ``bias_rank``; column: a severity): a block per bias of the compared labels'
     knowledge bases (a bias whose classes differ between them gets one each), ranked by
     ``config.rank_by``, the context-free distribution pooled by ``config.
@@ -188,3 +195,50 @@ def severity_counts(config: SeverityConfig, headlines: Sequence[Headline]) -> Pa
         return HeadlineCounts(offset, tally, score)
 
     return PairedCounts(counts)
+
+
+class OpenBiasComparison(Comparison[OpenBiasConfig]):
+    """OpenBias's comparison role: models ranked bias by bias on the context-aware severity,
+    and compared on their k-th most severe biases over a replicate of captions."""
+
+    #: a paired comparison resamples captions (:meth:`paired_units`)
+    paired_unit = "caption_id"
+    #: models compared bias by bias (every t2i model gets the same knowledge base): lower
+    #: severity is less biased
+    ranking = Ranking(("bias_id",), "severity_context_aware", True)
+    headline = (
+        *(
+            Headline(
+                f"bias_{k}.severity_context_aware",
+                "severity_context_aware",
+                {"bias_rank": k},
+                "lower",
+                ("context_aware_ci_low", "context_aware_ci_high"),
+            )
+            for k in (1, 2, 3)
+        ),
+        Headline(
+            "bias_1.severity_context_free",
+            "severity_context_free",
+            {"bias_rank": 1},
+            "lower",
+            ("context_free_ci_low", "context_free_ci_high"),
+        ),
+        Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
+    )
+
+    def headline_function(self, config: OpenBiasConfig, modality: str) -> PairedCounts:
+        """The severity headlines of each model's k-th most severe bias, recomputed per
+        replicate of captions (this module): the same rank, in general different biases
+        for two models. The proposal yield is the proposer LLM's, the same for every
+        text-to-image model of the study: not compared."""
+        return severity_counts(config.severity, self.headline)
+
+    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
+        """The caption of each knowledge-base, image and VQA row; the proposer's rows are in
+        no unit."""
+        return caption_units(labels)
+
+    def comparison_resamples(self, config: OpenBiasConfig) -> int:
+        """The severity bootstrap's replicates (``severity.n_resamples``)."""
+        return config.severity.n_resamples

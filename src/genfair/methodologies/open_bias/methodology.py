@@ -43,16 +43,13 @@ from pydantic import TypeAdapter
 
 from genfair.methodologies.base import (
     Footprint,
-    Headline,
     Methodology,
     MetricsResult,
-    PairedCounts,
-    Ranking,
     StepContext,
     bounded,
     table_rows,
 )
-from genfair.methodologies.open_bias.compare import caption_units, severity_counts
+from genfair.methodologies.open_bias.compare import OpenBiasComparison
 from genfair.methodologies.open_bias.config import OpenBiasConfig
 from genfair.methodologies.open_bias.inputs import load_captions
 from genfair.methodologies.open_bias.knowledge_base import build_knowledge_base
@@ -164,6 +161,7 @@ class OpenBias(Methodology[OpenBiasConfig]):
     #: the images draw the proposer's biases, the VQA model asks about those images
     dependent_calls = ("t2i",)
     Config: ClassVar[type[OpenBiasConfig]] = OpenBiasConfig
+    comparison_role = OpenBiasComparison
     #: the fields each step reads (its stage depends on them alone): the severity scoring is
     #: the metrics step's, the answer threshold the label step's
     reads: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -173,31 +171,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
         "study": (),
     }
     metric_keys = ("bias_key",)
-    #: a paired comparison resamples captions (:meth:`paired_units`)
-    paired_unit = "caption_id"
-    #: models compared bias by bias (every t2i model gets the same knowledge base): lower
-    #: severity is less biased
-    ranking = Ranking(("bias_id",), "severity_context_aware", True)
-    headline = (
-        *(
-            Headline(
-                f"bias_{k}.severity_context_aware",
-                "severity_context_aware",
-                {"bias_rank": k},
-                "lower",
-                ("context_aware_ci_low", "context_aware_ci_high"),
-            )
-            for k in (1, 2, 3)
-        ),
-        Headline(
-            "bias_1.severity_context_free",
-            "severity_context_free",
-            {"bias_rank": 1},
-            "lower",
-            ("context_free_ci_low", "context_free_ci_high"),
-        ),
-        Headline("proposal_yield", "proposal_yield", {"bias_rank": 1}, "higher"),
-    )
 
     def models_read(self, config: OpenBiasConfig) -> tuple[str, ...]:
         """The proposer LLM and the VQA model, where the config names a model of the study."""
@@ -226,22 +199,6 @@ class OpenBias(Methodology[OpenBiasConfig]):
             Footprint("severity.n_resamples", "one bias's severity bootstrap",
                       config.severity.n_resamples, captions * (classes + 1) * 9),
         ]  # fmt: skip
-
-    def headline_function(self, config: OpenBiasConfig, modality: str) -> PairedCounts:
-        """The severity headlines of each model's k-th most severe bias, recomputed per
-        replicate of captions (:mod:`.compare`): the same rank, in general different biases
-        for two models. The proposal yield is the proposer LLM's, the same for every
-        text-to-image model of the study: not compared."""
-        return severity_counts(config.severity, self.headline)
-
-    def paired_units(self, labels: pd.DataFrame) -> pd.Series:
-        """The caption of each knowledge-base, image and VQA row; the proposer's rows are in
-        no unit."""
-        return caption_units(labels)
-
-    def comparison_resamples(self, config: OpenBiasConfig) -> int:
-        """The severity bootstrap's replicates (``severity.n_resamples``)."""
-        return config.severity.n_resamples
 
     def build_probes(self, config: OpenBiasConfig, seed: int) -> pd.DataFrame:
         """One row per caption: its proposal chat (the study's caption/proposal table)."""
