@@ -1,7 +1,8 @@
 """Issue 48's "Measure" list, read from the source tree alone (syntax trees, no import).
 
 Run from the repository's root: ``python tools/house_metrics.py [--list]``. It prints the
-extension points of ``Methodology``, the size of ``methodologies/base.py``, the largest
+extension points of each role of the methodology contract (``Methodology``, the pipeline;
+``Presentation``; ``Comparison``), the size of ``methodologies/base.py``, the largest
 methodology module, the file names of the five methodology packages, the functions over 50 and
 100 lines, the import circles (module-level imports, then every import including those inside
 functions), the back-arrows against the layers of ``tests/study/test_layers.py``, the
@@ -167,15 +168,18 @@ def long_functions(trees: dict[str, ast.Module], limit: int) -> list[tuple[int, 
     return sorted(out, reverse=True)
 
 
-def extension_points(tree: ast.Module) -> dict[str, list[str]]:
-    """``Methodology``'s abstract methods, other public methods and class settings."""
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Methodology")
+def extension_points(tree: ast.Module, name: str = "Methodology") -> dict[str, list[str]]:
+    """A contract class's abstract methods, other public methods and class settings (a cached
+    property, such as a role built from its class setting, is built, not overridden)."""
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
     points: dict[str, list[str]] = {"abstract": [], "overridable": [], "settings": []}
     for node in cls.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name.startswith("_"):
                 continue
             marks = {ast.unparse(d) for d in node.decorator_list}
+            if any("cached_property" in m for m in marks):
+                continue
             kind = "abstract" if any("abstractmethod" in m for m in marks) else "overridable"
             points[kind].append(node.name)
         elif isinstance(node, ast.AnnAssign | ast.Assign):
@@ -195,16 +199,22 @@ def main() -> None:
     lines = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in known.items()}
 
     base = "genfair.methodologies.base"
-    points = extension_points(trees[base])
-    total = sum(len(v) for v in points.values())
-    print(
-        f"Methodology extension points: {total} ({len(points['abstract'])} abstract, "
-        f"{len(points['overridable'])} overridable methods, "
-        f"{len(points['settings'])} class settings)"
-    )
-    if full:
-        for kind, names in points.items():
-            print(f"  {kind}: {', '.join(names)}")
+    roles = {
+        "pipeline (Methodology, required)": (base, "Methodology"),
+        "presentation (optional)": ("genfair.methodologies.presentation", "Presentation"),
+        "comparison (optional)": ("genfair.methodologies.comparison", "Comparison"),
+    }
+    for role, (module, name) in roles.items():
+        points = extension_points(trees[module], name)
+        total = sum(len(v) for v in points.values())
+        print(
+            f"extension points, {role}: {total} ({len(points['abstract'])} abstract, "
+            f"{len(points['overridable'])} overridable methods, "
+            f"{len(points['settings'])} class settings)"
+        )
+        if full:
+            for kind, names in points.items():
+                print(f"  {kind}: {', '.join(names)}")
     print(f"lines of methodologies/base.py: {lines[base]}")
 
     package_modules = {

@@ -58,20 +58,29 @@ import functools
 import itertools
 import logging
 import math
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from genfair.errors import EXPECTED
 from genfair.io import read_json, read_parquet
+from genfair.methodologies.base import Methodology
 from genfair.methodologies.comparison import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import unit_counts
 from genfair.models.base import derive_seed
+from genfair.models.cache import ResponseCache
+from genfair.names import pair_key
+from genfair.study import runs
 from genfair.study.compare import CONFIDENCE, DRAWN, Unit, paired_rows
 from genfair.study.context import configured, model_info, models_for
 from genfair.study.layout import Layout
+from genfair.study.plan import plan
 from genfair.study.steps import read_study
 from genfair.study_params import StudyParams
 
@@ -583,15 +592,7 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
     scale=paper`` counts) with ``conf/sizes/<methodology>/paper.yaml`` merged over the study's
     block, over its calls at the study's sizes (:func:`first_asks`). None: no paper sizes, or
     a size cannot be planned here."""
-    import tempfile
-    from pathlib import Path
-
-    import yaml
-
-    from genfair.models.cache import ResponseCache
-    from genfair.study.runs import SIZES
-
-    path = SIZES / methodology / "paper.yaml"
+    path = runs.SIZES / methodology / "paper.yaml"
     if not path.is_file():
         return None
     block = params.methodologies[methodology]
@@ -620,10 +621,6 @@ def first_asks(
     on the default ``generate`` sends its :meth:`~genfair.methodologies.base.Methodology.calls`
     and nothing else then: counted without walking them (the same number, faster). None:
     the run cannot be planned here."""
-    from genfair.errors import EXPECTED
-    from genfair.methodologies.base import Methodology
-    from genfair.study.plan import plan
-
     method, config = configured(params, methodology)
     if type(method).generate is Methodology.generate:
         modality = model_info(params, model).modality
@@ -669,7 +666,6 @@ def half_width_metrics(result: Forecast) -> dict[str, float]:
     """MLflow metrics of a forecast: ``precision.<methodology>.<model>.<headline>.half_width``
     (the pilot's own) and ``.half_width_forecast`` (at the forecast's size), and each
     comparison's ``precision.<methodology>.<A>_vs_<B>.<headline>.mdd``."""
-    from genfair.names import pair_key
 
     out = {}
     for h in result.half_widths:
