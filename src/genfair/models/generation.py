@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from genfair.models.base import LLMBackend
+from genfair.models.images import export_images
 from genfair.models.runner import Call, Judge, OnRows, run_calls
+from genfair.models.t2i import generate_images
 
 if TYPE_CHECKING:  # the cache needs SQLAlchemy: loaded by whoever opens one
     from genfair.models.cache import ResponseCache
@@ -62,8 +64,6 @@ def draw(
 ) -> pd.DataFrame:
     """Draw the images and put those the table uses into ``image_dir``; the responses table
     (every call, refused ones too) gains ``file``, the PNG's name inside ``image_dir``."""
-    from genfair.models.images import export_images
-    from genfair.models.t2i import generate_images
 
     responses = generate_images(backend, cache, calls, seed=seed, desc=desc, on_rows=on_rows)
     index = export_images(responses, cache, image_dir)

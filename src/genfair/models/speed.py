@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from genfair.models import build_backend
 from genfair.models.base import Completion, Request
 
 #: calls sent one at a time
@@ -79,7 +80,6 @@ class Speed:
 
 def measure(config: Any) -> Speed:
     """Probe the endpoint of ``config`` (an OpenAI-compatible chat model config)."""
-    from genfair.models import build_backend
 
     concurrency = config.concurrency
     serial = _timed(build_backend(config.model_copy(update={"concurrency": 1})), SERIAL_CALLS, 0)

@@ -48,6 +48,7 @@ from genfair.models.config import (
     SimulatedVLMPolicy,
     SimulatedVLMRecallPolicy,
 )
+from genfair.models.hf import checkpoint_as_data
 from genfair.models.images import image_parts, read_image_part
 from genfair.models.local import apply_threads, decoding_kwargs, eos_ids, finish_reasons
 from genfair.models.openai import OpenAIChatBackend
@@ -84,8 +85,6 @@ class HFVisionBackend(VLMBackend):
     ) -> HFVisionBackend:
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        from genfair.models.hf import checkpoint_as_data
 
         hub = {"revision": config.revision, "trust_remote_code": config.trust_remote_code}
         dtype = "auto" if config.dtype == "auto" else getattr(torch, config.dtype)

@@ -41,6 +41,7 @@ from genfair.frame import (
 )
 from genfair.io import write_json, write_parquet
 from genfair.stamps import write_stamp
+from genfair.study.always import CURATION_STAGE, curation_key, write_sections
 from genfair.study.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,6 @@ def curation_inputs(
     that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
     miss an input). ``stamp``: record the input lists for the next run's fast path
     (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
-    from genfair.study.always import CURATION_STAGE, curation_key, write_sections
 
     check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
     key = curation_key()

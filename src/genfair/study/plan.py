@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from genfair.errors import EXPECTED
+from genfair.instruments.readings import InstrumentSpec, code_identity, reading_key
 from genfair.methodologies.base import Methodology
 from genfair.models.base import ESTIMATE_RULE, Completion, LLMBackend, Request
 from genfair.models.cache import ResponseCache
@@ -430,7 +431,6 @@ def _readings_counter(params: StudyParams, model: str, cache: _PlanCache) -> Cal
     def count(name: str) -> int:
         if not cache.image_shas:
             return 0
-        from genfair.instruments.readings import InstrumentSpec, code_identity, reading_key
 
         instrument = instrument_class(name)(instrument_for(params, model, name))
         spec = InstrumentSpec.of(name, instrument)

@@ -42,6 +42,7 @@ from genfair.models.base import stable_hash
 from genfair.models.config import PLACEMENT_KEYS, ModelConfig, modality_of
 from genfair.names import name_problem
 from genfair.study_params import ConfigError, StudyParams, planted_block
+from genfair.yaml_guard import read_yaml
 
 __all__ = [
     "check_runs",
@@ -242,7 +243,6 @@ def sizes_for(
     ``scale`` first; :data:`CUSTOM` when it holds none (a size set by override); ``None`` for a
     methodology without sizes files. A methodology may run at other sizes than the study's scale
     (``conf/study.yaml``), so the report and MLflow record each one's."""
-    from genfair.yaml_guard import read_yaml
 
     out: dict[str, str | None] = {}
     for name, block in methodologies.items():

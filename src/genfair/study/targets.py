@@ -30,8 +30,9 @@ from genfair.study.precision import (
     short,
     text_columns,
 )
+from genfair.study.runs import SIZES
 from genfair.study.steps import read_study
-from genfair.study_params import StudyParams
+from genfair.study_params import ConfigError, StudyParams
 
 
 def needed_units(
@@ -164,7 +165,6 @@ class Target:
 
 def parse_target(text: str) -> tuple[str, float]:
     """``HEADLINE=HALFWIDTH`` (e.g. ``objective.gender.distance=0.05``)."""
-    from genfair.study_params import ConfigError
 
     name, _, value = text.partition("=")
     try:
@@ -182,8 +182,6 @@ def parse_target(text: str) -> tuple[str, float]:
 def sizes_of(methodology: str) -> list[dict[str, Any]]:
     """The methodology's size files (``conf/sizes/<methodology>/*.yaml``), read as YAML."""
     import yaml
-
-    from genfair.study.runs import SIZES
 
     return [
         yaml.safe_load(path.read_text(encoding="utf-8")) or {}

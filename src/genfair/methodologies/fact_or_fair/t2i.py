@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from genfair.instruments.readings import read_images
 from genfair.methodologies.base import MetricsResult
 from genfair.methodologies.fact_or_fair.config import FactOrFairConfig
 from genfair.methodologies.fact_or_fair.data import (
@@ -229,7 +230,6 @@ def label(
     A measuring instrument reads each image once per study: its readings are kept in
     ``readings`` (the response cache or its opener; None: not kept;
     :func:`~genfair.instruments.readings.read_images`)."""
-    from genfair.instruments.readings import read_images
 
     all_faces = config.t2i.count_all_faces
     oracle = instrument.config.mode == "oracle"
