@@ -29,6 +29,7 @@ from pydantic import Field
 
 from genfair.errors import ConfigError
 from genfair.instruments.pretrained import load_pretrained, reading_identity
+from genfair.models.clip import image_embeddings, text_embeddings
 from genfair.strict import Strict
 
 __all__ = ["ORACLE_KEYS", "ImageQuality", "ImageQualityConfig", "face_crop"]
@@ -102,8 +103,6 @@ class ImageQuality:
             if self.config.kind == "clip_iqa":
                 from transformers import CLIPModel, CLIPProcessor
 
-                from genfair.models.clip import text_embeddings
-
                 model = load_pretrained(CLIPModel, self.config.checkpoint, key)
                 processor = load_pretrained(CLIPProcessor, self.config.checkpoint, key)
                 model = model.to(self.config.device).eval()
@@ -135,8 +134,6 @@ class ImageQuality:
         for start in range(0, len(images), size):
             batch = [i.convert("RGB") for i in images[start : start + size]]
             if self.config.kind == "clip_iqa":
-                from genfair.models.clip import image_embeddings
-
                 emb = image_embeddings(model, processor, batch)
                 with torch.inference_mode():
                     logits = model.logit_scale.exp() * emb @ self._text.T

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import Field
 
 from genfair.instruments.pretrained import load_pretrained, reading_identity
+from genfair.models.clip import image_embeddings, text_embeddings
 from genfair.strict import Strict
 
 __all__ = [
@@ -127,7 +128,6 @@ class ImageSemantics:
         """Cosine of each PIL image's CLIP embedding with its prompt's (one prompt per image)."""
         if len(images) != len(prompts):
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
-        from genfair.models.clip import image_embeddings, text_embeddings
 
         model, processor = self._load("clip")
         out = np.empty(len(images))

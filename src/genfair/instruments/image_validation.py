@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genfair.instruments.validation import package_photo_set
+
 __all__ = [
     "CAPTIONS",
     "DEGRADATIONS",
@@ -58,8 +60,6 @@ VALIDATED_ON = (
 def captioned_photos() -> list[tuple[str, Any, str]]:
     """``(photo id, RGB PIL image, caption)`` for the photos of :data:`CAPTIONS`."""
     from PIL import Image
-
-    from genfair.instruments.validation import package_photo_set
 
     photos = {p.image_id: p for p in package_photo_set(lfw=False)}
     return [

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from genfair.errors import ConfigError
+from genfair.models.hf import checkpoint_as_data
 
 __all__ = ["checkpoint_files", "load_pretrained", "reading_identity"]
 
@@ -35,7 +36,6 @@ def load_pretrained(cls: Any, ref: str, key: str, **kwargs: Any) -> Any:
             f"params.yaml: {key}: {source} holds no checkpoint (config.json missing); "
             "point it at a folder written by save_pretrained"
         )
-    from genfair.models.hf import checkpoint_as_data
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from genfair.instruments.face_demographics import UNAVAILABLE, FaceDemographics, ImageRecord
+from genfair.models.photos import grace_hopper
 
 __all__ = [
     "ATTRIBUTES",
@@ -183,8 +184,6 @@ def package_photo_set(lfw: bool = True) -> list[LabelledImage]:
     on synthetic patches of known colour in the tests instead).
     """
     from skimage import data
-
-    from genfair.models.photos import grace_hopper
 
     items = [
         LabelledImage(

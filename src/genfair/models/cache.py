@@ -57,6 +57,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from genfair.errors import CacheError
 from genfair.frame import CacheConfig, cache_dir, cache_url, images_url
 from genfair.models.base import Completion, Request, stable_hash
+from genfair.models.images import ImageStore
 from genfair.models.redaction import redact_completion
 
 log = logging.getLogger(__name__)
@@ -256,8 +257,6 @@ class ResponseCache:
         #: who holds this cache's claims: host, pid (checked for liveness on this host), instance
         self.owner = f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         if images is None and self.path is not None:
-            from genfair.models.images import ImageStore
-
             images = ImageStore(self.path.parent / "images")
         self.images = images
 
@@ -265,7 +264,6 @@ class ResponseCache:
     def configured(cls, config: CacheConfig) -> ResponseCache:
         """The study's cache (``params.cache`` and the ``GENFAIR_CACHE_*`` variables): its
         store and image store, the image store's local copies in the cache folder."""
-        from genfair.models.images import ImageStore
 
         images = ImageStore(images_url(config), mirror=cache_dir(config.dir) / "images")
         cache = cls(cache_url(config), images=images)
