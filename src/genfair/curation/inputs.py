@@ -28,6 +28,9 @@ back escapes ``dvc status``; ``dvc repro`` still sees it here (files up to 16 Mi
 An input inside the repository is machine-independent and already one of ``dvc.yaml``'s
 dependencies or a stage's output; one inside an installed package is pinned by its version
 (``constraints.txt``): neither becomes an absolute path in ``params.yaml`` or ``dvc.lock``.
+
+Imported where used: genfair.curation.config and genfair.frame (pydantic), which the quick
+path of the always-running ``curation_inputs`` stage and the Hydra resolver never load.
 """
 
 from __future__ import annotations

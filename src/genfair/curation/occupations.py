@@ -48,6 +48,8 @@ synonyms and aliases for each occupation, generated using WordNet"), genfair's r
 Aliases are normalised as answers are cleaned (:func:`normalize_term`), so the mapper can
 compare strings directly. The output is deterministic: sorted rows and lists, and an
 ``inputs_sha256`` over the reference files and the configuration.
+
+Imported where used: genfair.resources.wordnet (NLTK), only when no WordNet is passed in.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ through Jinja2's autoescaping in the page and ``textContent`` in the browser. Se
 
 Why matplotlib and static PNGs rather than Vega-Altair or Plotly: docs/report.md.
 
-Imported where used: :mod:`genfair.methodologies.plotting` (matplotlib), when a figure is drawn.
+Imported where used: :mod:`genfair.methodologies.plotting` (matplotlib), when a figure is drawn,
+and :mod:`genfair.study.precision` (SQLAlchemy), when the forecasts are shown.
 """
 
 from __future__ import annotations

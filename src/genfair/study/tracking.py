@@ -14,6 +14,9 @@ Inside ``dvc exp run --temp`` (a copy under ``.dvc/tmp/exps``) the root is the m
 workspace, so no run is lost with the temporary copy. Secrets never reach MLflow: model
 configs hold only the *name* of the key's environment variable, and URIs are logged
 without credentials.
+
+Imported where used: genfair.study.lineage (MLflow), genfair.study.precision (SQLAlchemy) and
+genfair.methodologies.plotting (matplotlib), each by the one record that needs it.
 """
 
 from __future__ import annotations
