@@ -69,7 +69,6 @@ def compose(overrides: list[str], output: Path, conf: Path = Path("conf")) -> Pa
 def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
     """The composed config's text and validated params. The temporary folder it is composed
     in is removed at once, whatever happens (it may hold a key pasted into a config)."""
-
     for override in overrides:
         check_override(override)
     with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
@@ -99,7 +98,6 @@ def _composed(overrides: list[str]) -> tuple[str, StudyParams]:
 def _selected(overrides: list[str]) -> list[str]:
     """The methodologies ``conf/`` selects with ``overrides`` but those that set a
     methodology's field (the ones Hydra refused)."""
-
     kept = [o for o in overrides if not o.lstrip("+~").startswith("methodologies.")]
     with tempfile.TemporaryDirectory(prefix="genfair-") as folder:
         composed = compose(kept, Path(folder) / PARAMS_FILE)
@@ -169,7 +167,6 @@ def cmd_compose(args: argparse.Namespace) -> None:
 def _say_dropped(params: StudyParams) -> None:
     """One line when the new composition drops a methodology or model ``params.yaml`` has
     (a selection made by an override lasts one command; conf/study.yaml's last)."""
-
     try:
         before = read_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else {}
     except ConfigError:
@@ -324,7 +321,6 @@ def _print_usage() -> None:
 def _print_ledger() -> None:
     """Per model and methodology, the sent and cached counts of every generate in the
     cache folder's ledger (:func:`genfair.frame.usage_ledger`)."""
-
     params = load_params(PARAMS_FILE) if Path(PARAMS_FILE).is_file() else None
     ledger = usage_ledger(params.cache if params else CacheConfig())
     totals = ledger_totals(read_ledger(ledger))

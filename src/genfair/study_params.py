@@ -102,7 +102,6 @@ def study_params(frame: StudyFrame) -> StudyParams:
 def _keys_redacted(params: StudyParams) -> StudyParams:
     """Register every configured key variable: its value is redacted from everything
     written, in every process."""
-
     for model in params.models.values():
         if getattr(model, "api_key_env", None):
             register_key_env(model.api_key_env)

@@ -153,7 +153,6 @@ class StepContext:
         model under test, or to ``backend``: one of the models the methodology reads (built
         from :attr:`models`, e.g. a proposer LLM or a VQA judge). The rows are also handed to
         ``on_rows`` as they arrive, a group at a time (e.g. :meth:`ahead`'s)."""
-
         backend = self._generating(backend)
         return run(
             backend,
@@ -178,7 +177,6 @@ class StepContext:
         answered into the cache as soon as the row exists (:mod:`genfair.models.ahead`).
         After the block, :meth:`run` them all in the step's own order: they come from the
         cache, so the table is the same on any executor and each call is sent once."""
-
         backend = self._generating(backend)
         return sending_ahead(backend, self.cache, calls_of, judge, seed=self.seed, desc=self.desc)
 

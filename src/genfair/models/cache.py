@@ -264,7 +264,6 @@ class ResponseCache:
     def configured(cls, config: CacheConfig) -> ResponseCache:
         """The study's cache (``params.cache`` and the ``GENFAIR_CACHE_*`` variables): its
         store and image store, the image store's local copies in the cache folder."""
-
         images = ImageStore(images_url(config), mirror=cache_dir(config.dir) / "images")
         cache = cls(cache_url(config), images=images)
         log.info("response cache %s, images %s", cache.where, images.url)

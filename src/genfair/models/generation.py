@@ -64,7 +64,6 @@ def draw(
 ) -> pd.DataFrame:
     """Draw the images and put those the table uses into ``image_dir``; the responses table
     (every call, refused ones too) gains ``file``, the PNG's name inside ``image_dir``."""
-
     responses = generate_images(backend, cache, calls, seed=seed, desc=desc, on_rows=on_rows)
     index = export_images(responses, cache, image_dir)
     files = dict(zip(index["image"], index["file"], strict=True))

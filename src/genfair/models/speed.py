@@ -80,7 +80,6 @@ class Speed:
 
 def measure(config: Any) -> Speed:
     """Probe the endpoint of ``config`` (an OpenAI-compatible chat model config)."""
-
     concurrency = config.concurrency
     serial = _timed(build_backend(config.model_copy(update={"concurrency": 1})), SERIAL_CALLS, 0)
     wide = _timed(build_backend(config), ROUNDS * concurrency, SERIAL_CALLS)

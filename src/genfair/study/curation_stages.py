@@ -55,7 +55,6 @@ def curation_inputs(
     that ``params.yaml``'s ``external_inputs`` follows ``curation`` (else ``dvc status`` would
     miss an input). ``stamp``: record the input lists for the next run's fast path
     (:mod:`genfair.study.always`); only the stage, whose ``params`` are ``params.yaml``'s."""
-
     check_external_inputs(params.external_inputs, params.curation, PARAMS_FILE)
     key = curation_key()
     hashes = cache_dir(params.cache.dir) / "input_hashes"

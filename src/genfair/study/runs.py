@@ -243,7 +243,6 @@ def sizes_for(
     ``scale`` first; :data:`CUSTOM` when it holds none (a size set by override); ``None`` for a
     methodology without sizes files. A methodology may run at other sizes than the study's scale
     (``conf/study.yaml``), so the report and MLflow record each one's."""
-
     out: dict[str, str | None] = {}
     for name, block in methodologies.items():
         files = sorted((folder / str(name)).glob("*.yaml"), key=lambda f: (f.stem != scale, f.stem))

@@ -83,7 +83,6 @@ def partial_blocks(methodologies: Mapping[str, Any], conf: Path) -> str | None:
     """One line naming the first methodology block that lacks keys of its own
     ``conf/methodology/<name>.yaml`` (``None`` when every block is whole). A methodology
     without such a file has nothing to lack."""
-
     for name, block in methodologies.items():
         path = conf / "methodology" / f"{name}.yaml"
         if not path.is_file() or not isinstance(block, Mapping):

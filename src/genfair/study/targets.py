@@ -165,7 +165,6 @@ class Target:
 
 def parse_target(text: str) -> tuple[str, float]:
     """``HEADLINE=HALFWIDTH`` (e.g. ``objective.gender.distance=0.05``)."""
-
     name, _, value = text.partition("=")
     try:
         width = float(value)

@@ -22,9 +22,6 @@ Scores. The LLM methodology's code, unchanged: :func:`cell_table` per (statistic
 direction), :func:`score_cells` (S_fact, S_E, S_KLD, S_fair, trade-off distance, bootstrap
 intervals resampling whole images, :func:`cell_clusters`) and :func:`per_statistic`, over the
 contexts ``objective`` and ``baseline`` (the subjective scenarios).
-
-Imported where used: :mod:`genfair.instruments.readings` (the reading store), by the label step
-alone.
 """
 
 from __future__ import annotations
@@ -230,7 +227,6 @@ def label(
     A measuring instrument reads each image once per study: its readings are kept in
     ``readings`` (the response cache or its opener; None: not kept;
     :func:`~genfair.instruments.readings.read_images`)."""
-
     all_faces = config.t2i.count_all_faces
     oracle = instrument.config.mode == "oracle"
     merged = probes.merge(
