@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import ClassVar
 
 import pandas as pd
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from genfair.methodologies import get_methodology
 from genfair.methodologies.base import Methodology
 from genfair.methodologies.presentation import Presentation, ReportContext
-from tests.study.toy_methodology import Quiz
+from tests.study.toy_methodology import BareQuiz
 
 BUILTIN = {
     "fact_or_fair": "FactOrFairPresentation",
@@ -34,13 +33,6 @@ MEMBERS = (
     "sample_filter",
     "run_record",
 )
-
-
-class BareQuiz(Quiz):
-    """Bare quiz: the toy quiz with the default presentation (the pipeline alone)."""
-
-    name: ClassVar[str] = "bare_quiz"
-    presentation_role = Presentation
 
 
 BOARD = pd.DataFrame(
@@ -86,7 +78,7 @@ def test_default_figures_draw_the_scores_a_bar_per_row() -> None:
 
 def test_default_report_section_has_the_docstring_figure_and_leaderboard() -> None:
     section = BareQuiz().presentation.report_section(ReportContext(BOARD, None, (), None))
-    assert section.title == "bare_quiz" and section.intro.startswith("Bare quiz: the toy quiz")
+    assert section.title == "toy_quiz_bare" and section.intro.startswith("Bare toy quiz: the")
     assert [f.name for f in section.figures] == ["scores.png"]
     assert [t.title for t in section.tables] == ["Leaderboard"]
     empty = BareQuiz().presentation.report_section(ReportContext(BOARD.iloc[:0], None, (), None))
@@ -104,4 +96,4 @@ def test_default_samples_and_record_come_from_the_label_table_and_summary() -> N
     assert rows["prompt"].tolist() == ["A or B?", "B or A?"]
     assert rows["label"].tolist() == ["A", None] and rows["status"].tolist() == ["ok", "invalid"]
     params, metrics = shown.run_record("m", None, BOARD, {"instruments": {"judge": "x"}}, None)
-    assert (params, metrics) == ({"bare_quiz.instrument.judge": "x"}, {})
+    assert (params, metrics) == ({"toy_quiz_bare.instrument.judge": "x"}, {})

@@ -21,7 +21,7 @@ from genfair.study.scoring import score_study
 from genfair.study.steps import compute_metrics, generate, label, make_probes, study_step
 from genfair.study.tracking import track_study
 from genfair.study_params import StudyParams, load_params
-from tests.study.toy_methodology import Quiz, QuizConfig
+from tests.study.toy_methodology import BareQuiz, Quiz, QuizConfig
 from tests.support.conf import ROOT, with_runs
 
 MODELS = ("smollm2", "simulated_t2i", "simulated_vlm")
@@ -132,17 +132,10 @@ def test_a_declared_plot_without_rows_keeps_its_columns(tmp_path: Path) -> None:
         write_plot("toy_quiz", "nope", layout)
 
 
-class PipelineOnly(Quiz):
-    """The toy quiz with no comparison role of its own: the default one."""
-
-    name = "toy_pipeline_only"
-    comparison_role = Comparison
-
-
 def test_a_methodology_without_a_comparison_role_compares_nothing() -> None:
     """The comparison role is optional: its default leaderboard is every model's scores (and
     the study step's ``scores`` rows), unranked, with no headline and no paired unit."""
-    method = PipelineOnly()
+    method = BareQuiz()
     assert type(method.comparison) is Comparison and method.comparison.methodology is method
     assert method.comparison is method.comparison  # built once, with its methodology
     scores = pd.DataFrame({"model": ["a", "b"], "measure": "accuracy", "mean": [0.5, 0.7]})

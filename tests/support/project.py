@@ -104,12 +104,13 @@ def copy_study(work: Path, env: dict[str, str], *overrides: str) -> None:
     commit(work, env)
 
 
-def install_methodology(module: Path, entry: str, where: Path) -> Path:
+def install_methodology(module: Path, entry: str, where: Path, *also: str) -> Path:
     """The methodology class ``entry`` (``<name>=<Class>``) of ``module`` (one file, or a
     package folder) made a distribution of its own (``genfair-<name>``: its ``pyproject.toml``
-    declares the entry point, as docs/architecture.md's "Adding a methodology" says), installed
-    with ``pip install --target`` into ``where/site`` (the shared venv stays as it is); the
-    folder to put on the study's ``PYTHONPATH``."""
+    declares the entry point, as docs/architecture.md's "Adding a methodology" says, and one
+    for each further methodology of the package in ``also``), installed with ``pip install
+    --target`` into ``where/site`` (the shared venv stays as it is); the folder to put on the
+    study's ``PYTHONPATH``."""
     name, cls = entry.split("=")
     package, site = where / "package", where / "site"
     if module.is_dir():  # a package: __init__.py, config.py, methodology.py, report.py
@@ -122,7 +123,10 @@ def install_methodology(module: Path, entry: str, where: Path) -> Path:
     (package / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
         f'\n[project]\nname = "genfair-{name}"\nversion = "0.1.0"\ndependencies = ["genfair"]\n'
-        f'\n[project.entry-points."genfair.methodologies"]\n{name} = "genfair_{name}:{cls}"\n'
+        '\n[project.entry-points."genfair.methodologies"]\n'
+        + "".join(
+            f'{n} = "genfair_{name}:{c}"\n' for n, c in (e.split("=") for e in (entry, *also))
+        )
     )
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
     subprocess.run(
@@ -151,19 +155,19 @@ def status_stages(work: Path, env: dict[str, str]) -> set[str]:
 
 
 def stale_after_code_edit(
-    work: Path, env: dict[str, str], source: Path, methodology: str
+    work: Path, env: dict[str, str], source: Path, *methodologies: str
 ) -> tuple[set[str], set[str]]:
-    """What `dvc status` lists once a comment is added to ``source`` (a file of
-    ``methodology``'s code): at once, and after its ``code@`` fingerprint is rebuilt (what
-    the cross-model stages depend on). The edit is undone and the fingerprint rebuilt before
-    returning, so the study is up to date again."""
-    text = source.read_text()
+    """What `dvc status` lists once a comment is added to ``source`` (a file of the code of
+    ``methodologies``, one package): at once, and after their ``code@`` fingerprints are
+    rebuilt (what the cross-model stages depend on). The edit is undone and the fingerprints
+    rebuilt before returning, so the study is up to date again."""
+    text, fingerprints = source.read_text(), [f"code@{m}" for m in methodologies]
     try:
         source.write_text(text + "# an edit\n")
         edited = status_stages(work, env)
-        run(["dvc", "repro", f"code@{methodology}"], work, env)
+        run(["dvc", "repro", *fingerprints], work, env)
         fingerprinted = status_stages(work, env)
     finally:
         source.write_text(text)
-        run(["dvc", "repro", f"code@{methodology}"], work, env)
+        run(["dvc", "repro", *fingerprints], work, env)
     return edited, fingerprinted

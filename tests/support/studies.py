@@ -36,7 +36,7 @@ BUILDS: dict[str, str] = {
     "smoke": "SHARED: the smoke study, every methodology on every model, SmolLM2 included",
     "capped": "the smoke study again, numpy's and torch's kernels capped to the x86-64 baseline",
     "team": "the smoke study without SmolLM2, tracked on a team MLflow server, pushed to S3",
-    "toy_quiz": "an installed toy methodology alone on the simulated LLM",
+    "toy_quiz": "an installed toy package (the quiz, its pipeline alone) on the simulated LLM",
     **{
         f"only_{name}": f"{name} alone on the simulators"
         for name in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")

@@ -1,4 +1,6 @@
-"""The toy quiz's methodology class (the package's docstring says what it is)."""
+"""The toy quiz's methodology classes (the package's docstring says what it is): its pipeline,
+which alone is a methodology with the default roles (``toy_quiz_bare``), and the quiz with its
+own roles (``toy_quiz``)."""
 
 from __future__ import annotations
 
@@ -21,15 +23,14 @@ from .config import QuizConfig
 from .report import QuizPresentation
 
 
-class Quiz(Methodology):
-    """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
+class BareQuiz(Methodology):
+    """Bare toy quiz: the quiz's pipeline alone, with the default presentation and comparison
+    roles (a methodology that implements only the pipeline)."""
 
-    name: ClassVar[str] = "toy_quiz"
-    presentation_role = QuizPresentation
+    name: ClassVar[str] = "toy_quiz_bare"
     modalities = ("llm",)
     Config = QuizConfig
     metric_keys = ("measure",)
-    comparison_role = QuizComparison
 
     def build_probes(self, config: QuizConfig, seed: int) -> pd.DataFrame:
         rows = [
@@ -79,6 +80,14 @@ class Quiz(Methodology):
         ci = proportion_ci(int(valid["correct"].sum()), len(valid), 0.95)
         scores = pd.DataFrame([{"measure": "accuracy", **ci}])
         return MetricsResult(scores=scores, summary={"answered": len(valid)})
+
+
+class Quiz(BareQuiz):
+    """Toy quiz: which of two numbers is larger (a test of the methodology contract)."""
+
+    name: ClassVar[str] = "toy_quiz"
+    presentation_role = QuizPresentation
+    comparison_role = QuizComparison
 
 
 def _answer(text: str | None) -> str | None:
