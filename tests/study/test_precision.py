@@ -6,17 +6,20 @@ and ``genfair plan --precision`` / ``--target`` print them (the toy quiz, no mod
 from __future__ import annotations
 
 import json
+import logging
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from genfair.cli import compose, main
-from genfair.io import write_json, write_parquet
+from genfair.errors import ConfigError
+from genfair.io import round_float, write_json, write_parquet
 from genfair.methodologies import register
 from genfair.methodologies.base import StepContext
 from genfair.models.runner import Call
@@ -331,6 +334,7 @@ def test_track_and_the_report_show_the_precision(
     answers = pd.DataFrame({"probe_id": [f"q{i}" for i in range(N)], "status": "ok"})
     write_parquet(answers, layout.responses("simulated_llm", "toy_quiz"))
     compute_metrics(params, "simulated_llm", "toy_quiz", layout)
+    precision.write_at_paper_size(params, layout)  # the precision stage, which both read
     runs = json.loads(track_study(params, layout).read_text())
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name(params.tracking.experiment).experiment_id
@@ -343,9 +347,104 @@ def test_track_and_the_report_show_the_precision(
         1.96 * math.sqrt(p * (1 - p) / N), rel=0.2
     )
     assert f"{key}.half_width_forecast" in run.data.metrics  # no paper sizes: its own size
+    # the metrics of the stage's file are the forecast's own (to the digits the file keeps)
+    expected = precision.half_width_metrics(precision.at_paper_size(params, layout))
+    logged = {k: v for k, v in run.data.metrics.items() if k.startswith("precision.")}
+    assert logged == pytest.approx(expected, rel=1e-9) and expected
     html = build_report(params, layout).read_text(encoding="utf-8")
     section = html[html.index('id="precision"') :]
     assert "accuracy" in section and "simulated_llm" in section
+    layout.precision.unlink()  # no precision stage output: no section (nothing recomputed)
+    assert 'id="precision"' not in build_report(params, layout).read_text(encoding="utf-8")
+
+
+def test_the_precision_stage_writes_the_forecast_the_report_and_track_read(
+    params: StudyParams, tmp_path: Path
+) -> None:
+    """``data/precision.json`` holds :func:`at_paper_size`'s forecast, its floats at the digits
+    every JSON output keeps (the same bytes on any CPU), and reads back as that forecast."""
+    layout = Layout(tmp_path)
+    rng = np.random.default_rng(9)
+    _pilot(layout, "simulated_llm", rng.uniform(size=100) < 0.6, 100)
+    _pilot(layout, "simulated_llm_2", rng.uniform(size=100) < 0.7, 100)
+    path = precision.write_at_paper_size(params, layout)
+    assert path == tmp_path / "data/precision.json"
+    result = precision.at_paper_size(params, layout)
+    back = precision.read_forecast(path)
+    assert back is not None and back.detectable and back.comparisons == result.comparisons
+    assert back.level == round_float(result.level)
+    for read, made in zip(
+        [*back.half_widths, *back.detectable],
+        [*result.half_widths, *result.detectable],
+        strict=True,
+    ):
+        assert type(read) is type(made)
+        fields = asdict(made).items()
+        assert asdict(read) == {k: round_float(v) if isinstance(v, float) else v for k, v in fields}
+    rounded = {k: round_float(v) for k, v in precision.half_width_metrics(result).items()}
+    assert precision.half_width_metrics(back) == rounded
+    assert back.to_json() == json.loads(path.read_text())  # the whole file, nothing dropped
+    assert precision.read_forecast(tmp_path / "missing.json") is None
+
+
+class WarnedConfig(AskedConfig):
+    #: at this many asks its generate refuses (a run that cannot be planned here)
+    refuse_at: int = 0
+
+
+class Warned(Asked):
+    """The asking quiz logging a warning about the run from its ``generate``, as IRIS does
+    from an empty cache ("no labelled IFS-Gen image, so no BIS-Gen steering prompt")."""
+
+    name = "toy_warned"
+    Config = WarnedConfig
+
+    def generate(
+        self, probes: pd.DataFrame, config: WarnedConfig, ctx: StepContext
+    ) -> pd.DataFrame:
+        logging.getLogger("genfair.methodologies.toy_warned").warning(
+            "%s: no labelled image, so no steering prompt", ctx.desc
+        )
+        if config.asks == config.refuse_at:
+            raise ConfigError(f"{config.asks} asks need a curation stage not run here")
+        return super().generate(probes, config, ctx)
+
+
+def test_the_paper_ratios_sizing_plan_logs_nothing_about_the_run(
+    params: StudyParams,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The paper ratio plans the run against an empty scratch cache: a sizing exercise, so a
+    warning its methodology logs about the run is not the user's and is not logged; a paper
+    size that cannot be planned is said once, in the forecast's words, with the plan's
+    reason."""
+    from genfair.study import runs
+
+    register(Warned)  # here, not at import: other tests see the registry as it was
+    raw = params.model_dump(mode="json")
+    raw["methodologies"] = {"toy_warned": {"questions": 40, "asks": 1}}
+    study = StudyParams.model_validate(with_runs(raw))
+    (tmp_path / "toy_warned").mkdir()
+    (tmp_path / "toy_warned" / "paper.yaml").write_text("{questions: 80, asks: 5}")
+    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    genfair = logging.getLogger("genfair")
+    before = (genfair.level, genfair.propagate, list(genfair.handlers))
+    with caplog.at_level(logging.INFO):
+        assert precision.paper_ratio(study, "toy_warned", "simulated_llm") == 10.0
+        assert not caplog.records, caplog.text
+        refused = "{questions: 80, asks: 5, refuse_at: 5}"  # its generate raises at 5 asks
+        (tmp_path / "toy_warned" / "paper.yaml").write_text(refused)
+        assert precision.paper_ratio(study, "toy_warned", "simulated_llm") is None
+    (record,) = caplog.records
+    assert record.name == "genfair.study.precision" and record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert "simulated_llm · toy_warned: its paper sizes cannot be planned here" in message
+    assert "5 asks need a curation stage not run here" in message and "steering" not in message
+    assert (genfair.level, genfair.propagate, list(genfair.handlers)) == before
+    logging.getLogger("genfair.methodologies.toy_warned").warning("a run's own warning")
+    assert "a run's own warning" in caplog.text  # logged again once the plan is done
 
 
 def test_the_planned_size_counts_expected_reasks_not_their_maximum() -> None:
@@ -356,3 +455,32 @@ def test_the_planned_size_counts_expected_reasks_not_their_maximum() -> None:
         PlanRow("d", "quiz", True, calls=50, planned=False),
     ]
     assert precision.planned(rows) == {("a", "quiz"): 106, ("b", "quiz"): 100}
+
+
+def test_the_precision_stage_depends_on_all_it_reads_and_feeds_track_and_the_report() -> None:
+    """dvc.yaml's ``precision`` stage: the labels and run calls it resamples and scales by
+    (``read_pilot``: labels and usage.json), IRIS's study scores (the headline function's),
+    the paper sizes (``paper_ratio``'s ``runs.SIZES``) and every input the probes stage builds
+    probes from (the ratio builds them again at the paper sizes), with the params the score
+    stage reads; track and the report read its output instead of computing it."""
+    from genfair.study import runs
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    stage = stages["precision"]
+    deps = set(stage["deps"])
+    layout = Layout(Path("."))
+    assert {
+        str(layout.data / "labels"),
+        str(layout.data / "responses"),  # usage.json
+        str(layout.data / "study"),
+        str(runs.SIZES),
+        "stages/precision.py",
+        "src/genfair/study",
+        "data/code",
+    } <= deps
+    assert {d for d in stages["probes"]["do"]["deps"] if d.startswith("data/")} <= deps
+    assert set(stages["score"]["params"]) <= set(stage["params"])
+    assert stage["outs"] == [{str(layout.precision): {"cache": False}}]
+    for reader in ("track", "report"):
+        assert str(layout.precision) in stages[reader]["deps"]
+    assert list(stages).index("score") < list(stages).index("precision")

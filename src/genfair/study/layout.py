@@ -106,6 +106,12 @@ class Layout:
         return self.data / "comparisons.json"
 
     @property
+    def precision(self) -> Path:
+        """Each headline's half-width forecast at the paper's size (:mod:`genfair.study.precision`,
+        the ``precision`` stage; the report and MLflow read it)."""
+        return self.data / "precision.json"
+
+    @property
     def headline_dir(self) -> Path:
         """One file per headline number (``<methodology>/<name>.<better>.json``: model ->
         value), what ``dvc metrics show`` prints."""

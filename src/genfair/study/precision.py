@@ -59,7 +59,8 @@ import itertools
 import logging
 import math
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ import pandas as pd
 import yaml
 
 from genfair.errors import EXPECTED
-from genfair.io import read_json, read_parquet
+from genfair.io import read_json, read_parquet, write_json
 from genfair.methodologies.base import Methodology
 from genfair.methodologies.comparison import HeadlineCounts, PairedCounts
 from genfair.methodologies.intervals import unit_counts
@@ -153,6 +154,16 @@ class Forecast:
             "half_widths": [json_safe(asdict(h)) for h in self.half_widths],
             "detectable": [json_safe(asdict(d)) for d in self.detectable],
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Forecast:
+        """The forecast :meth:`to_json` wrote (``data/precision.json``)."""
+        return cls(
+            [HalfWidth(**h) for h in data["half_widths"]],
+            [Detectable(**d) for d in data["detectable"]],
+            int(data["comparisons"]),
+            float(data["holm_level"]),
+        )
 
 
 def json_safe(row: dict[str, Any]) -> dict[str, Any]:
@@ -583,7 +594,7 @@ def text_columns(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str
     ]
 
 
-# ---- at the paper's size (the report and MLflow)
+# ---- at the paper's size (the precision stage; the report and MLflow read it)
 
 
 def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | None:
@@ -597,18 +608,56 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
         return None
     block = params.methodologies[methodology]
     paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-    counts = []
-    with tempfile.TemporaryDirectory(prefix="genfair-paper-") as scratch:
+    counts: list[int | None] = []
+    with tempfile.TemporaryDirectory(prefix="genfair-paper-") as scratch, _held() as held:
         empty = Path(scratch) / "responses.sqlite"
         for raw in (block, paper):
             changed = params.model_copy(
                 update={"methodologies": {**params.methodologies, methodology: raw}}
             )
-            count = first_asks(changed, methodology, model, lambda: ResponseCache(empty))
-            if count is None:
-                return None
-            counts.append(count)
-    return counts[1] / counts[0] if counts[0] else None
+            counts.append(first_asks(changed, methodology, model, lambda: ResponseCache(empty)))
+            if counts[-1] is None:
+                break
+    if None in counts:
+        why = [r.getMessage() for r in held if r.levelno >= logging.ERROR]  # the plan's reason
+        log.warning(
+            "%s · %s: its paper sizes cannot be planned here%s: its precision is forecast at "
+            "the run's own size",
+            model,
+            methodology,
+            f" ({why[-1]})" if why else "",
+        )
+        return None
+    current, at_paper = counts
+    return at_paper / current if current else None
+
+
+@contextmanager
+def _held(name: str = "genfair") -> Iterator[list[logging.LogRecord]]:
+    """The warnings and errors genfair's code logs in the block, held instead of printed. The
+    paper ratio's plan is a sizing exercise against an empty scratch cache: what it would
+    log about the run (a methodology's "no labelled image" from that empty cache, a warning
+    about its inputs at the paper's scale, the plan's "not planned") is not about the user's
+    run, so it is kept from the log; :func:`paper_ratio` says in its own words when the plan
+    fails."""
+    held: list[logging.LogRecord] = []
+
+    class Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record)
+
+    logger = logging.getLogger(name)
+    handler, propagate, level = Hold(logging.WARNING), logger.propagate, logger.level
+    logger.addHandler(handler)
+    # stop the records here, and below WARNING (progress, planned calls) log none at all
+    logger.propagate = False
+    logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield held
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        logger.setLevel(level)  # setLevel, not an assignment: it clears the loggers' caches
 
 
 def first_asks(
@@ -627,7 +676,8 @@ def first_asks(
         try:
             probes = method.probes_for(method.build_probes(config, params.seed), modality)
             return len(method.calls(probes, config, modality))
-        except EXPECTED:
+        except EXPECTED as exc:
+            log.error("%s · %s: not planned: %s", model, methodology, str(exc).splitlines()[0])
             return None
     (row,) = plan(params, [model], [methodology], open_cache=open_cache, tokens=False)
     return row.calls - row.reasks_max if row.planned else None
@@ -660,6 +710,19 @@ def at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Forecast:
             if found is not None:
                 ratios[(model, name)] = found
     return forecast(params, {}, layout, ratios=ratios)
+
+
+def write_at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Path:
+    """The ``precision`` stage: :func:`at_paper_size`, computed once per ``dvc repro`` for the
+    report and MLflow, as ``data/precision.json`` (:meth:`Forecast.to_json`, floats rounded by
+    :func:`genfair.io.write_json`: the same bytes on any CPU)."""
+    return write_json(at_paper_size(params, layout).to_json(), layout.precision)
+
+
+def read_forecast(path: Path) -> Forecast | None:
+    """The forecast the ``precision`` stage wrote (None: no such file, e.g. outside a
+    ``dvc repro``)."""
+    return Forecast.from_json(read_json(path)) if path.is_file() else None
 
 
 def half_width_metrics(result: Forecast) -> dict[str, float]:

@@ -395,14 +395,14 @@ def comparisons_view(
     return views
 
 
-def precision_view(
-    params: StudyParams, layout: Layout, simulated: set[str]
-) -> dict[str, Any] | None:
-    """Each headline's 95% half-width and its forecast at the paper's size (issue 47:
-    :func:`genfair.study.precision.at_paper_size`); None when no run has labels."""
-    from genfair.study.precision import NO_PILOT, at_paper_size
+def precision_view(layout: Layout, simulated: set[str]) -> dict[str, Any] | None:
+    """Each headline's 95% half-width and its forecast at the paper's size (issue 47: the
+    ``precision`` stage's ``data/precision.json``); None when it is missing or no run has
+    labels."""
+    from genfair.study.precision import NO_PILOT, read_forecast
 
-    rows = [h for h in at_paper_size(params, layout).half_widths if h.note != NO_PILOT]
+    found = read_forecast(layout.precision)
+    rows = [h for h in found.half_widths if h.note != NO_PILOT] if found else []
     if not rows:
         return None
     frame = pd.DataFrame(
@@ -548,7 +548,7 @@ def build_report(
             instruments=instruments_view(params, layout, simulated),
             usage=usage_view(params, layout, simulated),
             comparisons=comparisons_view(params, layout, simulated),
-            precision=precision_view(params, layout, simulated),
+            precision=precision_view(layout, simulated),
             any_simulated=bool(simulated),
             simulated_names=simulated,
             tracking=read_json(layout.tracking_store) if layout.tracking_store.is_file() else None,

@@ -190,6 +190,7 @@ def track_study(params: StudyParams, layout: Layout = Layout()) -> Path:
         *[layout.scores / f"{n}.parquet" for n in params.methodologies],
         *[layout.study(n) for n in params.methodologies],
         layout.comparisons,
+        layout.precision,
     )
     existing = _existing(client, experiment)
     stages = locked_stages(layout.root)
@@ -319,10 +320,13 @@ def _log_parent(
             _log_metrics(
                 mlflow, {k: float(v) for k, v in compared.items() if isinstance(v, int | float)}
             )
-        # each headline's half-width and its forecast at the paper's size (issue 47)
+        # each headline's half-width and its forecast at the paper's size (issue 47: the
+        # precision stage's)
         from genfair.study import precision
 
-        _log_metrics(mlflow, precision.half_width_metrics(precision.at_paper_size(params, layout)))
+        forecast = precision.read_forecast(layout.precision)
+        if forecast is not None:
+            _log_metrics(mlflow, precision.half_width_metrics(forecast))
         for name in params.methodologies:
             method = get_methodology(name)
             board_path = layout.scores / f"{name}.parquet"
