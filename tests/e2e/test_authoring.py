@@ -64,7 +64,7 @@ OWN = {"probes@pronoun_quiz", "study@pronoun_quiz", "code@pronoun_quiz", "plot@p
 OWN |= {f"{step}@{m}-pronoun_quiz" for step in ("generate", "label", "metrics") for m in MODELS}
 #: the stages downstream of every run: a study step (which reads its own methodology's
 #: outputs alone: :func:`_study_steps_after`) and the study-level ones
-STUDY_LEVEL = ("study@", "score", "track", "report", "plot@")
+STUDY_LEVEL = ("study@", "score", "precision", "track", "report", "plot@")
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ def test_an_installed_methodology_runs_through_dvc(copy: tuple[Path, dict[str, s
     assert not list((work / "data/headline/toy_quiz_bare").rglob("*.json"))
     assert not [p for p in params["plots"].values() if p["methodology"] == "toy_quiz_bare"]
     # their code is a dependency: an edit reruns their stages, then (through their code@
-    # fingerprints) the cross-model score, track and report, nothing else
+    # fingerprints) the cross-model score, precision, track and report, nothing else
     edited, fingerprinted = stale_after_code_edit(work, env, Path(code, "__init__.py"), *TOY)
     own = {
         f"{stage}@{step}"
@@ -184,7 +184,7 @@ def test_an_installed_methodology_runs_through_dvc(copy: tuple[Path, dict[str, s
         )
     } | {"plot@toy_quiz-accuracy"}
     assert edited == own | {f"code@{name}" for name in TOY}, sorted(edited)
-    assert fingerprinted == own | {"score", "track", "report"}, sorted(fingerprinted)
+    assert fingerprinted == own | {"score", "precision", "track", "report"}, sorted(fingerprinted)
     assert not status_stages(work, env)
 
 

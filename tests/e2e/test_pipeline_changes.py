@@ -60,7 +60,7 @@ def test_noop_repro_and_adding_a_model_reruns_only_its_stages(
     study_level = {
         f"study@{m}" for m in ("fact_or_fair", "news_bias", "iris", "lvlm_facet", "open_bias")
     }
-    study_level |= {"score", "track", "report"} | {f"plot@{p}" for p in _plots(work)}
+    study_level |= {"score", "precision", "track", "report"} | {f"plot@{p}" for p in _plots(work)}
     assert own <= ran and ran <= own | study_level, sorted(ran)
     board = pd.read_parquet(work / "data/scores/fact_or_fair.parquet")
     assert {"smollm2", "simulated_llm", "simulated_b", "simulated_t2i"} == set(board["model"])
@@ -84,7 +84,8 @@ def test_editing_one_methodology_leaves_the_others_up_to_date(
     others = [
         s
         for s in changed
-        if "news_bias" not in s and not s.startswith(("study@", "score", "track", "report"))
+        if "news_bias" not in s
+        and not s.startswith(("study@", "score", "precision", "track", "report"))
     ]
     assert not others, f"stages of other methodologies changed: {sorted(others)}"
     assert {"probes@news_bias", "generate@smollm2-news_bias"} <= changed
@@ -113,9 +114,8 @@ def test_editing_one_methodologys_code_leaves_the_others_up_to_date(
         *(f"{step}@{r}" for step in ("generate", "label", "metrics") for r in runs),
     }
     assert edited == own | {"code@news_bias"}, sorted(edited ^ (own | {"code@news_bias"}))
-    assert fingerprinted == own | {"score", "track", "report"}, sorted(
-        fingerprinted ^ (own | {"score", "track", "report"})
-    )
+    cross_model = {"score", "precision", "track", "report"}
+    assert fingerprinted == own | cross_model, sorted(fingerprinted ^ (own | cross_model))
     assert not status_stages(work, env)
 
 
