@@ -716,7 +716,15 @@ def write_at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Path:
     """The ``precision`` stage: :func:`at_paper_size`, computed once per ``dvc repro`` for the
     report and MLflow, as ``data/precision.json`` (:meth:`Forecast.to_json`, floats rounded by
     :func:`genfair.io.write_json`: the same bytes on any CPU)."""
-    return write_json(at_paper_size(params, layout).to_json(), layout.precision)
+    result = at_paper_size(params, layout)
+    forecast_rows = [h for h in result.half_widths if h.half_width is not None]
+    log.info(
+        "%d of %d headlines forecast at the paper sizes, %d comparisons",
+        len(forecast_rows),
+        len(result.half_widths),
+        result.comparisons,
+    )
+    return write_json(result.to_json(), layout.precision)
 
 
 def read_forecast(path: Path) -> Forecast | None:
