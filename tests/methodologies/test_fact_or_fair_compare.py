@@ -154,3 +154,33 @@ def test_no_valid_answer_is_a_result_not_an_error(run) -> None:
     for empty in (invalid, labels.iloc[:0]):
         result = METHODOLOGY.metrics(empty, config, step_context(seed=1))
         assert result.summary is not None
+
+
+def test_a_pilot_with_few_answers_a_cell_does_not_forecast_a_distance() -> None:
+    """FACT-OR-FAIR's own pilot limit (issue 47.3): a headline's answered cells' mean
+    Miller-Madow bias ``(K - 1) / (2 N ln K)``, hand-computed here, against
+    :data:`ENTROPY_BIAS_LIMIT`; the synthetic labels answer uniformly at random."""
+    from genfair.methodologies.fact_or_fair.compare import ENTROPY_BIAS_LIMIT
+    from genfair.methodologies.fact_or_fair.scoring import statistics_for
+
+    config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
+    counts = METHODOLOGY.comparison.headline_function(config, "llm")
+    totals = np.zeros((1, counts.width))
+    totals[0, :4] = [3, 1, 2, 0]  # objective gender: a cell of 4 answers, one of 2
+    support = counts.support(totals)
+    answers, bias = support["objective.gender.distance"]
+    assert answers == 3.0
+    assert bias == pytest.approx((1 / (2 * 4 * np.log(2)) + 1 / (2 * 2 * np.log(2))) / 2)
+    assert support["baseline.race.distance"] == (0.0, np.inf)  # no answer: nothing to forecast
+
+    statistics = statistics_for(config)[:2]
+    thin = METHODOLOGY.comparison.pilot_limits(
+        config, "llm", fact_or_fair_labels(80, statistics, 1)
+    )
+    assert set(thin) == {h.name for h in METHODOLOGY.comparison.headline}
+    assert all(n.startswith("not forecast: ") and "answers a cell" in n for n in thin.values())
+    ample = fact_or_fair_labels(20_000, statistics, 2)  # about 470 answers a cell
+    assert METHODOLOGY.comparison.pilot_limits(config, "llm", ample) == {}
+    assert all(
+        bias <= ENTROPY_BIAS_LIMIT for _, bias in counts.support(counts.totals(ample)).values()
+    )

@@ -50,17 +50,20 @@ def forecasts(
     chosen = set(np.random.default_rng(7).choice(order, len(order) // 10, replace=False))
     pilot = labels[units.isin(chosen).to_numpy()]
     unit = method.comparison.paired_units
+    limits = method.comparison.pilot_limits(config, modality, pilot)
     n, observed = precision.forecast_model(headlines, labels, unit, None, resamples=resamples)
-    n0, forecast = precision.forecast_model(headlines, pilot, unit, n, resamples=resamples, seed=2)
+    n0, forecast = precision.forecast_model(
+        headlines, pilot, unit, n, resamples=resamples, seed=2, limits=limits
+    )
     assert n0 == len(order) // 10 and n == len(order)
     return forecast, observed
 
 
 def check(
     name: str, config, modality: str, labels: pd.DataFrame, study=None, *, some: bool = True
-) -> dict:
+) -> tuple[dict, dict]:
     """Every headline forecast within :data:`TOLERANCE` (``some``: at least one); the others
-    said not forecast with a reason."""
+    said not forecast with a reason. The forecast / observed ratios, and the forecast."""
     forecast, observed = forecasts(name, config, modality, labels, study)
     ratios = {}
     for headline, row in forecast.items():
@@ -71,7 +74,19 @@ def check(
     print(f"\n{name}: forecast / observed half-width: {json.dumps(ratios)}")
     assert ratios or not some, f"{name}: nothing forecast: {forecast}"
     assert all(abs(r - 1) <= TOLERANCE for r in ratios.values()), ratios
-    return ratios
+    return ratios, forecast
+
+
+#: a SIMULATED LLM whose objective answers favour one group whatever the statistics say (men
+#: 0.8; white 0.6, black 0.2, asian and hispanic 0.1 each): its objective point sits off the
+#: accuracy-entropy curve, its distances far from 0
+STEREOTYPED = {
+    "kind": "categorical",
+    "by_group": {
+        "gender": {"male": 0.8, "female": 0.2},
+        "race": {"white": 0.6, "black": 0.2, "asian": 0.1, "hispanic": 0.1},
+    },
+}
 
 
 def fact_or_fair_run(
@@ -81,9 +96,11 @@ def fact_or_fair_run(
     seed: int = 1,
     statistics=None,
     plant: tuple[float, float, float] = (0.5, 0.6, 0.7),
+    objective_policy: dict | None = None,
 ):
     """The SIMULATED LLM on FACT-OR-FAIR's own probes (a plant: objective accuracy 0.5,
-    prime following 0.7), labelled by the methodology."""
+    prime following 0.7; ``objective_policy``: the objective answers' own policy instead), labelled
+    by the methodology."""
     method = get_methodology("fact_or_fair")
     config = methodology_config(load_params(ROOT / "params.yaml"), "fact_or_fair")
     plants = config.simulated.model_dump()
@@ -91,6 +108,8 @@ def fact_or_fair_run(
     plants["llm"]["objective"]["accuracy"] = objective
     plants["llm"]["subjective"]["accuracy"] = subjective
     plants["llm"]["subjective"]["prime_following"] = prime
+    if objective_policy is not None:
+        plants["llm"]["objective"] = objective_policy
     config = config.model_copy(
         update={
             "objective_rounds": objective_rounds,
@@ -109,30 +128,53 @@ def fact_or_fair_run(
 
 
 def test_fact_or_fair(tmp_path: Path) -> None:
-    """A plant of a factual, unprimed model (accuracy 0.95): its baseline gender distance is
-    forecast (the others, divergences of sparse counts, are not: a half of the pilot stuck
-    on one value, or half the pilot off the pilot's own half-width)."""
-    config, labels = fact_or_fair_run(tmp_path, 20, 2, plant=(0.95, 0.95, 0.0))
-    check("fact_or_fair", config, "llm", labels)
+    """A stereotyped plant (:data:`STEREOTYPED`), 300 objective rounds (about 30 answers a
+    cell; the pilot's 3): its objective distances are forecast (the gender one at least; the
+    race one where its bias stays within the checks' limits), the baseline's (about one
+    answer a cell in the pilot) are not, for their cells' entropy bias."""
+    config, labels = fact_or_fair_run(tmp_path, 300, 1, objective_policy=STEREOTYPED)
+    ratios, forecast = check("fact_or_fair", config, "llm", labels)
+    assert "objective.gender.distance" in ratios
+    for attribute in ("gender", "race"):
+        note = forecast[f"baseline.{attribute}.distance"]["note"]
+        assert "answers a cell bias its entropies" in note, note
 
 
 def test_fact_or_fair_a_thin_pilot_is_not_forecast(tmp_path: Path, monkeypatch) -> None:
     """The known miss: 10 objective rounds and 5 samples a prompt of the factual plant (2,940
     probes), a pilot of 294 (58 baseline answers over 38 statistic x direction cells).
     Unchecked, the pilot forecasts ``baseline.race.distance``'s half-width at 1.5-1.6 times
-    the observed one (it passed the bootstrap and one split's half-pilot checks); a half of
-    another split has no spread (a distance stuck at 0), so it is not forecast."""
+    the observed one (it passed the bootstrap and one split's half-pilot checks, and from 6
+    of 30 seeds all three splits'); FACT-OR-FAIR's own limit holds it back, whatever the
+    seed: under two answers a cell bias its entropies by 0.8."""
     config, labels = fact_or_fair_run(tmp_path, 10, 5, plant=(0.95, 0.95, 0.0))
     forecast, observed = forecasts("fact_or_fair", config, "llm", labels)
     name = "baseline.race.distance"
     assert forecast[name]["half_width"] is None
-    assert "of a half's replicates on one value" in forecast[name]["note"], forecast[name]
+    assert "answers a cell bias its entropies" in forecast[name]["note"], forecast[name]
     with monkeypatch.context() as patch:
         patch.setattr(precision, "unforecastable", lambda *args: "")
+        patch.setattr(type(get_methodology("fact_or_fair").comparison), "pilot_limits", no_limits)
         unchecked, _ = forecasts("fact_or_fair", config, "llm", labels)
     ratio = unchecked[name]["half_width"] / observed[name]["pilot_half_width"]
     print(f"\nfact_or_fair {name} unchecked: forecast / observed half-width {ratio:.2f}")
     assert ratio > 1 + TOLERANCE
+
+
+def no_limits(self, config, modality: str, labels: pd.DataFrame) -> dict[str, str]:
+    return {}
+
+
+def test_fact_or_fair_the_default_plants_thin_pilot_is_not_forecast(tmp_path: Path) -> None:
+    """The miss no generic check caught: the default plant at 20 rounds and 2 samples a
+    prompt, whose pilot forecast ``baseline.race.distance`` at 1.28 times the observed
+    half-width (the pilot's distance 0.38 against the run's 0.13; its halves and resamples
+    agree with it). Its about one answer a cell is FACT-OR-FAIR's own limit."""
+    config, labels = fact_or_fair_run(tmp_path, 20, 2)
+    forecast, _ = forecasts("fact_or_fair", config, "llm", labels, resamples=100)
+    for name, row in forecast.items():
+        assert row["half_width"] is None, (name, row)
+        assert "answers a cell bias its entropies" in row["note"], (name, row)
 
 
 def facet_labels(rng: np.random.Generator, images: int, women: float) -> pd.DataFrame:

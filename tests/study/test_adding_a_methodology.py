@@ -149,6 +149,7 @@ def test_a_methodology_without_a_comparison_role_compares_nothing() -> None:
     assert method.comparison.headline_function(QuizConfig(), "llm") is None
     assert method.comparison.paired_headline_function(QuizConfig(), "llm", study) is None
     assert method.comparison.comparison_resamples(QuizConfig()) == COMPARISON_RESAMPLES
+    assert method.comparison.pilot_limits(QuizConfig(), "llm", scores) == {}
 
 
 @pytest.mark.parametrize(

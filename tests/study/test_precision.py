@@ -68,6 +68,34 @@ def test_a_maximum_is_not_forecast() -> None:
     assert found["max"]["note"].startswith("not forecast: biased at the pilot's size")
 
 
+def test_a_bias_is_held_against_the_spread_and_the_value() -> None:
+    """A bias past :data:`BIAS_LIMIT` SDs is forecast where it is within :data:`BIAS_SHARE`
+    of the value (a level moved 5% moves a smooth spread little), not where it is not."""
+    rng = np.random.default_rng(5)
+    spread = rng.normal(0.0, 1.0, 400)
+
+    def note(observed: float, shift: float) -> str:
+        pilot = observed + shift + spread
+        halved = [observed + shift + rng.normal(0.0, 1.0, 400) for _ in range(6)]
+        return precision.unforecastable(observed, pilot, [observed] * 6, halved)
+
+    assert note(10.0, 0.5) == ""  # 0.5 SD, 5% of the value
+    assert note(2.0, 0.5).startswith("not forecast: biased at the pilot's size")  # 25% of it
+    assert note(2.0, 0.1) == ""  # 0.1 SD
+
+
+def test_a_methodologys_own_limit_comes_first() -> None:
+    """:meth:`Comparison.pilot_limits`' reasons replace the generic checks' verdict."""
+    pilot = quiz(np.random.default_rng(6).uniform(size=200) < 0.7)
+    reason = "not forecast: its cells are too thin (the methodology's own limit)"
+    _, found = precision.forecast_model(
+        accuracy, pilot, "probe_id", 2000, seed=1, limits={"accuracy": reason}
+    )
+    assert found["accuracy"]["half_width"] is None and found["accuracy"]["note"] == reason
+    _, found = precision.forecast_model(accuracy, pilot, "probe_id", 2000, seed=1)
+    assert found["accuracy"]["half_width"] is not None
+
+
 def test_a_point_mass_is_not_forecast() -> None:
     """One correct answer in 40: a resample of them has none with probability
     (39/40)^40 = 0.36, a point mass no normal spread has; its share is the atom."""

@@ -105,10 +105,14 @@ class HeadlineCounts:
     score: Callable[[np.ndarray], dict[str, np.ndarray]]
 
     def __call__(self, labels: pd.DataFrame) -> dict[str, float]:
+        return {name: float(values[0]) for name, values in self.score(self.totals(labels)).items()}
+
+    def totals(self, labels: pd.DataFrame) -> np.ndarray:
+        """The (1 x ``width``) counts of ``labels``, summed."""
         long = self.tally(labels)
         totals = np.zeros((1, self.width))
         np.add.at(totals[0], long["column"].to_numpy(dtype=int), long["count"].to_numpy(float))
-        return {name: float(values[0]) for name, values in self.score(totals).items()}
+        return totals
 
 
 @dataclass(frozen=True)
@@ -191,11 +195,19 @@ class Comparison(Generic[ConfigT]):
         replicates)."""
         return COMPARISON_RESAMPLES
 
+    def pilot_limits(self, config: ConfigT, modality: str, labels: pd.DataFrame) -> dict[str, str]:
+        """Headlines (by :attr:`Headline.name`) a pilot of these labels cannot forecast
+        (:mod:`genfair.study.precision`), each with its one-line reason (``"not forecast:
+        ..."``), from what the methodology knows of its own estimators and the generic checks
+        cannot see (e.g. a plug-in entropy of cells with one or two answers each, whose
+        resamples and halves share its bias). Default: none."""
+        return {}
+
 
 #: the members a methodology class no longer holds: they are its comparison role's
 MEMBERS = (
     "headline", "ranking", "paired_unit", "headline_function", "paired_headline_function",
-    "paired_units", "comparison_resamples", "leaderboard", "model_rows",
+    "paired_units", "comparison_resamples", "pilot_limits", "leaderboard", "model_rows",
 )  # fmt: skip
 
 

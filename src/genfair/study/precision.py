@@ -89,8 +89,12 @@ log = logging.getLogger(__name__)
 
 #: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
 RESAMPLES = 100
-#: a headline whose pilot bootstrap bias passes this many SDs is not forecast
+#: a headline whose pilot bootstrap bias passes this many SDs, and :data:`BIAS_SHARE` of its
+#: value, is not forecast
 BIAS_LIMIT = 0.25
+#: a bias within this share of the headline's value moves its level too little to change its
+#: spread past the forecasts' tolerance, even where it passes :data:`BIAS_LIMIT` SDs
+BIAS_SHARE = 0.1
 #: a headline whose forecast from half the pilot misses the pilot's own half-width by more
 #: than this share is not forecast
 SCALE_LIMIT = 0.25
@@ -254,9 +258,10 @@ def unforecastable(
     values on the halves of :data:`SPLITS` random splits of the pilot's units (``halves``,
     each split's two in turn) and those halves' replicates drawn up to the pilot's size
     (``halved``): no value, no spread, replicates with more than :data:`ATOM_LIMIT` on one
-    value, a bias over :data:`BIAS_LIMIT` of its SD (the bootstrap's, or the half-sampling
-    one: the halves' mean less the pilot's), or a half of the first split whose forecast
-    half-width misses the pilot's own by more than :data:`SCALE_LIMIT`."""
+    value, a bias over :data:`BIAS_LIMIT` of its SD and :data:`BIAS_SHARE` of its value (the
+    bootstrap's, or the half-sampling one: the halves' mean less the pilot's), or a half of
+    the first split whose forecast half-width misses the pilot's own by more than
+    :data:`SCALE_LIMIT`."""
     finite = pilot[np.isfinite(pilot)]
     if not math.isfinite(observed) or finite.size < 2:
         return "not forecast: no value in the pilot"
@@ -275,7 +280,7 @@ def unforecastable(
             "not near normal, its spread will not shrink as 1/sqrt(n))"
         )
     bias = max(biases, key=abs)
-    if not abs(bias) <= BIAS_LIMIT * sd:
+    if not abs(bias) <= max(BIAS_LIMIT * sd, BIAS_SHARE * abs(observed)):
         return (
             f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
             "a maximum, an absolute gap, a divergence of sparse counts)"
@@ -324,9 +329,12 @@ def forecast_model(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    limits: Mapping[str, str] | None = None,
 ) -> tuple[int, dict[str, dict[str, Any]]]:
     """The pilot's unit count and, per headline: ``value``, ``pilot_half_width`` (its own
-    bootstrap), ``half_width`` at ``units`` units (None: not forecast) and ``note``."""
+    bootstrap), ``half_width`` at ``units`` units (None: not forecast) and ``note`` (the
+    methodology's own ``limits`` first: :meth:`~genfair.methodologies.comparison.Comparison.
+    pilot_limits`)."""
     labels = labels.reset_index(drop=True)
     if isinstance(headlines, PairedCounts):
         headlines = headlines.counts(labels)
@@ -342,6 +350,7 @@ def forecast_model(
     values = [observed[n] for n in names]
     rng = np.random.default_rng(seed)
     pilot, planned, notes = _spread(score, len(rows), units or len(rows), values, resamples, rng)
+    notes = [(limits or {}).get(name) or note for name, note in zip(names, notes, strict=True)]
     pilot_hw, planned_hw = half_width(pilot), half_width(planned)
     out = {}
     for i, (name, note) in enumerate(zip(names, notes, strict=True)):
@@ -363,9 +372,11 @@ def forecast_pair(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    limits: Mapping[str, str] | None = None,
 ) -> tuple[int, dict[str, dict[str, Any]]]:
     """The units both pilots answered and, per headline both have a number for, ``sd``: the
-    SD of A - B at ``units`` paired units (None: not forecast), and ``note``."""
+    SD of A - B at ``units`` paired units (None: not forecast), and ``note`` (``limits``
+    first: either pilot's, as :func:`forecast_model`)."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     if isinstance(headlines, PairedCounts):
         headlines = headlines.counts(a, b)
@@ -385,6 +396,7 @@ def forecast_pair(
     values = [ha[n] - hb[n] for n in names]
     rng = np.random.default_rng(seed)
     _, planned, notes = _spread(difference, m, units or m, values, resamples, rng)
+    notes = [(limits or {}).get(name) or note for name, note in zip(names, notes, strict=True)]
     out = {}
     for i, (name, note) in enumerate(zip(names, notes, strict=True)):
         finite = planned[:, i][np.isfinite(planned[:, i])]
@@ -474,9 +486,10 @@ def forecast(
             planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
             seed = derive_seed(params.seed, "precision", name, info.name)
             try:
+                limits = method.comparison.pilot_limits(config, info.modality, pilot.labels)
                 n0, found = forecast_model(
                     headlines, pilot.labels, method.comparison.paired_units, planned,
-                    resamples=resamples, seed=seed,
+                    resamples=resamples, seed=seed, limits=limits,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
                 note = _failed(name, info.name, exc)
@@ -507,9 +520,13 @@ def forecast(
                 _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
             )
             try:
+                limits = {
+                    **method.comparison.pilot_limits(config, b.modality, pb.labels),
+                    **method.comparison.pilot_limits(config, a.modality, pa.labels),
+                }
                 m, found = forecast_pair(
                     headlines, pa.labels, pb.labels, method.comparison.paired_units, planned,
-                    resamples=resamples, seed=seed,
+                    resamples=resamples, seed=seed, limits=limits,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
                 _failed(name, f"{a.name} vs {b.name}", exc)

@@ -6,6 +6,7 @@ summed counts give the scores by :func:`.scoring.replicate_scores`, as
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -26,6 +27,21 @@ from genfair.methodologies.fact_or_fair.scoring import (
     replicate_scores,
     statistics_for,
 )
+
+#: a pilot whose answers bias its cells' plug-in entropies by more than this share of their
+#: range (Miller-Madow's first-order bias, ``(K - 1) / (2 N ln K)`` of a normalized entropy
+#: from ``N`` answers over ``K`` groups, averaged over a headline's answered cells) does not
+#: forecast that headline's distance (:meth:`FactOrFairComparison.pilot_limits`)
+ENTROPY_BIAS_LIMIT = 0.1
+
+
+@dataclass(frozen=True)
+class DistanceCounts(HeadlineCounts):
+    """:class:`HeadlineCounts` of FACT-OR-FAIR's distances, with each headline's support in
+    summed counts: ``support(totals)`` gives, per headline, its answered cells' mean answers
+    and the first-order bias of their plug-in entropies (:data:`ENTROPY_BIAS_LIMIT`)."""
+
+    support: Callable[[np.ndarray], dict[str, tuple[float, float]]]
 
 
 @dataclass(frozen=True)
@@ -53,7 +69,7 @@ def paired_counts(
     scope: Literal["attribute", "all"] = "attribute",
     fact_statistics: Literal["all", "title_lookup"] = "all",
     every_attribute: bool = False,
-) -> HeadlineCounts:
+) -> DistanceCounts:
     """The :class:`HeadlineCounts` of ``headlines`` (``where``: context and attribute), with
     :func:`.scoring.cell_table`'s ``scope`` and ``fact_statistics`` and each context's
     ``formulas``; ``every_attribute``: each row answers both attributes (a t2i image's faces,
@@ -110,10 +126,24 @@ def paired_counts(
             out[b.headline.name] = scores[b.headline.column]
         return out
 
-    return HeadlineCounts(offset, tally, score)
+    def support(totals: np.ndarray) -> dict[str, tuple[float, float]]:
+        out = {}
+        for b in blocks:
+            counts = totals[0, b.offset : b.offset + b.width].reshape(len(b.cells), len(b.groups))
+            answers = counts.sum(axis=1)
+            answers = answers[answers > 0]
+            if not answers.size:
+                out[b.headline.name] = (0.0, math.inf)
+                continue
+            k = len(b.groups)
+            bias = (k - 1) / (2 * answers * math.log(k))
+            out[b.headline.name] = (float(answers.mean()), float(bias.mean()))
+        return out
+
+    return DistanceCounts(offset, tally, score, support)
 
 
-def t2i_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> HeadlineCounts:
+def t2i_counts(headlines: Sequence[Headline], config: FactOrFairConfig) -> DistanceCounts:
     """The headline distances of :func:`.t2i.metrics` as counts, for paired comparisons (its
     statistics and formulas; an image's faces answer both attributes)."""
     formulas = Formulas(kld_pseudocount=config.kld_pseudocount)
@@ -147,7 +177,7 @@ class FactOrFairComparison(Comparison[FactOrFairConfig]):
         """The scores' bootstrap replicates (``bootstrap_resamples``)."""
         return config.bootstrap_resamples
 
-    def headline_function(self, config: FactOrFairConfig, modality: str) -> HeadlineCounts:
+    def headline_function(self, config: FactOrFairConfig, modality: str) -> DistanceCounts:
         """The headline distances from a model's labels, as its metrics compute them without
         intervals (LLM: :meth:`.FactOrFair.metrics`; T2I: :func:`.t2i.metrics`, each image's faces
         counted together), from the counts of valid answers per cell and group
@@ -161,3 +191,21 @@ class FactOrFairComparison(Comparison[FactOrFairConfig]):
             scope=config.subjective_cell_scope,
             fact_statistics=config.subjective_fact_statistics,
         )
+
+    def pilot_limits(
+        self, config: FactOrFairConfig, modality: str, labels: pd.DataFrame
+    ) -> dict[str, str]:
+        """The distances whose cells' plug-in entropies (S_E, Def. 2; and S_KLD's counts)
+        the pilot's answers bias by more than :data:`ENTROPY_BIAS_LIMIT`: a cell with one or
+        two answers has an entropy near 0 whatever the model's, so the pilot's point sits off
+        the trade-off curve by that bias, and its resamples and halves share it (a plateau the
+        generic checks cannot see; docs/methodology.md, "Planning for precision")."""
+        counts = self.headline_function(config, modality)
+        return {
+            name: (
+                f"not forecast: {answers:.1f} answers a cell bias its entropies by {bias:.2f} "
+                f"(over {ENTROPY_BIAS_LIMIT}; a pilot with more answers per cell)"
+            )
+            for name, (answers, bias) in counts.support(counts.totals(labels)).items()
+            if not bias <= ENTROPY_BIAS_LIMIT
+        }
