@@ -128,8 +128,8 @@ def fact_or_fair_run(
 
 
 def test_fact_or_fair(tmp_path: Path) -> None:
-    """A stereotyped plant (:data:`STEREOTYPED`), 300 objective rounds (about 30 answers a
-    cell; the pilot's 3): its objective distances are forecast (the gender one at least; the
+    """A stereotyped plant (:data:`STEREOTYPED`), 300 objective rounds (about 300 answers a
+    cell; the pilot's 30): its objective distances are forecast (the gender one at least; the
     race one where its bias stays within the checks' limits), the baseline's (about one
     answer a cell in the pilot) are not, for their cells' entropy bias."""
     config, labels = fact_or_fair_run(tmp_path, 300, 1, objective_policy=STEREOTYPED)

@@ -26,16 +26,21 @@ forecast, the percentile interval's half-width, steadier from 100 replicates).
 fails where the pilot's estimate is itself biased at its size (a maximum over groups, an
 absolute gap whose true value is near 0: its replicates all lie above it). The rule: from the
 pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; where
-``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`), or the replicates have no
-spread or no value, the headline is marked "not forecast" with the reason and no number.
-With ``R = 100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not
-noise. And the half-pilot checks, on :data:`SPLITS` random splits of the pilot's units into two
+``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`) and ``> BIAS_SHARE x
+|estimate|`` (:data:`BIAS_SHARE`: a bias within a tenth of the value moves a smooth
+headline's level, and its spread, by about that share), or the replicates have no spread or
+no value, the headline is marked "not forecast" with the reason and no number. With ``R =
+100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not noise. And
+the half-pilot checks, on :data:`SPLITS` random splits of the pilot's units into two
 halves, each half drawn up to the pilot's size: no replicates of the pilot's or of any half
 may put more than :data:`ATOM_LIMIT` of themselves on one value (a point mass: the spread
 is not near normal and does not shrink as 1/sqrt(n); an empty cell or a gap stuck at 0 in
 a thin half shows it), and the first split's halves must forecast the pilot's own
 half-width within :data:`SCALE_LIMIT` (too few units behind a headline, or a spread that
-does not shrink as units grow).
+does not shrink as units grow). Before all of these, the methodology's own limits
+(:meth:`~genfair.methodologies.comparison.Comparison.pilot_limits`: what it knows of its
+estimators that resampling cannot see, e.g. FACT-OR-FAIR's entropies of cells with too few
+answers, whose resamples and halves share one plateau).
 
 **Minimum detectable difference.** For every pair of models the comparisons would compare
 (:mod:`genfair.study.compare`'s rules: one modality, simulators only with simulators), both
