@@ -69,8 +69,9 @@ def test_a_maximum_is_not_forecast() -> None:
 
 
 def test_a_bias_is_held_against_the_spread_and_the_value() -> None:
-    """A bias past :data:`BIAS_LIMIT` SDs is forecast where it is within :data:`BIAS_SHARE`
-    of the value (a level moved 5% moves a smooth spread little), not where it is not."""
+    """A bias past :data:`BIAS_LIMIT` SDs is forecast where both it and the SD are within
+    :data:`BIAS_SHARE` of the value (a level known and moved within a tenth moves a smooth
+    spread little), not where either is not."""
     rng = np.random.default_rng(5)
     spread = rng.normal(0.0, 1.0, 400)
 
@@ -79,8 +80,9 @@ def test_a_bias_is_held_against_the_spread_and_the_value() -> None:
         halved = [observed + shift + rng.normal(0.0, 1.0, 400) for _ in range(6)]
         return precision.unforecastable(observed, pilot, [observed] * 6, halved)
 
-    assert note(10.0, 0.5) == ""  # 0.5 SD, 5% of the value
+    assert note(10.0, 0.5) == ""  # 0.5 SD, 5% of the value; the SD 10% of it
     assert note(2.0, 0.5).startswith("not forecast: biased at the pilot's size")  # 25% of it
+    assert note(5.0, 0.4).startswith("not forecast: biased at the pilot's size")  # SD: 20%
     assert note(2.0, 0.1) == ""  # 0.1 SD
 
 

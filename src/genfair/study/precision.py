@@ -26,9 +26,10 @@ forecast, the percentile interval's half-width, steadier from 100 replicates).
 fails where the pilot's estimate is itself biased at its size (a maximum over groups, an
 absolute gap whose true value is near 0: its replicates all lie above it). The rule: from the
 pilot's own bootstrap (``n0`` units), ``bias = mean(replicates) - estimate``; where
-``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`) and ``> BIAS_SHARE x
-|estimate|`` (:data:`BIAS_SHARE`: a bias within a tenth of the value moves a smooth
-headline's level, and its spread, by about that share), or the replicates have no spread or
+``|bias| > BIAS_LIMIT x SD(replicates)`` (:data:`BIAS_LIMIT`; unless ``|bias|`` and the SD
+are both within ``BIAS_SHARE x |estimate|``, :data:`BIAS_SHARE`: a value known and biased
+within a tenth of itself moves a smooth headline's level, and its spread, by about that
+share), or the replicates have no spread or
 no value, the headline is marked "not forecast" with the reason and no number. With ``R =
 100`` the Monte Carlo error of the bias is about ``0.1 SD``, so 0.25 SD is not noise. And
 the half-pilot checks, on :data:`SPLITS` random splits of the pilot's units into two
@@ -94,11 +95,12 @@ log = logging.getLogger(__name__)
 
 #: replicates per forecast (the half-width's Monte Carlo error: about 7% of it)
 RESAMPLES = 100
-#: a headline whose pilot bootstrap bias passes this many SDs, and :data:`BIAS_SHARE` of its
-#: value, is not forecast
+#: a headline whose pilot bootstrap bias passes this many SDs is not forecast (unless both
+#: bias and SD are within :data:`BIAS_SHARE` of its value)
 BIAS_LIMIT = 0.25
-#: a bias within this share of the headline's value moves its level too little to change its
-#: spread past the forecasts' tolerance, even where it passes :data:`BIAS_LIMIT` SDs
+#: a headline whose value the pilot knows within this share of itself (its SD) and biases by
+#: less moves its level, and so a smooth headline's spread, too little to miss the forecasts'
+#: tolerance, even where the bias passes :data:`BIAS_LIMIT` SDs
 BIAS_SHARE = 0.1
 #: a headline whose forecast from half the pilot misses the pilot's own half-width by more
 #: than this share is not forecast
@@ -263,10 +265,10 @@ def unforecastable(
     values on the halves of :data:`SPLITS` random splits of the pilot's units (``halves``,
     each split's two in turn) and those halves' replicates drawn up to the pilot's size
     (``halved``): no value, no spread, replicates with more than :data:`ATOM_LIMIT` on one
-    value, a bias over :data:`BIAS_LIMIT` of its SD and :data:`BIAS_SHARE` of its value (the
-    bootstrap's, or the half-sampling one: the halves' mean less the pilot's), or a half of
-    the first split whose forecast half-width misses the pilot's own by more than
-    :data:`SCALE_LIMIT`."""
+    value, a bias over :data:`BIAS_LIMIT` of its SD (unless bias and SD are both within
+    :data:`BIAS_SHARE` of the value; the bootstrap's, or the half-sampling one: the halves'
+    mean less the pilot's), or a half of the first split whose forecast half-width misses the
+    pilot's own by more than :data:`SCALE_LIMIT`."""
     finite = pilot[np.isfinite(pilot)]
     if not math.isfinite(observed) or finite.size < 2:
         return "not forecast: no value in the pilot"
@@ -285,7 +287,7 @@ def unforecastable(
             "not near normal, its spread will not shrink as 1/sqrt(n))"
         )
     bias = max(biases, key=abs)
-    if not abs(bias) <= max(BIAS_LIMIT * sd, BIAS_SHARE * abs(observed)):
+    if not (abs(bias) <= BIAS_LIMIT * sd or max(abs(bias), sd) <= BIAS_SHARE * abs(observed)):
         return (
             f"not forecast: biased at the pilot's size ({bias / sd:+.2f} SD; "
             "a maximum, an absolute gap, a divergence of sparse counts)"
