@@ -416,6 +416,7 @@ def _print_precision(args: argparse.Namespace, params: StudyParams, rows: list) 
         precision.planned(rows),
         methodologies=_names(args.methodologies),
         models=_names(args.models),
+        units=precision.planned_units(params, rows),
     )
     if target is None:
         print(json.dumps(result.to_json(), indent=2) if args.json else precision.table(result))

@@ -239,6 +239,44 @@ def test_the_study_forecast_scales_by_calls_and_pairs_simulators(
     assert "no pilot" in text and "MDD" in text
 
 
+def test_units_made_bigger_not_more_are_not_forecast(params: StudyParams, tmp_path: Path) -> None:
+    """A planned run whose units grow less than its calls (more answers each: IRIS's images
+    per occupation) is not forecast, nor its comparisons: resampling a pilot's units cannot
+    add answers to one. Its units' count is its planned n."""
+    assert precision._capped(400, None) == (400, False)  # units unknown: the calls scale
+    assert precision._capped(400, 380) == (400, False)  # within BIGGER: as many
+    assert precision._capped(400, 52) == (52, True)
+    layout = Layout(tmp_path)
+    rng = np.random.default_rng(5)
+    _pilot(layout, "simulated_llm", rng.uniform(size=100) < 0.6, 100)
+    _pilot(layout, "simulated_llm_2", rng.uniform(size=100) < 0.7, 100)
+    sizes = {("simulated_llm", "toy_quiz"): N, ("simulated_llm_2", "toy_quiz"): N}
+    units = {("simulated_llm", "toy_quiz"): 100, ("simulated_llm_2", "toy_quiz"): N}
+    result = precision.forecast(params, sizes, layout, units=units)
+    rows = {h.model: h for h in result.half_widths}
+    assert rows["simulated_llm"].units == 100 and rows["simulated_llm"].half_width is None
+    assert rows["simulated_llm"].note == precision.BIGGER_NOTE
+    assert rows["simulated_llm_2"].half_width is not None and rows["simulated_llm_2"].units == N
+    (pair,) = result.detectable
+    assert pair.mdd is None and pair.note == precision.BIGGER_NOTE
+
+
+def test_a_knob_that_makes_units_bigger_does_not_add_units(occupations_table: Path) -> None:
+    """IRIS: its tournament's rounds add units (rounds) to an LLM's run; its images per
+    occupation add answers to each of a text-to-image model's 52 occupations, not units."""
+    raw = load_params(ROOT / "params.yaml").model_dump(mode="json", exclude_unset=True)
+    raw["methodologies"]["iris"]["occupations_table"] = str(occupations_table)
+    iris = raw["methodologies"]["iris"]
+    iris["ifs_und"] = {**iris.get("ifs_und", {}), "persons": None}  # no FACET crops here
+    iris["bis_und"] = {**iris.get("bis_und", {}), "dataset": None}
+    study = StudyParams.model_validate(raw)
+    images = ("ifs_gen", "images_per_occupation")
+    assert precision.run_units(study, "iris", "simulated_t2i") == 52
+    assert not targets.adds_units(study, "simulated_t2i", "iris", images)
+    assert targets.adds_units(study, "smollm2", "iris", ("tournament", "rounds"))
+    assert precision.run_units(study, "news_bias", "smollm2") is None  # a labels-only unit
+
+
 def test_genfair_plan_precision_and_target(
     params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:

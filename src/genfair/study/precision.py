@@ -448,6 +448,60 @@ def _scaled(units: int, pilot: Pilot, planned_calls: int | None) -> int:
     return max(2, round(units * planned_calls / pilot.calls))
 
 
+#: planned units this share below what the calls scale to: the units grow bigger, not more
+BIGGER = 0.9
+BIGGER_NOTE = (
+    "not forecast: its planned sizes make its units bigger (more answers each), not more: "
+    "a pilot's resamples cannot add answers to a unit"
+)
+
+
+def _capped(scaled: int, units: int | None) -> tuple[int, bool]:
+    """The planned units (the pilot's scaled by the calls) capped at the run's own units
+    (:func:`run_units`) where those are fewer; ``True``: capped, a run whose larger sizes ask
+    more of each unit (more images per occupation), which resampling the pilot's units cannot
+    forecast: as if they were more, IRIS's RFS-Gen score forecast 0.36 of the observed
+    half-width in a planted world, and at their number, its IFS-Gen score 0.24-0.55 (its level,
+    and spread, grow with the answers a unit; docs/methodology.md)."""
+    if units is None or units >= BIGGER * scaled:
+        return scaled, False
+    return max(2, units), True
+
+
+def planned_units(params: StudyParams, rows: Sequence[Any]) -> dict[tuple[str, str], int | None]:
+    """``(model, methodology) -> ``:func:`run_units` of the plan's rows that could be planned
+    (once per methodology and modality: a run's probes are its methodology's for that
+    modality)."""
+    out: dict[tuple[str, str], int | None] = {}
+    seen: dict[tuple[str, str], int | None] = {}
+    for r in rows:
+        if not r.planned:
+            continue
+        kind = (r.methodology, model_info(params, r.model).modality)
+        if kind not in seen:
+            seen[kind] = run_units(params, r.methodology, r.model)
+        out[(r.model, r.methodology)] = seen[kind]
+    return out
+
+
+def run_units(params: StudyParams, methodology: str, model: str) -> int | None:
+    """The distinct resampling units (:meth:`~genfair.methodologies.comparison.Comparison.
+    paired_units`) of the run's probes at ``params``' sizes: what a run there resamples.
+    None where the probes do not carry the unit (it is a column of the labels, e.g. news
+    bias's article pair) or cannot be built here."""
+    method, config = configured(params, methodology)
+    if method.comparison.paired_unit is None:
+        return None
+    modality = model_info(params, model).modality
+    with _held():
+        try:
+            probes = method.probes_for(method.build_probes(config, params.seed), modality)
+            found = method.comparison.paired_units(probes).dropna().nunique()
+        except (KeyError, *EXPECTED):
+            return None
+    return int(found) or None
+
+
 def forecast(
     params: StudyParams,
     planned_calls: Mapping[tuple[str, str], int],
@@ -457,11 +511,14 @@ def forecast(
     methodologies: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
     ratios: Mapping[tuple[str, str], float] | None = None,
+    units: Mapping[tuple[str, str], int | None] | None = None,
 ) -> Forecast:
     """The study's forecast: every selected run's headlines at its planned size
     (``planned_calls[(model, methodology)]``: the plan's calls; missing: the pilot's own
     size; ``ratios``: instead, the planned size as a multiple of the pilot's), and every
-    comparison's minimum detectable difference."""
+    comparison's minimum detectable difference. ``units``: the planned run's resampling
+    units (:func:`run_units`, None: unknown); where they grow less than its calls (bigger
+    units, not more), its headlines are not forecast (:data:`BIGGER_NOTE`)."""
     if ratios is not None:
         planned_calls = {
             run: round(ratio * pilot.calls)
@@ -489,8 +546,9 @@ def forecast(
                 widths.append(HalfWidth(name, info.name, info.simulated, "-", note=note))
                 continue
             n0 = paired_rows(pilot.labels, pilot.labels, method.comparison.paired_units)
-            units = len(n0[0]) if n0 else 0
-            planned = _scaled(units, pilot, planned_calls.get((info.name, name)))
+            count = len(n0[0]) if n0 else 0
+            planned = _scaled(count, pilot, planned_calls.get((info.name, name)))
+            planned, bigger = _capped(planned, (units or {}).get((info.name, name)))
             seed = derive_seed(params.seed, "precision", name, info.name)
             try:
                 limits = method.comparison.pilot_limits(config, info.modality, pilot.labels)
@@ -500,8 +558,15 @@ def forecast(
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
                 note = _failed(name, info.name, exc)
-                widths.append(HalfWidth(name, info.name, info.simulated, "-", units, note=note))
+                widths.append(HalfWidth(name, info.name, info.simulated, "-", count, note=note))
                 continue
+            if bigger:  # the rows it would forecast; the others keep their own reason
+                found = {
+                    h: {**v, "half_width": None, "note": BIGGER_NOTE}
+                    if v["half_width"] is not None
+                    else v
+                    for h, v in found.items()
+                }
             widths.extend(
                 HalfWidth(name, info.name, info.simulated, headline, n0, planned, **values)
                 for headline, values in found.items()
@@ -523,9 +588,11 @@ def forecast(
             seed = derive_seed(params.seed, "precision", name, a.name, b.name)
             common = paired_rows(pa.labels, pb.labels, method.comparison.paired_units)
             m = len(common[0]) if common else 0
-            planned = min(
-                _scaled(m, p, planned_calls.get((x.name, name))) for p, x in ((pa, a), (pb, b))
-            )
+            capped = [
+                _capped(_scaled(m, p, planned_calls.get(run)), (units or {}).get(run))
+                for p, run in ((pa, (a.name, name)), (pb, (b.name, name)))
+            ]
+            planned, bigger = min(n for n, _ in capped), any(big for _, big in capped)
             try:
                 limits = {
                     **method.comparison.pilot_limits(config, b.modality, pb.labels),
@@ -541,7 +608,9 @@ def forecast(
             for headline, values in found.items():
                 row = Detectable(name, headline, a.name, b.name, a.simulated, m, planned)
                 row.sd, row.note = values["sd"], values["note"]
-                pairs.append((row, values["sd"]))
+                if bigger and row.sd is not None:
+                    row.sd, row.note = None, BIGGER_NOTE
+                pairs.append((row, row.sd))
     comparisons = len(pairs)
     for row, sd in pairs:
         row.mdd = None if sd is None else detectable(sd, comparisons)
@@ -627,18 +696,13 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
     scale=paper`` counts) with ``conf/sizes/<methodology>/paper.yaml`` merged over the study's
     block, over its calls at the study's sizes (:func:`first_asks`). None: no paper sizes, or
     a size cannot be planned here."""
-    path = runs.SIZES / methodology / "paper.yaml"
-    if not path.is_file():
+    paper = at_paper(params, methodology)
+    if paper is None:
         return None
-    block = params.methodologies[methodology]
-    paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
     counts: list[int | None] = []
     with tempfile.TemporaryDirectory(prefix="genfair-paper-") as scratch, _held() as held:
         empty = Path(scratch) / "responses.sqlite"
-        for raw in (block, paper):
-            changed = params.model_copy(
-                update={"methodologies": {**params.methodologies, methodology: raw}}
-            )
+        for changed in (params, paper):
             counts.append(first_asks(changed, methodology, model, lambda: ResponseCache(empty)))
             if counts[-1] is None:
                 break
@@ -652,8 +716,19 @@ def paper_ratio(params: StudyParams, methodology: str, model: str) -> float | No
             f" ({why[-1]})" if why else "",
         )
         return None
-    current, at_paper = counts
-    return at_paper / current if current else None
+    current, paper_calls = counts
+    return paper_calls / current if current else None
+
+
+def at_paper(params: StudyParams, methodology: str) -> StudyParams | None:
+    """The study with ``conf/sizes/<methodology>/paper.yaml`` merged over the methodology's
+    block (None: it has no paper sizes)."""
+    path = runs.SIZES / methodology / "paper.yaml"
+    if not path.is_file():
+        return None
+    block = params.methodologies[methodology]
+    paper = _merged(block, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return params.model_copy(update={"methodologies": {**params.methodologies, methodology: paper}})
 
 
 @contextmanager
@@ -722,18 +797,23 @@ def at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Forecast:
     first model with a pilot): without re-asks, a run's calls are its methodology's for
     that modality, whichever model answers them."""
     ratios: dict[tuple[str, str], float] = {}
-    planned: dict[tuple[str, str], float | None] = {}
+    units: dict[tuple[str, str], int | None] = {}
+    planned: dict[tuple[str, str], tuple[float | None, int | None]] = {}
     for name in params.methodologies:
         for model in models_for(params, name):
             if not layout.labels(model, name).exists():
                 continue
             kind = (name, model_info(params, model).modality)
             if kind not in planned:
-                planned[kind] = paper_ratio(params, name, model)
-            found = planned[kind]
-            if found is not None:
-                ratios[(model, name)] = found
-    return forecast(params, {}, layout, ratios=ratios)
+                paper = at_paper(params, name)
+                planned[kind] = (
+                    paper_ratio(params, name, model),
+                    None if paper is None else run_units(paper, name, model),
+                )
+            ratio, units[(model, name)] = planned[kind]
+            if ratio is not None:
+                ratios[(model, name)] = ratio
+    return forecast(params, {}, layout, ratios=ratios, units=units)
 
 
 def write_at_paper_size(params: StudyParams, layout: Layout = Layout()) -> Path:
@@ -773,9 +853,8 @@ def half_width_metrics(result: Forecast) -> dict[str, float]:
                 out[f"{key}.{name}"] = value
     for d in result.detectable:
         if d.mdd is not None and math.isfinite(d.mdd):
-            out[f"precision.{d.methodology}.{pair_key(d.model_a, d.model_b)}.{d.headline}.mdd"] = (
-                d.mdd
-            )
+            key = f"precision.{d.methodology}.{pair_key(d.model_a, d.model_b)}.{d.headline}"
+            out[f"{key}.mdd"] = d.mdd
     return out
 
 

@@ -424,8 +424,9 @@ def precision_view(layout: Layout, simulated: set[str]) -> dict[str, Any] | None
         "Each headline's 95% half-width now (its bootstrap over the run's resampling units) "
         "and forecast at the methodology's paper sizes (the run's units resampled up to the "
         "paper's number, scored with the methodology's own headline function; "
-        'docs/methodology.md, "Planning for precision"). Not forecast: the run cannot '
-        "say it (biased at its size, or too few units)."
+        'docs/methodology.md, "Planning for precision"). Not forecast: the run cannot say it '
+        "(biased at its size, too few units, past its methodology's own limit, or paper sizes "
+        "that make its units bigger rather than more)."
     )
     return table_view(ReportTable("Precision", frame, caption), simulated)
 

@@ -27,6 +27,7 @@ from genfair.study.precision import (
     forecast_model,
     json_safe,
     read_pilot,
+    run_units,
     short,
     text_columns,
 )
@@ -236,13 +237,38 @@ def targets(
         knobs = headline_knobs(
             method.size_knobs, headline, knob_candidates(sizes_of(h.methodology))
         )
+        bigger = [k for k in knobs if not adds_units(params, h.model, h.methodology, k)]
+        knobs = [k for k in knobs if k not in bigger]
         found = size_knob(calls_at, block, knobs, plan_row.calls, row.units / (h.units or 1))
         if found is None:
-            row.note = "no size knob of its size files for this headline changes its calls"
+            row.note = (
+                f"its size knobs ({', '.join('.'.join(k) for k in bigger)}) make its units "
+                "bigger, not more: a pilot cannot forecast what they give"
+                if bigger
+                else "no size knob of its size files for this headline changes its calls"
+            )
             continue
         row.knob, row.value, row.calls = found
         row.cost, row.cost_expected = target_cost(plan_row, row.calls)
     return out
+
+
+def adds_units(params: StudyParams, model: str, methodology: str, knob: tuple[str, ...]) -> bool:
+    """Whether doubling ``knob`` adds resampling units to the run (:func:`~genfair.study.
+    precision.run_units`), rather than answers to each unit (more images per occupation); a
+    run whose units its probes do not carry is taken to add them."""
+    block = params.methodologies[methodology]
+    value = setting(block, knob)
+    if not isinstance(value, int) or value < 1:
+        return True
+    counts = []
+    for v in (value, 2 * value):
+        changed = {**params.methodologies, methodology: with_setting(block, knob, v)}
+        counts.append(
+            run_units(params.model_copy(update={"methodologies": changed}), methodology, model)
+        )
+    now, doubled = counts
+    return now is None or doubled is None or doubled > now
 
 
 def target_cost(plan_row: Any, calls: int) -> tuple[float | None, float | None]:
