@@ -333,20 +333,29 @@ class Asked(Quiz):
         return ctx.run(asked, self.judge)
 
 
+def _paper_study(
+    params: StudyParams, cls: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> StudyParams:
+    """A study of ``cls`` alone (40 questions asked once) whose paper sizes, in ``tmp_path``,
+    ask 80 questions 5 times; registered here, not at import (other tests see the registry as
+    it was)."""
+    from genfair.study import runs
+
+    register(cls)
+    raw = params.model_dump(mode="json")
+    raw["methodologies"] = {cls.name: {"questions": 40, "asks": 1}}
+    (tmp_path / cls.name).mkdir()
+    (tmp_path / cls.name / "paper.yaml").write_text("{questions: 80, asks: 5}")
+    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    return StudyParams.model_validate(with_runs(raw))
+
+
 def test_the_paper_ratio_is_the_plans_calls_at_the_paper_sizes(
     params: StudyParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A methodology with its own ``generate``: the plan's calls at its paper sizes (80
     questions asked 5 times) over the study's (40 asked once), not its probes' 2."""
-    from genfair.study import runs
-
-    register(Asked)  # here, not at import: other tests see the registry as it was
-    raw = params.model_dump(mode="json")
-    raw["methodologies"] = {"toy_asked": {"questions": 40, "asks": 1}}
-    study = StudyParams.model_validate(with_runs(raw))
-    (tmp_path / "toy_asked").mkdir()
-    (tmp_path / "toy_asked" / "paper.yaml").write_text("{questions: 80, asks: 5}")
-    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    study = _paper_study(params, Asked, tmp_path, monkeypatch)
     assert precision.paper_ratio(study, "toy_asked", "simulated_llm") == 10.0
     assert precision.paper_ratio(study, "toy_asked", "real_a") == 10.0  # no call sent, none cached
     (tmp_path / "toy_asked" / "paper.yaml").unlink()
@@ -488,15 +497,7 @@ def test_the_paper_ratios_sizing_plan_logs_nothing_about_the_run(
     warning its methodology logs about the run is not the user's and is not logged; a paper
     size that cannot be planned is said once, in the forecast's words, with the plan's
     reason."""
-    from genfair.study import runs
-
-    register(Warned)  # here, not at import: other tests see the registry as it was
-    raw = params.model_dump(mode="json")
-    raw["methodologies"] = {"toy_warned": {"questions": 40, "asks": 1}}
-    study = StudyParams.model_validate(with_runs(raw))
-    (tmp_path / "toy_warned").mkdir()
-    (tmp_path / "toy_warned" / "paper.yaml").write_text("{questions: 80, asks: 5}")
-    monkeypatch.setattr(runs, "SIZES", tmp_path)
+    study = _paper_study(params, Warned, tmp_path, monkeypatch)
     genfair = logging.getLogger("genfair")
     before = (genfair.level, genfair.propagate, list(genfair.handlers))
     with caplog.at_level(logging.INFO):
