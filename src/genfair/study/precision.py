@@ -328,6 +328,13 @@ def _spread(
     return pilot, planned, notes
 
 
+def _limited(
+    names: Sequence[str], notes: Sequence[str], limits: Mapping[str, str] | None
+) -> list[str]:
+    """Each headline's note: the methodology's own limit where it has one, else the checks'."""
+    return [(limits or {}).get(name) or note for name, note in zip(names, notes, strict=True)]
+
+
 def forecast_model(
     headlines: Callable[[pd.DataFrame], dict[str, float]],
     labels: pd.DataFrame,
@@ -357,7 +364,7 @@ def forecast_model(
     values = [observed[n] for n in names]
     rng = np.random.default_rng(seed)
     pilot, planned, notes = _spread(score, len(rows), units or len(rows), values, resamples, rng)
-    notes = [(limits or {}).get(name) or note for name, note in zip(names, notes, strict=True)]
+    notes = _limited(names, notes, limits)
     pilot_hw, planned_hw = half_width(pilot), half_width(planned)
     out = {}
     for i, (name, note) in enumerate(zip(names, notes, strict=True)):
@@ -403,7 +410,7 @@ def forecast_pair(
     values = [ha[n] - hb[n] for n in names]
     rng = np.random.default_rng(seed)
     _, planned, notes = _spread(difference, m, units or m, values, resamples, rng)
-    notes = [(limits or {}).get(name) or note for name, note in zip(names, notes, strict=True)]
+    notes = _limited(names, notes, limits)
     out = {}
     for i, (name, note) in enumerate(zip(names, notes, strict=True)):
         finite = planned[:, i][np.isfinite(planned[:, i])]
@@ -534,6 +541,8 @@ def forecast(
             model_info(params, m) for m in models_for(params, name) if models is None or m in models
         ]
         pilots = {i.name: read_pilot(layout, i.name, name) for i in infos}
+        limits: dict[str, dict[str, str]] = {}  # each pilot's own, once (its pairs reuse them)
+
         for info in infos:
             pilot = pilots[info.name]
             headlines = (
@@ -551,10 +560,10 @@ def forecast(
             planned, bigger = _capped(planned, (units or {}).get((info.name, name)))
             seed = derive_seed(params.seed, "precision", name, info.name)
             try:
-                limits = method.comparison.pilot_limits(config, info.modality, pilot.labels)
                 n0, found = forecast_model(
                     headlines, pilot.labels, method.comparison.paired_units, planned,
-                    resamples=resamples, seed=seed, limits=limits,
+                    resamples=resamples, seed=seed,
+                    limits=_limits(method, config, info, pilot, limits),
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
                 note = _failed(name, info.name, exc)
@@ -594,13 +603,12 @@ def forecast(
             ]
             planned, bigger = min(n for n, _ in capped), any(big for _, big in capped)
             try:
-                limits = {
-                    **method.comparison.pilot_limits(config, b.modality, pb.labels),
-                    **method.comparison.pilot_limits(config, a.modality, pa.labels),
-                }
                 m, found = forecast_pair(
                     headlines, pa.labels, pb.labels, method.comparison.paired_units, planned,
-                    resamples=resamples, seed=seed, limits=limits,
+                    resamples=resamples, seed=seed, limits={
+                        **_limits(method, config, b, pb, limits),
+                        **_limits(method, config, a, pa, limits),
+                    },
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a forecast is advice: it never stops a stage
                 _failed(name, f"{a.name} vs {b.name}", exc)
@@ -616,6 +624,17 @@ def forecast(
         row.mdd = None if sd is None else detectable(sd, comparisons)
     level = (1 - CONFIDENCE) / max(comparisons, 1)
     return Forecast(widths, [row for row, _ in pairs], comparisons, level)
+
+
+def _limits(
+    method: Methodology, config: Any, info: Any, pilot: Pilot, seen: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """The methodology's own limits of a model's pilot
+    (:meth:`~genfair.methodologies.comparison.Comparison.pilot_limits`), computed once per
+    model in ``seen`` (its comparisons reuse them)."""
+    if info.name not in seen:
+        seen[info.name] = method.comparison.pilot_limits(config, info.modality, pilot.labels)
+    return seen[info.name]
 
 
 def _failed(methodology: str, model: str, exc: Exception) -> str:

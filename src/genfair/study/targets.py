@@ -257,17 +257,13 @@ def adds_units(params: StudyParams, model: str, methodology: str, knob: tuple[st
     """Whether doubling ``knob`` adds resampling units to the run (:func:`~genfair.study.
     precision.run_units`), rather than answers to each unit (more images per occupation); a
     run whose units its probes do not carry is taken to add them."""
-    block = params.methodologies[methodology]
-    value = setting(block, knob)
+    value = setting(params.methodologies[methodology], knob)
     if not isinstance(value, int) or value < 1:
         return True
-    counts = []
-    for v in (value, 2 * value):
-        changed = {**params.methodologies, methodology: with_setting(block, knob, v)}
-        counts.append(
-            run_units(params.model_copy(update={"methodologies": changed}), methodology, model)
-        )
-    now, doubled = counts
+    now, doubled = (
+        run_units(with_knob(params, methodology, knob, v), methodology, model)
+        for v in (value, 2 * value)
+    )
     return now is None or doubled is None or doubled > now
 
 
@@ -307,14 +303,20 @@ def _replanned(
 ) -> Callable[[tuple[str, ...], int], int | None]:
     """``calls_at(knob, value)``: the plan's calls of the run with its size knob at ``value``
     (None: the run could not be planned so)."""
-    block = params.methodologies[methodology]
 
     def calls_at(knob: tuple[str, ...], value: int) -> int | None:
-        changed = {**params.methodologies, methodology: with_setting(block, knob, value)}
-        again = plan_calls(params.model_copy(update={"methodologies": changed}), model, methodology)
+        again = plan_calls(with_knob(params, methodology, knob, value), model, methodology)
         return again.calls if again.planned else None
 
     return calls_at
+
+
+def with_knob(
+    params: StudyParams, methodology: str, knob: Sequence[str], value: Any
+) -> StudyParams:
+    """The study with the methodology's size ``knob`` (a dotted path, split) at ``value``."""
+    block = with_setting(params.methodologies[methodology], knob, value)
+    return params.model_copy(update={"methodologies": {**params.methodologies, methodology: block}})
 
 
 def target_table(found: Sequence[Target]) -> str:
